@@ -1,0 +1,28 @@
+// Process-wide runtime set-up shared by the CLI, the GUI and the tests: pick OpenBLAS kernels for
+// the CPU at hand and use every core for LibTorch's intra-op threads. Torch-free header.
+#pragma once
+
+#include <string>
+
+namespace snapkv {
+
+// Call first thing in main(). Debian's OpenBLAS takes recent Xeons for SSE3-only "Prescott" parts
+// and runs 5x slower GEMMs; OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, which happens
+// before main(), so when the variable is unset we set it from CPUID and re-execute ourselves once.
+// A user's own OPENBLAS_CORETYPE is respected. Then sets LibTorch intra-op threads to the core count
+// (or SNAPKV_THREADS).
+void init_runtime(int argc, char** argv);
+
+struct RuntimeInfo {
+    int intra_op_threads = 0;
+    int cores = 0;
+    std::string blas;            // "OpenBLAS 0.3.21 ... (core: SkylakeX)" or what LibTorch reports
+    std::string blas_core;       // "SkylakeX", "Haswell", "Prescott", ... or "" if not OpenBLAS
+    std::string cpu_features;    // "avx512f avx2 fma"
+    std::string torch_version;
+    bool cuda_available = false;
+    std::string cuda_device;     // name of device 0, if any
+};
+RuntimeInfo runtime_info();
+
+}  // namespace snapkv
