@@ -1,0 +1,66 @@
+// Selection parameters and per-layer results of SnapKV and the other KV-eviction policies, as plain
+// values (no LibTorch) so that the GUI, the CLI and the JSON writers share them.
+// Semantics follow FasterDecoding/SnapKV snapkv_utils.py and NVIDIA kvpress snapkv_press.py.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace snapkv {
+
+enum class Policy { SnapKV, Streaming, H2O, Random, Pyramid, AdaKV };
+enum class Pooling { Max, Avg, None };
+// QueryHead: official SnapKV, keys repeated to every query head, one selection per query head,
+//            the compressed cache holds n_head heads.
+// KvHead:    kvpress, pooled scores averaged over the query heads of a KV group, one selection
+//            per KV head, the cache keeps n_head_kv heads.
+enum class GqaMode { QueryHead, KvHead };
+
+struct SelectionParams {
+    Policy policy = Policy::SnapKV;
+    int64_t window = 32;          // W: observation window, always kept
+    int64_t kernel = 7;           // K: pooling kernel, odd
+    Pooling pooling = Pooling::Max;
+    int64_t budget = 1024;        // C: tokens kept per head, window included
+    double ratio = -1.0;          // kvpress form: if >= 0, keep int(L * (1 - ratio)) tokens instead of budget
+    GqaMode gqa = GqaMode::QueryHead;
+    int64_t n_sink = 4;           // StreamingLLM sink tokens
+    uint64_t seed = 42;           // Random policy
+    int64_t pyramid_beta = 20;    // PyramidKV (KVCache-Factory) beta
+    double adakv_alpha = 0.2;     // AdaKV floor: each head keeps at least alpha * (C - W) prefix tokens
+};
+
+std::string policy_name(Policy p);       // "snapkv", "streaming", "h2o", "random", "pyramid", "adakv"
+Policy parse_policy(const std::string& s);   // throws InputError naming the allowed values
+std::string pooling_name(Pooling p);     // "max", "avg", "none"
+Pooling parse_pooling(const std::string& s);
+std::string gqa_mode_name(GqaMode m);    // "query-head", "kv-head"
+GqaMode parse_gqa_mode(const std::string& s);
+
+// One head's selection (a query head in QueryHead mode, a KV head in KvHead mode).
+struct HeadSelection {
+    std::vector<float> votes;     // [L - W] raw votes (summed window attention); empty if the policy has none
+    std::vector<float> pooled;    // [L - W] pooled scores the top-k ran on; empty if none
+    std::vector<int64_t> kept;    // sorted, unique prefix positions kept (< L - W); window not listed
+    double kept_mass = 0.0;       // share of the window's attention on the prefix that falls on kept positions
+};
+
+struct LayerSelection {
+    int64_t layer = 0;
+    bool compressed = false;      // false when L < budget (official: short prompts are not compressed)
+    int64_t budget = 0;           // this layer's budget (PyramidKV varies it per layer)
+    std::vector<HeadSelection> heads;
+};
+
+struct Selection {
+    SelectionParams params;
+    int64_t n_tokens = 0;         // L
+    int64_t window = 0;           // effective W
+    int64_t budget = 0;           // effective C (after the ratio form)
+    bool compressed = false;      // any layer compressed
+    std::string note;             // e.g. "prompt of 812 tokens is shorter than the budget 1024: not compressed"
+    std::vector<LayerSelection> layers;
+};
+
+}  // namespace snapkv
