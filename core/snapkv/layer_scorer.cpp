@@ -1,0 +1,138 @@
+// LayerScorer: one batched matmul + softmax over the Wmax captured queries at construction, then
+// in-place suffix sums over the query rows; votes(W) is a slice of them. Nothing here pools or
+// selects, and nothing materialises L x L attention.
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, L = prompt tokens, Wmax = captured
+// window, W = window, D = head_dim.
+#include "core/snapkv/layer_scorer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include <c10/core/InferenceMode.h>
+
+#include "core/common/errors.h"
+
+namespace snapkv {
+namespace {
+
+std::string shape_str(const at::Tensor& t) {
+    std::string s = "[";
+    for (int64_t i = 0; i < t.dim(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(t.size(i));
+    }
+    return s + "]";
+}
+
+// Scales raw q.k^T scores by 1/sqrt(D) and applies the causal mask of the window block, in place.
+// scores: [N, R, L], query row i at absolute position L - R + i. Divides after the matmul, as the
+// reference does (`/ math.sqrt(head_dim)`), for equal rounding.
+void scale_and_mask(at::Tensor& scores, int64_t head_dim) {
+    const int64_t rows = scores.size(1);
+    const int64_t n_tokens = scores.size(2);
+    scores.div_(std::sqrt(static_cast<double>(head_dim)));
+    // Row i sees keys <= L - R + i: inside the block [L - R, L) that is the lower triangle, every
+    // earlier key is visible. -inf gives exact zeros after softmax (the reference adds finfo.min,
+    // which underflows to the same zeros).
+    at::Tensor hidden = at::ones({rows, rows}, scores.options().dtype(at::kBool)).triu(1);  // [R, R]
+    scores.narrow(2, n_tokens - rows, rows)
+        .masked_fill_(hidden, -std::numeric_limits<float>::infinity());
+}
+
+}  // namespace
+
+LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
+    c10::InferenceMode guard;
+    const at::Tensor& q = m_capture.window_queries;  // [H, Wmax, D]
+    const at::Tensor& k = m_capture.keys;            // [Hkv, L, D]
+    if (!q.defined() || !k.defined())
+        throw InputError("LayerCapture: window_queries and keys must both be set (got " +
+                         std::string(q.defined() ? "" : "no window_queries ") +
+                         (k.defined() ? "" : "no keys") + ")");
+    if (q.dim() != 3 || k.dim() != 3)
+        throw InputError("LayerCapture: window_queries " + shape_str(q) + " and keys " +
+                         shape_str(k) + " must both be 3-D: [H, Wmax, D] and [Hkv, L, D]");
+    if (!q.is_floating_point() || !k.is_floating_point())
+        throw InputError("LayerCapture: window_queries and keys must be floating point tensors");
+    if (q.device() != k.device())
+        throw InputError("LayerCapture: window_queries on " + q.device().str() + " but keys on " +
+                         k.device().str() + "; both must be on one device");
+    m_n_head = q.size(0);
+    m_max_window = q.size(1);
+    m_head_dim = q.size(2);
+    m_n_head_kv = k.size(0);
+    m_n_tokens = k.size(1);
+    if (m_n_head < 1 || m_n_head_kv < 1 || m_head_dim < 1 || m_max_window < 1 || m_n_tokens < 1)
+        throw InputError("LayerCapture: empty tensors: window_queries " + shape_str(q) +
+                         ", keys " + shape_str(k));
+    if (k.size(2) != m_head_dim)
+        throw InputError("LayerCapture: keys " + shape_str(k) + " have head_dim " +
+                         std::to_string(k.size(2)) + " but window_queries " + shape_str(q) +
+                         " have " + std::to_string(m_head_dim));
+    if (m_n_head % m_n_head_kv != 0)
+        throw InputError("LayerCapture: n_head " + std::to_string(m_n_head) +
+                         " is not a multiple of n_head_kv " + std::to_string(m_n_head_kv));
+    if (m_max_window > m_n_tokens)
+        throw InputError("LayerCapture: captured window " + std::to_string(m_max_window) +
+                         " is longer than the prompt (" + std::to_string(m_n_tokens) + " tokens)");
+    if (m_capture.h2o.defined()) {
+        const at::Tensor& h = m_capture.h2o;  // [H, L]
+        if (h.dim() != 2 || h.size(0) != m_n_head || h.size(1) != m_n_tokens)
+            throw InputError("LayerCapture: h2o " + shape_str(h) + ", expected [" +
+                             std::to_string(m_n_head) + ", " + std::to_string(m_n_tokens) + "]");
+    }
+
+    const int64_t group = m_n_head / m_n_head_kv;
+    // Query head h = kv * G + g, so [H, Wmax, D] viewed as [Hkv, G * Wmax, D] multiplies against
+    // its own KV head without repeating the keys (the reference repeats them with repeat_kv).
+    at::Tensor qf = q.to(at::kFloat).contiguous().view({m_n_head_kv, group * m_max_window, m_head_dim});
+    at::Tensor kf = k.to(at::kFloat).contiguous();                            // [Hkv, L, D]
+    at::Tensor scores = at::bmm(qf, kf.transpose(1, 2))                       // [Hkv, G*Wmax, L]
+                            .view({m_n_head, m_max_window, m_n_tokens});      // [H, Wmax, L]
+    scale_and_mask(scores, m_head_dim);
+    m_suffix = at::softmax(scores, -1);                                       // [H, Wmax, L]
+    scores = at::Tensor();
+    // Suffix sums over the query rows, in place: row i += row i + 1, from the last row up.
+    for (int64_t i = m_max_window - 2; i >= 0; --i)
+        m_suffix.select(1, i).add_(m_suffix.select(1, i + 1));
+}
+
+void LayerScorer::check_window(int64_t window, const char* where) const {
+    if (window < 1 || window > m_max_window || window >= m_n_tokens)
+        throw InputError(std::string(where) + ": window " + std::to_string(window) +
+                         " is out of range; allowed 1.." +
+                         std::to_string(std::min(m_max_window, m_n_tokens - 1)) +
+                         " (at most the captured window " + std::to_string(m_max_window) +
+                         " and less than the prompt length " + std::to_string(m_n_tokens) + ")");
+}
+
+at::Tensor LayerScorer::votes(int64_t window) const {
+    check_window(window, "votes");
+    c10::InferenceMode guard;
+    return m_suffix.select(1, m_max_window - window)                           // [H, L]
+        .narrow(1, 0, m_n_tokens - window)                                      // [H, L - W]
+        .contiguous();
+}
+
+at::Tensor LayerScorer::window_attention(int64_t head, int64_t window) const {
+    check_window(window, "window_attention");
+    if (head < 0 || head >= m_n_head)
+        throw InputError("window_attention: head " + std::to_string(head) +
+                         " is out of range; allowed 0.." + std::to_string(m_n_head - 1));
+    c10::InferenceMode guard;
+    const int64_t group = m_n_head / m_n_head_kv;
+    at::Tensor q = m_capture.window_queries.select(0, head)
+                       .narrow(0, m_max_window - window, window)
+                       .to(at::kFloat)
+                       .unsqueeze(0);                                           // [1, W, D]
+    at::Tensor k = m_capture.keys.select(0, head / group).to(at::kFloat).unsqueeze(0);  // [1, L, D]
+    at::Tensor scores = at::bmm(q, k.transpose(1, 2));                          // [1, W, L]
+    scale_and_mask(scores, m_head_dim);
+    return at::softmax(scores, -1).squeeze(0);                                  // [W, L]
+}
+
+}  // namespace snapkv

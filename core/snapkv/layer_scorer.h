@@ -1,0 +1,72 @@
+// One layer's SnapKV scores over the tensors captured at prefill: the window queries and all keys.
+// Built once per layer; every retune (window, kernel, pooling, budget, policy) reads its cache and
+// never re-runs prefill. It scores; it does not pool, select, or touch a KV cache (selector.h does).
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv (query heads per KV head), L = prompt tokens,
+// Wmax = captured window (queries of the last Wmax prompt positions), W = window (W <= Wmax, W < L),
+// D = head_dim.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/ATen.h>
+
+namespace snapkv {
+
+// Filled by the model during prefill; float32 (other floating types are converted), CPU or CUDA.
+struct LayerCapture {
+    at::Tensor window_queries;   // [H, Wmax, D] post-RoPE queries of the last Wmax prompt positions
+    at::Tensor keys;             // [Hkv, L, D] post-RoPE keys of all L prompt positions
+    at::Tensor h2o;              // [H, L] attention each key received, summed over all L prompt
+                                 // queries (causal): H2O's score; may be undefined
+};
+
+// Votes exactly as FasterDecoding/SnapKV snapkv_utils.py (SnapKVCluster.update_kv): scores
+// q.k^T / sqrt(D) of the window queries against all L keys (query head h reads KV head h / G, as
+// repeat_kv does), causal mask inside the window only, softmax over all keys in float32, the
+// probabilities on the prefix keys summed over the window queries.
+//
+// A probability row depends on its query only, not on W (query i of Wmax sits at absolute
+// position L - Wmax + i and sees keys <= L - Wmax + i whatever the window). So the constructor
+// computes the rows of all Wmax queries once and keeps their suffix sums over rows,
+//   m_suffix[h, i, t] = sum_{j >= i} p[h, j, t],
+// and votes(W) is the slice m_suffix[:, Wmax - W, :L - W]. Memory: H * Wmax * L floats per layer
+// (9 * 128 * 8192 * 4 B = 38 MB); never L x L.
+class LayerScorer {
+public:
+    // Throws InputError when the capture's tensors are missing or their shapes disagree.
+    explicit LayerScorer(LayerCapture capture);
+
+    int64_t n_tokens() const { return m_n_tokens; }      // L
+    int64_t max_window() const { return m_max_window; }  // Wmax
+    int64_t n_head() const { return m_n_head; }          // H
+    int64_t n_head_kv() const { return m_n_head_kv; }    // Hkv
+    int64_t head_dim() const { return m_head_dim; }      // D
+
+    // [H, L - W] float32 on the capture's device: window attention summed over the W window
+    // queries, on the prefix keys. A copy of the cached slice. Throws InputError unless
+    // 1 <= W <= Wmax and W < L.
+    at::Tensor votes(int64_t window) const;
+    // [W, L] float32 on the capture's device: the softmax rows of query head `head` for the last W
+    // prompt positions over all L keys (zeros where the causal mask hides a key); for heatmaps.
+    // Recomputed from the capture (exact rows, not differences of suffix sums).
+    at::Tensor window_attention(int64_t head, int64_t window) const;
+
+    const LayerCapture& capture() const { return m_capture; }
+    bool has_h2o() const { return m_capture.h2o.defined(); }
+    // [H, Wmax, L] the cached suffix sums described above (read-only use).
+    const at::Tensor& suffix_sums() const { return m_suffix; }
+
+private:
+    void check_window(int64_t window, const char* where) const;
+
+    LayerCapture m_capture;
+    at::Tensor m_suffix;   // [H, Wmax, L] float32
+    int64_t m_n_tokens = 0;
+    int64_t m_max_window = 0;
+    int64_t m_n_head = 0;
+    int64_t m_n_head_kv = 0;
+    int64_t m_head_dim = 0;
+};
+
+}  // namespace snapkv

@@ -1,0 +1,178 @@
+// LayerScorer against the naive loop reference (naive_reference.h) and against a direct ATen
+// recomputation per window: votes for every window, the heatmap rows, GQA head mapping, and the
+// capture checks. Selection is tested in test_selector.cpp.
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Wmax = captured window, W = window,
+// D = head_dim, P = L - W.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+
+#include "core/common/errors.h"
+#include "core/snapkv/layer_scorer.h"
+#include "tests/snapkv/naive_reference.h"
+#include "tests/snapkv/tensor_compare.h"
+
+using namespace snapkv;
+using namespace snapkv_test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+template <class F>
+std::string input_error_of(F&& f) {
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    FAIL("expected an InputError");
+    return "";
+}
+
+// Votes of the last W queries recomputed from scratch with ATen: [H, L - W].
+at::Tensor direct_votes(const LayerCapture& cap, int64_t W) {
+    const int64_t H = cap.window_queries.size(0), Wmax = cap.window_queries.size(1);
+    const int64_t D = cap.window_queries.size(2), Hkv = cap.keys.size(0), L = cap.keys.size(1);
+    at::Tensor q = cap.window_queries.narrow(1, Wmax - W, W);                      // [H, W, D]
+    at::Tensor k = cap.keys.repeat_interleave(H / Hkv, 0);                         // [H, L, D]
+    at::Tensor s = at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(D));        // [H, W, L]
+    at::Tensor pos_q = at::arange(L - W, L, at::kLong).view({W, 1});
+    at::Tensor pos_k = at::arange(0, L, at::kLong).view({1, L});
+    s = s.masked_fill(pos_k > pos_q, -std::numeric_limits<float>::infinity());
+    return at::softmax(s, -1).narrow(2, 0, L - W).sum(1);                          // [H, L - W]
+}
+
+}  // namespace
+
+TEST_CASE("votes equal the naive loop reference for every window", "[snapkv]") {
+    const auto shape = GENERATE(std::vector<int64_t>{4, 2, 8, 40, 16},   // H, Hkv, Wmax, L, D
+                                std::vector<int64_t>{3, 3, 6, 20, 8},
+                                std::vector<int64_t>{6, 1, 5, 5 + 1, 4},  // one prefix token
+                                std::vector<int64_t>{2, 2, 9, 9, 8});     // Wmax = L
+    const NaiveCapture c = random_capture(shape[0], shape[1], shape[2], shape[3], shape[4], 7);
+    LayerScorer scorer(to_layer_capture(c));
+    CHECK(scorer.n_head() == c.H);
+    CHECK(scorer.n_head_kv() == c.Hkv);
+    CHECK(scorer.max_window() == c.Wmax);
+    CHECK(scorer.n_tokens() == c.L);
+    CHECK(scorer.head_dim() == c.D);
+    for (int64_t W = 1; W <= std::min(c.Wmax, c.L - 1); ++W) {
+        INFO("window " << W);
+        CHECK_TENSORS_CLOSE(scorer.votes(W), rows_to_tensor(naive_votes(c, W)), 2e-6, 2e-5);
+    }
+}
+
+TEST_CASE("votes from the cached suffix sums equal a direct recomputation for every window",
+          "[snapkv]") {
+    const NaiveCapture c = random_capture(6, 2, 32, 300, 32, 11, 3.0f);
+    const LayerCapture cap = to_layer_capture(c);
+    LayerScorer scorer(cap);
+    for (int64_t W = 1; W <= 32; ++W) {
+        INFO("window " << W);
+        CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
+    }
+}
+
+TEST_CASE("window attention rows are the causal softmax rows of one query head", "[snapkv]") {
+    const NaiveCapture c = random_capture(4, 2, 8, 30, 8, 3);
+    LayerScorer scorer(to_layer_capture(c));
+    for (int64_t head : {0, 1, 3}) {
+        for (int64_t W : {1, 5, 8}) {
+            INFO("head " << head << " window " << W);
+            at::Tensor a = scorer.window_attention(head, W);                       // [W, L]
+            REQUIRE(a.sizes() == at::IntArrayRef({W, c.L}));
+            Rows want;
+            for (int64_t i = 0; i < W; ++i) want.push_back(naive_attention_row(c, head, c.Wmax - W + i));
+            CHECK_TENSORS_CLOSE(a, rows_to_tensor(want), 1e-6, 1e-5);
+            CHECK_TENSORS_CLOSE(a.sum(1), at::ones({W}), 1e-5, 0.0);
+            // The first window query may not see the later window keys.
+            if (W > 1) CHECK(a[0].narrow(0, c.L - W + 1, W - 1).abs().max().item<float>() == 0.0f);
+        }
+    }
+}
+
+TEST_CASE("query heads of one group read their shared KV head", "[snapkv]") {
+    // Two query heads with identical queries in the same group score identically; in another group
+    // (other keys) they do not.
+    NaiveCapture c = random_capture(4, 2, 4, 20, 8, 5);
+    for (int64_t i = 0; i < c.Wmax * c.D; ++i) {
+        c.q[size_t(1 * c.Wmax * c.D + i)] = c.q[size_t(i)];   // head 1 = head 0 (group 0)
+        c.q[size_t(2 * c.Wmax * c.D + i)] = c.q[size_t(i)];   // head 2 = head 0 (group 1)
+    }
+    LayerScorer scorer(to_layer_capture(c));
+    at::Tensor v = scorer.votes(4);
+    CHECK_TENSORS_CLOSE(v[1], v[0], 0.0, 0.0);
+    CHECK_FALSE(compare_tensors(v[2], v[0], 1e-4, 1e-3).ok);
+}
+
+TEST_CASE("votes of W queries sum to W minus the attention they pay inside the window",
+          "[snapkv]") {
+    const NaiveCapture c = random_capture(2, 1, 16, 64, 8, 9);
+    LayerScorer scorer(to_layer_capture(c));
+    for (int64_t W : {1, 7, 16}) {
+        at::Tensor total = at::zeros({c.H}, at::kFloat);
+        for (int64_t h = 0; h < c.H; ++h)
+            total[h] = scorer.window_attention(h, W).narrow(1, 0, c.L - W).sum();
+        CHECK_TENSORS_CLOSE(scorer.votes(W).sum(1), total, 1e-5, 1e-5);
+        CHECK((scorer.votes(W).sum(1) <= W + 1e-4).all().item<bool>());
+    }
+}
+
+TEST_CASE("a window outside 1..min(Wmax, L - 1) is an input error", "[snapkv]") {
+    const NaiveCapture c = random_capture(2, 1, 8, 8, 4, 1);  // Wmax = L = 8
+    LayerScorer scorer(to_layer_capture(c));
+    CHECK_THAT(input_error_of([&] { scorer.votes(0); }), Contains("window 0") && Contains("1..7"));
+    CHECK_THAT(input_error_of([&] { scorer.votes(8); }), Contains("window 8"));
+    CHECK_THAT(input_error_of([&] { scorer.votes(9); }), Contains("window 9"));
+    CHECK_THAT(input_error_of([&] { scorer.window_attention(2, 4); }), Contains("head 2"));
+    CHECK_THAT(input_error_of([&] { scorer.window_attention(0, 8); }), Contains("window 8"));
+}
+
+TEST_CASE("a capture with missing or mismatched tensors is an input error", "[snapkv]") {
+    const NaiveCapture c = random_capture(4, 2, 4, 10, 8, 1);
+    SECTION("no keys") {
+        LayerCapture cap = to_layer_capture(c);
+        cap.keys = at::Tensor();
+        CHECK_THAT(input_error_of([&] { LayerScorer s(cap); }), Contains("no keys"));
+    }
+    SECTION("2-D queries") {
+        LayerCapture cap = to_layer_capture(c);
+        cap.window_queries = cap.window_queries[0];
+        CHECK_THAT(input_error_of([&] { LayerScorer s(cap); }), Contains("[4, 8]") && Contains("3-D"));
+    }
+    SECTION("head_dim mismatch") {
+        LayerCapture cap = to_layer_capture(c);
+        cap.keys = cap.keys.narrow(2, 0, 4);
+        CHECK_THAT(input_error_of([&] { LayerScorer s(cap); }), Contains("head_dim 4"));
+    }
+    SECTION("n_head not a multiple of n_head_kv") {
+        LayerCapture cap = to_layer_capture(c);
+        cap.keys = at::cat({cap.keys, cap.keys.narrow(0, 0, 1)}, 0);  // 3 KV heads
+        CHECK_THAT(input_error_of([&] { LayerScorer s(cap); }), Contains("n_head 4") && Contains("n_head_kv 3"));
+    }
+    SECTION("captured window longer than the prompt") {
+        LayerCapture cap = to_layer_capture(c);
+        cap.keys = cap.keys.narrow(1, 0, 3);
+        CHECK_THAT(input_error_of([&] { LayerScorer s(cap); }), Contains("captured window 4"));
+    }
+    SECTION("h2o of the wrong shape") {
+        LayerCapture cap = to_layer_capture(c);
+        cap.h2o = cap.h2o.narrow(1, 0, 9);
+        CHECK_THAT(input_error_of([&] { LayerScorer s(cap); }), Contains("h2o [4, 9]") && Contains("[4, 10]"));
+    }
+}
+
+TEST_CASE("captures in another floating type are scored in float32", "[snapkv]") {
+    const NaiveCapture c = random_capture(2, 2, 4, 16, 8, 2);
+    LayerCapture cap = to_layer_capture(c);
+    LayerCapture other = cap;
+    other.window_queries = cap.window_queries.to(at::kDouble);
+    other.keys = cap.keys.to(at::kDouble);
+    LayerScorer a(cap), b(other);
+    CHECK(b.votes(4).scalar_type() == at::kFloat);
+    CHECK_TENSORS_CLOSE(b.votes(4), a.votes(4), 1e-6, 1e-5);
+}
