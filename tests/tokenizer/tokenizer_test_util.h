@@ -87,15 +87,21 @@ private:
 
 inline std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
-// A scratch folder unique to this process under the system temp dir.
+// A scratch folder unique to this process under the system temp dir, removed at exit.
 inline std::filesystem::path scratch_dir() {
-    static const std::filesystem::path dir = [] {
-        auto d = std::filesystem::temp_directory_path() /
-                 ("snapkv_tokenizer_test_" + std::to_string(::getpid()));
-        std::filesystem::create_directories(d);
-        return d;
-    }();
-    return dir;
+    struct Dir {
+        std::filesystem::path path;
+        Dir() : path(std::filesystem::temp_directory_path() /
+                     ("snapkv_tokenizer_test_" + std::to_string(::getpid()))) {
+            std::filesystem::create_directories(path);
+        }
+        ~Dir() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    };
+    static const Dir dir;
+    return dir.path;
 }
 
 inline std::string write_file(const std::string& name, const std::string& text) {
