@@ -1,0 +1,77 @@
+// The values the views show, held on the GUI thread: model info, prefill summary, the current
+// selection (and the one of the overlap policy), the focused head's attention rows, the last
+// comparison, the focused (layer, head) and the display settings. Views read it through the small
+// accessors below and listen to its change signals; it computes nothing and calls no session.
+#pragma once
+
+#include <QObject>
+
+#include <optional>
+
+#include "app/gui/display_settings.h"
+#include "app/gui/gui_types.h"
+#include "app/gui/param_state.h"
+
+namespace studio {
+
+class AnalysisState : public QObject {
+    Q_OBJECT
+public:
+    explicit AnalysisState(QObject* parent = nullptr);
+
+    bool hasModel() const { return m_model.has_value(); }
+    const snapkv::ModelInfo& model() const { return *m_model; }
+    void setModel(const snapkv::ModelInfo& info);      // clears everything computed from the old model
+    void clearModel();
+
+    bool hasPrefill() const { return m_prefill.has_value(); }
+    const snapkv::PrefillSummary& prefill() const { return *m_prefill; }
+    void setPrefill(const snapkv::PrefillSummary& summary);   // clears selection and comparison
+
+    // The selection and everything that came with it (retune result).
+    const snapkv::Selection* selection() const { return m_retune ? m_retune->selection.get() : nullptr; }
+    const snapkv::Selection* otherSelection() const { return m_retune ? m_retune->other.get() : nullptr; }
+    const ParamState& params() const { return m_params; }      // the parameters of selection()
+    RetunePtr retune() const { return m_retune; }
+    void setRetune(const RetunePtr& result, const ParamState& params);
+
+    const AttentionRows* attention() const { return m_attention.get(); }
+    void setAttention(const AttentionPtr& rows);
+
+    const snapkv::CompareResult* comparison() const { return m_compare.get(); }
+    void setComparison(const ComparePtr& result);
+
+    int layer() const { return m_layer; }
+    int head() const { return m_head; }
+    void setFocus(int layer, int head);                 // clamped to the selection's shape
+    int nLayers() const;
+    int nHeads() const;                                  // selection heads per layer
+    // The focused head's selection, or null.
+    const snapkv::HeadSelection* focusedHead() const;
+    const snapkv::LayerSelection* focusedLayer() const;
+
+    const DisplaySettings& display() const { return m_display; }
+    void setDisplay(const DisplaySettings& d);
+
+Q_SIGNALS:
+    void modelChanged();
+    void prefillChanged();
+    void selectionChanged();
+    void attentionChanged();
+    void comparisonChanged();
+    void focusChanged(int layer, int head);
+    void displayChanged();
+
+private:
+    std::optional<snapkv::ModelInfo> m_model;
+    std::optional<snapkv::PrefillSummary> m_prefill;
+    RetunePtr m_retune;
+    ParamState m_params;
+    AttentionPtr m_attention;
+    ComparePtr m_compare;
+    int m_layer = 0;
+    int m_head = 0;
+    DisplaySettings m_display;
+};
+
+}  // namespace studio

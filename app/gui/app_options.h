@@ -1,0 +1,42 @@
+// Command-line options of snapkv-studio and where to find the default model and the bundled
+// sample document when none is given. No widgets.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace studio {
+
+struct AppOptions {
+    QString model;
+    QString document;        // path
+    QString question;        // path of a text file, or the question itself
+    QString session;
+    bool run = false;
+    QString screenshot;      // save a 1600x1000 screenshot of the window after the run, then exit
+    QString view;            // overview | head | document | compare
+    int maxTokens = 32;      // generation length for --view compare in headless mode
+    std::optional<int> budget;
+    std::optional<int> window;
+    std::optional<int> kernel;
+    QString pooling;
+    QString policy;
+    int benchRetune = 0;     // hidden: time N budget changes after the run and print the timings
+    QString error;           // set when the command line is invalid
+};
+
+// Parses QCoreApplication::arguments(); prints --help/--version itself and exits there.
+AppOptions parseOptions(const QStringList& arguments);
+
+// Default model: $SNAPKV_MODEL, then models/<default> under the working directory, next to the
+// executable (../ and ../../, and the build tree's source dir). Empty if none exists.
+QString defaultModelPath();
+QString defaultModelFileName();
+// A file under datasets/ looked up the same way; empty if not found.
+QString findDatasetFile(const QString& name);
+// Reads a UTF-8 text file; nullopt with *error on failure.
+std::optional<QString> readTextFile(const QString& path, QString* error);
+
+}  // namespace studio

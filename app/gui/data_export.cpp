@@ -1,0 +1,265 @@
+// Plot and data export.
+#include "app/gui/data_export.h"
+
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <QWidget>
+
+#include <qcustomplot.h>
+
+#include <cmath>
+
+#include "app/gui/analysis_state.h"
+#include "app/gui/head_stats.h"
+
+namespace studio {
+
+namespace {
+
+bool writeText(const QString& path, const QByteArray& bytes, QString* error) {
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
+        *error = QString("cannot write %1: %2").arg(path, f.errorString());
+        return false;
+    }
+    return true;
+}
+
+QString csvField(QString s) {
+    if (s.contains(',') || s.contains('"') || s.contains('\n') || s.contains('\r')) {
+        s.replace("\"", "\"\"");
+        s = "\"" + s + "\"";
+    }
+    return s;
+}
+
+QJsonArray floats(const std::vector<float>& v) {
+    QJsonArray a;
+    for (float x : v) a.append(std::isfinite(x) ? QJsonValue(double(x)) : QJsonValue());
+    return a;
+}
+
+template <typename T>
+QJsonArray ints(const std::vector<T>& v) {
+    QJsonArray a;
+    for (T x : v) a.append(static_cast<qint64>(x));
+    return a;
+}
+
+QJsonObject runJson(const snapkv::RunOutput& r) {
+    QJsonObject o;
+    o["ids"] = ints(r.ids);
+    o["text"] = QString::fromStdString(r.text);
+    o["kv_bytes"] = static_cast<qint64>(r.kv_bytes);
+    o["decode_ms"] = r.decode_ms;
+    o["decode_tok_s"] = r.decode_tok_s;
+    return o;
+}
+
+}  // namespace
+
+bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, int width, int height) {
+    if (!plot) {
+        *error = "this view has no plot to export";
+        return false;
+    }
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    const int w = width > 0 ? width : plot->width();
+    const int h = height > 0 ? height : plot->height();
+    bool ok = false;
+    if (suffix == "png") {
+        ok = plot->savePng(path, w, h, 2.0);
+    } else if (suffix == "pdf") {
+        ok = plot->savePdf(path, w, h, QCP::epNoCosmetic);
+    } else if (suffix == "svg") {
+        QSvgGenerator gen;
+        gen.setFileName(path);
+        gen.setSize(QSize(w, h));
+        gen.setViewBox(QRect(0, 0, w, h));
+        gen.setTitle("SnapKV Studio plot");
+        QCPPainter painter;
+        if (painter.begin(&gen)) {
+            plot->toPainter(&painter, w, h);
+            ok = painter.end();
+        }
+    } else {
+        *error = QString("unknown plot format \".%1\": use .png, .svg or .pdf").arg(suffix);
+        return false;
+    }
+    if (!ok) *error = QString("cannot write %1").arg(path);
+    return ok;
+}
+
+bool exportWidget(QWidget* widget, const QString& path, QString* error) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    bool ok = false;
+    if (suffix == "png") {
+        ok = widget->grab().save(path, "PNG");
+    } else if (suffix == "svg") {
+        QSvgGenerator gen;
+        gen.setFileName(path);
+        gen.setSize(widget->size());
+        gen.setViewBox(widget->rect());
+        QPainter p;
+        if (p.begin(&gen)) {
+            widget->render(&p);
+            ok = p.end();
+        }
+    } else if (suffix == "pdf") {
+        QPdfWriter pdf(path);
+        pdf.setPageSize(QPageSize(widget->size(), QPageSize::Point));
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        QPainter p;
+        if (p.begin(&pdf)) {
+            const double s = double(pdf.width()) / std::max(1, widget->width());
+            p.scale(s, s);
+            widget->render(&p);
+            ok = p.end();
+        }
+    } else {
+        *error = QString("unknown format \".%1\": use .png, .svg or .pdf").arg(suffix);
+        return false;
+    }
+    if (!ok) *error = QString("cannot write %1").arg(path);
+    return ok;
+}
+
+QString focusedHeadCsv(const AnalysisState& state) {
+    QString out = "position,token_id,piece,vote,pooled,rank,status\n";
+    if (!state.hasPrefill()) return out;
+    const auto& pre = state.prefill();
+    const auto* sel = state.selection();
+    const auto* hs = state.focusedHead();
+    const auto* ls = state.focusedLayer();
+    std::vector<int64_t> rank;
+    if (hs && !hs->pooled.empty()) rank = ranks(hs->pooled);
+    std::vector<char> kept(pre.pieces.size(), 0);
+    if (hs)
+        for (int64_t p : hs->kept)
+            if (p >= 0 && p < static_cast<int64_t>(kept.size())) kept[p] = 1;
+    const int64_t L = sel ? sel->n_tokens : 0;
+    const int64_t P = sel ? std::max<int64_t>(0, L - sel->window) : 0;
+    for (size_t i = 0; i < pre.pieces.size(); ++i) {
+        const int64_t p = static_cast<int64_t>(i);
+        QString status = "evicted";
+        if (!sel) status = "";
+        else if (p >= L) status = "question";
+        else if (p >= P) status = "window";
+        else if (kept[i] || (ls && !ls->compressed)) status = "kept";
+        QStringList row;
+        row << QString::number(p) << QString::number(i < pre.ids.size() ? pre.ids[i] : -1)
+            << csvField(QString::fromStdString(pre.pieces[i]))
+            << (hs && i < hs->votes.size() ? QString::number(hs->votes[i], 'g', 6) : QString())
+            << (hs && i < hs->pooled.size() ? QString::number(hs->pooled[i], 'g', 6) : QString())
+            << (i < rank.size() ? QString::number(rank[i] + 1) : QString()) << status;
+        out += row.join(',') + "\n";
+    }
+    return out;
+}
+
+QJsonObject analysisJson(const AnalysisState& state) {
+    QJsonObject o;
+    o["generator"] = "SnapKV Studio";
+    if (state.hasModel()) {
+        const auto& m = state.model();
+        QJsonObject model;
+        model["path"] = QString::fromStdString(m.path);
+        model["name"] = QString::fromStdString(m.config.name);
+        model["n_layer"] = static_cast<qint64>(m.config.n_layer);
+        model["n_head"] = static_cast<qint64>(m.config.n_head);
+        model["n_head_kv"] = static_cast<qint64>(m.config.n_head_kv);
+        o["model"] = model;
+    }
+    o["params"] = state.params().toJson();
+    o["display"] = state.display().toJson();
+    if (state.hasPrefill()) {
+        const auto& p = state.prefill();
+        QJsonObject pre;
+        pre["n_tokens"] = static_cast<qint64>(p.n_tokens);
+        pre["n_context"] = static_cast<qint64>(p.n_context);
+        pre["prefill_ms"] = p.prefill_ms;
+        pre["kv_bytes_full"] = static_cast<qint64>(p.kv_bytes_full);
+        pre["ids"] = ints(p.ids);
+        o["prefill"] = pre;
+    }
+    if (const auto* sel = state.selection()) {
+        QJsonObject s;
+        s["n_tokens"] = static_cast<qint64>(sel->n_tokens);
+        s["window"] = static_cast<qint64>(sel->window);
+        s["budget"] = static_cast<qint64>(sel->budget);
+        s["compressed"] = sel->compressed;
+        s["note"] = QString::fromStdString(sel->note);
+        if (auto r = state.retune()) {
+            s["kv_bytes_full"] = static_cast<qint64>(r->kvBytesFull);
+            s["kv_bytes_kept"] = static_cast<qint64>(r->kvBytesKept);
+        }
+        QJsonArray layers;
+        for (const auto& ls : sel->layers) {
+            QJsonObject lo;
+            lo["layer"] = static_cast<qint64>(ls.layer);
+            lo["compressed"] = ls.compressed;
+            lo["budget"] = static_cast<qint64>(ls.budget);
+            QJsonArray heads;
+            for (const auto& hs : ls.heads) {
+                QJsonObject ho;
+                ho["kept"] = ints(hs.kept);
+                ho["kept_mass"] = hs.kept_mass;
+                heads.append(ho);
+            }
+            lo["heads"] = heads;
+            layers.append(lo);
+        }
+        s["layers"] = layers;
+        o["selection"] = s;
+    }
+    if (const auto* hs = state.focusedHead()) {
+        QJsonObject f;
+        f["layer"] = state.layer();
+        f["head"] = state.head();
+        f["votes"] = floats(hs->votes);
+        f["pooled"] = floats(hs->pooled);
+        f["kept"] = ints(hs->kept);
+        o["focused_head"] = f;
+    }
+    if (const auto* c = state.comparison()) {
+        QJsonObject co;
+        co["full"] = runJson(c->full);
+        co["compressed"] = runJson(c->compressed);
+        co["prefill_ms"] = c->prefill_ms;
+        co["first_divergence"] = static_cast<qint64>(c->first_divergence);
+        QJsonArray steps;
+        for (const auto& st : c->steps) {
+            QJsonObject so;
+            so["kl"] = st.kl;
+            so["top1_agree"] = st.top1_agree;
+            so["rank"] = static_cast<qint64>(st.rank);
+            steps.append(so);
+        }
+        co["steps"] = steps;
+        QJsonArray hit;
+        for (const auto& layer : c->hit_rate) {
+            QJsonArray row;
+            for (double h : layer) row.append(h);
+            hit.append(row);
+        }
+        co["hit_rate"] = hit;
+        co["note"] = QString::fromStdString(c->note);
+        o["comparison"] = co;
+    }
+    return o;
+}
+
+bool exportData(const AnalysisState& state, const QString& path, QString* error) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == "csv") return writeText(path, focusedHeadCsv(state).toUtf8(), error);
+    if (suffix == "json") return writeText(path, QJsonDocument(analysisJson(state)).toJson(QJsonDocument::Indented), error);
+    *error = QString("unknown data format \".%1\": use .csv or .json").arg(suffix);
+    return false;
+}
+
+}  // namespace studio

@@ -1,0 +1,425 @@
+// HeadView: two aligned axis rects in one QCustomPlot (heatmap above, scores below).
+#include "app/gui/head_view.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/gui/analysis_state.h"
+#include "app/gui/head_stats.h"
+#include "app/gui/plot_style.h"
+
+namespace studio {
+
+namespace {
+
+const QColor kVotesColor("#5b6770");
+const QColor kPooledColor("#e66100");
+const QColor kKeptColor("#1a7f37");
+const QColor kWindowColor("#3b6fd8");
+const QColor kThresholdColor("#c01c28");
+constexpr double kLogFloor = 1e-6;   // votes can be exactly 0; a log axis needs a positive floor
+
+}  // namespace
+
+HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_state(state) {
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel("Layer"));
+    m_layer = new QSpinBox;
+    m_layer->setObjectName("headViewLayer");
+    top->addWidget(m_layer);
+    top->addWidget(new QLabel("Head"));
+    m_head = new QSpinBox;
+    m_head->setObjectName("headViewHead");
+    top->addWidget(m_head);
+    m_headLabel = new QLabel;
+    top->addWidget(m_headLabel);
+    m_stats = new QLabel;
+    m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    top->addWidget(m_stats, 1);
+
+    m_plot = new QCustomPlot;
+    m_plot->setObjectName("headPlot");
+    buildPlot();
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(top);
+    layout->addWidget(m_plot, 1);
+
+    m_renderTimer.setSingleShot(true);
+    m_renderTimer.setInterval(0);
+    connect(&m_renderTimer, &QTimer::timeout, this, [this] {
+        renderVisibleColumns();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
+    auto onFocusSpin = [this] {
+        if (!m_syncing) m_state->setFocus(m_layer->value(), m_head->value());
+    };
+    connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, onFocusSpin);
+    connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, onFocusSpin);
+    for (auto sig : {&AnalysisState::selectionChanged, &AnalysisState::attentionChanged,
+                     &AnalysisState::displayChanged, &AnalysisState::prefillChanged})
+        connect(m_state, sig, this, [this] { markDirty(); });
+    connect(m_state, &AnalysisState::focusChanged, this, [this] {
+        syncFocusControls();
+        markDirty();
+    });
+}
+
+void HeadView::buildPlot() {
+    stylePlot(m_plot);
+    // The default axis rect becomes the heatmap (it holds the legend, moved below later).
+    m_heatRect = m_plot->axisRect();
+    m_scoreRect = new QCPAxisRect(m_plot);
+    m_scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, m_scale);
+    m_plot->plotLayout()->addElement(1, 0, m_scoreRect);
+    m_plot->plotLayout()->setRowStretchFactor(0, 3);
+    m_plot->plotLayout()->setRowStretchFactor(1, 2);
+    m_plot->plotLayout()->setColumnStretchFactor(1, 0.01);
+    m_scale->setType(QCPAxis::atRight);
+    m_scale->setBarWidth(14);
+    m_scale->axis()->setLabel("attention");
+    // Align the left/right edges of both rects, and the colour scale with the heatmap's height.
+    auto* lr = new QCPMarginGroup(m_plot);
+    m_heatRect->setMarginGroup(QCP::msLeft | QCP::msRight, lr);
+    m_scoreRect->setMarginGroup(QCP::msLeft | QCP::msRight, lr);
+    auto* tb = new QCPMarginGroup(m_plot);
+    m_heatRect->setMarginGroup(QCP::msTop | QCP::msBottom, tb);
+    m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, tb);
+
+    for (QCPAxisRect* r : {m_heatRect, m_scoreRect}) {
+        for (QCPAxis* a : r->axes()) styleAxis(a);
+        r->setRangeDrag(Qt::Horizontal);
+        r->setRangeZoom(Qt::Horizontal);
+    }
+    QCPAxis* hx = m_heatRect->axis(QCPAxis::atBottom);
+    QCPAxis* hy = m_heatRect->axis(QCPAxis::atLeft);
+    QCPAxis* sx = m_scoreRect->axis(QCPAxis::atBottom);
+    QCPAxis* sy = m_scoreRect->axis(QCPAxis::atLeft);
+    QCPAxis* sy2 = m_scoreRect->axis(QCPAxis::atRight);
+    hy->setLabel("window query");
+    hy->setRangeReversed(true);
+    hx->setTickLabels(false);
+    sx->setLabel("key position (token)");
+    sy->setLabel("score");
+    sy2->setVisible(false);
+    sy2->setRange(0, 1);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+
+    m_heat = new QCPColorMap(hx, hy);
+    m_heat->setInterpolate(false);
+    m_heat->setTightBoundary(false);
+    m_heat->setColorScale(m_scale);
+
+    m_clusters = m_plot->addGraph(sx, sy2);
+    m_clusters->setName("kept clusters");
+    m_clusters->setPen(Qt::NoPen);
+    m_clusters->setBrush(QColor(26, 127, 55, 46));
+    m_votes = m_plot->addGraph(sx, sy);
+    m_votes->setName("votes (summed window attention)");
+    m_votes->setPen(QPen(kVotesColor, 1));
+    m_pooled = m_plot->addGraph(sx, sy);
+    m_pooled->setName("pooled scores");
+    m_pooled->setPen(QPen(kPooledColor, 1.4));
+    m_kept = m_plot->addGraph(sx, sy2);
+    m_kept->setName("kept positions");
+    m_kept->setLineStyle(QCPGraph::lsNone);
+    QPainterPath tick;
+    tick.moveTo(0, -5);
+    tick.lineTo(0, 5);
+    m_kept->setScatterStyle(QCPScatterStyle(tick, QPen(kKeptColor, 1.2), Qt::NoBrush, 10));
+
+    m_windowHeat = new QCPItemRect(m_plot);
+    m_windowScores = new QCPItemRect(m_plot);
+    for (QCPItemRect* r : {m_windowHeat, m_windowScores}) {
+        r->setPen(QPen(kWindowColor, 1.5, Qt::DashLine));
+        r->setBrush(QColor(59, 111, 216, 20));
+        r->setLayer("overlay");
+    }
+    m_windowHeat->setClipAxisRect(m_heatRect);
+    m_windowHeat->topLeft->setAxes(hx, hy);
+    m_windowHeat->bottomRight->setAxes(hx, hy);
+    m_windowScores->setClipAxisRect(m_scoreRect);
+    m_windowScores->topLeft->setAxes(sx, sy2);
+    m_windowScores->bottomRight->setAxes(sx, sy2);
+    m_windowText = new QCPItemText(m_plot);
+    m_windowText->setClipAxisRect(m_scoreRect);
+    m_windowText->position->setAxes(sx, sy2);
+    m_windowText->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    m_windowText->setText("observation window\n(always kept)");
+    m_windowText->setColor(kWindowColor);
+    m_windowText->setTextAlignment(Qt::AlignRight);
+
+    m_thresholdLine = new QCPItemStraightLine(m_plot);
+    m_thresholdLine->setClipAxisRect(m_scoreRect);
+    m_thresholdLine->point1->setAxes(sx, sy);
+    m_thresholdLine->point2->setAxes(sx, sy);
+    m_thresholdLine->setPen(QPen(kThresholdColor, 1.2, Qt::DashLine));
+    m_thresholdText = new QCPItemText(m_plot);
+    m_thresholdText->setClipAxisRect(m_scoreRect);
+    m_thresholdText->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    m_thresholdText->position->setAxisRect(m_scoreRect);
+    m_thresholdText->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    m_thresholdText->position->setAxes(sx, sy);
+    m_thresholdText->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    m_thresholdText->setColor(kThresholdColor);
+    m_thresholdText->setBrush(QColor(255, 255, 255, 200));
+
+    m_emptyText = new QCPItemText(m_plot);
+    m_emptyText->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_emptyText->position->setAxisRect(m_heatRect);
+    m_emptyText->position->setCoords(0.5, 0.5);
+    m_emptyText->setClipToAxisRect(false);
+    m_emptyText->setText("Press Run to prefill the document; the selected head's attention appears here.");
+
+    // Legend inside the score rect, top right.
+    m_plot->legend->setVisible(true);
+    m_plot->legend->setBrush(QColor(255, 255, 255, 215));
+    QFont lf = m_plot->legend->font();
+    lf.setPointSizeF(9);
+    m_plot->legend->setFont(lf);
+    m_plot->legend->setRowSpacing(-2);
+    m_heatRect->insetLayout()->take(m_plot->legend);
+    m_scoreRect->insetLayout()->addElement(m_plot->legend, Qt::AlignTop | Qt::AlignLeft);
+    m_plot->legend->removeItem(m_plot->legend->itemWithPlottable(m_clusters));
+    m_clusters->setVisible(true);
+
+    connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
+    connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
+    connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this] { resetZoom(); });
+}
+
+void HeadView::syncFocusControls() {
+    m_syncing = true;
+    m_layer->setRange(0, std::max(0, m_state->nLayers() - 1));
+    m_head->setRange(0, std::max(0, m_state->nHeads() - 1));
+    m_layer->setValue(m_state->layer());
+    m_head->setValue(m_state->head());
+    m_syncing = false;
+}
+
+void HeadView::onXRangeChanged(const QCPRange& range) {
+    if (m_syncing) return;
+    m_syncing = true;
+    // Keep both rects on the same range and inside the data.
+    QCPRange r = range;
+    const double lo = -0.5, hi = std::max<double>(m_L, 1) - 0.5;
+    if (r.size() > hi - lo) r = QCPRange(lo, hi);
+    if (r.lower < lo) r = QCPRange(lo, lo + r.size());
+    if (r.upper > hi) r = QCPRange(hi - r.size(), hi);
+    m_heatRect->axis(QCPAxis::atBottom)->setRange(r);
+    m_scoreRect->axis(QCPAxis::atBottom)->setRange(r);
+    m_syncing = false;
+    m_renderTimer.start();
+}
+
+void HeadView::resetZoom() {
+    const int k = std::clamp<int>(m_state->display().hideSinks, 0, static_cast<int>(std::max<int64_t>(m_L - 1, 0)));
+    m_heatRect->axis(QCPAxis::atBottom)->setRange(k - 0.5, std::max<double>(m_L, 1) - 0.5);
+    renderVisibleColumns();
+    m_plot->replot();
+}
+
+std::vector<int64_t> HeadView::keptPositions() const {
+    const auto* hs = m_state->focusedHead();
+    return hs ? hs->kept : std::vector<int64_t>{};
+}
+
+void HeadView::refresh() {
+    syncFocusControls();
+    rebuildHeatmap();
+    rebuildScores();
+    resetZoom();
+    applyHighlight();
+}
+
+void HeadView::rebuildHeatmap() {
+    const auto* a = m_state->attention();
+    const auto& d = m_state->display();
+    const bool match = a && a->layer == m_state->layer() && a->head == m_state->head();
+    m_W = match ? a->window : 0;
+    m_L = match ? a->nKeys : (m_state->selection() ? m_state->selection()->n_tokens : 0);
+    m_P = m_state->selection() ? std::max<int64_t>(0, m_state->selection()->n_tokens - m_state->selection()->window) : 0;
+    m_rows = match ? transformRows(a->rows, a->window, a->nKeys, d.hideSinks, d.rowNormalise) : std::vector<float>{};
+    m_headLabel->setText(match ? a->label : QString());
+    double lo = INFINITY, hi = -INFINITY;
+    for (float v : m_rows) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
+    if (m_rows.empty()) lo = 0, hi = 1;
+    m_colorLo = lo;
+    m_colorHi = hi;
+    applyColorSettings(m_heat, m_scale, d, lo, hi);
+    m_scale->axis()->setLabel(d.rowNormalise ? "attention / row max" : d.hideSinks > 0 ? "attention (sinks hidden)" : "attention");
+    m_emptyText->setVisible(m_rows.empty());
+    if (m_state->selection() && m_rows.empty()) m_emptyText->setText("Reading this head's attention...");
+    auto* hy = m_heatRect->axis(QCPAxis::atLeft);
+    hy->setRange(-0.5, std::max<double>(m_W, 1) - 0.5);
+    hy->setLabel(m_W > 0 ? QString("window query (%1 rows)").arg(m_W) : QString("window query"));
+
+    // The window: the last W positions of the selection's sequence.
+    const double w0 = m_P - 0.5, w1 = m_L - 0.5;
+    m_windowHeat->topLeft->setCoords(w0, -0.5);
+    m_windowHeat->bottomRight->setCoords(w1, std::max<double>(m_W, 1) - 0.5);
+    m_windowScores->topLeft->setCoords(w0, 1.0);
+    m_windowScores->bottomRight->setCoords(w1, 0.0);
+    m_windowText->position->setCoords(w1, 0.98);
+    const bool showWindow = m_L > 0 && m_P < m_L;
+    m_windowHeat->setVisible(showWindow && !m_rows.empty());
+    m_windowScores->setVisible(showWindow);
+    m_windowText->setVisible(showWindow);
+}
+
+void HeadView::renderVisibleColumns() {
+    if (m_rows.empty() || m_W <= 0 || m_L <= 0) {
+        m_heat->data()->clear();
+        m_columnsDrawn = 0;
+        return;
+    }
+    const QCPRange r = m_heatRect->axis(QCPAxis::atBottom)->range();
+    const int64_t begin = std::clamp<int64_t>(static_cast<int64_t>(std::floor(r.lower + 0.5)), 0, m_L - 1);
+    const int64_t end = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(r.upper + 0.5)), begin + 1, m_L);
+    const int64_t n = end - begin;
+    const int64_t pixels = std::max(50, m_heatRect->width());
+    const int64_t bins = std::min(n, pixels);
+    std::vector<float> cols = maxDownsample(m_rows, m_W, m_L, begin, end, bins);
+    const auto& d = m_state->display();
+    const double floor = d.logScale ? m_heat->dataRange().lower : -INFINITY;
+    m_heat->data()->setSize(static_cast<int>(bins), static_cast<int>(m_W));
+    // Cell centres: bin b covers about [begin + b*n/bins, begin + (b+1)*n/bins).
+    const double step = double(n) / double(bins);
+    const double first = begin - 0.5 + 0.5 * step;
+    const double last = begin - 0.5 + (bins - 0.5) * step;
+    m_heat->data()->setRange(QCPRange(first, bins > 1 ? last : first + 1e-9),
+                             QCPRange(0, std::max<double>(m_W - 1, 1e-9)));
+    for (int64_t row = 0; row < m_W; ++row)
+        for (int64_t b = 0; b < bins; ++b)
+            m_heat->data()->setCell(static_cast<int>(b), static_cast<int>(row),
+                                    std::max<double>(cols[row * bins + b], floor));
+    m_columnsDrawn = static_cast<int>(bins);
+
+    // Score axis: fit what is visible.
+    double hi = 0;
+    for (QCPGraph* g : {m_votes, m_pooled}) {
+        bool found = false;
+        const QCPRange vr = g->getValueRange(found, QCP::sdBoth, QCPRange(r.lower, r.upper));
+        if (found) hi = std::max(hi, vr.upper);
+    }
+    auto* sy = m_scoreRect->axis(QCPAxis::atLeft);
+    if (d.logScale) {
+        sy->setRange(std::max(kLogFloor, hi * 1e-4), std::max(hi * 1.5, kLogFloor * 10));
+    } else {
+        sy->setRange(0, hi > 0 ? hi * 1.08 : 1);
+    }
+}
+
+void HeadView::rebuildScores() {
+    const auto* hs = m_state->focusedHead();
+    const auto* ls = m_state->focusedLayer();
+    const auto& d = m_state->display();
+    auto* sy = m_scoreRect->axis(QCPAxis::atLeft);
+    sy->setScaleType(d.logScale ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (d.logScale) {
+        sy->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+        sy->setNumberFormat("eb");
+        sy->setNumberPrecision(0);
+    } else {
+        sy->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        sy->setNumberFormat("gb");
+        sy->setNumberPrecision(3);
+    }
+    QVector<double> keys, votes, pooled;
+    const double floor = d.logScale ? kLogFloor : -INFINITY;
+    const int k = d.hideSinks;
+    if (hs) {
+        for (size_t i = 0; i < hs->votes.size(); ++i) {
+            if (static_cast<int>(i) < k) continue;
+            keys.push_back(double(i));
+            votes.push_back(std::max<double>(hs->votes[i], floor));
+            pooled.push_back(i < hs->pooled.size() ? std::max<double>(hs->pooled[i], floor) : qQNaN());
+        }
+    }
+    m_votes->setData(keys, votes, true);
+    m_pooled->setData(keys, hs && !hs->pooled.empty() ? pooled : QVector<double>{}, true);
+
+    // Kept ticks and cluster shading (uncompressed layers keep every prefix position).
+    std::vector<int64_t> kept;
+    if (hs) kept = hs->kept;
+    if (ls && !ls->compressed) {
+        kept.resize(static_cast<size_t>(m_P));
+        for (int64_t p = 0; p < m_P; ++p) kept[p] = p;
+    }
+    QVector<double> kx, ky;
+    for (int64_t p : kept) kx.push_back(double(p)), ky.push_back(0.04);
+    m_kept->setData(kx, ky, true);
+    const auto runs = clusters(kept);
+    m_clusterCount = static_cast<int>(runs.size());
+    QVector<double> cx, cy;
+    for (const auto& c : runs) {
+        cx << c.begin - 0.5 << c.begin - 0.5 << c.end - 0.5 << c.end - 0.5;
+        cy << 0 << 1 << 1 << 0;
+    }
+    m_clusters->data()->clear();
+    QVector<QCPGraphData> cd;
+    for (int i = 0; i < cx.size(); ++i) cd.push_back(QCPGraphData(cx[i], cy[i]));
+    m_clusters->data()->set(cd, true);
+    m_clusters->setBrush(QColor(26, 127, 55, runs.size() > 400 ? 70 : 46));
+
+    m_threshold = hs ? keptThreshold(hs->pooled, kept) : kNoValue;
+    const bool showThreshold = hs && ls && ls->compressed && std::isfinite(m_threshold);
+    m_thresholdLine->setVisible(showThreshold);
+    m_thresholdText->setVisible(showThreshold);
+    if (showThreshold) {
+        const double t = std::max(m_threshold, d.logScale ? kLogFloor : -INFINITY);
+        m_thresholdLine->point1->setCoords(0, t);
+        m_thresholdLine->point2->setCoords(1, t);
+        m_thresholdText->position->setCoords(0.005, t);
+        m_thresholdText->setText(QString(" budget threshold %1: the lowest kept pooled score ").arg(m_threshold, 0, 'g', 3));
+    }
+
+    const auto* sel = m_state->selection();
+    if (!sel || !hs) {
+        m_stats->setText(QString());
+        return;
+    }
+    QString s = QString("kept %1 of %2 prefix tokens in %3 clusters · kept attention mass %4 · W %5 · C %6")
+                    .arg(kept.size())
+                    .arg(m_P)
+                    .arg(m_clusterCount)
+                    .arg(hs->kept_mass, 0, 'f', 3)
+                    .arg(sel->window)
+                    .arg(ls ? ls->budget : sel->budget);
+    if (ls && !ls->compressed) s += " · this layer is not compressed";
+    if (hs->votes.empty()) s += " · this policy has no votes";
+    m_stats->setText(s);
+}
+
+void HeadView::setHighlight(HeadHighlight h) {
+    m_highlight = h;
+    applyHighlight();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeadView::applyHighlight() {
+    const bool none = m_highlight == HeadHighlight::None;
+    const QColor faint(170, 170, 170);
+    m_votes->setPen(QPen(none || m_highlight == HeadHighlight::Votes ? kVotesColor : faint,
+                         m_highlight == HeadHighlight::Votes ? 2.4 : 1));
+    m_pooled->setPen(QPen(none || m_highlight == HeadHighlight::Pooling || m_highlight == HeadHighlight::TopK
+                              ? kPooledColor
+                              : faint,
+                          m_highlight == HeadHighlight::Pooling ? 2.6 : 1.4));
+    const double winWidth = m_highlight == HeadHighlight::Window ? 3.5 : 1.5;
+    for (QCPItemRect* r : {m_windowHeat, m_windowScores}) {
+        r->setPen(QPen(kWindowColor, winWidth, Qt::DashLine));
+        r->setBrush(QColor(59, 111, 216, m_highlight == HeadHighlight::Window ? 60 : 20));
+    }
+    m_thresholdLine->setPen(QPen(kThresholdColor, m_highlight == HeadHighlight::TopK ? 2.6 : 1.2, Qt::DashLine));
+    m_clusters->setBrush(QColor(26, 127, 55, m_highlight == HeadHighlight::TopK ? 110 : 46));
+}
+
+}  // namespace studio

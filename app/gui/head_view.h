@@ -1,0 +1,97 @@
+// View 2: one head in detail. Top: the observation-window x keys attention heatmap (rows = window
+// queries, columns = key positions) with a colour legend; columns are max-downsampled to the
+// pixels on screen and re-rendered for the visible range on zoom/scroll, so a single strong key
+// never disappears even at 8K+ tokens. Bottom, on the same x axis: raw votes and pooled scores,
+// kept positions, kept clusters shaded, the budget threshold and the always-kept window.
+#pragma once
+
+#include <QTimer>
+
+#include <vector>
+
+#include "app/gui/lazy_view.h"
+
+class QLabel;
+class QSpinBox;
+class QCustomPlot;
+class QCPAxisRect;
+class QCPColorMap;
+class QCPColorScale;
+class QCPGraph;
+class QCPItemRect;
+class QCPItemStraightLine;
+class QCPItemText;
+class QCPRange;
+
+namespace studio {
+
+class AnalysisState;
+
+enum class HeadHighlight { None, Window, Votes, Pooling, TopK };
+
+class HeadView : public LazyView {
+    Q_OBJECT
+public:
+    explicit HeadView(AnalysisState* state, QWidget* parent = nullptr);
+
+    QCustomPlot* plot() const { return m_plot; }
+    void setHighlight(HeadHighlight h);
+    void resetZoom();
+
+    // What is drawn, for tests and exports.
+    int64_t heatmapRows() const { return m_W; }               // W
+    int64_t heatmapKeys() const { return m_L; }               // L
+    int heatmapColumnsDrawn() const { return m_columnsDrawn; } // after downsampling
+    const std::vector<float>& displayedRows() const { return m_rows; }  // [W, L] after transforms
+    std::vector<int64_t> keptPositions() const;
+    double threshold() const { return m_threshold; }
+    int clusterCount() const { return m_clusterCount; }
+
+protected:
+    void refresh() override;
+
+private:
+    void buildPlot();
+    void rebuildScores();
+    void rebuildHeatmap();
+    void renderVisibleColumns();     // downsample the visible range into the colour map
+    void onXRangeChanged(const QCPRange& range);
+    void applyHighlight();
+    void syncFocusControls();
+
+    AnalysisState* m_state;
+    QSpinBox* m_layer;
+    QSpinBox* m_head;
+    QLabel* m_headLabel;
+    QLabel* m_stats;
+    QCustomPlot* m_plot;
+    QCPAxisRect* m_heatRect;
+    QCPAxisRect* m_scoreRect;
+    QCPColorMap* m_heat;
+    QCPColorScale* m_scale;
+    QCPGraph* m_clusters;
+    QCPGraph* m_votes;
+    QCPGraph* m_pooled;
+    QCPGraph* m_kept;
+    QCPItemStraightLine* m_thresholdLine;
+    QCPItemText* m_thresholdText;
+    QCPItemRect* m_windowHeat;
+    QCPItemRect* m_windowScores;
+    QCPItemText* m_windowText;
+    QCPItemText* m_emptyText;
+    QTimer m_renderTimer;
+
+    std::vector<float> m_rows;       // [W, L] transformed rows
+    int64_t m_W = 0;
+    int64_t m_L = 0;
+    int64_t m_P = 0;                 // prefix length L - W
+    int m_columnsDrawn = 0;
+    double m_threshold = 0;
+    int m_clusterCount = 0;
+    double m_colorLo = 0;
+    double m_colorHi = 1;
+    HeadHighlight m_highlight = HeadHighlight::None;
+    bool m_syncing = false;
+};
+
+}  // namespace studio

@@ -1,0 +1,50 @@
+// snapkv-studio entry point: runtime set-up, command line, main window, optional headless run.
+#include <QApplication>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "app/gui/headless.h"
+#include "app/gui/main_window.h"
+#include "core/session/runtime.h"
+
+int main(int argc, char** argv) {
+    snapkv::init_runtime(argc, argv);
+    Q_INIT_RESOURCE(studio);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("SnapKV");
+    QApplication::setApplicationName("SnapKV Studio");
+    QApplication::setApplicationVersion("0.1.0");
+
+    const studio::AppOptions options = studio::parseOptions(QApplication::arguments());
+    if (!options.error.isEmpty()) {
+        std::fprintf(stderr, "snapkv-studio: %s\n", options.error.toLocal8Bit().constData());
+        return 2;
+    }
+    const bool headless = !options.screenshot.isEmpty() || options.benchRetune > 0;
+    studio::MainWindow window;
+    window.setInteractive(!headless);
+    window.setAutoTruncate(headless);
+    if (!studio::configureWindow(window, options)) {
+        if (headless) return 1;
+    }
+    window.resize(1600, 1000);
+    window.show();
+    if (headless) {
+        studio::HeadlessDriver driver(&window, options);
+        QObject::connect(&driver, &studio::HeadlessDriver::finished, &app, [&](int code) {
+            window.close();
+            QApplication::exit(code);
+        });
+        QTimer::singleShot(0, &driver, &studio::HeadlessDriver::start);
+        return app.exec();
+    }
+    if (options.run) {
+        QTimer::singleShot(0, &window, &studio::MainWindow::run);
+    } else if (!window.promptPanel()->modelPath().isEmpty()) {
+        // Load the model right away so that Run only has to prefill.
+        const QString model = window.promptPanel()->modelPath();
+        QTimer::singleShot(0, &window, [&window, model] { window.openModel(model); });
+    }
+    return app.exec();
+}

@@ -1,0 +1,177 @@
+// The SnapKV Studio main window: menus, toolbar, docks (prompt, parameters, display options,
+// walkthrough), the four linked views in tabs, status bar with progress and Cancel. It wires
+// widgets to RunController and AnalysisState; it holds no inference logic.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QMainWindow>
+#include <QPointer>
+
+#include "app/gui/param_state.h"
+
+class QAction;
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QMessageBox;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+
+namespace studio {
+
+class AnalysisState;
+class CompareView;
+class DisplayOptions;
+class DocumentView;
+class HeadView;
+class OverviewView;
+class ParameterPanel;
+class PromptPanel;
+class RunController;
+class Walkthrough;
+struct WalkthroughStep;
+struct SessionFile;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Interactive windows show dialogs (non-modal); headless runs only emit errorShown.
+    void setInteractive(bool on) { m_interactive = on; }
+    bool interactive() const { return m_interactive; }
+    // Headless: a prompt longer than the context is truncated without asking.
+    void setAutoTruncate(bool on) { m_autoTruncate = on; }
+
+    // Actions, callable from tests and the headless driver.
+    void setModelPath(const QString& path);
+    void openModel(const QString& path);                 // sets the path and loads now
+    bool openDocument(const QString& path);
+    void setDocumentText(const QString& text);
+    void setQuestion(const QString& question);
+    bool setQuestionFromArg(const QString& textOrPath);
+    void run();
+    void cancel();
+    void generate(int maxTokens = -1);
+    bool showView(const QString& name);                  // overview | head | document | compare
+    QString currentViewName() const;
+    bool saveSession(const QString& path);
+    bool loadSession(const QString& path);
+    bool exportCurrentPlot(const QString& path);
+    bool exportCurrentData(const QString& path);
+    void startWalkthrough();
+
+    AnalysisState* state() const { return m_state; }
+    RunController* controller() const { return m_controller; }
+    ParameterPanel* parameterPanel() const { return m_params; }
+    PromptPanel* promptPanel() const { return m_prompt; }
+    OverviewView* overviewView() const { return m_overview; }
+    HeadView* headView() const { return m_head; }
+    DocumentView* documentView() const { return m_document; }
+    CompareView* compareView() const { return m_compare; }
+    Walkthrough* walkthrough() const { return m_walk; }
+    QString lastError() const { return m_lastError; }
+    QList<QAction*> shortcutActions() const;
+
+Q_SIGNALS:
+    void errorShown(const QString& message);
+    // Slider change to repainted views: selectMs in the worker, totalMs from the first edit
+    // (debounce included) to the visible view redrawn.
+    void retuneTimed(double selectMs, double totalMs);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void buildActions();
+    void buildMenus();
+    void buildDocks();
+    void buildStatusBar();
+    void connectController();
+    void restoreSettings();
+    void saveSettings() const;
+    void addRecent(const QString& key, const QString& path);
+    void rebuildRecentMenu(QMenu* menu, const QString& key);
+    SessionFile currentSession() const;
+    void applySession(const SessionFile& s);
+
+    void showError(const QString& title, const QString& message);
+    void showInfo(const QString& message, int ms = 6000);
+    void onBusyChanged(bool busy, const QString& task);
+    void onProgress(const QString& stage, qint64 done, qint64 total);
+    void onParamsChanged(const ParamState& params);
+    void onModelLoaded();
+    void onPrefillChanged();
+    void onContextExceeded(qint64 nTokens, qint64 nCtx);
+    void onRetuneApplied(double ms);
+    void onWalkthroughStep(const WalkthroughStep& step);
+    void updateTitle();
+    void showBanner(const QString& text);
+    void updateActions();
+    void runWith(bool truncateToFit);
+
+    void onOpenModel();
+    void onOpenDocument();
+    void onSaveSession();
+    void onLoadSession();
+    void onExportPlot();
+    void onExportData();
+
+    AnalysisState* m_state;
+    RunController* m_controller;
+    ParameterPanel* m_params;
+    DisplayOptions* m_displayOptions;
+    PromptPanel* m_prompt;
+    OverviewView* m_overview;
+    HeadView* m_head;
+    DocumentView* m_document;
+    CompareView* m_compare;
+    Walkthrough* m_walk;
+    QTabWidget* m_tabs;
+    QDockWidget* m_promptDock;
+    QDockWidget* m_paramsDock;
+    QDockWidget* m_displayDock;
+    QDockWidget* m_walkDock;
+    QProgressBar* m_progress;
+    QPushButton* m_cancelButton;
+    QLabel* m_statusText;
+    QLabel* m_timing;
+    QMenu* m_recentModels;
+    QMenu* m_recentDocuments;
+    QMenu* m_recentSessions;
+    QPointer<QMessageBox> m_dialog;
+
+    QAction* m_actOpenModel;
+    QAction* m_actOpenDocument;
+    QAction* m_actSaveSession;
+    QAction* m_actLoadSession;
+    QAction* m_actExportPlot;
+    QAction* m_actExportData;
+    QAction* m_actQuit;
+    QAction* m_actRun;
+    QAction* m_actGenerate;
+    QAction* m_actCancel;
+    QAction* m_actUndo;
+    QAction* m_actRedo;
+    QAction* m_actViews[4];
+    QAction* m_actWalkthrough;
+    QAction* m_actShortcuts;
+    QAction* m_actAbout;
+
+    bool m_interactive = true;
+    bool m_autoTruncate = false;
+    bool m_closing = false;
+    QString m_lastError;
+    double m_pendingEditMs = 0;
+    QElapsedTimer m_retuneClock;
+    int m_pendingLayer = -1;            // focus restored from a session once its run has finished
+    int m_pendingHead = -1;
+    QWidget* m_banner;
+    QLabel* m_bannerText;
+};
+
+}  // namespace studio

@@ -1,0 +1,357 @@
+// MainWindow's handlers: opening models, documents and sessions, running, generating, exporting,
+// the walkthrough, and the reactions to RunController's results.
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMessageBox>
+#include <QTabWidget>
+#include <QTimer>
+
+#include "app/gui/analysis_state.h"
+#include "app/gui/app_options.h"
+#include "app/gui/compare_view.h"
+#include "app/gui/data_export.h"
+#include "app/gui/document_view.h"
+#include "app/gui/head_view.h"
+#include "app/gui/main_window.h"
+#include "app/gui/overview_view.h"
+#include "app/gui/parameter_panel.h"
+#include "app/gui/prompt_panel.h"
+#include "app/gui/run_controller.h"
+#include "app/gui/session_file.h"
+#include "app/gui/walkthrough.h"
+
+#include <qcustomplot.h>
+
+namespace studio {
+
+namespace {
+const QStringList kViewNames = {"overview", "head", "document", "compare"};
+
+QString humanBytes(int64_t b) {
+    if (b >= (int64_t(1) << 20)) return QString("%1 MiB").arg(b / double(int64_t(1) << 20), 0, 'f', 1);
+    return QString("%1 KiB").arg(b / 1024.0, 0, 'f', 1);
+}
+}  // namespace
+
+// ---- inputs ----
+
+void MainWindow::setModelPath(const QString& path) {
+    m_prompt->setModelPath(path);
+    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1; open a GGUF file or a Hugging "
+                                        "Face folder to start.")
+                                    .arg(defaultModelFileName())
+                              : QString());
+}
+
+void MainWindow::openModel(const QString& path) {
+    if (path.isEmpty()) return;
+    setModelPath(path);
+    addRecent("recent/models", path);
+    m_controller->loadModel(path, m_prompt->loadOptions());
+}
+
+bool MainWindow::openDocument(const QString& path) {
+    QString error;
+    const auto text = readTextFile(path, &error);
+    if (!text) {
+        showError("Cannot open the document", error);
+        return false;
+    }
+    m_prompt->setDocument(*text, QFileInfo(path).absoluteFilePath());
+    addRecent("recent/documents", path);
+    updateTitle();
+    return true;
+}
+
+void MainWindow::setDocumentText(const QString& text) { m_prompt->setDocument(text); }
+void MainWindow::setQuestion(const QString& question) { m_prompt->setQuestion(question); }
+
+bool MainWindow::setQuestionFromArg(const QString& textOrPath) {
+    if (QFileInfo(textOrPath).isFile()) {
+        QString error;
+        const auto text = readTextFile(textOrPath, &error);
+        if (!text) {
+            showError("Cannot open the question", error);
+            return false;
+        }
+        setQuestion(*text);
+    } else {
+        setQuestion(textOrPath);
+    }
+    return true;
+}
+
+// ---- running ----
+
+void MainWindow::run() { runWith(m_autoTruncate); }
+
+void MainWindow::runWith(bool truncateToFit) {
+    if (m_prompt->modelPath().isEmpty()) {
+        showError("No model",
+                  QString("No model is open. Use File > Open Model (Ctrl+Shift+O) or drop a .gguf file on the window. "
+                          "The default model models/%1 was not found.")
+                      .arg(defaultModelFileName()));
+        return;
+    }
+    if (m_prompt->document().trimmed().isEmpty()) {
+        showError("No document", "The document is empty. Paste some text or open a file (Ctrl+O).");
+        return;
+    }
+    m_params->flush();
+    RunRequest r;
+    r.modelPath = m_prompt->modelPath();
+    r.load = m_prompt->loadOptions();
+    r.prompt = m_prompt->promptSpec();
+    r.params = m_params->state();
+    r.truncateToFit = truncateToFit;
+    m_controller->run(r);
+}
+
+void MainWindow::cancel() { m_controller->cancel(); }
+
+void MainWindow::generate(int maxTokens) {
+    if (!m_state->hasPrefill()) {
+        showError("Nothing to generate from", "Press Run first: the prompt must be prefilled before generating.");
+        return;
+    }
+    if (maxTokens > 0) m_compare->setMaxTokens(maxTokens);
+    snapkv::GenerationSettings g;
+    g.max_tokens = m_compare->maxTokens();
+    m_params->flush();
+    m_controller->compare(g);
+    showView("compare");
+}
+
+void MainWindow::onParamsChanged(const ParamState& params) {
+    m_pendingEditMs = m_params->msSinceFirstEdit();
+    m_retuneClock.start();
+    m_controller->retune(params);
+}
+
+void MainWindow::onRetuneApplied(double) {
+    // Queued after the views' own refresh timers: by then the visible view has redrawn.
+    QTimer::singleShot(0, this, [this] {
+        if (!m_retuneClock.isValid()) return;
+        const double total = m_pendingEditMs + m_retuneClock.nsecsElapsed() / 1e6;
+        const double select = m_controller->lastSelectMs();
+        m_timing->setText(QString("retune: select %1 ms · edit to repaint %2 ms").arg(select, 0, 'f', 1).arg(total, 0, 'f', 0));
+        m_retuneClock.invalidate();
+        m_pendingEditMs = 0;
+        Q_EMIT retuneTimed(select, total);
+    });
+    if (auto r = m_state->retune(); r && r->kvBytesFull > 0)
+        m_statusText->setText(QString("%1 · KV cache %2 → %3 (%4x smaller)")
+                                  .arg(m_state->params().summary(), humanBytes(r->kvBytesFull), humanBytes(r->kvBytesKept))
+                                  .arg(r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept : 0.0, 0, 'f', 2));
+}
+
+void MainWindow::onModelLoaded() {
+    const auto& m = m_state->model();
+    const auto& c = m.config;
+    m_prompt->setModelStatus(QString("%1 · %2 · %3 layers · %4 heads (%5 KV) · context %6 · %7 %8 · %9")
+                                 .arg(QString::fromStdString(c.name), QString::fromStdString(c.arch))
+                                 .arg(c.n_layer)
+                                 .arg(c.n_head)
+                                 .arg(c.n_head_kv)
+                                 .arg(c.n_ctx_train)
+                                 .arg(QString::fromStdString(m.device), QString::fromStdString(m.dtype),
+                                      QString::fromStdString(m.chat_format)));
+    showBanner(QString());
+    updateTitle();
+    showInfo(QString("Loaded %1.").arg(QString::fromStdString(c.name)));
+}
+
+void MainWindow::onPrefillChanged() {
+    if (m_state->hasPrefill()) m_params->setLimits(m_state->prefill().max_window, m_state->prefill().n_tokens);
+    updateActions();
+}
+
+void MainWindow::onContextExceeded(qint64 nTokens, qint64 nCtx) {
+    const QString msg = QString("The prompt is %1 tokens long but the model reads at most %2. Truncate the document "
+                                "to fit?")
+                            .arg(nTokens)
+                            .arg(nCtx);
+    m_lastError = msg;
+    Q_EMIT errorShown(msg);
+    if (m_autoTruncate) {
+        runWith(true);
+        return;
+    }
+    if (!m_interactive) return;
+    if (m_dialog) m_dialog->close();
+    m_dialog = new QMessageBox(QMessageBox::Question, "Document too long", msg, QMessageBox::Yes | QMessageBox::No, this);
+    m_dialog->setObjectName("truncateDialog");
+    m_dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(m_dialog, &QMessageBox::finished, this, [this](int result) {
+        if (result == QMessageBox::Yes) runWith(true);
+    });
+    m_dialog->open();
+}
+
+// ---- views ----
+
+bool MainWindow::showView(const QString& name) {
+    const int i = kViewNames.indexOf(name);
+    if (i < 0) return false;
+    m_tabs->setCurrentIndex(i);
+    return true;
+}
+
+QString MainWindow::currentViewName() const { return kViewNames.value(m_tabs->currentIndex()); }
+
+void MainWindow::startWalkthrough() {
+    m_walkDock->show();
+    m_walkDock->raise();
+    m_walk->setStep(0);
+    if (!m_state->hasPrefill() && !m_controller->busy() && !m_prompt->modelPath().isEmpty()) run();
+}
+
+void MainWindow::onWalkthroughStep(const WalkthroughStep& step) {
+    showView(step.view);
+    const QString e = step.emphasis;
+    m_head->setHighlight(e == "window"    ? HeadHighlight::Window
+                         : e == "votes"   ? HeadHighlight::Votes
+                         : e == "pooling" ? HeadHighlight::Pooling
+                         : e == "topk"    ? HeadHighlight::TopK
+                                          : HeadHighlight::None);
+    m_document->setHighlightWindow(e == "window" || e == "document");
+    m_overview->setHighlight(step.view == "overview" && !step.title.isEmpty());
+    if (e == "generate" && m_state->hasPrefill() && !m_state->comparison() && !m_controller->busy()) generate();
+}
+
+// ---- sessions ----
+
+SessionFile MainWindow::currentSession() const {
+    SessionFile s;
+    s.modelPath = m_prompt->modelPath();
+    s.load = m_prompt->loadOptions();
+    s.document = m_prompt->document();
+    s.documentPath = m_prompt->documentPath();
+    s.question = m_prompt->question();
+    s.chat = m_prompt->chat();
+    s.params = m_params->state();
+    s.display = m_state->display();
+    s.layer = m_state->layer();
+    s.head = m_state->head();
+    s.view = currentViewName();
+    s.maxTokens = m_compare->maxTokens();
+    s.ran = m_state->hasPrefill();
+    s.geometry = saveGeometry();
+    s.windowState = saveState();
+    return s;
+}
+
+void MainWindow::applySession(const SessionFile& s) {
+    m_prompt->setLoadOptions(s.load);
+    setModelPath(s.modelPath);
+    m_prompt->setDocument(s.document, s.documentPath);
+    m_prompt->setQuestion(s.question);
+    m_prompt->setChat(s.chat);
+    m_params->setState(s.params, false);
+    m_state->setDisplay(s.display);
+    m_compare->setMaxTokens(s.maxTokens);
+    if (m_interactive) {
+        if (!s.geometry.isEmpty()) restoreGeometry(s.geometry);
+        if (!s.windowState.isEmpty()) restoreState(s.windowState);
+    }
+    showView(s.view);
+    m_pendingLayer = s.layer;
+    m_pendingHead = s.head;
+    m_state->setFocus(s.layer, s.head);
+    updateTitle();
+    if (s.ran && !s.modelPath.isEmpty()) run();
+}
+
+bool MainWindow::saveSession(const QString& path) {
+    QString error;
+    if (!currentSession().save(path, &error)) {
+        showError("Cannot save the session", error);
+        return false;
+    }
+    addRecent("recent/sessions", path);
+    showInfo(QString("Session saved to %1.").arg(path));
+    return true;
+}
+
+bool MainWindow::loadSession(const QString& path) {
+    QString error;
+    const auto s = SessionFile::read(path, &error);
+    if (!s) {
+        showError("Cannot open the session", error);
+        return false;
+    }
+    addRecent("recent/sessions", path);
+    applySession(*s);
+    return true;
+}
+
+// ---- export ----
+
+bool MainWindow::exportCurrentPlot(const QString& path) {
+    QString error;
+    bool ok = false;
+    const QString v = currentViewName();
+    if (v == "overview") ok = exportPlot(m_overview->plot(), path, &error);
+    else if (v == "head") ok = exportPlot(m_head->plot(), path, &error);
+    else if (v == "compare") ok = exportPlot(m_compare->plot(), path, &error);
+    else ok = exportWidget(m_document->textView(), path, &error);
+    if (!ok) showError("Export failed", error);
+    else showInfo(QString("Plot exported to %1.").arg(path));
+    return ok;
+}
+
+bool MainWindow::exportCurrentData(const QString& path) {
+    QString error;
+    const bool ok = exportData(*m_state, path, &error);
+    if (!ok) showError("Export failed", error);
+    else showInfo(QString("Data exported to %1.").arg(path));
+    return ok;
+}
+
+// ---- dialogs ----
+
+void MainWindow::onOpenModel() {
+    const QString path = QFileDialog::getOpenFileName(this, "Open a model", QFileInfo(m_prompt->modelPath()).absolutePath(),
+                                                      "GGUF models (*.gguf);;Safetensors (*.safetensors);;All files (*)");
+    if (path.isEmpty()) return;
+    // A .safetensors file stands for its Hugging Face folder.
+    openModel(path.endsWith(".safetensors") ? QFileInfo(path).absolutePath() : path);
+}
+
+void MainWindow::onOpenDocument() {
+    const QString path = QFileDialog::getOpenFileName(this, "Open a document", QFileInfo(m_prompt->documentPath()).absolutePath(),
+                                                      "Text and markdown (*.txt *.md *.markdown);;All files (*)");
+    if (!path.isEmpty()) openDocument(path);
+}
+
+void MainWindow::onSaveSession() {
+    QString path = QFileDialog::getSaveFileName(this, "Save session", "session.snapkv.json",
+                                                "SnapKV Studio sessions (*.snapkv.json *.json)");
+    if (path.isEmpty()) return;
+    if (!path.endsWith(".json")) path += ".snapkv.json";
+    saveSession(path);
+}
+
+void MainWindow::onLoadSession() {
+    const QString path = QFileDialog::getOpenFileName(this, "Open session", QString(),
+                                                      "SnapKV Studio sessions (*.snapkv.json *.json);;All files (*)");
+    if (!path.isEmpty()) loadSession(path);
+}
+
+void MainWindow::onExportPlot() {
+    QString selected;
+    const QString path = QFileDialog::getSaveFileName(this, "Export plot", currentViewName() + ".png",
+                                                      "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)",
+                                                      &selected);
+    if (!path.isEmpty()) exportCurrentPlot(path);
+}
+
+void MainWindow::onExportData() {
+    const QString path = QFileDialog::getSaveFileName(this, "Export data", "snapkv-analysis.json",
+                                                      "JSON, everything (*.json);;CSV, focused head (*.csv)");
+    if (!path.isEmpty()) exportCurrentData(path);
+}
+
+}  // namespace studio

@@ -1,0 +1,87 @@
+// The live-tuning panel: policy, window, kernel, pooling, budget (tokens or ratio), GQA mode,
+// query-aware vs query-agnostic, hit-rate threshold, sink count; presets; undo/redo through a
+// QUndoStack (consecutive drags of one control merge into one step). Edits are debounced and
+// announced with paramsChanged; the panel never talks to the session.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QTimer>
+#include <QWidget>
+
+#include "app/gui/param_state.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+class QUndoStack;
+class QAction;
+
+namespace studio {
+
+class ParameterPanel : public QWidget {
+    Q_OBJECT
+public:
+    // Which control an edit came from: consecutive edits of the same one merge in the undo stack.
+    enum Field { FPolicy = 1, FWindow, FKernel, FPooling, FBudgetMode, FBudget, FRatio, FGqa, FQuery, FHit, FSink, FPreset };
+
+    explicit ParameterPanel(QWidget* parent = nullptr);
+
+    const ParamState& state() const { return m_state; }
+    // Replace the state without an undo step (session load, settings restore).
+    void setState(const ParamState& s, bool announce = true);
+    // Bounds from the prefill: windows up to the captured maximum, budgets up to the prompt length.
+    void setLimits(int64_t maxWindow, int64_t nTokens);
+    QUndoStack* undoStack() const { return m_undo; }
+    int debounceMs() const { return m_debounce.interval(); }
+    void setDebounceMs(int ms) { m_debounce.setInterval(ms); }
+    // Milliseconds since the first edit not yet announced (for the slider-to-repaint timing).
+    double msSinceFirstEdit() const;
+    // Flush a pending debounced change right away (tests, headless).
+    void flush();
+
+    // Programmatic edits as if the user moved a control (tests, walkthrough); one undo step each.
+    void edit(Field field, double value);
+
+    // Pushed by the undo command; applies a state to the widgets and schedules an announcement.
+    void applyState(const ParamState& s);
+
+Q_SIGNALS:
+    void paramsChanged(const studio::ParamState& state);
+
+private:
+    void buildUi();
+    void onWidgetEdited(Field field);
+    ParamState readWidgets() const;
+    void writeWidgets(const ParamState& s);
+    void updateEnabled();
+    void onPreset(int index);
+
+    ParamState m_state;
+    QUndoStack* m_undo;
+    QTimer m_debounce;
+    QElapsedTimer m_firstEdit;
+    bool m_writing = false;
+
+    QComboBox* m_preset;
+    QComboBox* m_policy;
+    QSlider* m_windowSlider;
+    QSpinBox* m_window;
+    QSpinBox* m_kernel;
+    QComboBox* m_pooling;
+    QComboBox* m_budgetMode;
+    QSlider* m_budgetSlider;
+    QSpinBox* m_budget;
+    QSlider* m_ratioSlider;
+    QDoubleSpinBox* m_ratio;
+    QComboBox* m_gqa;
+    QComboBox* m_query;
+    QDoubleSpinBox* m_hit;
+    QSpinBox* m_sink;
+    QLabel* m_summary;
+    QWidget* m_budgetRow;
+    QWidget* m_ratioRow;
+};
+
+}  // namespace studio
