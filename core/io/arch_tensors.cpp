@@ -1,0 +1,150 @@
+// Hyperparameter bounds and tensor tables for llama and qwen2, following llama.cpp's
+// LLM_ARCH_LLAMA / LLM_ARCH_QWEN2 tensor lists (src/llama-model.cpp, load_tensors). The bounds are
+// generous sanity limits meant to catch corrupt files before they turn into huge allocations,
+// not to police real models.
+#include "core/io/arch_tensors.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/common/errors.h"
+#include "core/io/dequant.h"
+
+namespace snapkv {
+
+namespace {
+
+using Kind = FileError::Kind;
+
+[[noreturn]] void bad(const std::string& where, const std::string& key, const std::string& value,
+                      const std::string& allowed) {
+    throw FileError(Kind::BadValue, where + "key '" + key + "' = " + value + ": " + allowed);
+}
+
+void check_range(const std::string& where, const std::string& key, int64_t v, int64_t lo,
+                 int64_t hi) {
+    if (v < lo || v > hi)
+        bad(where, key, std::to_string(v),
+            "allowed " + std::to_string(lo) + " to " + std::to_string(hi));
+}
+
+std::string float_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_archs() {
+    static const std::vector<std::string> archs = {"llama", "qwen2"};
+    return archs;
+}
+
+std::string supported_archs_text() {
+    std::string s;
+    for (const std::string& a : supported_archs()) s += (s.empty() ? "" : ", ") + a;
+    return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    if (shape.empty()) return "scalar";
+    std::string s;
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    return s;
+}
+
+void validate_config(const ModelConfig& c, const std::string& where, const ConfigKeyNames& k) {
+    check_range(where, k.n_layer, c.n_layer, 1, 4096);
+    check_range(where, k.n_embd, c.n_embd, 1, int64_t(1) << 20);
+    check_range(where, k.n_ff, c.n_ff, 1, int64_t(1) << 22);
+    check_range(where, k.n_head, c.n_head, 1, 4096);
+    check_range(where, k.n_head_kv, c.n_head_kv, 1, c.n_head);
+    if (c.n_head % c.n_head_kv != 0)
+        bad(where, k.n_head_kv, std::to_string(c.n_head_kv),
+            "must divide " + k.n_head + " = " + std::to_string(c.n_head));
+    check_range(where, k.head_dim, c.head_dim, 1, 4096);
+    check_range(where, k.n_rot, c.n_rot, 2, c.head_dim);
+    if (c.n_rot % 2 != 0)
+        bad(where, k.n_rot, std::to_string(c.n_rot),
+            "rotary dimensions come in pairs: must be even");
+    if (c.arch == "llama" && c.head_dim % 2 != 0)
+        bad(where, k.head_dim, std::to_string(c.head_dim), "must be even");
+    check_range(where, k.n_vocab, c.n_vocab, 1, int64_t(1) << 24);
+    check_range(where, k.n_ctx_train, c.n_ctx_train, 1, int64_t(1) << 26);
+    if (!std::isfinite(c.rope_freq_base) || c.rope_freq_base <= 0.0f)
+        bad(where, k.rope_freq_base, float_text(c.rope_freq_base), "must be a positive number");
+    if (!std::isfinite(c.rms_eps) || c.rms_eps <= 0.0f || c.rms_eps >= 1.0f)
+        bad(where, k.rms_eps, float_text(c.rms_eps), "must be between 0 and 1 (exclusive)");
+    const RopeScaling& rs = c.rope_scaling;
+    if (rs.type != "none") {
+        if (!std::isfinite(rs.factor) || rs.factor <= 0.0f)
+            bad(where, k.rope_scaling, "factor " + float_text(rs.factor),
+                "the scaling factor must be a positive number");
+    }
+    if (rs.type == "llama3") {
+        if (rs.original_ctx <= 0)
+            bad(where, k.rope_scaling, "original context " + std::to_string(rs.original_ctx),
+                "llama3 scaling needs original_max_position_embeddings > 0");
+        if (!(rs.high_freq_factor > rs.low_freq_factor) || !(rs.low_freq_factor > 0.0f))
+            bad(where, k.rope_scaling,
+                "low_freq_factor " + float_text(rs.low_freq_factor) + ", high_freq_factor " +
+                    float_text(rs.high_freq_factor),
+                "llama3 scaling needs 0 < low_freq_factor < high_freq_factor");
+    }
+}
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+    const int64_t q_rows = c.n_head * c.head_dim;      // [n_head * head_dim, n_embd]
+    const int64_t kv_rows = c.n_head_kv * c.head_dim;  // [n_head_kv * head_dim, n_embd]
+    std::vector<ExpectedTensor> out = {
+        {"token_embd.weight", {c.n_vocab, c.n_embd}, true},
+        {"output_norm.weight", {c.n_embd}, true},
+        {"output.weight", {c.n_vocab, c.n_embd}, false},  // absent: tied to token_embd
+        {"rope_freqs.weight", {c.n_rot / 2}, false},      // llama3 frequency factors
+    };
+    for (int64_t il = 0; il < c.n_layer; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        out.push_back({b + "attn_norm.weight", {c.n_embd}, true});
+        out.push_back({b + "attn_q.weight", {q_rows, c.n_embd}, true});
+        out.push_back({b + "attn_k.weight", {kv_rows, c.n_embd}, true});
+        out.push_back({b + "attn_v.weight", {kv_rows, c.n_embd}, true});
+        out.push_back({b + "attn_output.weight", {c.n_embd, q_rows}, true});
+        if (c.qkv_bias) {
+            out.push_back({b + "attn_q.bias", {q_rows}, true});
+            out.push_back({b + "attn_k.bias", {kv_rows}, true});
+            out.push_back({b + "attn_v.bias", {kv_rows}, true});
+        }
+        out.push_back({b + "ffn_norm.weight", {c.n_embd}, true});
+        out.push_back({b + "ffn_gate.weight", {c.n_ff, c.n_embd}, true});
+        out.push_back({b + "ffn_up.weight", {c.n_ff, c.n_embd}, true});
+        out.push_back({b + "ffn_down.weight", {c.n_embd, c.n_ff}, true});
+    }
+    return out;
+}
+
+void validate_tensors(const ModelConfig& c, const std::string& where,
+                      const std::function<const TensorDesc*(const std::string&)>& find,
+                      const std::function<std::string(const std::string&)>& display) {
+    for (const ExpectedTensor& e : expected_tensors(c)) {
+        const std::string shown = display ? display(e.name) : "'" + e.name + "'";
+        const TensorDesc* t = find(e.name);
+        if (t == nullptr) {
+            if (!e.required) continue;
+            throw FileError(Kind::MissingTensor, where + "tensor " + shown + " is missing (" +
+                                                     c.arch + " needs it, shape " +
+                                                     shape_text(e.shape) + ")");
+        }
+        if (t->shape != e.shape)
+            throw FileError(Kind::ShapeMismatch, where + "tensor " + shown + ": " +
+                                                     shape_text(t->shape) + ", expected " +
+                                                     shape_text(e.shape));
+        const GgmlType* type = ggml_type_by_name(t->type);
+        if (type == nullptr || type->dequant_row == nullptr)
+            throw FileError(Kind::Unsupported, where + "tensor " + shown + " has type " + t->type +
+                                                   ", which cannot be read (supported: " +
+                                                   readable_ggml_type_names() + ")");
+    }
+}
+
+}  // namespace snapkv

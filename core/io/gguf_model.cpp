@@ -1,0 +1,260 @@
+// GGUF -> ModelConfig / VocabData mapping, following the key names llama.cpp writes
+// (gguf-py/gguf/constants.py) and llama.cpp's defaults when a key is absent (src/llama-model.cpp,
+// src/llama-vocab.cpp). Validation of the numbers and tensor shapes lives in arch_tensors so the
+// Hugging Face reader applies the same rules.
+#include "core/io/gguf_model.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/common/errors.h"
+#include "core/io/arch_tensors.h"
+#include "core/io/dequant.h"
+
+namespace snapkv {
+
+namespace {
+
+using Kind = FileError::Kind;
+
+// Tokens that end a turn in the common chat formats (ChatML, Llama 3, Gemma, Phi-3, SentencePiece
+// EOS); llama.cpp's vocab loader marks the same texts as end-of-generation.
+const char* const kEogTexts[] = {"<|im_end|>", "<|eot_id|>",    "<|end_of_text|>", "<|endoftext|>",
+                                 "</s>",       "<end_of_turn>", "<|end|>"};
+
+}  // namespace
+
+GgufModel::GgufModel(const std::string& path) : m_reader(path) {
+    m_tensors.reserve(m_reader.tensors().size());
+    for (const GgufTensorInfo& t : m_reader.tensors()) {
+        m_index.emplace(t.name, m_tensors.size());
+        m_tensors.push_back(TensorDesc{t.name, t.type->name, t.shape, t.nbytes});
+    }
+    read_config();
+    read_vocab();
+
+    const std::string arch = m_config.arch;
+    if (const auto n = m_reader.get_int(arch + ".vocab_size")) {
+        m_config.n_vocab = *n;
+    } else {
+        m_config.n_vocab = static_cast<int64_t>(m_vocab.tokens.size());
+    }
+    if (static_cast<int64_t>(m_vocab.tokens.size()) > m_config.n_vocab)
+        throw FileError(Kind::BadValue, m_reader.where() + "key '" + arch +
+                                            ".vocab_size' = " + std::to_string(m_config.n_vocab) +
+                                            ": smaller than the " +
+                                            std::to_string(m_vocab.tokens.size()) +
+                                            " tokens in tokenizer.ggml.tokens");
+
+    ConfigKeyNames keys;
+    keys.n_layer = arch + ".block_count";
+    keys.n_embd = arch + ".embedding_length";
+    keys.n_ff = arch + ".feed_forward_length";
+    keys.n_head = arch + ".attention.head_count";
+    keys.n_head_kv = arch + ".attention.head_count_kv";
+    keys.head_dim = arch + ".attention.key_length";
+    keys.n_rot = arch + ".rope.dimension_count";
+    keys.n_vocab = arch + ".vocab_size";
+    keys.n_ctx_train = arch + ".context_length";
+    keys.rope_freq_base = arch + ".rope.freq_base";
+    keys.rms_eps = arch + ".attention.layer_norm_rms_epsilon";
+    keys.rope_scaling = arch + ".rope.scaling.type";
+    validate_config(m_config, m_reader.where(), keys);
+    validate_tensors(m_config, m_reader.where(), [this](const std::string& name) {
+        const auto it = m_index.find(name);
+        return it == m_index.end() ? nullptr : &m_tensors[it->second];
+    });
+}
+
+void GgufModel::read_config() {
+    const GgufReader& r = m_reader;
+    const std::string w = r.where();
+    auto missing = [&](const std::string& key) -> FileError {
+        return FileError(Kind::BadValue, w + "required key '" + key + "' is missing");
+    };
+    // Some converters write per-layer arrays (feed_forward_length, head_count); we only support
+    // models where every layer agrees.
+    auto uniform_int = [&](const std::string& key) -> std::optional<int64_t> {
+        const GgufValue* v = r.find(key);
+        if (v == nullptr || v->type != GgufValueType::Array) return r.get_int(key);
+        const std::vector<int64_t> all = *r.get_int_array(key);
+        if (all.empty()) throw FileError(Kind::BadValue, w + "key '" + key + "' is an empty array");
+        if (std::any_of(all.begin(), all.end(), [&](int64_t x) { return x != all[0]; }))
+            throw FileError(Kind::Unsupported,
+                            w + "key '" + key + "' varies per layer, which is not supported");
+        return all[0];
+    };
+
+    const std::optional<std::string> arch = r.get_string("general.architecture");
+    if (!arch) throw missing("general.architecture");
+    const auto& archs = supported_archs();
+    if (std::find(archs.begin(), archs.end(), *arch) == archs.end())
+        throw FileError(Kind::Unsupported,
+                        w + "architecture '" + *arch +
+                            "' is not supported (supported: " + supported_archs_text() + ")");
+    ModelConfig& c = m_config;
+    c.arch = *arch;
+    const std::string a = c.arch + ".";
+    c.name = r.get_string("general.name").value_or(std::filesystem::path(r.path()).stem().string());
+
+    auto required = [&](const std::string& key, bool per_layer) {
+        const std::optional<int64_t> v = per_layer ? uniform_int(key) : r.get_int(key);
+        if (!v) throw missing(key);
+        return *v;
+    };
+    c.n_layer = required(a + "block_count", false);
+    c.n_embd = required(a + "embedding_length", false);
+    c.n_ff = required(a + "feed_forward_length", true);
+    c.n_head = required(a + "attention.head_count", true);
+    c.n_head_kv = uniform_int(a + "attention.head_count_kv").value_or(c.n_head);
+    if (const auto hd = r.get_int(a + "attention.key_length")) {
+        c.head_dim = *hd;
+    } else if (c.n_head > 0 && c.n_embd % c.n_head != 0) {
+        throw FileError(Kind::BadValue, w + "key '" + a +
+                                            "embedding_length' = " + std::to_string(c.n_embd) +
+                                            " is not a multiple of '" + a +
+                                            "attention.head_count' = " + std::to_string(c.n_head) +
+                                            " and '" + a + "attention.key_length' is absent");
+    } else {
+        c.head_dim = c.n_head > 0 ? c.n_embd / c.n_head : 0;
+    }
+    if (const auto vd = r.get_int(a + "attention.value_length"); vd && *vd != c.head_dim)
+        throw FileError(Kind::Unsupported,
+                        w + "key '" + a + "attention.value_length' = " + std::to_string(*vd) +
+                            " differs from key_length " + std::to_string(c.head_dim) +
+                            ", which is not supported");
+    c.n_rot = r.get_int(a + "rope.dimension_count").value_or(c.head_dim);
+    c.n_ctx_train = required(a + "context_length", false);
+    c.rope_freq_base = static_cast<float>(r.get_float(a + "rope.freq_base").value_or(10000.0));
+    const std::optional<double> eps = r.get_float(a + "attention.layer_norm_rms_epsilon");
+    if (!eps) throw missing(a + "attention.layer_norm_rms_epsilon");
+    c.rms_eps = static_cast<float>(*eps);
+
+    // RoPE scaling: llama.cpp writes rope.scaling.type none|linear|yarn (+ factor); older files
+    // only rope.scale_linear. Llama 3 frequency scaling is not a key but the rope_freqs.weight
+    // tensor, which is listed like any other tensor for the model code to apply.
+    std::string scaling = r.get_string(a + "rope.scaling.type").value_or("none");
+    double factor = r.get_float(a + "rope.scaling.factor").value_or(0.0);
+    if (const auto legacy = r.get_float(a + "rope.scale_linear");
+        legacy && scaling == "none" && *legacy != 1.0) {
+        scaling = "linear";
+        factor = *legacy;
+    }
+    if (scaling != "none" && scaling != "linear")
+        throw FileError(Kind::Unsupported, w + "key '" + a + "rope.scaling.type' = '" + scaling +
+                                               "' is not supported (supported: none, linear)");
+    c.rope_scaling.type = scaling;
+    c.rope_scaling.factor = static_cast<float>(factor == 0.0 ? 1.0 : factor);
+    c.rope_scaling.original_ctx = r.get_int(a + "rope.scaling.original_context_length").value_or(0);
+
+    c.rope_neox = c.arch == "qwen2";  // llama.cpp: LLAMA_ROPE_TYPE_NEOX for qwen2, NORM for llama
+    c.qkv_bias = c.arch == "qwen2";
+    c.tied_embeddings = m_index.count("output.weight") == 0;
+}
+
+void GgufModel::read_vocab() {
+    const GgufReader& r = m_reader;
+    const std::string w = r.where();
+    VocabData& v = m_vocab;
+
+    const std::optional<std::string> model = r.get_string("tokenizer.ggml.model");
+    if (!model)
+        throw FileError(Kind::BadValue, w + "required key 'tokenizer.ggml.model' is missing");
+    v.model = *model;
+    v.pre = r.get_string("tokenizer.ggml.pre").value_or("default");
+    auto tokens = r.get_string_array("tokenizer.ggml.tokens");
+    if (!tokens)
+        throw FileError(Kind::BadValue, w + "required key 'tokenizer.ggml.tokens' is missing");
+    v.tokens = std::move(*tokens);
+    const size_t n = v.tokens.size();
+    if (n == 0) throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.tokens' is empty");
+
+    if (auto scores = r.get_f32_array("tokenizer.ggml.scores")) {
+        if (scores->size() != n)
+            throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.scores' has " +
+                                                std::to_string(scores->size()) +
+                                                " entries, expected one per token (" +
+                                                std::to_string(n) + ")");
+        v.scores = std::move(*scores);
+    }
+    if (auto types = r.get_int_array("tokenizer.ggml.token_type")) {
+        if (types->size() != n)
+            throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.token_type' has " +
+                                                std::to_string(types->size()) +
+                                                " entries, expected one per token (" +
+                                                std::to_string(n) + ")");
+        v.types.reserve(n);
+        for (int64_t t : *types) v.types.push_back(static_cast<int32_t>(t));
+    }
+    if (auto merges = r.get_string_array("tokenizer.ggml.merges")) v.merges = std::move(*merges);
+
+    // Special ids: absent -> default; 0xFFFFFFFF (uint32) or -1 -> none; anything else must be a
+    // token. llama.cpp's SentencePiece defaults are bos 1, eos 2, unk 0.
+    const bool spm = v.model == "llama";
+    auto token_id = [&](const std::string& key, int32_t fallback) -> int32_t {
+        const std::optional<int64_t> id = r.get_int(key);
+        if (!id) return fallback < static_cast<int64_t>(n) ? fallback : -1;
+        if (*id == -1 || *id == 0xFFFFFFFFll) return -1;
+        if (*id < 0 || *id >= static_cast<int64_t>(n))
+            throw FileError(Kind::BadValue, w + "key '" + key + "' = " + std::to_string(*id) +
+                                                ": not a token id (0 to " + std::to_string(n - 1) +
+                                                ")");
+        return static_cast<int32_t>(*id);
+    };
+    v.bos_id = token_id("tokenizer.ggml.bos_token_id", spm ? 1 : -1);
+    v.eos_id = token_id("tokenizer.ggml.eos_token_id", spm ? 2 : -1);
+    v.unk_id = token_id("tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
+    v.pad_id = token_id("tokenizer.ggml.padding_token_id", -1);
+    const int32_t eot_id = token_id("tokenizer.ggml.eot_token_id", -1);
+    const int32_t eom_id = token_id("tokenizer.ggml.eom_token_id", -1);
+
+    v.add_bos = r.get_bool("tokenizer.ggml.add_bos_token").value_or(spm);
+    v.add_eos = r.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+    v.add_space_prefix = r.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);
+    v.chat_template = r.get_string("tokenizer.chat_template").value_or("");
+
+    // End of generation: eos, eot, eom, and any token whose text is a known end-of-turn marker.
+    auto add_eog = [&](int32_t id) {
+        if (id >= 0 && std::find(v.eog_ids.begin(), v.eog_ids.end(), id) == v.eog_ids.end())
+            v.eog_ids.push_back(id);
+    };
+    add_eog(v.eos_id);
+    add_eog(eot_id);
+    add_eog(eom_id);
+    for (size_t id = 0; id < n; ++id)
+        for (const char* text : kEogTexts)
+            if (v.tokens[id] == text) add_eog(static_cast<int32_t>(id));
+}
+
+std::string GgufModel::format() const { return "GGUF v" + std::to_string(m_reader.version()); }
+
+bool GgufModel::has_tensor(const std::string& name) const { return m_index.count(name) != 0; }
+
+const TensorDesc& GgufModel::tensor(const std::string& name) const {
+    const auto it = m_index.find(name);
+    if (it == m_index.end())
+        throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
+    return m_tensors[it->second];
+}
+
+void GgufModel::read_f32(const std::string& name, float* dst) const {
+    const GgufTensorInfo* t = m_reader.find_tensor(name);
+    if (t == nullptr)
+        throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
+    if (t->type->dequant_row == nullptr)
+        throw FileError(Kind::Unsupported,
+                        m_reader.where() + "tensor '" + name + "' has type " + t->type->name +
+                            ", which cannot be read (supported: " + readable_ggml_type_names() +
+                            ")");
+    const int64_t row_len = t->ne[0];
+    dequantize_rows(*t->type, m_reader.tensor_data(*t), dst, t->numel / row_len, row_len);
+}
+
+std::vector<std::pair<std::string, std::string>> GgufModel::metadata_summary() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    out.reserve(m_reader.kvs().size());
+    for (const GgufKv& kv : m_reader.kvs()) out.emplace_back(kv.key, m_reader.summarize(kv.value));
+    return out;
+}
+
+}  // namespace snapkv

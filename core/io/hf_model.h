@@ -1,0 +1,62 @@
+// ModelFile over a Hugging Face model folder: config.json, tokenizer.json (+ tokenizer_config.json,
+// generation_config.json) and model.safetensors or a sharded model.safetensors.index.json.
+// Tensor names are mapped to GGUF names and, for llama, the Q/K rows are permuted from HF's
+// rotate-half order to llama.cpp's interleaved order, so callers see exactly what a GGUF
+// conversion would hold. Reads F32/F16/BF16 only; no pytorch_model.bin, no quantized checkpoints.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/io/model_file.h"
+#include "core/io/safetensors_reader.h"
+
+namespace snapkv {
+
+// "model.layers.3.self_attn.k_proj.weight" -> "blk.3.attn_k.weight"; nullopt for names the
+// supported architectures do not use (e.g. rotary_emb.inv_freq).
+std::optional<std::string> hf_to_gguf_name(const std::string& hf_name);
+// The inverse, for messages: "blk.3.attn_k.weight" -> "model.layers.3.self_attn.k_proj.weight".
+std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name);
+
+class HfModel final : public ModelFile {
+public:
+    explicit HfModel(const std::string& dir);  // throws FileError
+
+    const std::string& path() const override { return m_dir; }
+    std::string format() const override;  // "safetensors (1 file)", "safetensors (3 shards)"
+    const ModelConfig& config() const override { return m_config; }
+    const VocabData& vocab() const override { return m_vocab; }
+    const std::vector<TensorDesc>& tensors() const override { return m_tensors; }
+    bool has_tensor(const std::string& name) const override;
+    const TensorDesc& tensor(const std::string& name) const override;
+    void read_f32(const std::string& name, float* dst) const override;
+    std::vector<std::pair<std::string, std::string>> metadata_summary() const override;
+
+private:
+    struct Source {
+        const SafetensorsFile* file = nullptr;
+        const SafetensorsTensor* tensor = nullptr;
+        int64_t permute_groups = 0;  // > 0: undo HF's rotate-half row order with this many heads
+    };
+
+    void read_config();
+    void open_weights();
+    void read_tokenizer();
+
+    std::string m_dir;
+    ModelConfig m_config;
+    VocabData m_vocab;
+    std::vector<std::unique_ptr<SafetensorsFile>> m_shards;
+    bool m_sharded = false;
+    bool m_tie_word_embeddings = false;
+    std::vector<TensorDesc> m_tensors;  // GGUF names, sorted
+    std::vector<Source> m_sources;      // parallel to m_tensors
+    std::unordered_map<std::string, size_t> m_index;
+    std::vector<std::pair<std::string, std::string>> m_summary;
+};
+
+}  // namespace snapkv
