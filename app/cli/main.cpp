@@ -1,1 +1,48 @@
-int main() { return 0; }
+// `snapkv`: the command-line twin of SnapKV Studio. Every subcommand is a thin layer over
+// core/session (the GUI's API): parse options, call the session, print text or JSON.
+// Errors go to stderr with exit code 1 (2 for usage errors, from CLI11).
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "core/common/errors.h"
+#include "core/session/runtime.h"
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+void on_sigint(int) { g_cancel.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    snapkv::init_runtime(argc, argv);
+    std::signal(SIGINT, on_sigint);
+    CLI::App app{"snapkv: SnapKV KV-cache compression, from the command line"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Show help for every subcommand");
+    snapkv::cli::register_commands(app, &g_cancel);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const snapkv::Cancelled&) {
+        std::cerr << "snapkv: cancelled\n";
+        return 130;
+    } catch (const snapkv::Error& e) {
+        std::cerr << "snapkv: error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "snapkv: internal error: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

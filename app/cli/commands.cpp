@@ -1,0 +1,532 @@
+// The subcommands: info, tokenize, generate, perplexity, bench, analyze, compare.
+// Output formats are the contracts in issues #2 and #3 (the GUI and the checks read the same data).
+#include "app/cli/commands.h"
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/session/runtime.h"
+#include "core/session/session.h"
+
+namespace snapkv::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct Common {
+    std::string model;
+    std::string device = "cpu";
+    std::string dtype = "float32";
+};
+
+struct PromptOpts {
+    std::string prompt, prompt_file, doc, question;
+    bool chat = false;
+    std::string chat_format;
+};
+
+struct SelectOpts {
+    int64_t window = 32;
+    int64_t kernel = 7;
+    std::string pooling = "max";
+    int64_t budget = 1024;
+    double ratio = -1;
+    std::string policy = "snapkv";
+    std::string gqa = "query-head";
+    bool query_agnostic = false;
+    int64_t sink = 4;
+    uint64_t seed = 42;
+    int64_t max_window = 0;
+};
+
+struct GenOpts {
+    int64_t max_tokens = 64;
+    bool greedy = false;
+    float temperature = 0.8f;
+    int64_t top_k = 40;
+    float top_p = 0.95f;
+    uint64_t seed = 42;
+};
+
+std::string read_file(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(std::string(what) + " '" + path + "' cannot be opened");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_json(const json& j, const std::string& out) {
+    // Invalid UTF-8 in generated text (a token split inside a character) is replaced, not fatal.
+    const std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
+    if (out.empty() || out == "-") {
+        std::cout << text << "\n";
+        return;
+    }
+    std::ofstream f(out, std::ios::binary);
+    if (!f) throw InputError("cannot write JSON output '" + out + "'");
+    f << text << "\n";
+}
+
+void add_common(CLI::App* c, Common& o) {
+    c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
+    c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+}
+
+void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
+    auto* p = c->add_option("--prompt,-p", o.prompt, "Prompt text");
+    auto* f = c->add_option("--prompt-file,-f", o.prompt_file, "Read the prompt from a file");
+    p->excludes(f);
+    if (with_doc) {
+        auto* d = c->add_option("--doc", o.doc, "Document file (with --question)");
+        auto* q = c->add_option("--question", o.question, "Question asked about the document");
+        d->needs(q);
+        d->excludes(p)->excludes(f);
+        q->excludes(p)->excludes(f);
+    }
+    c->add_flag("--chat", o.chat, "Wrap the prompt in the model's chat template");
+    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral");
+}
+
+void add_select(CLI::App* c, SelectOpts& o) {
+    c->add_option("--window", o.window, "Observation window W")->capture_default_str();
+    c->add_option("--kernel", o.kernel, "Pooling kernel K (odd)")->capture_default_str();
+    c->add_option("--pooling", o.pooling, "max, avg or none")->capture_default_str();
+    c->add_option("--budget", o.budget, "Budget C: tokens kept per head, window included")->capture_default_str();
+    c->add_option("--ratio", o.ratio, "kvpress form: keep int(L*(1-ratio)) tokens instead of --budget");
+    c->add_option("--policy", o.policy, "snapkv, streaming, h2o, random, pyramid or adakv")->capture_default_str();
+    c->add_option("--gqa", o.gqa, "query-head (official) or kv-head (kvpress)")->capture_default_str();
+    c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
+    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
+    c->add_option("--seed", o.seed, "Seed of the random policy (and of sampling)")->capture_default_str();
+    c->add_option("--max-window", o.max_window, "Queries captured per layer (default: max(128, W))");
+}
+
+void add_gen(CLI::App* c, GenOpts& o) {
+    c->add_option("--max-tokens,-n", o.max_tokens, "Tokens to generate")->capture_default_str();
+    c->add_flag("--greedy", o.greedy, "Greedy decoding (argmax)");
+    c->add_option("--temperature", o.temperature, "Sampling temperature")->capture_default_str();
+    c->add_option("--top-k", o.top_k, "Top-k (0 = off)")->capture_default_str();
+    c->add_option("--top-p", o.top_p, "Top-p (1 = off)")->capture_default_str();
+    c->add_option("--sample-seed", o.seed, "Sampling seed")->capture_default_str();
+}
+
+PromptSpec make_prompt(const PromptOpts& o) {
+    PromptSpec s;
+    if (!o.doc.empty()) {
+        s.document = read_file(o.doc, "document");
+        s.question = o.question;
+        if (s.document.empty()) throw InputError("document '" + o.doc + "' is empty");
+    } else if (!o.prompt_file.empty()) {
+        s.text = read_file(o.prompt_file, "prompt file");
+    } else {
+        s.text = o.prompt;
+    }
+    if (s.text.empty() && s.document.empty() && !o.chat)
+        throw InputError("no prompt: give --prompt, --prompt-file or --doc with --question");
+    s.chat = o.chat;
+    s.chat_format = o.chat_format;
+    return s;
+}
+
+SelectionParams make_params(const SelectOpts& o) {
+    SelectionParams p;
+    p.policy = parse_policy(o.policy);
+    p.window = o.window;
+    p.kernel = o.kernel;
+    p.pooling = parse_pooling(o.pooling);
+    p.budget = o.budget;
+    p.ratio = o.ratio;
+    p.gqa = parse_gqa_mode(o.gqa);
+    p.n_sink = o.sink;
+    p.seed = o.seed;
+    return p;
+}
+
+GenerationSettings make_gen(const GenOpts& o) {
+    GenerationSettings g;
+    g.max_tokens = o.max_tokens;
+    g.greedy = o.greedy;
+    g.temperature = o.temperature;
+    g.top_k = o.top_k;
+    g.top_p = o.top_p;
+    g.seed = o.seed;
+    return g;
+}
+
+json params_json(const SelectionParams& p, const Selection* sel, bool query_agnostic) {
+    json j = {{"policy", policy_name(p.policy)}, {"window", p.window}, {"kernel", p.kernel},
+              {"pooling", pooling_name(p.pooling)}, {"budget", p.budget}, {"gqa", gqa_mode_name(p.gqa)},
+              {"query_agnostic", query_agnostic}, {"sink", p.n_sink}, {"seed", p.seed}};
+    if (p.ratio >= 0) j["ratio"] = p.ratio;
+    if (sel) j["effective_budget"] = sel->budget;
+    return j;
+}
+
+ProgressFn stderr_progress(bool quiet) {
+    if (quiet) return {};
+    auto last = std::make_shared<std::string>();
+    return [last](const std::string& stage, int64_t done, int64_t total) {
+        if (stage != *last) {
+            if (!last->empty()) std::cerr << "\n";
+            *last = stage;
+        }
+        std::cerr << "\r" << stage << " " << done << "/" << total << std::flush;
+        if (done == total) {
+            std::cerr << "\n";
+            last->clear();
+        }
+    };
+}
+
+std::unique_ptr<Session> open_session(const Common& c, bool quiet) {
+    auto s = std::make_unique<Session>();
+    s->load_model(c.model, {c.device, c.dtype}, stderr_progress(quiet));
+    return s;
+}
+
+std::string human_bytes(int64_t b) {
+    std::ostringstream ss;
+    ss << std::fixed << std::setprecision(1);
+    if (b >= (1LL << 30)) ss << b / double(1LL << 30) << " GiB";
+    else if (b >= (1LL << 20)) ss << b / double(1LL << 20) << " MiB";
+    else if (b >= 1024) ss << b / 1024.0 << " KiB";
+    else ss << b << " B";
+    return ss.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void cmd_info(const Common& c, bool as_json) {
+    auto s = open_session(c, true);
+    const ModelInfo i = s->model_info();
+    const ModelConfig& k = i.config;
+    std::map<std::string, int> types;
+    for (const auto& t : i.tensors) types[t.type]++;
+    if (as_json) {
+        json j = {{"path", i.path}, {"format", i.format}, {"arch", k.arch}, {"name", k.name},
+                  {"n_layer", k.n_layer}, {"n_embd", k.n_embd}, {"n_ff", k.n_ff}, {"n_head", k.n_head},
+                  {"n_head_kv", k.n_head_kv}, {"head_dim", k.head_dim}, {"n_rot", k.n_rot}, {"n_vocab", k.n_vocab},
+                  {"n_ctx_train", k.n_ctx_train}, {"rope_freq_base", k.rope_freq_base}, {"rope_neox", k.rope_neox},
+                  {"rope_scaling", k.rope_scaling.type}, {"rms_eps", k.rms_eps}, {"qkv_bias", k.qkv_bias},
+                  {"tied_embeddings", k.tied_embeddings}, {"tensor_types", types},
+                  {"n_tensors", i.tensors.size()}, {"tokenizer", i.tokenizer_kind}, {"chat_template", i.chat_format},
+                  {"weight_bytes", i.weight_bytes}};
+        write_json(j, "");
+        return;
+    }
+    std::cout << "file           " << i.path << " (" << i.format << ")\n"
+              << "architecture   " << k.arch << "  name: " << k.name << "\n"
+              << "layers         " << k.n_layer << "\n"
+              << "embedding      " << k.n_embd << "   feed-forward " << k.n_ff << "\n"
+              << "heads          " << k.n_head << " query, " << k.n_head_kv << " key/value, head_dim " << k.head_dim
+              << "\n"
+              << "vocabulary     " << k.n_vocab << "   context " << k.n_ctx_train << "\n"
+              << "rope           base " << k.rope_freq_base << ", " << k.n_rot << " dims, "
+              << (k.rope_neox ? "NeoX" : "normal") << " layout, scaling " << k.rope_scaling.type << "\n"
+              << "rms eps        " << k.rms_eps << "   qkv bias " << (k.qkv_bias ? "yes" : "no")
+              << "   tied embeddings " << (k.tied_embeddings ? "yes" : "no") << "\n"
+              << "tensors        " << i.tensors.size() << ":";
+    for (const auto& [t, n] : types) std::cout << " " << n << " " << t;
+    std::cout << "\n"
+              << "tokenizer      " << i.tokenizer_kind << "\n"
+              << "chat template  " << i.chat_format << "\n"
+              << "weights        " << human_bytes(i.weight_bytes) << " as float32 on " << i.device << "\n";
+}
+
+void cmd_tokenize(const Common& c, const std::string& text, bool no_bos, bool as_json) {
+    auto s = open_session(c, true);
+    const std::vector<int32_t> ids = s->tokenize(text, !no_bos, true);
+    json pieces = json::array();
+    for (int32_t id : ids) pieces.push_back(s->token_text(id));
+    if (as_json) {
+        write_json({{"ids", ids}, {"pieces", pieces}}, "");
+        return;
+    }
+    for (size_t i = 0; i < ids.size(); ++i)
+        std::cout << std::setw(7) << ids[i] << "  " << pieces[i].get<std::string>() << "\n";
+}
+
+void cmd_generate(const Common& c, const PromptOpts& po, const GenOpts& go, bool as_json,
+                  const std::atomic<bool>* cancel) {
+    auto s = open_session(c, as_json);
+    TokenFn stream;
+    if (!as_json) stream = [](int32_t, const std::string& piece) {
+        std::cout << piece << std::flush;
+        return true;
+    };
+    PromptSpec spec = make_prompt(po);
+    GenerationOutput out = s->generate(spec, make_gen(go), stream, cancel);
+    if (as_json) {
+        write_json({{"prompt_ids", out.prompt_ids}, {"ids", out.ids}, {"text", out.text},
+                    {"prefill_ms", out.prefill_ms}, {"decode_ms", out.decode_ms},
+                    {"decode_tok_s", out.decode_tok_s}, {"stop", out.stop_reason}}, "");
+    } else {
+        std::cout << "\n";
+        std::cerr << "[" << out.prompt_ids.size() << " prompt tokens, " << out.ids.size() << " generated; prefill "
+                  << std::fixed << std::setprecision(1) << out.prefill_ms << " ms, decode " << out.decode_tok_s
+                  << " tok/s; stop: " << out.stop_reason << "]\n";
+    }
+}
+
+// Split a text at the whitespace nearest to its middle: context | continuation.
+std::pair<std::string, std::string> split_text(const std::string& t) {
+    size_t mid = t.size() / 2;
+    size_t at = t.find_first_of(" \n", mid);
+    if (at == std::string::npos) at = mid;
+    return {t.substr(0, at), t.substr(at)};
+}
+
+void cmd_perplexity(const Common& c, const std::string& file, int64_t ctx, bool compress, const SelectOpts& so,
+                    bool as_json, const std::atomic<bool>* cancel) {
+    auto s = open_session(c, as_json);
+    const std::string text = read_file(file, "text file");
+    if (compress) {
+        auto [context, continuation] = split_text(text);
+        SelectionParams p = make_params(so);
+        auto [full, comp] = s->continuation_perplexity(context, continuation, p, stderr_progress(as_json), cancel);
+        if (as_json) {
+            write_json({{"ppl_full", full}, {"ppl_compressed", comp}, {"params", params_json(p, nullptr, false)},
+                        {"context_chars", context.size()}, {"continuation_chars", continuation.size()}}, "");
+        } else {
+            std::cout << std::fixed << std::setprecision(4) << "continuation perplexity: full " << full
+                      << ", compressed " << comp << "\n";
+        }
+        return;
+    }
+    PerplexityOutput r = s->perplexity(text, ctx, stderr_progress(as_json), cancel);
+    if (as_json) {
+        write_json({{"ppl", r.ppl}, {"chunks", r.chunks}, {"running", r.running}, {"n_tokens", r.n_tokens},
+                    {"ctx", r.ctx}}, "");
+        return;
+    }
+    for (size_t i = 0; i < r.running.size(); ++i)
+        std::cout << "[" << i + 1 << "]" << std::fixed << std::setprecision(4) << r.running[i] << (i + 1 < r.running.size() ? "," : "\n");
+    std::cout << "Final estimate: PPL = " << std::setprecision(4) << r.ppl << "  (" << r.n_tokens << " tokens, ctx "
+              << r.ctx << ", " << r.chunks.size() << " chunks)\n";
+}
+
+void print_runtime() {
+    const RuntimeInfo ri = runtime_info();
+    std::cout << "threads        " << ri.intra_op_threads << " intra-op (" << ri.cores << " cores)\n"
+              << "BLAS           " << ri.blas << "\n"
+              << "CPU features   " << ri.cpu_features << "\n"
+              << "LibTorch       " << ri.torch_version << (ri.cuda_available ? " (CUDA available)" : " (CPU)") << "\n";
+}
+
+void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t decode, bool retune,
+               const PromptOpts& po, const SelectOpts& so, const std::atomic<bool>* cancel) {
+    print_runtime();
+    auto s = open_session(c, true);
+    const ModelInfo i = s->model_info();
+    std::cout << "model          " << i.path << " (" << i.config.arch << ", " << i.config.n_layer << " layers)\n\n";
+    if (!retune) {
+        std::vector<BenchRow> rows = s->bench(lengths, decode, {}, cancel);
+        std::cout << std::left << std::setw(18) << "test" << std::right << std::setw(10) << "tokens" << std::setw(12)
+                  << "ms" << std::setw(12) << "tok/s" << "\n";
+        for (const auto& r : rows)
+            std::cout << std::left << std::setw(18) << r.what << std::right << std::setw(10) << r.tokens
+                      << std::setw(12) << std::fixed << std::setprecision(1) << r.ms << std::setw(12) << r.tok_s
+                      << "\n";
+        return;
+    }
+    PrefillSettings ps;
+    ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+    PromptSpec spec = make_prompt(po);
+    PrefillSummary sum = s->prefill(spec, ps, stderr_progress(false), cancel);
+    std::cout << "prompt " << sum.n_tokens << " tokens: prefill " << std::fixed << std::setprecision(0)
+              << sum.prefill_ms << " ms, layer score caches " << sum.scorer_ms << " ms\n\n";
+    std::cout << s->retune_benchmark(make_params(so));
+}
+
+json selection_json(Session& s, const Selection& sel, const SelectionParams& p, bool agnostic) {
+    const PrefillSummary& sum = s.prefill_summary();
+    std::vector<int32_t> tokens(sum.ids.begin(), sum.ids.begin() + sel.n_tokens);
+    json layers = json::array();
+    const bool has_scores = p.policy == Policy::SnapKV || p.policy == Policy::Pyramid || p.policy == Policy::AdaKV ||
+                            p.policy == Policy::H2O;
+    for (const auto& ls : sel.layers) {
+        json heads = json::array();
+        for (size_t h = 0; h < ls.heads.size(); ++h) {
+            const HeadSelection& hs = ls.heads[h];
+            json jh = {{"head", h}, {"selected", hs.kept}, {"kept_mass", hs.kept_mass}};
+            if (has_scores && !hs.votes.empty()) jh["votes"] = hs.votes;
+            if (has_scores && !hs.pooled.empty()) jh["pooled"] = hs.pooled;
+            heads.push_back(std::move(jh));
+        }
+        layers.push_back({{"layer", ls.layer}, {"compressed", ls.compressed}, {"budget", ls.budget},
+                          {"heads", std::move(heads)}});
+    }
+    auto [full, comp] = s.kv_bytes(sel);
+    return {{"n_tokens", sel.n_tokens}, {"n_prompt_tokens", sum.n_tokens}, {"tokens", tokens},
+            {"params", params_json(p, &sel, agnostic)}, {"window", sel.window}, {"compressed", sel.compressed},
+            {"note", sel.note}, {"layers", std::move(layers)}, {"kv_bytes", {{"full", full}, {"compressed", comp}}}};
+}
+
+void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out,
+                 const std::atomic<bool>* cancel) {
+    auto s = open_session(c, true);
+    SelectionParams p = make_params(so);
+    PrefillSettings ps;
+    ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+    s->prefill(make_prompt(po), ps, stderr_progress(out.empty() || out == "-"), cancel);
+    Selection sel = s->select(p, so.query_agnostic, true);
+    write_json(selection_json(*s, sel, p, so.query_agnostic), out);
+    if (!sel.note.empty()) std::cerr << "note: " << sel.note << "\n";
+}
+
+void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenOpts& go, double theta,
+                 const std::string& out, const std::atomic<bool>* cancel) {
+    auto s = open_session(c, true);
+    SelectionParams p = make_params(so);
+    PrefillSettings ps;
+    ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+    ps.h2o = p.policy == Policy::H2O;
+    const bool quiet = out.empty() || out == "-";
+    s->prefill(make_prompt(po), ps, stderr_progress(quiet), cancel);
+    CompareSettings cs;
+    cs.generation = make_gen(go);
+    cs.query_agnostic = so.query_agnostic;
+    cs.hit_threshold = theta;
+    CompareResult r = s->compare(p, cs, stderr_progress(quiet), cancel);
+    auto run = [](const RunOutput& o) {
+        return json{{"ids", o.ids}, {"text", o.text}, {"kv_bytes", o.kv_bytes}, {"decode_tok_s", o.decode_tok_s},
+                    {"decode_ms", o.decode_ms}};
+    };
+    json steps = json::array();
+    for (const auto& st : r.steps) steps.push_back({{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}});
+    json j = {{"full", run(r.full)}, {"compressed", run(r.compressed)}, {"steps", steps},
+              {"first_divergence", r.first_divergence < 0 ? json(nullptr) : json(r.first_divergence)},
+              {"hit_rate", r.hit_rate}, {"hit_threshold", theta}, {"params", params_json(p, nullptr, r.query_agnostic)},
+              {"prefill_ms", r.prefill_ms}, {"note", r.note}};
+    write_json(j, out);
+    if (!quiet) {
+        std::cerr << "full:       " << r.full.text << "\ncompressed: " << r.compressed.text << "\n";
+        std::cerr << "KV bytes " << human_bytes(r.full.kv_bytes) << " -> " << human_bytes(r.compressed.kv_bytes)
+                  << "; first divergence: " << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
+                  << "\n";
+    }
+}
+
+std::vector<int64_t> parse_lengths(const std::string& s) {
+    std::vector<int64_t> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            out.push_back(std::stoll(item));
+        } catch (...) {
+            throw InputError("--lengths: '" + item + "' is not a number");
+        }
+    }
+    if (out.empty()) throw InputError("--lengths is empty");
+    return out;
+}
+
+}  // namespace
+
+void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
+    // Options live as long as the app: one static block per subcommand.
+    {
+        static Common c;
+        static bool as_json = false;
+        auto* cmd = app.add_subcommand("info", "Architecture, hyperparameters, tensor types, tokenizer, template");
+        add_common(cmd, c);
+        cmd->add_flag("--json", as_json, "Print JSON");
+        cmd->callback([] { cmd_info(c, as_json); });
+    }
+    {
+        static Common c;
+        static std::string text;
+        static bool as_json = false, no_bos = false;
+        auto* cmd = app.add_subcommand("tokenize", "Token ids and pieces of a text");
+        add_common(cmd, c);
+        cmd->add_option("--text,-t", text, "Text to tokenize")->required();
+        cmd->add_flag("--no-bos", no_bos, "Do not add BOS/EOS even if the model's metadata says so");
+        cmd->add_flag("--json", as_json, "Print {\"ids\": [...], \"pieces\": [...]}");
+        cmd->callback([] { cmd_tokenize(c, text, no_bos, as_json); });
+    }
+    {
+        static Common c;
+        static PromptOpts po;
+        static GenOpts go;
+        static bool as_json = false;
+        auto* cmd = app.add_subcommand("generate", "Generate text with the full cache");
+        add_common(cmd, c);
+        add_prompt(cmd, po, false);
+        add_gen(cmd, go);
+        cmd->add_flag("--json", as_json, "Print JSON with prompt_ids, ids, text, prefill_ms, decode_ms");
+        cmd->callback([cancel] { cmd_generate(c, po, go, as_json, cancel); });
+    }
+    {
+        static Common c;
+        static std::string file;
+        static int64_t ctx = 512;
+        static bool as_json = false, compress = false;
+        static SelectOpts so;
+        auto* cmd = app.add_subcommand("perplexity", "llama.cpp-style perplexity, or of a continuation under compression");
+        add_common(cmd, c);
+        cmd->add_option("--file,-f", file, "Text file")->required();
+        cmd->add_option("--ctx,-c", ctx, "Chunk size in tokens")->capture_default_str();
+        cmd->add_flag("--compress", compress,
+                      "Split the text at its middle; score the second half after the first, with the full cache and "
+                      "with the first half's cache compressed by the selection options");
+        add_select(cmd, so);
+        cmd->add_flag("--json", as_json, "Print JSON");
+        cmd->callback([cancel] { cmd_perplexity(c, file, ctx, compress, so, as_json, cancel); });
+    }
+    {
+        static Common c;
+        static std::string lengths = "128,512,2048";
+        static int64_t decode = 32;
+        static bool retune = false;
+        static PromptOpts po;
+        static SelectOpts so;
+        auto* cmd = app.add_subcommand("bench", "Prefill and decode speed, or (--retune) SnapKV retune latency");
+        add_common(cmd, c);
+        cmd->add_option("--lengths", lengths, "Prompt lengths, comma separated")->capture_default_str();
+        cmd->add_option("--decode", decode, "Tokens decoded after each prefill")->capture_default_str();
+        cmd->add_flag("--retune", retune, "Time selection retunes on a captured prompt (needs a prompt)");
+        add_prompt(cmd, po, true);
+        add_select(cmd, so);
+        cmd->callback([cancel] { cmd_bench(c, parse_lengths(lengths), decode, retune, po, so, cancel); });
+    }
+    {
+        static Common c;
+        static PromptOpts po;
+        static SelectOpts so;
+        static std::string out;
+        auto* cmd = app.add_subcommand("analyze", "Prefill with capture and write the SnapKV selection as JSON");
+        add_common(cmd, c);
+        add_prompt(cmd, po, true);
+        add_select(cmd, so);
+        cmd->add_option("--json", out, "Output file ('-' for stdout)")->required();
+        cmd->callback([cancel] { cmd_analyze(c, po, so, out, cancel); });
+    }
+    {
+        static Common c;
+        static PromptOpts po;
+        static SelectOpts so;
+        static GenOpts go;
+        static double theta = 0.05;
+        static std::string out;
+        auto* cmd = app.add_subcommand("compare", "Full vs compressed generation in lockstep, as JSON");
+        add_common(cmd, c);
+        add_prompt(cmd, po, true);
+        add_select(cmd, so);
+        add_gen(cmd, go);
+        cmd->add_option("--hit-threshold", theta, "θ: attention above it marks an important position")->capture_default_str();
+        cmd->add_option("--json", out, "Output file ('-' for stdout)")->required();
+        cmd->callback([cancel] { cmd_compare(c, po, so, go, theta, out, cancel); });
+    }
+}
+
+}  // namespace snapkv::cli

@@ -1,0 +1,14 @@
+// Subcommands of the `snapkv` CLI, registered on a CLI11 app; each runs in its parse callback.
+#pragma once
+
+#include <atomic>
+
+namespace CLI {
+class App;
+}
+
+namespace snapkv::cli {
+
+void register_commands(CLI::App& app, const std::atomic<bool>* cancel);
+
+}  // namespace snapkv::cli

@@ -1,0 +1,48 @@
+// Full-cache and compressed-cache decoding in lockstep from the same prompt: per step both tokens,
+// KL(full || compressed) of the next-token distributions, top-1 agreement, the rank of the full
+// run's token under the compressed run, the first divergence, decode speed, and the paper's hit
+// rate (§4) measured on the full run's attention. Each run feeds back its own tokens.
+//
+// Dimensions: H = n_head, P = prefix length (prompt tokens before the window), V = n_vocab.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "core/compare/compare_types.h"
+#include "core/kv/kv_cache.h"
+#include "core/model/llama_model.h"
+
+namespace snapkv {
+
+class Tokenizer;
+
+struct LockstepRun {
+    KvCache cache;                       // after the prompt
+    at::Tensor logits;                   // [1, V] next-token logits after the prompt
+};
+
+struct HitRateSpec {
+    // Per layer [H, P] bool: which prefix positions the selection kept for each QUERY head;
+    // undefined for a layer that was not compressed (every position kept).
+    std::vector<at::Tensor> kept;
+    int64_t prefix = 0;                  // P
+    double threshold = 0.05;             // θ: attention above it marks an important position
+};
+
+// Returns steps, both runs' ids/text/pieces/decode timing, first divergence and hit rates
+// ([layer][query head], -1 where no position ever exceeded θ). kv_bytes are left to the caller.
+CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, LockstepRun full, LockstepRun comp,
+                           const GenerationSettings& gen, const HitRateSpec& hits,
+                           const std::function<void(int64_t, int64_t)>& progress = {},
+                           const std::atomic<bool>* cancel = nullptr);
+
+// KL(p || q) for p = softmax(full), q = softmax(comp), in double. logits: [V].
+double kl_divergence(const at::Tensor& full_logits, const at::Tensor& comp_logits);
+// Tokens whose compressed logit is strictly greater than that of `token` (0 = top-1).
+int64_t token_rank(const at::Tensor& logits, int32_t token);
+
+}  // namespace snapkv

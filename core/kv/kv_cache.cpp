@@ -1,0 +1,160 @@
+// See kv_cache.h. Growth doubles the capacity; views returned by keys()/values() stay valid only
+// until the next append.
+#include "core/kv/kv_cache.h"
+
+#include "core/common/errors.h"
+
+namespace snapkv {
+
+LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts)
+    : m_n_heads(n_heads), m_head_dim(head_dim) {
+    capacity = std::max<int64_t>(capacity, 1);
+    m_k = at::zeros({n_heads, capacity, head_dim}, opts);
+    m_v = at::zeros({n_heads, capacity, head_dim}, opts);
+    m_pos = at::full({n_heads, capacity}, kPadPosition, opts.dtype(at::kLong));
+}
+
+void LayerKv::reserve(int64_t capacity) {
+    if (!m_k.defined() || capacity <= m_k.size(1)) return;
+    auto grow = [&](const at::Tensor& t, const at::Tensor& fill) {
+        at::Tensor bigger = fill;
+        bigger.narrow(1, 0, m_size).copy_(t.narrow(1, 0, m_size));
+        return bigger;
+    };
+    auto opts = m_k.options();
+    m_k = grow(m_k, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
+    m_v = grow(m_v, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
+    m_pos = grow(m_pos, at::full({m_n_heads, capacity}, kPadPosition, m_pos.options()));
+}
+
+void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos) {
+    // k, v: [Hkv, T, D]; pos: [T]
+    TORCH_CHECK(k.dim() == 3 && k.size(2) == m_head_dim, "kv: appended keys must be [Hkv, T, D]");
+    const int64_t t = k.size(1);
+    const int64_t hkv = k.size(0);
+    TORCH_CHECK(m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
+    if (m_size + t > m_k.size(1)) reserve(std::max(m_size + t, 2 * m_k.size(1)));
+    const int64_t g = m_n_heads / hkv;
+    at::Tensor kk = k, vv = v;  // [Hc, T, D]
+    if (g > 1) {
+        kk = k.repeat_interleave(g, 0);
+        vv = v.repeat_interleave(g, 0);
+    }
+    m_k.narrow(1, m_size, t).copy_(kk);
+    m_v.narrow(1, m_size, t).copy_(vv);
+    m_pos.narrow(1, m_size, t).copy_(pos.to(m_pos.device()).view({1, t}).expand({m_n_heads, t}));
+    m_size += t;
+}
+
+void LayerKv::assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos) {
+    // k, v: [Hc, S, D]; pos: [Hc, S]
+    TORCH_CHECK(k.dim() == 3 && k.size(0) == m_n_heads && k.size(2) == m_head_dim,
+                "kv: assigned keys must be [Hc, S, D]");
+    const int64_t s = k.size(1);
+    if (s > m_k.size(1)) reserve(s);
+    m_k.narrow(1, 0, s).copy_(k);
+    m_v.narrow(1, 0, s).copy_(v);
+    m_pos.narrow(1, 0, s).copy_(pos);
+    if (m_k.size(1) > s) m_pos.narrow(1, s, m_k.size(1) - s).fill_(kPadPosition);
+    m_size = s;
+    m_padding = pos.ge(kPadPosition).sum().item<int64_t>();
+}
+
+at::Tensor LayerKv::keys() const { return m_k.narrow(1, 0, m_size); }
+at::Tensor LayerKv::values() const { return m_v.narrow(1, 0, m_size); }
+at::Tensor LayerKv::positions() const { return m_pos.narrow(1, 0, m_size); }
+
+int64_t LayerKv::used_slots() const { return m_n_heads * m_size - m_padding; }
+
+int64_t LayerKv::bytes() const {
+    if (!m_k.defined()) return 0;
+    return used_slots() * m_head_dim * 2 * static_cast<int64_t>(m_k.element_size());
+}
+
+KvCache::KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts,
+                 int64_t capacity) {
+    m_layers.reserve(static_cast<size_t>(n_layer));
+    for (int64_t l = 0; l < n_layer; ++l) m_layers.emplace_back(n_heads, head_dim, capacity, opts);
+}
+
+void KvCache::reserve(int64_t extra_tokens) {
+    for (auto& l : m_layers) l.reserve(l.size() + extra_tokens);
+}
+
+int64_t KvCache::bytes() const {
+    int64_t total = 0;
+    for (const auto& l : m_layers) total += l.bytes();
+    return total;
+}
+
+KvCache KvCache::clone() const {
+    KvCache c;
+    c.m_n_past = m_n_past;
+    c.m_layers.reserve(m_layers.size());
+    for (const auto& l : m_layers) {
+        LayerKv copy(l.n_heads(), l.keys().size(2), std::max<int64_t>(l.size(), 1), l.keys().options());
+        if (l.size() > 0) copy.assign(l.keys(), l.values(), l.positions());
+        c.m_layers.push_back(std::move(copy));
+    }
+    return c;
+}
+
+KvCache KvCache::prefix(int64_t n) const {
+    KvCache c;
+    c.m_n_past = n;
+    for (const auto& l : m_layers) {
+        TORCH_CHECK(n <= l.size(), "kv: prefix of ", n, " slots from a layer of ", l.size());
+        LayerKv copy(l.n_heads(), l.keys().size(2), std::max<int64_t>(n, 1), l.keys().options());
+        if (n > 0) copy.assign(l.keys().narrow(1, 0, n), l.values().narrow(1, 0, n), l.positions().narrow(1, 0, n));
+        c.m_layers.push_back(std::move(copy));
+    }
+    return c;
+}
+
+KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity) {
+    TORCH_CHECK(static_cast<int64_t>(keep.size()) == src.n_layer(), "kv: gather needs one entry per layer");
+    KvCache out = src.clone();
+    for (int64_t l = 0; l < src.n_layer(); ++l) {
+        const LayerKeep& heads = keep[static_cast<size_t>(l)];
+        const LayerKv& in = src.layer(l);
+        if (heads.empty()) {
+            out.layer(l).reserve(in.size() + extra_capacity);
+            continue;
+        }
+        const auto hs = static_cast<int64_t>(heads.size());
+        TORCH_CHECK(hs % in.n_heads() == 0, "kv: ", hs, " heads cannot be gathered from ", in.n_heads());
+        const int64_t g = hs / in.n_heads();
+        size_t longest = 0;
+        for (const auto& h : heads) longest = std::max(longest, h.size());
+        const auto m = static_cast<int64_t>(longest);
+        // Slot indices [Hs, M] (padding points at slot 0 and is masked by position below).
+        std::vector<int64_t> idx(static_cast<size_t>(hs * m), 0), pad(static_cast<size_t>(hs * m), 1);
+        for (int64_t h = 0; h < hs; ++h) {
+            const auto& list = heads[static_cast<size_t>(h)];
+            for (size_t j = 0; j < list.size(); ++j) {
+                TORCH_CHECK(list[j] >= 0 && list[j] < in.size(), "kv: slot ", list[j], " out of range");
+                idx[static_cast<size_t>(h * m) + j] = list[j];
+                pad[static_cast<size_t>(h * m) + j] = 0;
+            }
+        }
+        at::Tensor index = at::tensor(idx, at::kLong).view({hs, m}).to(in.keys().device());      // [Hs, M]
+        at::Tensor is_pad = at::tensor(pad, at::kLong).view({hs, m}).to(in.keys().device()).to(at::kBool);
+        at::Tensor k = in.keys(), v = in.values(), p = in.positions();                          // [Hc, S, D], [Hc, S]
+        if (g > 1) {
+            k = k.repeat_interleave(g, 0);
+            v = v.repeat_interleave(g, 0);
+            p = p.repeat_interleave(g, 0);
+        }
+        const int64_t d = k.size(2);
+        at::Tensor idx3 = index.unsqueeze(2).expand({hs, m, d});                                 // [Hs, M, D]
+        at::Tensor kk = k.gather(1, idx3).masked_fill(is_pad.unsqueeze(2), 0);
+        at::Tensor vv = v.gather(1, idx3).masked_fill(is_pad.unsqueeze(2), 0);
+        at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);
+        LayerKv layer(hs, d, m + extra_capacity, k.options());
+        layer.assign(kk, vv, pp);
+        out.layer(l) = std::move(layer);
+    }
+    return out;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,86 @@
+// The per-layer KV cache: keys (after RoPE) and values of the positions a model may attend to.
+// Entries are any subset of past positions, per head (SnapKV keeps different tokens per head), so
+// every slot carries its absolute position; attention masks by position, never re-rotates keys.
+// Heads may hold different numbers of entries (AdaKV): short heads are padded with masked slots.
+// Storage grows by doubling so that decode appends are O(1) amortised. Not thread-safe.
+//
+// Dimensions: Hc = heads stored in the cache (n_head_kv for a full cache, n_head after a
+// query-head SnapKV selection), S = slots in use, D = head_dim, T = tokens appended at once.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace snapkv {
+
+// Position stored in padding slots: larger than any query position, so the causal mask hides it.
+constexpr int64_t kPadPosition = std::numeric_limits<int64_t>::max() / 4;
+
+class LayerKv {
+public:
+    LayerKv() = default;
+    LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts);
+
+    // Append T new entries to every head. k, v: [Hkv, T, D] as the model produces them; when the
+    // cache holds more heads than Hkv (query-head mode), each KV head is repeated to its group.
+    // pos: [T] int64 absolute positions.
+    void append(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos);
+    // Replace the whole content: k, v [Hc, S, D]; pos [Hc, S] (kPadPosition marks padding).
+    void assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos);
+    void reserve(int64_t capacity);
+
+    at::Tensor keys() const;       // [Hc, S, D] view
+    at::Tensor values() const;     // [Hc, S, D] view
+    at::Tensor positions() const;  // [Hc, S] view, int64
+    int64_t n_heads() const { return m_n_heads; }
+    int64_t size() const { return m_size; }
+    int64_t used_slots() const;    // slots holding real entries, summed over heads
+    int64_t bytes() const;         // bytes of the real entries: used_slots * D * 2 * element size
+    bool empty() const { return m_size == 0; }
+
+private:
+    int64_t m_n_heads = 0;
+    int64_t m_head_dim = 0;
+    int64_t m_size = 0;
+    int64_t m_padding = 0;         // padding slots (over all heads)
+    at::Tensor m_k;                // [Hc, capacity, D]
+    at::Tensor m_v;                // [Hc, capacity, D]
+    at::Tensor m_pos;              // [Hc, capacity] int64
+};
+
+class KvCache {
+public:
+    KvCache() = default;
+    // A cache of n_layer layers holding n_heads heads each (n_head_kv for a plain cache).
+    KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts,
+            int64_t capacity = 256);
+
+    int64_t n_layer() const { return static_cast<int64_t>(m_layers.size()); }
+    LayerKv& layer(int64_t l) { return m_layers[static_cast<size_t>(l)]; }
+    const LayerKv& layer(int64_t l) const { return m_layers[static_cast<size_t>(l)]; }
+    // Next absolute position to decode at (positions are never re-used after eviction).
+    int64_t n_past() const { return m_n_past; }
+    void set_n_past(int64_t n) { m_n_past = n; }
+    void reserve(int64_t extra_tokens);
+    int64_t bytes() const;
+    KvCache clone() const;         // deep copy (full and compressed runs continue separately)
+    // The first n slots of every layer (a fresh prefill's slots are its positions 0..n-1).
+    KvCache prefix(int64_t n) const;
+
+private:
+    std::vector<LayerKv> m_layers;
+    int64_t m_n_past = 0;
+};
+
+// Per-layer slots to keep: an empty outer entry keeps the layer whole; otherwise one sorted list of
+// slot indices per cache head of the result. The result holds keep[l].size() heads; when that is
+// more than the source's heads (query-head SnapKV), each source head is repeated to its group.
+// Heads with fewer entries than the longest are padded with masked slots. This is the CPU/LibTorch
+// reference of the gather that kernels/ fuses on the GPU.
+using LayerKeep = std::vector<std::vector<int64_t>>;   // [head][slot]
+KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity = 0);
+
+}  // namespace snapkv

@@ -1,0 +1,228 @@
+// Session: model loading, tokens, prompts, plain generation, perplexity and the runtime benchmark.
+// The SnapKV half (prefill with capture, selection, compare) is in session_snapkv.cpp.
+#include "core/session/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/model/generator.h"
+#include "core/session/session_impl.h"
+
+namespace snapkv {
+namespace {
+
+c10::Device parse_device(const std::string& s) {
+    if (s == "cpu") return c10::Device(c10::kCPU);
+    if (s == "cuda" || s.rfind("cuda:", 0) == 0) {
+        if (!at::hasCUDA())
+            throw InputError("device '" + s + "': CUDA is not available (no GPU, or a CPU-only LibTorch build)");
+        return c10::Device(s);
+    }
+    throw InputError("device '" + s + "' is not known (cpu, cuda, cuda:N)");
+}
+
+at::ScalarType parse_dtype(const std::string& s) {
+    if (s == "float32" || s == "f32") return at::kFloat;
+    if (s == "float16" || s == "f16") return at::kHalf;
+    if (s == "bfloat16" || s == "bf16") return at::kBFloat16;
+    throw InputError("dtype '" + s + "' is not known (float32, float16, bfloat16)");
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void Session::Impl::require_model() const {
+    if (!model) throw InputError("no model is loaded");
+}
+
+void Session::Impl::require_prefill() const {
+    require_model();
+    if (!state) throw InputError("run prefill first: there is no captured prompt");
+}
+
+std::string Session::Impl::piece(int32_t id) const { return tok->token_to_piece(id, true); }
+
+Session::Session() : m(std::make_unique<Impl>()) {}
+Session::~Session() = default;
+
+bool Session::cuda_available() { return at::hasCUDA(); }
+
+void Session::load_model(const std::string& path, const LoadOptions& opts, const ProgressFn& progress,
+                         CancelFlag cancel) {
+    ModelOptions mo;
+    mo.device = parse_device(opts.device);
+    mo.dtype = parse_dtype(opts.dtype);
+    if (progress) progress("reading " + path, 0, 1);
+    auto file = ModelFile::open(path);
+    auto tok = Tokenizer::create(file->vocab());
+    auto model = LlamaModel::load(*file, mo, [&](int64_t done, int64_t total) {
+        if (progress) progress("loading weights", done, total);
+    }, cancel);
+    // Commit only when everything succeeded: a failed load keeps the previous model.
+    m->state.reset();
+    m->aware_scorers.clear();
+    m->agnostic_scorers.clear();
+    m->file = std::move(file);
+    m->tok = std::move(tok);
+    m->model = std::move(model);
+    m->chat_format = detect_chat_format(m->file->vocab().chat_template);
+    ModelInfo& i = m->info;
+    i = ModelInfo{};
+    i.path = path;
+    i.format = m->file->format();
+    i.config = m->file->config();
+    i.tokenizer_kind = m->tok->kind();
+    i.chat_format = chat_format_name(m->chat_format);
+    i.device = opts.device;
+    i.dtype = opts.dtype;
+    i.weight_bytes = m->model->weight_bytes();
+    for (const auto& t : m->file->tensors()) i.tensors.push_back({t.name, t.type, t.shape});
+    i.metadata = m->file->metadata_summary();
+}
+
+bool Session::has_model() const { return m->model != nullptr; }
+
+ModelInfo Session::model_info() const {
+    m->require_model();
+    return m->info;
+}
+
+std::vector<int32_t> Session::tokenize(const std::string& text, bool add_special, bool parse_special) const {
+    m->require_model();
+    return m->tok->encode(text, add_special, parse_special);
+}
+
+std::string Session::token_piece(int32_t id) const {
+    m->require_model();
+    return m->piece(id);
+}
+
+std::string Session::token_text(int32_t id) const {
+    m->require_model();
+    return m->tok->token_text(id);
+}
+
+std::string Session::decode(const std::vector<int32_t>& ids) const {
+    m->require_model();
+    return m->tok->decode(ids);
+}
+
+PromptTokens Session::build_prompt(const PromptSpec& spec) const {
+    m->require_model();
+    PromptTokens out;
+    const bool split = !spec.document.empty() || !spec.question.empty();
+    std::string full, context;
+    if (!split) {
+        if (spec.text.empty() && !spec.chat) throw InputError("the prompt is empty");
+        full = context = spec.text;
+    } else {
+        const std::string sep = (!spec.document.empty() && !spec.question.empty()) ? "\n\n" : "";
+        full = spec.document + sep + spec.question;
+        context = spec.document + sep;
+    }
+    if (spec.chat) {
+        ChatFormat f = spec.chat_format.empty() ? m->chat_format : parse_chat_format(spec.chat_format);
+        const std::string& tmpl = m->file->vocab().chat_template;
+        const std::string content = full;
+        const std::string rendered = apply_chat_template(f, {{"user", content}}, true, tmpl);
+        const size_t at = rendered.rfind(content);
+        full = rendered;
+        context = (at == std::string::npos) ? rendered : rendered.substr(0, at + context.size());
+    }
+    out.ids = m->tok->encode(full, true, true);
+    if (out.ids.empty()) throw InputError("the prompt is empty (no tokens)");
+    if (!split) {
+        out.n_context = static_cast<int64_t>(out.ids.size());
+    } else {
+        // The context is the longest common token prefix of the context alone and the whole
+        // prompt, so both modes see exactly the same token sequence.
+        const std::vector<int32_t> ctx = m->tok->encode(context, true, true);
+        size_t n = 0;
+        while (n < ctx.size() && n < out.ids.size() && ctx[n] == out.ids[n]) ++n;
+        out.n_context = static_cast<int64_t>(std::max<size_t>(n, 1));
+    }
+    return out;
+}
+
+GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSettings& s,
+                                   const TokenFn& on_token, CancelFlag cancel) {
+    m->require_model();
+    GenerationOutput out;
+    out.prompt_ids = build_prompt(prompt).ids;
+    KvCache cache = m->model->new_cache(static_cast<int64_t>(out.prompt_ids.size()) + s.max_tokens);
+    GenerateOptions go;
+    go.max_tokens = s.max_tokens;
+    go.sampling = {s.greedy, s.temperature, s.top_k, s.top_p, s.seed};
+    go.stop_at_eog = s.stop_at_eog;
+    go.cancel = cancel;
+    if (on_token) go.on_token = [&](int32_t id) { return on_token(id, m->piece(id)); };
+    GenerateResult r = snapkv::generate(*m->model, *m->tok, out.prompt_ids, cache, go);
+    out.ids = r.ids;
+    out.text = m->tok->decode(r.ids);
+    out.stop_reason = r.stop_reason;
+    out.prefill_ms = r.prefill_ms;
+    out.decode_ms = r.decode_ms;
+    out.decode_tok_s = r.decode_tok_s();
+    return out;
+}
+
+PerplexityOutput Session::perplexity(const std::string& text, int64_t ctx, const ProgressFn& progress,
+                                     CancelFlag cancel) {
+    m->require_model();
+    if (text.empty()) throw InputError("perplexity: the text is empty");
+    const std::vector<int32_t> ids = m->tok->encode(text, true, true);
+    PerplexityResult r = snapkv::perplexity(*m->model, ids, m->tok->bos_id(), ctx, [&](int64_t d, int64_t t) {
+        if (progress) progress("perplexity", d, t);
+    }, cancel);
+    PerplexityOutput out;
+    out.ppl = r.ppl;
+    out.chunks = r.chunk_ppl;
+    out.running = r.running_ppl;
+    out.n_tokens = r.n_tokens;
+    out.ctx = ctx;
+    return out;
+}
+
+std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_t decode_tokens,
+                                     const ProgressFn& progress, CancelFlag cancel) {
+    m->require_model();
+    // A deterministic prompt: ordinary English repeated to the requested length.
+    const std::vector<int32_t> base = m->tok->encode(
+        "The history of the region is long and varied. Farmers grew wheat and barley along the river, "
+        "traders carried salt and cloth across the mountains, and scholars kept careful records of "
+        "the seasons, the harvests and the stars. ", false, false);
+    std::vector<BenchRow> rows;
+    int64_t step = 0;
+    for (int64_t n : lengths) {
+        if (n < 1) throw InputError("bench: prompt length " + std::to_string(n) + " must be positive");
+        if (m->info.config.n_ctx_train > 0 && n + decode_tokens > m->info.config.n_ctx_train)
+            throw InputError("bench: " + std::to_string(n) + " + " + std::to_string(decode_tokens) +
+                             " tokens exceed the model's context of " + std::to_string(m->info.config.n_ctx_train));
+        std::vector<int32_t> prompt;
+        if (m->tok->add_bos() && m->tok->bos_id() >= 0) prompt.push_back(m->tok->bos_id());
+        while (static_cast<int64_t>(prompt.size()) < n) prompt.push_back(base[prompt.size() % base.size()]);
+        KvCache cache = m->model->new_cache(n + decode_tokens);
+        ForwardOptions fo;
+        fo.cancel = cancel;
+        auto t0 = std::chrono::steady_clock::now();
+        at::Tensor logits = m->model->forward(prompt, cache, fo);
+        const double pms = ms_since(t0);
+        rows.push_back({"prefill", n, pms, 1000.0 * n / pms});
+        t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < decode_tokens; ++i) {
+            const int32_t id = argmax(logits.contiguous().data_ptr<float>(), logits.size(1));
+            logits = m->model->forward({id}, cache, fo);
+        }
+        const double dms = ms_since(t0);
+        rows.push_back({"decode @" + std::to_string(n), decode_tokens, dms,
+                        decode_tokens > 0 ? 1000.0 * decode_tokens / dms : 0.0});
+        if (progress) progress("bench", ++step, static_cast<int64_t>(lengths.size()));
+    }
+    return rows;
+}
+
+}  // namespace snapkv

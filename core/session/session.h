@@ -1,0 +1,178 @@
+// The one API the GUI and the CLI use: load a model, build prompts, generate, prefill with SnapKV
+// capture, retune selections from the captured tensors, read heatmap rows, compare full and
+// compressed generation, measure. Everything crosses this boundary as plain values (no LibTorch,
+// no pointers into session state), so the header is cheap to include and safe to copy across
+// threads. A Session belongs to one thread at a time; long calls take a progress callback and a
+// cancel flag and throw snapkv::Cancelled when it is set.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/common/errors.h"
+#include "core/io/model_config.h"
+#include "core/compare/compare_types.h"
+#include "core/snapkv/snapkv_params.h"
+#include "core/tokenizer/chat_template.h"
+
+namespace snapkv {
+
+// (stage, done, total): stage is a short phrase ("loading weights", "prefill", "layer scores").
+using ProgressFn = std::function<void(const std::string& stage, int64_t done, int64_t total)>;
+using CancelFlag = const std::atomic<bool>*;
+
+struct LoadOptions {
+    std::string device = "cpu";      // "cpu" | "cuda" | "cuda:N"
+    std::string dtype = "float32";   // "float32" | "float16" | "bfloat16" (the last two: CUDA)
+};
+
+struct TensorSummary {
+    std::string name;
+    std::string type;
+    std::vector<int64_t> shape;
+};
+
+struct ModelInfo {
+    std::string path;
+    std::string format;
+    ModelConfig config;
+    std::string tokenizer_kind;
+    std::string chat_format;         // detected: raw | chatml | llama2 | llama3 | mistral
+    std::string device;
+    std::string dtype;
+    int64_t weight_bytes = 0;        // on the device, after dequantisation
+    std::vector<TensorSummary> tensors;
+    std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+// A prompt is either raw text or a document plus a question (optionally in the chat template).
+struct PromptSpec {
+    std::string text;                // raw prompt; used when document and question are empty
+    std::string document;
+    std::string question;
+    bool chat = false;               // wrap in the model's chat template (user turn)
+    std::string chat_format;         // "" = detected from the model, else raw|chatml|llama2|llama3|mistral
+};
+
+// The token sequence of a prompt: context (template head + document) then question (question +
+// template tail). Query-agnostic compression sees only the context.
+struct PromptTokens {
+    std::vector<int32_t> ids;        // all prompt ids (BOS included when the vocab adds one)
+    int64_t n_context = 0;           // ids[0, n_context) are the context; the rest the question
+};
+
+
+struct GenerationOutput {
+    std::vector<int32_t> prompt_ids;
+    std::vector<int32_t> ids;        // generated ids only
+    std::string text;
+    std::string stop_reason;
+    double prefill_ms = 0;
+    double decode_ms = 0;
+    double decode_tok_s = 0;
+};
+
+struct PerplexityOutput {
+    double ppl = 0;
+    std::vector<double> chunks;      // per-chunk perplexity
+    std::vector<double> running;     // running perplexity after each chunk
+    int64_t n_tokens = 0;
+    int64_t ctx = 0;
+};
+
+// Called with (token id, decoded piece) as each token is generated; return false to stop.
+using TokenFn = std::function<bool(int32_t, const std::string&)>;
+
+struct PrefillSettings {
+    int64_t max_window = 128;        // queries captured per layer: windows up to this retune freely
+    bool h2o = true;                 // accumulate H2O scores (attention received over all queries)
+};
+
+// What a prefill produced, for display.
+struct PrefillSummary {
+    int64_t n_tokens = 0;            // L
+    int64_t n_context = 0;           // tokens before the question
+    int64_t max_window = 0;
+    double prefill_ms = 0;
+    double scorer_ms = 0;            // building the per-layer score caches
+    int64_t kv_bytes_full = 0;
+    std::vector<int32_t> ids;
+    std::vector<std::string> pieces; // display text of each token
+};
+
+struct CompareSettings {
+    GenerationSettings generation;
+    bool query_agnostic = false;     // compress the context alone, then feed the question
+    double hit_threshold = 0.05;     // θ for hit rates (paper §4)
+};
+
+struct BenchRow {
+    std::string what;                // "prefill 512", "decode @512", ...
+    int64_t tokens = 0;
+    double ms = 0;
+    double tok_s = 0;
+};
+
+class Session {
+public:
+    Session();
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // ---- model ----
+    void load_model(const std::string& path, const LoadOptions& opts = {}, const ProgressFn& progress = {},
+                    CancelFlag cancel = nullptr);
+    bool has_model() const;
+    ModelInfo model_info() const;    // throws InputError if no model
+    static bool cuda_available();
+
+    // ---- tokens ----
+    std::vector<int32_t> tokenize(const std::string& text, bool add_special = true, bool parse_special = true) const;
+    std::string token_piece(int32_t id) const;     // bytes of a token (special tokens rendered)
+    std::string token_text(int32_t id) const;      // vocabulary string
+    std::string decode(const std::vector<int32_t>& ids) const;
+    PromptTokens build_prompt(const PromptSpec& spec) const;
+
+    // ---- plain runtime ----
+    GenerationOutput generate(const PromptSpec& prompt, const GenerationSettings& settings,
+                              const TokenFn& on_token = {}, CancelFlag cancel = nullptr);
+    PerplexityOutput perplexity(const std::string& text, int64_t ctx, const ProgressFn& progress = {},
+                                CancelFlag cancel = nullptr);
+    // Perplexity of `continuation` after `context`, with the full cache and with the context's
+    // cache compressed by `params` (window = the last W context tokens): {full, compressed}.
+    std::pair<double, double> continuation_perplexity(const std::string& context, const std::string& continuation,
+                                                      const SelectionParams& params, const ProgressFn& progress = {},
+                                                      CancelFlag cancel = nullptr);
+    std::vector<BenchRow> bench(const std::vector<int64_t>& prompt_lengths, int64_t decode_tokens,
+                                const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
+
+    // ---- SnapKV ----
+    // Prefill with capture: one pass gives both the query-aware (whole prompt) and the
+    // query-agnostic (context only) captures.
+    PrefillSummary prefill(const PromptSpec& prompt, const PrefillSettings& settings = {},
+                           const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
+    bool has_prefill() const;
+    const PrefillSummary& prefill_summary() const;
+    // Re-select from the captured tensors (no prefill). Throws InputError for invalid parameters.
+    Selection select(const SelectionParams& params, bool query_agnostic = false, bool with_scores = true);
+    // Softmax rows of the window queries of one query head over all keys: W rows of L floats,
+    // row-major; keys beyond the causal limit are 0.
+    std::vector<float> window_attention(int64_t layer, int64_t head, int64_t window, bool query_agnostic = false);
+    // Bytes of the full cache and of a cache compressed with this selection.
+    std::pair<int64_t, int64_t> kv_bytes(const Selection& sel) const;
+    CompareResult compare(const SelectionParams& params, const CompareSettings& settings,
+                          const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
+    std::string retune_benchmark(const SelectionParams& base);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m;
+};
+
+}  // namespace snapkv

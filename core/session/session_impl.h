@@ -1,0 +1,53 @@
+// Private state of a Session (LibTorch inside; never included by the apps).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "core/io/model_file.h"
+#include "core/kv/kv_cache.h"
+#include "core/model/llama_model.h"
+#include "core/session/session.h"
+#include "core/snapkv/layer_scorer.h"
+#include "core/tokenizer/tokenizer.h"
+
+namespace snapkv {
+
+// Everything one prefill-with-capture produced.
+struct PrefillState {
+    PromptTokens prompt;
+    KvCache cache;                      // full cache after the whole prompt
+    at::Tensor last_logits;             // [1, V] after the whole prompt
+    std::vector<LayerCapture> aware;    // whole prompt: window = last Wmax prompt tokens
+    std::vector<LayerCapture> agnostic; // context only (empty when there is no question)
+    double prefill_ms = 0;
+};
+
+struct Session::Impl {
+    std::unique_ptr<ModelFile> file;
+    std::shared_ptr<const LlamaModel> model;
+    std::unique_ptr<Tokenizer> tok;
+    ModelInfo info;
+    ChatFormat chat_format = ChatFormat::Raw;
+
+    std::optional<PrefillState> state;
+    PrefillSummary summary;
+    std::vector<LayerScorer> aware_scorers;
+    std::vector<LayerScorer> agnostic_scorers;  // built on first use
+
+    void require_model() const;
+    void require_prefill() const;
+    PrefillState run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
+                             const ProgressFn& progress, CancelFlag cancel) const;
+    const std::vector<LayerScorer>& scorers(bool query_agnostic);
+    // Per-layer slot lists for gather_cache: kept prefix positions + the window, per cache head.
+    std::vector<LayerKeep> keep_lists(const Selection& sel, int64_t n_tokens) const;
+    std::string piece(int32_t id) const;
+};
+
+std::vector<LayerScorer> build_scorers(const std::vector<LayerCapture>& captures);
+
+}  // namespace snapkv

@@ -1,0 +1,306 @@
+// Session, SnapKV half: prefill with capture (one pass serves query-aware and query-agnostic
+// selection), retunes from the captured tensors, heatmap rows, the full-vs-compressed lockstep
+// comparison with KL / top-1 / rank / hit rate, and compressed perplexity.
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
+// S = cache slots, V = n_vocab, D = head_dim.
+#include <chrono>
+#include <cmath>
+
+#include "core/compare/lockstep.h"
+#include "core/model/generator.h"
+#include "core/session/session_impl.h"
+#include "core/snapkv/retune_bench.h"
+#include "core/snapkv/selector.h"
+
+namespace snapkv {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Keys of the first n slots of a fresh cache, contiguous: [Hkv, n, D].
+at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
+    return cache.layer(layer).keys().narrow(1, 0, n).to(at::kFloat).contiguous();
+}
+
+}  // namespace
+
+std::vector<LayerScorer> build_scorers(const std::vector<LayerCapture>& captures) {
+    std::vector<LayerScorer> out;
+    out.reserve(captures.size());
+    for (const auto& c : captures) out.emplace_back(c);
+    return out;
+}
+
+PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
+                                        const ProgressFn& progress, CancelFlag cancel) const {
+    require_model();
+    const ModelConfig& c = model->config();
+    const auto L = static_cast<int64_t>(prompt.ids.size());
+    if (L == 0) throw InputError("the prompt is empty (no tokens)");
+    if (c.n_ctx_train > 0 && L > c.n_ctx_train)
+        throw InputError("the prompt has " + std::to_string(L) + " tokens, more than the model's context of " +
+                         std::to_string(c.n_ctx_train) + " tokens: shorten the document");
+    if (settings.max_window < 1) throw InputError("max window " + std::to_string(settings.max_window) + " must be >= 1");
+    const int64_t Lc = std::clamp<int64_t>(prompt.n_context, 1, L);
+    const bool two_parts = Lc < L;
+
+    PrefillState st;
+    st.prompt = prompt;
+    st.cache = model->new_cache(L + 256);
+    auto t0 = std::chrono::steady_clock::now();
+    const int64_t total_layers = c.n_layer * (two_parts ? 2 : 1);
+    auto run = [&](const std::vector<int32_t>& ids, PrefillCapture& cap, int64_t layer_offset) {
+        cap.max_window = settings.max_window;
+        cap.h2o = settings.h2o;
+        ForwardOptions fo;
+        fo.capture = &cap;
+        fo.cancel = cancel;
+        fo.on_layer = [&](int64_t l, int64_t) { if (progress) progress("prefill", layer_offset + l, total_layers); };
+        return model->forward(ids, st.cache, fo);
+    };
+    PrefillCapture ctx_cap, q_cap;
+    std::vector<int32_t> ctx_ids(prompt.ids.begin(), prompt.ids.begin() + Lc);
+    at::Tensor ctx_logits = run(ctx_ids, ctx_cap, 0);
+    if (two_parts) {
+        std::vector<int32_t> q_ids(prompt.ids.begin() + Lc, prompt.ids.end());
+        st.last_logits = run(q_ids, q_cap, c.n_layer);
+    } else {
+        st.last_logits = ctx_logits;
+    }
+    st.prefill_ms = ms_since(t0);
+
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+        const auto li = static_cast<size_t>(l);
+        LayerCapture aware;
+        aware.keys = cache_keys(st.cache, l, L);                                          // [Hkv, L, D]
+        if (two_parts) {
+            // The window may reach back into the context when the question is short.
+            at::Tensor wq = at::cat({ctx_cap.window_queries[li], q_cap.window_queries[li]}, 1);  // [H, w, D]
+            const int64_t w = std::min<int64_t>(settings.max_window, wq.size(1));
+            aware.window_queries = wq.narrow(1, wq.size(1) - w, w).contiguous();
+            if (settings.h2o) {
+                at::Tensor h = q_cap.h2o_scores[li].clone();                                 // [H, L]
+                h.narrow(1, 0, Lc).add_(ctx_cap.h2o_scores[li]);
+                aware.h2o = h;
+            }
+            LayerCapture agn;
+            agn.keys = cache_keys(st.cache, l, Lc);                                       // [Hkv, Lc, D]
+            agn.window_queries = ctx_cap.window_queries[li];
+            if (settings.h2o) agn.h2o = ctx_cap.h2o_scores[li];
+            st.agnostic.push_back(std::move(agn));
+        } else {
+            aware.window_queries = ctx_cap.window_queries[li];
+            if (settings.h2o) aware.h2o = ctx_cap.h2o_scores[li];
+        }
+        st.aware.push_back(std::move(aware));
+    }
+    return st;
+}
+
+const std::vector<LayerScorer>& Session::Impl::scorers(bool query_agnostic) {
+    require_prefill();
+    if (!query_agnostic || state->agnostic.empty()) return aware_scorers;
+    if (agnostic_scorers.empty()) agnostic_scorers = build_scorers(state->agnostic);
+    return agnostic_scorers;
+}
+
+std::vector<LayerKeep> Session::Impl::keep_lists(const Selection& sel, int64_t n_tokens) const {
+    std::vector<LayerKeep> keep(sel.layers.size());
+    const int64_t W = sel.window;
+    for (size_t l = 0; l < sel.layers.size(); ++l) {
+        const LayerSelection& ls = sel.layers[l];
+        if (!ls.compressed) continue;  // keep the layer whole
+        LayerKeep& k = keep[l];
+        k.resize(ls.heads.size());
+        for (size_t h = 0; h < ls.heads.size(); ++h) {
+            k[h] = ls.heads[h].kept;
+            for (int64_t p = n_tokens - W; p < n_tokens; ++p) k[h].push_back(p);
+        }
+    }
+    return keep;
+}
+
+PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings& settings,
+                                const ProgressFn& progress, CancelFlag cancel) {
+    m->require_model();
+    PromptTokens pt = build_prompt(prompt);
+    PrefillState st = m->run_prefill(pt, settings, progress, cancel);
+    auto t0 = std::chrono::steady_clock::now();
+    if (progress) progress("layer scores", 0, 1);
+    std::vector<LayerScorer> scorers = build_scorers(st.aware);
+    PrefillSummary s;
+    s.scorer_ms = ms_since(t0);
+    s.n_tokens = static_cast<int64_t>(pt.ids.size());
+    s.n_context = pt.n_context;
+    s.max_window = scorers.empty() ? 0 : scorers.front().max_window();
+    s.prefill_ms = st.prefill_ms;
+    s.kv_bytes_full = st.cache.bytes();
+    s.ids = pt.ids;
+    for (int32_t id : pt.ids) s.pieces.push_back(m->piece(id));
+    // Commit: a cancelled or failed prefill leaves the previous one intact.
+    m->state = std::move(st);
+    m->aware_scorers = std::move(scorers);
+    m->agnostic_scorers.clear();
+    m->summary = s;
+    if (progress) progress("layer scores", 1, 1);
+    return s;
+}
+
+bool Session::has_prefill() const { return m->state.has_value(); }
+
+const PrefillSummary& Session::prefill_summary() const {
+    m->require_prefill();
+    return m->summary;
+}
+
+Selection Session::select(const SelectionParams& params, bool query_agnostic, bool with_scores) {
+    return snapkv::select(m->scorers(query_agnostic), params, with_scores);
+}
+
+std::vector<float> Session::window_attention(int64_t layer, int64_t head, int64_t window, bool query_agnostic) {
+    const auto& sc = m->scorers(query_agnostic);
+    if (layer < 0 || layer >= static_cast<int64_t>(sc.size()))
+        throw InputError("layer " + std::to_string(layer) + " out of range (0.." + std::to_string(sc.size() - 1) + ")");
+    if (head < 0 || head >= sc[static_cast<size_t>(layer)].n_head())
+        throw InputError("head " + std::to_string(head) + " out of range (0.." +
+                         std::to_string(sc[static_cast<size_t>(layer)].n_head() - 1) + ")");
+    at::Tensor a = sc[static_cast<size_t>(layer)].window_attention(head, window).to(at::kCPU).contiguous();  // [W, L]
+    return std::vector<float>(a.data_ptr<float>(), a.data_ptr<float>() + a.numel());
+}
+
+std::pair<int64_t, int64_t> Session::kv_bytes(const Selection& sel) const {
+    m->require_prefill();
+    const ModelConfig& c = m->model->config();
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(m->model->options().dtype));
+    const int64_t per_token_head = c.head_dim * 2 * elem;   // K and V
+    int64_t full = 0, comp = 0;
+    for (const auto& ls : sel.layers) {
+        const int64_t layer_full = c.n_head_kv * sel.n_tokens * per_token_head;
+        full += layer_full;
+        if (!ls.compressed) {
+            comp += layer_full;
+            continue;
+        }
+        for (const auto& h : ls.heads) comp += (static_cast<int64_t>(h.kept.size()) + sel.window) * per_token_head;
+    }
+    return {full, comp};
+}
+
+std::string Session::retune_benchmark(const SelectionParams& base) {
+    return run_retune_benchmark(m->scorers(false), base);
+}
+
+}  // namespace snapkv
+
+namespace snapkv {
+namespace {
+
+// Per layer [H, P] bool masks of kept prefix positions per query head (hit rates).
+std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head) {
+    std::vector<at::Tensor> out;
+    const int64_t P = sel.n_tokens - sel.window;
+    for (const auto& ls : sel.layers) {
+        if (!ls.compressed) {
+            out.emplace_back();
+            continue;
+        }
+        const auto hs = static_cast<int64_t>(ls.heads.size());
+        const int64_t g = n_head / hs;   // 1 in query-head mode, group size in kv-head mode
+        at::Tensor mask = at::zeros({n_head, P}, at::kBool);
+        auto acc = mask.accessor<bool, 2>();
+        for (int64_t h = 0; h < n_head; ++h)
+            for (int64_t p : ls.heads[static_cast<size_t>(h / g)].kept) acc[h][p] = true;
+        out.push_back(mask);
+    }
+    return out;
+}
+
+}  // namespace
+
+CompareResult Session::compare(const SelectionParams& params, const CompareSettings& settings,
+                               const ProgressFn& progress, CancelFlag cancel) {
+    m->require_prefill();
+    const PrefillState& st = *m->state;
+    const bool agnostic = settings.query_agnostic && !st.agnostic.empty();
+    Selection sel = select(params, agnostic, false);
+    const auto L = static_cast<int64_t>(st.prompt.ids.size());
+    const int64_t max_tokens = settings.generation.max_tokens;
+    if (max_tokens < 1) throw InputError("compare: max tokens " + std::to_string(max_tokens) + " must be >= 1");
+    const int64_t n_ctx = m->model->config().n_ctx_train;
+    if (n_ctx > 0 && L + max_tokens > n_ctx)
+        throw InputError("compare: " + std::to_string(L) + " prompt + " + std::to_string(max_tokens) +
+                         " new tokens exceed the model's context of " + std::to_string(n_ctx));
+    const std::vector<LayerKeep> keep = m->keep_lists(sel, sel.n_tokens);
+
+    LockstepRun full{st.cache.clone(), st.last_logits};
+    LockstepRun comp;
+    if (agnostic) {
+        // kvpress's default: compress the context alone, then feed the question to the compressed cache.
+        const int64_t Lc = sel.n_tokens;
+        comp.cache = gather_cache(st.cache.prefix(Lc), keep, (L - Lc) + max_tokens);
+        std::vector<int32_t> q(st.prompt.ids.begin() + Lc, st.prompt.ids.end());
+        ForwardOptions fo;
+        fo.cancel = cancel;
+        comp.logits = m->model->forward(q, comp.cache, fo);
+    } else {
+        // Prefill attention used the full K/V, so the first token is the full run's.
+        comp.cache = gather_cache(st.cache, keep, max_tokens);
+        comp.logits = st.last_logits;
+    }
+    const int64_t full_bytes = full.cache.bytes();
+    const int64_t comp_bytes = comp.cache.bytes();
+    HitRateSpec hits;
+    hits.prefix = sel.n_tokens - sel.window;
+    hits.threshold = settings.hit_threshold;
+    hits.kept = kept_masks(sel, m->model->config().n_head);
+    CompareResult r = run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp), settings.generation, hits,
+                                   [&](int64_t d, int64_t t) { if (progress) progress("generate", d, t); }, cancel);
+    r.params = params;
+    r.query_agnostic = agnostic;
+    r.prefill_ms = st.prefill_ms;
+    r.full.kv_bytes = full_bytes;
+    r.compressed.kv_bytes = comp_bytes;
+    r.note = sel.note;
+    return r;
+}
+
+std::pair<double, double> Session::continuation_perplexity(const std::string& context, const std::string& continuation,
+                                                           const SelectionParams& params, const ProgressFn& progress,
+                                                           CancelFlag cancel) {
+    m->require_model();
+    PromptTokens pt;
+    pt.ids = m->tok->encode(context, true, true);
+    pt.n_context = static_cast<int64_t>(pt.ids.size());
+    const std::vector<int32_t> cont = m->tok->encode(continuation, false, true);
+    if (cont.empty()) throw InputError("perplexity: the continuation is empty");
+    PrefillSettings ps;
+    ps.max_window = params.window;
+    ps.h2o = params.policy == Policy::H2O;
+    PrefillState st = m->run_prefill(pt, ps, progress, cancel);
+    std::vector<LayerScorer> scorers = build_scorers(st.aware);
+    Selection sel = snapkv::select(scorers, params, false);
+    const auto extra = static_cast<int64_t>(cont.size());
+    KvCache comp = gather_cache(st.cache, m->keep_lists(sel, sel.n_tokens), extra);
+    auto nll_of = [&](KvCache& cache) {
+        double nll = token_nll(st.last_logits.select(0, 0), cont[0]);
+        if (cont.size() > 1) {
+            ForwardOptions fo;
+            fo.all_logits = true;
+            fo.cancel = cancel;
+            std::vector<int32_t> in(cont.begin(), cont.end() - 1);
+            at::Tensor logits = m->model->forward(in, cache, fo);                       // [n-1, V]
+            at::Tensor lse = logits.to(at::kDouble).logsumexp(1);                       // [n-1]
+            for (size_t i = 0; i + 1 < cont.size(); ++i)
+                nll += lse[static_cast<int64_t>(i)].item<double>() -
+                       logits[static_cast<int64_t>(i)][cont[i + 1]].item<double>();
+        }
+        return std::exp(nll / static_cast<double>(cont.size()));
+    };
+    KvCache full = st.cache.clone();
+    return {nll_of(full), nll_of(comp)};
+}
+
+}  // namespace snapkv
