@@ -1,0 +1,219 @@
+// Per-head position choices of the eviction policies over raw CPU arrays (see policies.h). Partial
+// selection with std::nth_element under a total order, then a bitmap scan to emit positions in
+// order: O(P) per head, no full sort. Does no validation of its own.
+//
+// Dimensions: Hs = heads selected, P = prefix length L - W, k = prefix positions kept per head.
+#include "core/snapkv/policies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+namespace snapkv {
+namespace {
+
+// NaN ranks below every number.
+inline float rank_key(float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; }
+
+// Among the i in [0, n) with mark[i] == 0, sets mark[i] = 1 for the k best: higher score first,
+// on equal scores the lower index (for flat [Hs, P] indices: the lower head, then the lower
+// position). Finds the k-th best score with nth_element over plain floats, then one pass in index
+// order keeps everything above it and the first of the ties: O(n), and the tie rule holds exactly
+// whatever nth_element does.
+void mark_best(const float* scores, int64_t n, int64_t k, uint8_t* mark) {
+    if (k <= 0) return;
+    std::vector<float> keys;
+    keys.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        if (!mark[i]) keys.push_back(rank_key(scores[i]));
+    const auto m = static_cast<int64_t>(keys.size());
+    if (k >= m) {
+        std::fill(mark, mark + n, uint8_t{1});
+        return;
+    }
+    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<float>());
+    const float kth = keys[size_t(k - 1)];
+    int64_t above = 0;  // only keys[0 .. k-1) can be above the k-th
+    for (int64_t j = 0; j < k - 1; ++j) above += keys[size_t(j)] > kth;
+    int64_t ties = k - above;
+    for (int64_t i = 0; i < n; ++i) {
+        if (mark[i]) continue;
+        const float v = rank_key(scores[i]);
+        if (v > kth) {
+            mark[i] = 1;
+        } else if (v == kth && ties > 0) {
+            mark[i] = 1;
+            --ties;
+        }
+    }
+}
+
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// Uniform in [0, n) without modulo bias (rejection of the short last bucket).
+uint64_t below(uint64_t& state, uint64_t n) {
+    const uint64_t threshold = (0 - n) % n;
+    for (;;) {
+        const uint64_t r = splitmix64(state);
+        if (r >= threshold) return r % n;
+    }
+}
+
+}  // namespace
+
+void pool_row(const float* x, int64_t n_prefix, int64_t kernel, Pooling pooling, float* out) {
+    const int64_t r = kernel / 2;
+    switch (pooling) {
+    case Pooling::Max: {
+        // Without NaN: the maximum over the shifts -r..r, one vectorisable pass per shift (the
+        // edges simply have fewer shifts: padding never wins). With NaN: window by window, NaN
+        // propagating as in torch.
+        bool has_nan = false;
+        for (int64_t i = 0; i < n_prefix; ++i) has_nan = has_nan || std::isnan(x[i]);
+        if (!has_nan) {
+            std::copy(x, x + n_prefix, out);
+            for (int64_t d = 1; d <= r; ++d) {
+                for (int64_t i = d; i < n_prefix; ++i) out[i] = out[i] < x[i - d] ? x[i - d] : out[i];
+                for (int64_t i = 0; i + d < n_prefix; ++i) out[i] = out[i] < x[i + d] ? x[i + d] : out[i];
+            }
+            return;
+        }
+        for (int64_t i = 0; i < n_prefix; ++i) {
+            float m = -std::numeric_limits<float>::infinity();
+            const int64_t hi = std::min(n_prefix - 1, i + r);
+            for (int64_t j = std::max<int64_t>(0, i - r); j <= hi; ++j)
+                if (std::isnan(x[j]) || x[j] > m) m = x[j];
+            out[i] = m;
+        }
+        return;
+    }
+    case Pooling::Avg: {
+        // Window sums from double prefix sums: O(P) whatever K, and no float drift.
+        // (An inf or NaN would poison every later difference: then sum each window directly.)
+        std::vector<double> prefix(static_cast<size_t>(n_prefix) + 1, 0.0);
+        bool finite = true;
+        for (int64_t i = 0; i < n_prefix; ++i) {
+            prefix[size_t(i) + 1] = prefix[size_t(i)] + x[i];
+            finite = finite && std::isfinite(x[i]);
+        }
+        for (int64_t i = 0; i < n_prefix; ++i) {
+            const int64_t lo = std::max<int64_t>(0, i - r);
+            const int64_t hi = std::min(n_prefix - 1, i + r);
+            double sum = 0.0;
+            if (finite) {
+                sum = prefix[size_t(hi) + 1] - prefix[size_t(lo)];
+            } else {
+                for (int64_t j = lo; j <= hi; ++j) sum += x[j];
+            }
+            out[i] = static_cast<float>(sum / static_cast<double>(kernel));
+        }
+        return;
+    }
+    case Pooling::None: std::copy(x, x + n_prefix, out); return;
+    }
+}
+
+void top_k_positions(const float* scores, int64_t n_prefix, int64_t k, int64_t* out) {
+    if (k >= n_prefix) {
+        std::iota(out, out + n_prefix, int64_t{0});
+        return;
+    }
+    if (k <= 0) return;
+    std::vector<uint8_t> keep(static_cast<size_t>(n_prefix), 0);
+    mark_best(scores, n_prefix, k, keep.data());
+    int64_t o = 0;  // emit in position order
+    for (int64_t t = 0; t < n_prefix; ++t)
+        if (keep[size_t(t)]) out[o++] = t;
+}
+
+void streaming_positions(int64_t n_prefix, int64_t k, int64_t n_sink, int64_t* out) {
+    k = std::min(k, n_prefix);
+    n_sink = std::min(n_sink, k);
+    int64_t o = 0;
+    for (int64_t t = 0; t < n_sink; ++t) out[o++] = t;
+    for (int64_t t = n_prefix - (k - n_sink); t < n_prefix; ++t) out[o++] = t;
+}
+
+uint64_t random_stream_seed(uint64_t seed, int64_t layer, int64_t head) {
+    uint64_t state = seed;
+    uint64_t a = splitmix64(state) ^ static_cast<uint64_t>(layer);
+    uint64_t b = splitmix64(a) ^ static_cast<uint64_t>(head);
+    return splitmix64(b);
+}
+
+void random_positions(int64_t n_prefix, int64_t k, uint64_t seed, int64_t* out) {
+    if (k >= n_prefix) {
+        std::iota(out, out + n_prefix, int64_t{0});
+        return;
+    }
+    if (k <= 0) return;
+    // Floyd: for j = P - k .. P - 1 draw t in [0, j]; take t, or j if t was taken already. Every
+    // k-subset is equally likely.
+    std::vector<uint8_t> taken(static_cast<size_t>(n_prefix), 0);
+    uint64_t state = seed;
+    for (int64_t j = n_prefix - k; j < n_prefix; ++j) {
+        const auto t = static_cast<int64_t>(below(state, static_cast<uint64_t>(j) + 1));
+        taken[static_cast<size_t>(taken[static_cast<size_t>(t)] ? j : t)] = 1;
+    }
+    int64_t o = 0;
+    for (int64_t t = 0; t < n_prefix; ++t)
+        if (taken[static_cast<size_t>(t)]) out[o++] = t;
+}
+
+int64_t adakv_floor(int64_t k, double alpha) {
+    return static_cast<int64_t>(static_cast<double>(k) * alpha);
+}
+
+std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads,
+                                                  int64_t n_prefix, int64_t k, double alpha) {
+    k = std::min(k, n_prefix);
+    const int64_t floor_k = std::min(adakv_floor(k, alpha), k);
+    std::vector<uint8_t> keep(static_cast<size_t>(n_heads * n_prefix), 0);  // [Hs, P]
+    // 1. Every head's own top floor_k (the reference's sorted_attn_score[..., :floor_capacity]).
+    for (int64_t h = 0; h < n_heads; ++h)
+        mark_best(scores + h * n_prefix, n_prefix, floor_k, keep.data() + h * n_prefix);
+    // 2. One top-k over what is left of all heads, Hs * (k - floor_k) slots (the reference's topk
+    //    over sorted_attn_score[..., floor_capacity:] flattened across heads).
+    mark_best(scores, n_heads * n_prefix, n_heads * (k - floor_k), keep.data());
+
+    std::vector<std::vector<int64_t>> kept(static_cast<size_t>(n_heads));
+    for (int64_t h = 0; h < n_heads; ++h) {
+        const uint8_t* f = keep.data() + h * n_prefix;
+        auto& out = kept[size_t(h)];
+        for (int64_t t = 0; t < n_prefix; ++t)
+            if (f[t]) out.push_back(t);
+    }
+    return kept;
+}
+
+bool pyramid_is_graded(int64_t budget, int64_t window, int64_t n_tokens) {
+    // update_kv: `if q_len < self.max_capacity_prompt` -> uncompressed;
+    // `elif q_len < (self.max_capacity_prompt - self.window_size) * 2` -> uniform SnapKV.
+    return n_tokens >= budget && n_tokens >= (budget - window) * 2;
+}
+
+std::vector<int64_t> pyramid_layer_budgets(int64_t budget, int64_t window, int64_t n_tokens,
+                                           int64_t n_layer, int64_t beta) {
+    std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(n_layer, 0)), budget);
+    if (!pyramid_is_graded(budget, window, n_tokens)) return out;
+    const int64_t base = budget - window;  // max_capacity_prompt - window_size
+    int64_t min_num = base / beta;
+    int64_t max_num = base * 2 - min_num;
+    if (max_num >= n_tokens - window) {
+        max_num = n_tokens - window;
+        min_num = base * 2 - max_num;
+    }
+    // In this branch max_num >= min_num >= 0 (L >= C), so C++ division equals Python's //.
+    const int64_t steps = n_layer > 1 ? (max_num - min_num) / (n_layer - 1) : 0;
+    for (int64_t l = 0; l < n_layer; ++l) out[static_cast<size_t>(l)] = max_num - l * steps + window;
+    return out;
+}
+
+}  // namespace snapkv
