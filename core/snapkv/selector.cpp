@@ -1,0 +1,427 @@
+// Selection over LayerScorers: validates the parameters once, then per layer takes the cached
+// votes for the window, pools and groups them on the CPU (a few hundred KB per layer), runs the
+// policy's position choice (policies.h) and measures the kept attention mass. Holds no state, so
+// a retune is one call; it never recomputes attention.
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, Hs = heads selected (H or Hkv), L = prompt
+// tokens, Wmax = captured window, W = window, P = prefix length L - W, C = budget, k = prefix
+// positions kept per head in a layer.
+#include "core/snapkv/selector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <string>
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include "core/common/errors.h"
+
+namespace snapkv {
+namespace {
+
+std::string fmt_double(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+bool policy_pools(Policy p) {
+    return p == Policy::SnapKV || p == Policy::Pyramid || p == Policy::AdaKV;
+}
+
+void check_kernel(int64_t kernel, int64_t n_prefix) {
+    if (kernel < 1 || kernel % 2 == 0 || kernel > n_prefix)
+        throw InputError("kernel: " + std::to_string(kernel) +
+                         " is not allowed; the pooling kernel must be odd, at least 1 and at most "
+                         "the prefix length " + std::to_string(n_prefix) + " (L - W)");
+}
+
+at::Tensor cpu_float(const at::Tensor& x) {
+    return x.to(at::kCPU, at::kFloat).contiguous();
+}
+
+// Everything select() decided before looking at a layer.
+struct Plan {
+    SelectionParams params;
+    int64_t n_tokens = 0;                   // L
+    int64_t window = 0;                     // W
+    int64_t budget = 0;                     // C
+    int64_t n_prefix = 0;                   // P
+    int64_t n_head = 0;                     // H
+    int64_t n_head_kv = 0;                  // Hkv
+    int64_t n_sel = 0;                      // Hs
+    std::vector<int64_t> layer_budget;      // per layer C_l (window included)
+    std::vector<bool> layer_compressed;
+
+    int64_t kept_count(size_t layer) const {  // k: prefix positions per head (uniform policies)
+        return layer_compressed[layer] ? layer_budget[layer] - window : n_prefix;
+    }
+};
+
+// A layer's inputs as CPU float rows, gathered with ATen before the parallel region: row h of the
+// votes at votes + h * votes_stride (P floats), likewise h2o.
+struct LayerInput {
+    at::Tensor votes_owner;      // keeps the memory alive
+    const float* votes = nullptr;
+    int64_t votes_stride = 0;
+    at::Tensor h2o_owner;
+    const float* h2o = nullptr;
+    int64_t h2o_stride = 0;
+};
+
+Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
+    if (layers.empty())
+        throw InputError("layers: no layer scorers given; select needs the captures of at least "
+                         "one layer");
+    const LayerScorer& first = layers.front();
+    int64_t max_window = first.max_window();
+    for (size_t l = 1; l < layers.size(); ++l) {
+        const LayerScorer& s = layers[l];
+        if (s.n_tokens() != first.n_tokens() || s.n_head() != first.n_head() ||
+            s.n_head_kv() != first.n_head_kv())
+            throw InputError("layers: layer " + std::to_string(l) + " has L=" +
+                             std::to_string(s.n_tokens()) + ", H=" + std::to_string(s.n_head()) +
+                             ", Hkv=" + std::to_string(s.n_head_kv()) + " but layer 0 has L=" +
+                             std::to_string(first.n_tokens()) + ", H=" +
+                             std::to_string(first.n_head()) + ", Hkv=" +
+                             std::to_string(first.n_head_kv()) + "; all layers must match");
+        max_window = std::min(max_window, s.max_window());
+    }
+    if (p.policy == Policy::H2O)
+        for (size_t l = 0; l < layers.size(); ++l)
+            if (!layers[l].has_h2o())
+                throw InputError("policy: h2o needs the accumulated attention (LayerCapture.h2o), "
+                                 "which layer " + std::to_string(l) + " did not record; allowed: "
+                                 "another policy, or a prefill that records h2o");
+    const int64_t n_tokens = first.n_tokens();
+    validate_params(p, n_tokens, max_window);
+
+    Plan plan;
+    plan.params = p;
+    plan.n_tokens = n_tokens;
+    plan.window = p.window;
+    plan.budget = effective_budget(p, n_tokens);
+    plan.n_prefix = n_tokens - p.window;
+    plan.n_head = first.n_head();
+    plan.n_head_kv = first.n_head_kv();
+    plan.n_sel = p.gqa == GqaMode::KvHead ? plan.n_head_kv : plan.n_head;
+    const auto n_layer = static_cast<int64_t>(layers.size());
+    if (p.policy == Policy::Pyramid)
+        plan.layer_budget =
+            pyramid_layer_budgets(plan.budget, plan.window, n_tokens, n_layer, p.pyramid_beta);
+    else
+        plan.layer_budget.assign(layers.size(), plan.budget);
+    // Official rule, FasterDecoding/SnapKV: `if q_len < self.max_capacity_prompt: return` (no
+    // compression); PyramidKV tests the global budget the same way.
+    plan.layer_compressed.assign(layers.size(), n_tokens >= plan.budget);
+    return plan;
+}
+
+LayerInput gather_input(const LayerScorer& s, const Plan& plan) {
+    LayerInput in;
+    const int64_t P = plan.n_prefix;
+    const at::Tensor& suffix = s.suffix_sums();                                // [H, Wmax, L]
+    if (suffix.device().is_cpu() && suffix.is_contiguous()) {
+        // Read the cached row Wmax - W in place: row h starts at h * Wmax * L.
+        in.votes_owner = suffix;
+        in.votes = suffix.data_ptr<float>() + (s.max_window() - plan.window) * s.n_tokens();
+        in.votes_stride = s.max_window() * s.n_tokens();
+    } else {
+        in.votes_owner = cpu_float(suffix.select(1, s.max_window() - plan.window).narrow(1, 0, P));
+        in.votes = in.votes_owner.data_ptr<float>();                          // [H, P]
+        in.votes_stride = P;
+    }
+    if (plan.params.policy == Policy::H2O) {
+        in.h2o_owner = cpu_float(s.capture().h2o);                            // [H, L]
+        in.h2o = in.h2o_owner.data_ptr<float>();
+        in.h2o_stride = s.n_tokens();
+    }
+    return in;
+}
+
+// rows [H] of P floats (row h at src + h * stride) -> dst [Hs, P]: a copy in QueryHead mode, the
+// mean over each KV group in KvHead mode (kvpress snapkv_press.py: view(Hkv, G, P).mean(2)).
+// Query head h = kv * G + g.
+void group_rows(const float* src, int64_t stride, const Plan& plan, float* dst) {
+    const int64_t P = plan.n_prefix;
+    const int64_t G = plan.n_head / plan.n_sel;
+    for (int64_t hs = 0; hs < plan.n_sel; ++hs) {
+        float* out = dst + hs * P;
+        const float* first = src + hs * G * stride;
+        std::copy(first, first + P, out);
+        if (G == 1) continue;
+        for (int64_t g = 1; g < G; ++g) {
+            const float* row = first + g * stride;
+            for (int64_t t = 0; t < P; ++t) out[t] += row[t];
+        }
+        const float inv = 1.0f / static_cast<float>(G);
+        for (int64_t t = 0; t < P; ++t) out[t] *= inv;
+    }
+}
+
+// Share of a head's prefix votes that falls on its kept positions; 1 when the prefix received no
+// attention at all (nothing was lost). Summed in position order in double, so keeping everything
+// gives exactly 1.
+double kept_mass(const float* votes, int64_t n_prefix, const int64_t* kept, int64_t n_kept) {
+    double total = 0.0;
+    for (int64_t t = 0; t < n_prefix; ++t) total += votes[t];
+    double on_kept = 0.0;
+    for (int64_t i = 0; i < n_kept; ++i) on_kept += votes[kept[i]];
+    if (!(total > 0.0)) return 1.0;
+    return std::min(1.0, std::max(0.0, on_kept / total));
+}
+
+bool policy_ranks(Policy p) { return policy_pools(p) || p == Policy::H2O; }
+
+// One layer, plain loops only (runs inside at::parallel_for). Writes the kept positions to
+// kept_out ([Hs, k], when given) and/or fills *sel (when given) with kept lists, kept mass and,
+// when with_scores, the reported votes / pooled rows.
+void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_scores,
+               int64_t* kept_out, LayerSelection* sel) {
+    const SelectionParams& p = plan.params;
+    const int64_t P = plan.n_prefix;
+    const int64_t H = plan.n_head;
+    const int64_t Hs = plan.n_sel;
+    const bool compressed = plan.layer_compressed[layer];
+    const int64_t k = plan.kept_count(layer);
+
+    // Votes per selected head [Hs, P] (group mean in KvHead mode).
+    std::vector<float> votes(static_cast<size_t>(Hs * P));
+    group_rows(in.votes, in.votes_stride, plan, votes.data());
+
+    // What the policy ranks [Hs, P]: pooled votes (pool per query head, then group: kvpress
+    // order) or H2O's accumulated attention.
+    std::vector<float> scores;
+    const bool report_votes = with_scores && policy_ranks(p.policy);
+    if (policy_ranks(p.policy) && (compressed || report_votes)) {
+        scores.resize(static_cast<size_t>(Hs * P));
+        if (policy_pools(p.policy)) {
+            std::vector<float> pooled(static_cast<size_t>(H * P));           // [H, P]
+            for (int64_t h = 0; h < H; ++h)
+                pool_row(in.votes + h * in.votes_stride, P, p.kernel, p.pooling, pooled.data() + h * P);
+            group_rows(pooled.data(), P, plan, scores.data());
+        } else {
+            group_rows(in.h2o, in.h2o_stride, plan, scores.data());           // first P of [H, L]
+        }
+    }
+
+    std::vector<std::vector<int64_t>> lists(static_cast<size_t>(Hs));
+    std::vector<int64_t> local;
+    int64_t* kept = kept_out;
+    const bool ragged = compressed && p.policy == Policy::AdaKV;
+    if (ragged) {
+        lists = adakv_positions(scores.data(), Hs, P, k, p.adakv_alpha);
+    } else {
+        if (!kept) {
+            local.resize(static_cast<size_t>(Hs * k));
+            kept = local.data();
+        }
+        for (int64_t h = 0; h < Hs; ++h) {
+            int64_t* row = kept + h * k;
+            if (!compressed) {
+                std::iota(row, row + P, int64_t{0});
+                continue;
+            }
+            switch (p.policy) {
+            case Policy::Streaming: streaming_positions(P, k, p.n_sink, row); break;
+            case Policy::Random:
+                random_positions(P, k, random_stream_seed(p.seed, int64_t(layer), h), row);
+                break;
+            default: top_k_positions(scores.data() + h * P, P, k, row); break;
+            }
+        }
+    }
+    if (!sel) return;
+
+    sel->layer = static_cast<int64_t>(layer);
+    sel->compressed = compressed;
+    sel->budget = plan.layer_budget[layer];
+    sel->heads.resize(static_cast<size_t>(Hs));
+    for (int64_t h = 0; h < Hs; ++h) {
+        HeadSelection& hs = sel->heads[size_t(h)];
+        if (ragged)
+            hs.kept = std::move(lists[size_t(h)]);
+        else
+            hs.kept.assign(kept + h * k, kept + (h + 1) * k);
+        hs.kept_mass = kept_mass(votes.data() + h * P, P, hs.kept.data(), int64_t(hs.kept.size()));
+        if (report_votes) {
+            // H2O reports its own score (accumulated attention) as the votes.
+            const float* v = (p.policy == Policy::H2O ? scores.data() : votes.data()) + h * P;
+            hs.votes.assign(v, v + P);
+            if (policy_pools(p.policy)) hs.pooled.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
+        }
+    }
+}
+
+std::vector<LayerInput> gather_inputs(const std::vector<LayerScorer>& layers, const Plan& plan) {
+    std::vector<LayerInput> in;
+    in.reserve(layers.size());
+    for (const auto& s : layers) in.push_back(gather_input(s, plan));
+    return in;
+}
+
+}  // namespace
+
+at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling) {
+    if (!scores.defined() || scores.dim() != 2)
+        throw InputError("pool_scores: scores must be a 2-D [N, P] tensor, got " +
+                         std::string(scores.defined() ? std::to_string(scores.dim()) + "-D"
+                                                      : "none"));
+    check_kernel(kernel, scores.size(1));
+    c10::InferenceMode guard;
+    // One implementation for select() and for callers: the row loops of policies.h, on the CPU.
+    at::Tensor x = cpu_float(scores);                                         // [N, P]
+    at::Tensor out = at::empty_like(x);                                       // [N, P]
+    const int64_t n = x.size(0), n_prefix = x.size(1);
+    for (int64_t r = 0; r < n; ++r)
+        pool_row(x.data_ptr<float>() + r * n_prefix, n_prefix, kernel, pooling,
+                 out.data_ptr<float>() + r * n_prefix);
+    return out.to(scores.device());
+}
+
+at::Tensor top_k_positions(const at::Tensor& scores, int64_t k) {
+    if (!scores.defined() || scores.dim() != 2)
+        throw InputError("top_k_positions: scores must be a 2-D [N, P] tensor");
+    if (k < 0)
+        throw InputError("top_k_positions: k " + std::to_string(k) + " is negative; allowed >= 0");
+    c10::InferenceMode guard;
+    at::Tensor s = cpu_float(scores);                                          // [N, P]
+    const int64_t n = s.size(0);
+    const int64_t n_prefix = s.size(1);
+    const int64_t kk = std::min(k, n_prefix);
+    at::Tensor out = at::empty({n, kk}, at::TensorOptions().dtype(at::kLong));  // [N, k]
+    for (int64_t r = 0; r < n; ++r)
+        snapkv::top_k_positions(s.data_ptr<float>() + r * n_prefix, n_prefix, kk,
+                                out.data_ptr<int64_t>() + r * kk);
+    return out;
+}
+
+int64_t effective_budget(const SelectionParams& p, int64_t n_tokens) {
+    if (p.ratio < 0.0) return p.budget;
+    if (!(p.ratio >= 0.0 && p.ratio < 1.0))   // NaN lands here too
+        throw InputError("ratio: " + fmt_double(p.ratio) +
+                         " is out of range; allowed 0 <= ratio < 1 (or negative to use budget)");
+    // kvpress: n_kept = int(q_len * (1 - compression_ratio))
+    return static_cast<int64_t>(static_cast<double>(n_tokens) * (1.0 - p.ratio));
+}
+
+void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_window) {
+    const int64_t W = p.window;
+    const std::string range = "allowed 1.." + std::to_string(std::min(max_window, n_tokens - 1));
+    if (n_tokens < 2)
+        throw InputError("prompt: " + std::to_string(n_tokens) +
+                         " tokens is too short to compress; at least 2 (a window and a prefix)");
+    if (W < 1)
+        throw InputError("window: " + std::to_string(W) + " is out of range; " + range);
+    if (W > max_window)
+        throw InputError("window: " + std::to_string(W) + " is larger than the captured window " +
+                         std::to_string(max_window) + " (prefill kept the queries of the last " +
+                         std::to_string(max_window) + " tokens); " + range);
+    if (W >= n_tokens)
+        throw InputError("window: " + std::to_string(W) +
+                         " must be smaller than the prompt length " + std::to_string(n_tokens) +
+                         "; " + range);
+    const int64_t C = effective_budget(p, n_tokens);
+    if (C <= W) {
+        if (p.ratio >= 0.0)
+            throw InputError("ratio: " + fmt_double(p.ratio) + " keeps int(" +
+                             std::to_string(n_tokens) + " * (1 - " + fmt_double(p.ratio) +
+                             ")) = " + std::to_string(C) + " tokens, not more than the window " +
+                             std::to_string(W) + "; allowed: a ratio that keeps more than " +
+                             std::to_string(W) + " tokens (the budget counts the window)");
+        throw InputError("budget: " + std::to_string(C) + " must be larger than the window " +
+                         std::to_string(W) + " (the budget counts the window); allowed > " +
+                         std::to_string(W));
+    }
+    if (policy_pools(p.policy)) check_kernel(p.kernel, n_tokens - W);
+    if (p.policy == Policy::Streaming && (p.n_sink < 0 || p.n_sink > C - W))
+        throw InputError("n_sink: " + std::to_string(p.n_sink) +
+                         " is out of range; allowed 0.." + std::to_string(C - W) +
+                         " (the budget " + std::to_string(C) + " minus the window " +
+                         std::to_string(W) + ")");
+    if (p.policy == Policy::Pyramid && p.pyramid_beta < 1)
+        throw InputError("pyramid_beta: " + std::to_string(p.pyramid_beta) +
+                         " is out of range; allowed >= 1");
+    if (p.policy == Policy::AdaKV && !(p.adakv_alpha >= 0.0 && p.adakv_alpha <= 1.0))
+        throw InputError("adakv_alpha: " + fmt_double(p.adakv_alpha) +
+                         " is out of range; allowed 0 <= alpha <= 1");
+}
+
+Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p,
+                 bool with_scores) {
+    c10::InferenceMode guard;
+    const Plan plan = make_plan(layers, p);
+
+    Selection sel;
+    sel.params = p;
+    sel.n_tokens = plan.n_tokens;
+    sel.window = plan.window;
+    sel.budget = plan.budget;
+    sel.compressed = plan.n_tokens >= plan.budget;
+    if (!sel.compressed)
+        sel.note = "prompt of " + std::to_string(plan.n_tokens) +
+                   " tokens is shorter than the budget " + std::to_string(plan.budget) +
+                   ": not compressed";
+    else if (p.policy == Policy::Pyramid && !pyramid_is_graded(plan.budget, plan.window, plan.n_tokens))
+        sel.note = "pyramid: prompt of " + std::to_string(plan.n_tokens) +
+                   " tokens is shorter than 2 * (budget - window) = " +
+                   std::to_string(2 * (plan.budget - plan.window)) +
+                   ": every layer keeps budget - window = " +
+                   std::to_string(plan.budget - plan.window) +
+                   " prefix tokens (KVCache-Factory's uniform branch)";
+
+    const std::vector<LayerInput> inputs = gather_inputs(layers, plan);
+    sel.layers.resize(layers.size());
+    // One parallel region over the layers; the body is plain loops (no ATen ops).
+    at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t l = begin; l < end; ++l)
+            run_layer(inputs[size_t(l)], size_t(l), plan, with_scores, nullptr, &sel.layers[size_t(l)]);
+    });
+    return sel;
+}
+
+std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
+                                         const SelectionParams& p) {
+    if (p.policy == Policy::AdaKV)
+        throw InputError("policy: adakv keeps a different number of positions per head, which "
+                         "select_positions cannot return as one tensor; use select() and the "
+                         "per-head lists instead");
+    c10::InferenceMode guard;
+    const Plan plan = make_plan(layers, p);
+    const std::vector<LayerInput> inputs = gather_inputs(layers, plan);
+    std::vector<at::Tensor> kept;
+    kept.reserve(layers.size());
+    for (size_t l = 0; l < layers.size(); ++l)
+        kept.push_back(at::empty({plan.n_sel, plan.kept_count(l)}, at::TensorOptions().dtype(at::kLong)));
+    at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t l = begin; l < end; ++l)
+            run_layer(inputs[size_t(l)], size_t(l), plan, false, kept[size_t(l)].data_ptr<int64_t>(), nullptr);
+    });
+    for (size_t l = 0; l < layers.size(); ++l)
+        kept[l] = kept[l].to(layers[l].capture().keys.device());              // [Hs, k]
+    return kept;
+}
+
+at::Tensor kept_positions(const LayerSelection& layer) {
+    const auto Hs = static_cast<int64_t>(layer.heads.size());
+    const auto k = Hs ? static_cast<int64_t>(layer.heads.front().kept.size()) : 0;
+    for (int64_t h = 0; h < Hs; ++h)
+        if (static_cast<int64_t>(layer.heads[static_cast<size_t>(h)].kept.size()) != k)
+            throw InputError("kept_positions: layer " + std::to_string(layer.layer) + " head " +
+                             std::to_string(h) + " keeps " +
+                             std::to_string(layer.heads[static_cast<size_t>(h)].kept.size()) +
+                             " positions but head 0 keeps " + std::to_string(k) +
+                             "; only equal counts fit one tensor (AdaKV: use the lists)");
+    c10::InferenceMode guard;
+    at::Tensor out = at::empty({Hs, k}, at::TensorOptions().dtype(at::kLong));  // [Hs, k]
+    int64_t* dst = out.data_ptr<int64_t>();
+    for (int64_t h = 0; h < Hs; ++h)
+        std::copy(layer.heads[static_cast<size_t>(h)].kept.begin(),
+                  layer.heads[static_cast<size_t>(h)].kept.end(), dst + h * k);
+    return out;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,60 @@
+// SnapKV selection over the per-layer scorers: parameter checks, budgets, pooling, GQA grouping and
+// the kept positions of every policy (SnapKV, StreamingLLM, H2O, random, PyramidKV, AdaKV), as
+// Selection values for the GUI/CLI or as position tensors for the cache gather. Pure functions:
+// no model, no KV cache, no state between calls.
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, Hs = heads selected (H in QueryHead mode, Hkv in KvHead
+// mode), L = prompt tokens, W = window, P = prefix length L - W, C = budget (window included),
+// N = rows of a score matrix, k = kept per row.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "core/snapkv/layer_scorer.h"
+#include "core/snapkv/policies.h"
+#include "core/snapkv/snapkv_params.h"
+
+namespace snapkv {
+
+// SnapKV's clustering (snapkv_utils.py: F.max_pool1d / F.avg_pool1d, stride 1, padding K // 2):
+// max: padding never wins (-inf padding); avg: count_include_pad, zeros counted, divided by K;
+// none: the input itself. scores: [N, P] float32 -> [N, P]. Throws InputError unless K is odd and
+// 1 <= K <= P (for none as well, so a setting valid for one pooling is valid for all).
+at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling);
+
+// The k best positions of every row, in increasing position order, ties to the lower position:
+// scores [N, P] (any device) -> [N, min(k, P)] int64 on the CPU.
+at::Tensor top_k_positions(const at::Tensor& scores, int64_t k);
+
+// C: params.budget, or in the ratio form (params.ratio >= 0, kvpress) int(L * (1 - ratio)), the
+// truncation of Python's int(). Throws InputError for a ratio outside [0, 1).
+int64_t effective_budget(const SelectionParams& p, int64_t n_tokens);
+
+// Throws InputError (naming the parameter, its value and what is allowed) unless:
+// 1 <= W <= Wmax, W < L, C > W (C counts the window), and, for the policies that pool (snapkv,
+// pyramid, adakv; any pooling), K odd with 1 <= K <= L - W; streaming 0 <= n_sink <= C - W;
+// pyramid beta >= 1; adakv 0 <= alpha <= 1.
+void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_window);
+
+// Runs the policy on every layer. L < C leaves a layer uncompressed (FasterDecoding/SnapKV:
+// `if q_len < max_capacity_prompt: return`): all L - W prefix positions are listed as kept and
+// Selection.note says so. with_scores fills HeadSelection.votes / pooled (Hs x P floats per layer);
+// kept and kept_mass are always filled. Throws InputError for bad parameters or mismatched layers.
+Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p,
+                 bool with_scores = true);
+
+// The same selection as select(), straight to tensors for the cache gather: per layer a [Hs, k]
+// int64 tensor of sorted prefix positions on the capture's device, k = that layer's C - W (L - W
+// when the layer is not compressed); the window is not listed. AdaKV keeps a different count per
+// head: it throws InputError, use select() and the per-head lists (or kept_positions) instead.
+std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
+                                         const SelectionParams& p);
+
+// One LayerSelection's kept lists as a [Hs, k] int64 CPU tensor; InputError if the heads kept
+// different counts (AdaKV).
+at::Tensor kept_positions(const LayerSelection& layer);
+
+}  // namespace snapkv
