@@ -1,0 +1,118 @@
+// The retune benchmark: a fixed script of parameter changes, each timed with a steady clock over a
+// few repeats, median reported. No warm-up is needed: select() keeps no cache between calls, so
+// every call does the full work of a retune.
+#include "core/snapkv/retune_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/common/errors.h"
+#include "core/snapkv/selector.h"
+
+namespace snapkv {
+namespace {
+
+double median_ms(int repeats, const std::function<void()>& f) {
+    std::vector<double> ms;
+    for (int i = 0; i < repeats; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+struct Step {
+    std::string name;
+    std::function<void(SelectionParams&)> change;
+};
+
+}  // namespace
+
+std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const SelectionParams& base,
+                                 int repeats) {
+    repeats = std::max(repeats, 1);
+    std::string out;
+    char line[256];
+    if (layers.empty()) return "retune benchmark: no layers\n";
+    const LayerScorer& s0 = layers.front();
+    double cache_mb = 0.0;
+    for (const auto& l : layers) cache_mb += double(l.suffix_sums().numel()) * 4.0 / (1024.0 * 1024.0);
+    std::snprintf(line, sizeof line,
+                  "retune benchmark: L=%lld, layers=%zu, H=%lld, Hkv=%lld, D=%lld, Wmax=%lld, "
+                  "scorer cache %.0f MB; median of %d runs\n",
+                  static_cast<long long>(s0.n_tokens()), layers.size(),
+                  static_cast<long long>(s0.n_head()), static_cast<long long>(s0.n_head_kv()),
+                  static_cast<long long>(s0.head_dim()), static_cast<long long>(s0.max_window()),
+                  cache_mb, repeats);
+    out += line;
+    std::snprintf(line, sizeof line, "%-22s %14s %16s  %s\n", "step", "select median ms",
+                  "positions ms", "kept per head (layer 0)");
+    out += line;
+
+    auto set_policy = [](Policy p) { return [p](SelectionParams& q) { q.policy = p; }; };
+    auto set_window = [](int64_t w) { return [w](SelectionParams& q) { q.window = w; }; };
+    std::vector<Step> steps = {
+        {"base", [](SelectionParams&) {}},
+        {"kernel 5", [](SelectionParams& q) { q.kernel = 5; }},
+        {"kernel 7", [](SelectionParams& q) { q.kernel = 7; }},
+        {"kernel 9", [](SelectionParams& q) { q.kernel = 9; }},
+        {"pooling avg", [](SelectionParams& q) { q.pooling = Pooling::Avg; }},
+        {"pooling max", [](SelectionParams& q) { q.pooling = Pooling::Max; }},
+        {"budget 1024", [](SelectionParams& q) { q.budget = 1024; q.ratio = -1.0; }},
+        {"budget 2048", [](SelectionParams& q) { q.budget = 2048; q.ratio = -1.0; }},
+        {"window 32", set_window(32)},
+        {"window 64", set_window(64)},
+        {"window 128", set_window(128)},
+        {"window " + std::to_string(base.window) + " (base)", set_window(base.window)},
+        {"policy streaming", set_policy(Policy::Streaming)},
+        {"policy h2o", set_policy(Policy::H2O)},
+        {"policy random", set_policy(Policy::Random)},
+        {"policy pyramid", set_policy(Policy::Pyramid)},
+        {"policy adakv", set_policy(Policy::AdaKV)},
+        {"policy snapkv", set_policy(Policy::SnapKV)},
+        {"gqa kv-head", [](SelectionParams& q) { q.gqa = GqaMode::KvHead; }},
+        {"gqa query-head", [](SelectionParams& q) { q.gqa = GqaMode::QueryHead; }},
+    };
+
+    SelectionParams params = base;
+    for (const Step& step : steps) {
+        SelectionParams next = params;
+        step.change(next);
+        try {
+            Selection sel;
+            const double ms = median_ms(repeats, [&] { sel = select(layers, next, true); });
+            std::string positions = "-";
+            if (next.policy != Policy::AdaKV) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%.1f",
+                              median_ms(repeats, [&] { select_positions(layers, next); }));
+                positions = buf;
+            }
+            std::string kept;
+            const auto& heads = sel.layers.front().heads;
+            size_t lo = heads.empty() ? 0 : heads.front().kept.size(), hi = lo;
+            for (const auto& h : heads) {
+                lo = std::min(lo, h.kept.size());
+                hi = std::max(hi, h.kept.size());
+            }
+            kept = lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+            if (!sel.compressed) kept += " (not compressed)";
+            std::snprintf(line, sizeof line, "%-22s %14.1f %16s  %s\n", step.name.c_str(), ms,
+                          positions.c_str(), kept.c_str());
+            out += line;
+            params = next;
+        } catch (const InputError& e) {
+            out += step.name + ": skipped (" + e.what() + ")\n";
+        }
+    }
+    return out;
+}
+
+}  // namespace snapkv
