@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -172,7 +174,7 @@ json params_json(const SelectionParams& p, const Selection* sel, bool query_agno
 }
 
 ProgressFn stderr_progress(bool quiet) {
-    if (quiet) return {};
+    if (quiet || !isatty(fileno(stderr))) return {};
     auto last = std::make_shared<std::string>();
     return [last](const std::string& stage, int64_t done, int64_t total) {
         if (stage != *last) {
@@ -270,7 +272,7 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenOpts& go, bool
                     {"prefill_ms", out.prefill_ms}, {"decode_ms", out.decode_ms},
                     {"decode_tok_s", out.decode_tok_s}, {"stop", out.stop_reason}}, "");
     } else {
-        std::cout << "\n";
+        std::cout << std::endl;
         std::cerr << "[" << out.prompt_ids.size() << " prompt tokens, " << out.ids.size() << " generated; prefill "
                   << std::fixed << std::setprecision(1) << out.prefill_ms << " ms, decode " << out.decode_tok_s
                   << " tok/s; stop: " << out.stop_reason << "]\n";

@@ -54,20 +54,32 @@ Fn blas_symbol(const char* name) {
 
 void init_runtime(int argc, char** argv) {
     (void)argc;
-    if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("SNAPKV_BLAS_REEXEC")) {
-        std::string core = wanted_openblas_core();
-        auto get_core = blas_symbol<char* (*)()>("openblas_get_corename");
-        std::string current = get_core ? get_core() : "";
-        // Only when OpenBLAS is the BLAS in use and picked a narrower kernel than the CPU has.
-        auto lower = [](std::string s) {
-            for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            return s;
-        };
-        if (!core.empty() && get_core && lower(current) != lower(core)) {
-            setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    if (!std::getenv("SNAPKV_BLAS_REEXEC")) {
+        bool reexec = false;
+        // OpenMP threads that spin after each parallel region steal the cores OpenBLAS's own
+        // threads need: on 2 cores a 128-token prefill ran 9x slower. libgomp reads the policy
+        // at load time, like OpenBLAS its core type.
+        if (!std::getenv("OMP_WAIT_POLICY")) {
+            setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+            reexec = true;
+        }
+        if (!std::getenv("OPENBLAS_CORETYPE")) {
+            const std::string core = wanted_openblas_core();
+            auto get_core = blas_symbol<char* (*)()>("openblas_get_corename");
+            auto lower = [](std::string s) {
+                for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                return s;
+            };
+            // Only when OpenBLAS is the BLAS in use and picked other kernels than the CPU has.
+            if (!core.empty() && get_core && lower(get_core()) != lower(core)) {
+                setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+                reexec = true;
+            }
+        }
+        if (reexec) {
             setenv("SNAPKV_BLAS_REEXEC", "1", 1);
             execv("/proc/self/exe", argv);
-            // execv returned: keep running with the slow kernels rather than fail.
+            // execv returned: carry on with the slower settings rather than fail.
         }
     }
     int threads = static_cast<int>(std::thread::hardware_concurrency());

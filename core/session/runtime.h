@@ -9,7 +9,8 @@ namespace snapkv {
 // Call first thing in main(). Debian's OpenBLAS takes recent Xeons for SSE3-only "Prescott" parts
 // and runs 5x slower GEMMs; OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, which happens
 // before main(), so when the variable is unset we set it from CPUID and re-execute ourselves once.
-// A user's own OPENBLAS_CORETYPE is respected. Then sets LibTorch intra-op threads to the core count
+// A user's own OPENBLAS_CORETYPE is respected. OMP_WAIT_POLICY defaults to PASSIVE (set in the
+// same re-exec) so that idle OpenMP threads do not spin on the cores OpenBLAS is using. Then sets LibTorch intra-op threads to the core count
 // (or SNAPKV_THREADS).
 void init_runtime(int argc, char** argv);
 

@@ -159,7 +159,8 @@ GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSet
     go.sampling = {s.greedy, s.temperature, s.top_k, s.top_p, s.seed};
     go.stop_at_eog = s.stop_at_eog;
     go.cancel = cancel;
-    if (on_token) go.on_token = [&](int32_t id) { return on_token(id, m->piece(id)); };
+    // The end-of-generation token is reported with an empty piece: it is not part of the text.
+    if (on_token) go.on_token = [&](int32_t id) { return on_token(id, m->tok->is_eog(id) ? std::string() : m->piece(id)); };
     GenerateResult r = snapkv::generate(*m->model, *m->tok, out.prompt_ids, cache, go);
     out.ids = r.ids;
     out.text = m->tok->decode(r.ids);

@@ -1,0 +1,145 @@
+// The `snapkv` command line as users and scripts call it: JSON contracts, exit codes, error
+// messages, and the SmolLM2 checks (the model is fetched by scripts/setup.sh).
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "common/test_util.h"
+
+using json = nlohmann::json;
+using snapkv::test::data_path;
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Run the CLI with arguments (already shell-quoted) and capture stdout, stderr and the exit code.
+Result run(const std::string& args) {
+    const std::string err_file = "/tmp/snapkv_cli_test_" + std::to_string(::getpid()) + ".err";
+    const std::string cmd = std::string(SNAPKV_CLI_PATH) + " " + args + " 2>" + err_file;
+    Result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = snapkv::test::read_text(err_file);
+    std::remove(err_file.c_str());
+    return r;
+}
+
+std::string q(const std::string& s) {  // single-quote for the shell
+    std::string o = "'";
+    for (char c : s) o += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+    return o + "'";
+}
+
+const std::string kStories = data_path("stories260K.gguf");
+
+}  // namespace
+
+TEST_CASE("snapkv tokenize --json gives llama.cpp's ids and pieces", "[cli]") {
+    for (const auto& c : snapkv::test::reference()["tokenizer_edge_cases"]["cases"]) {
+        const std::string text = c["text"];
+        if (text.find('\n') != std::string::npos || text.find('\t') != std::string::npos) continue;
+        INFO("text: '" << text << "'");
+        Result r = run("tokenize --model " + q(kStories) + " --text " + q(text) + " --json");
+        REQUIRE(r.code == 0);
+        json j = json::parse(r.out);
+        CHECK(j["ids"] == c["ids_with_bos"]);
+        CHECK(j["pieces"] == c["pieces"]);
+    }
+}
+
+TEST_CASE("snapkv generate --json --greedy reproduces llama.cpp's greedy ids", "[cli]") {
+    const auto& p = snapkv::test::reference()["prompts"][0];
+    Result r = run("generate --model " + q(kStories) + " --prompt " + q(p["prompt"]) + " --max-tokens 64 --greedy --json");
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    CHECK(j["prompt_ids"] == p["token_ids"]);
+    CHECK(j["ids"] == p["by_model"]["F32"]["greedy_ids"]);
+    CHECK(j["text"] == p["by_model"]["F32"]["greedy_text"]);
+    CHECK(j["prefill_ms"].get<double>() > 0);
+    CHECK(j["decode_ms"].get<double>() > 0);
+}
+
+TEST_CASE("snapkv perplexity --json follows llama-perplexity", "[cli]") {
+    Result r = run("perplexity --model " + q(kStories) + " --file " + q(data_path("reference/ppl-text.txt")) +
+                   " --ctx 128 --json");
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    CHECK_THAT(j["ppl"].get<double>(), Catch::Matchers::WithinRel(4.7411, 2e-4));
+    CHECK(j["chunks"].size() == 57);
+}
+
+TEST_CASE("snapkv info describes the model", "[cli]") {
+    Result r = run("info --model " + q(data_path("stories260K-Q4_1.gguf")) + " --json");
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    CHECK(j["arch"] == "llama");
+    CHECK(j["n_layer"] == 5);
+    CHECK(j["n_head"] == 8);
+    CHECK(j["n_head_kv"] == 4);
+    CHECK(j["tensor_types"]["Q4_1"] == 31);
+    CHECK(j["tensor_types"]["Q8_0"] == 1);
+    Result t = run("info --model " + q(kStories));
+    CHECK(t.code == 0);
+    CHECK(t.out.find("8 query, 4 key/value") != std::string::npos);
+}
+
+TEST_CASE("snapkv reports bad input on stderr with a non-zero exit code", "[cli]") {
+    SECTION("a missing model file") {
+        Result r = run("info --model /nonexistent/model.gguf");
+        CHECK(r.code != 0);
+        CHECK(r.err.find("/nonexistent/model.gguf") != std::string::npos);
+    }
+    SECTION("a file that is not a model") {
+        Result r = run("info --model " + q(data_path("reference/ppl-text.txt")));
+        CHECK(r.code != 0);
+        CHECK(r.err.find("error") != std::string::npos);
+    }
+    SECTION("an even pooling kernel") {
+        Result r = run("analyze --model " + q(kStories) + " --prompt " + q(std::string(400, 'a')) +
+                       " --window 8 --kernel 4 --budget 64 --json -");
+        CHECK(r.code != 0);
+        CHECK(r.err.find("kernel") != std::string::npos);
+    }
+    SECTION("a missing required option") {
+        Result r = run("generate --prompt hi");
+        CHECK(r.code != 0);
+        CHECK(r.err.find("--model") != std::string::npos);
+    }
+    SECTION("an unknown policy") {
+        Result r = run("analyze --model " + q(kStories) + " --prompt hello --policy bogus --json -");
+        CHECK(r.code != 0);
+        CHECK(r.err.find("bogus") != std::string::npos);
+    }
+}
+
+TEST_CASE("snapkv --help works for every subcommand", "[cli]") {
+    for (const char* sub : {"info", "tokenize", "generate", "perplexity", "bench", "analyze", "compare"}) {
+        INFO(sub);
+        Result r = run(std::string(sub) + " --help");
+        CHECK(r.code == 0);
+        CHECK(r.out.find("--model") != std::string::npos);
+    }
+}
+
+TEST_CASE("SmolLM2 answers the capital of France with Paris in chat mode", "[cli][smollm2]") {
+    const std::string model = snapkv::test::smollm2_path();
+    INFO("SmolLM2 is fetched by scripts/setup.sh (datasets/fetch_model.sh); expected at " << model);
+    REQUIRE(snapkv::test::file_exists(model));
+    Result r = run("generate --model " + q(model) + " --prompt " + q("What is the capital of France?") +
+                   " --chat --greedy --max-tokens 24 --json");
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    CHECK(j["text"].get<std::string>().find("Paris") != std::string::npos);
+}
