@@ -1,9 +1,8 @@
-// GGUF parsing with a bounds-checked cursor over the mapping. Layout (ggml docs/gguf.md):
-// magic "GGUF", u32 version, u64 n_tensors, u64 n_kv, n_kv x (string key, u32 type, value),
-// n_tensors x (string name, u32 n_dims, u64 ne[n_dims], u32 ggml type, u64 offset), padding to
-// general.alignment, tensor data. Strings are u64 length + bytes (no NUL). Every count and length
-// is checked against the bytes left before it is used; nothing is allocated from an unchecked
-// count. Deliberately not supported: GGUF v1 (u32 counts) and big-endian files.
+// GGUF parsing with a bounds-checked cursor over the mapping. Layout (ggml docs/gguf.md): "GGUF",
+// u32 version, u64 n_tensors, u64 n_kv, n_kv x (string key, u32 type, value), n_tensors x (string
+// name, u32 n_dims, u64 ne[n_dims], u32 type, u64 offset), padding, data; strings are u64 length +
+// bytes. Counts and lengths are checked against the bytes left before use. Deliberately not
+// supported: GGUF v1 (u32 counts) and big-endian files.
 #include "core/io/gguf_reader.h"
 
 #include <algorithm>

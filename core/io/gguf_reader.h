@@ -1,9 +1,8 @@
-// GGUF container reader (versions 2 and 3, little-endian): maps the file read-only, validates the
-// whole header (metadata, tensor infos, alignment, every size and offset) before anything is
-// allocated from counts in the file, and then serves metadata values and raw tensor bytes.
-// It knows nothing about model architectures (gguf_model does) and never dequantizes (dequant
-// does). Shapes: GGUF lists dimensions innermost first (ne[0] = row length); TensorInfo::shape is
-// the flipped, torch-order copy. Every error is a FileError whose message starts "gguf: <path>: ".
+// GGUF container reader (v2, v3, little-endian): maps the file read-only, validates the whole
+// header (metadata, tensor infos, alignment, every size and offset) before allocating from any
+// count in it, then serves metadata values and raw tensor bytes. No architectures (gguf_model),
+// no dequantization (dequant). GGUF lists dims innermost first; TensorInfo::shape is flipped to
+// torch order. Every message starts "gguf: <path>: ".
 #pragma once
 
 #include <cstdint>
