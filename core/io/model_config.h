@@ -50,7 +50,7 @@ struct VocabData {
     int32_t eos_id = -1;
     int32_t unk_id = -1;
     int32_t pad_id = -1;
-    std::vector<int32_t> eog_ids;     // end-of-generation ids besides eos (e.g. <|im_end|>, <|eot_id|>)
+    std::vector<int32_t> eog_ids;     // end-of-generation ids, eos included (e.g. </s>, <|im_end|>, <|eot_id|>)
     bool add_bos = false;
     bool add_eos = false;
     bool add_space_prefix = true;     // SentencePiece: prepend one space to the first fragment
