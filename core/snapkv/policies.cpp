@@ -1,6 +1,6 @@
-// Per-head position choices of the eviction policies over raw CPU arrays (see policies.h). Partial
-// selection with std::nth_element under a total order, then a bitmap scan to emit positions in
-// order: O(P) per head, no full sort. Does no validation of its own.
+// Per-head steps of the eviction policies over raw CPU arrays (see policies.h). Top-k finds the
+// k-th best score with std::nth_element, then keeps what lies above it and the earliest ties in
+// branch-free passes: O(P) per head, no full sort. Does no validation of its own.
 //
 // Dimensions: Hs = heads selected, P = prefix length L - W, k = prefix positions kept per head.
 #include "core/snapkv/policies.h"
@@ -24,30 +24,31 @@ inline float rank_key(float v) { return std::isnan(v) ? -std::numeric_limits<flo
 // whatever nth_element does.
 void mark_best(const float* scores, int64_t n, int64_t k, uint8_t* mark) {
     if (k <= 0) return;
-    std::vector<float> keys;
-    keys.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-        if (!mark[i]) keys.push_back(rank_key(scores[i]));
-    const auto m = static_cast<int64_t>(keys.size());
+    // Candidates' keys, compacted without branches (the loops below are branch-free or rarely
+    // taken: random scores would otherwise mispredict on every other element).
+    std::vector<float> keys(static_cast<size_t>(n));
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        keys[size_t(m)] = rank_key(scores[i]);
+        m += mark[i] == 0;
+    }
     if (k >= m) {
         std::fill(mark, mark + n, uint8_t{1});
         return;
     }
-    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<float>());
+    std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.begin() + m, std::greater<float>());
     const float kth = keys[size_t(k - 1)];
     int64_t above = 0;  // only keys[0 .. k-1) can be above the k-th
     for (int64_t j = 0; j < k - 1; ++j) above += keys[size_t(j)] > kth;
+    for (int64_t i = 0; i < n; ++i) mark[i] |= static_cast<uint8_t>(rank_key(scores[i]) > kth);
+    // Then the first k - above of the ties, in index order (those above kth are marked already,
+    // so an unmarked candidate equal to kth is a tie).
     int64_t ties = k - above;
-    for (int64_t i = 0; i < n; ++i) {
-        if (mark[i]) continue;
-        const float v = rank_key(scores[i]);
-        if (v > kth) {
-            mark[i] = 1;
-        } else if (v == kth && ties > 0) {
+    for (int64_t i = 0; i < n && ties > 0; ++i)
+        if (!mark[i] && rank_key(scores[i]) == kth) {
             mark[i] = 1;
             --ties;
         }
-    }
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -68,7 +69,8 @@ uint64_t below(uint64_t& state, uint64_t n) {
 
 }  // namespace
 
-void pool_row(const float* x, int64_t n_prefix, int64_t kernel, Pooling pooling, float* out) {
+void pool_row(const float* __restrict x, int64_t n_prefix, int64_t kernel, Pooling pooling,
+              float* __restrict out) {
     const int64_t r = kernel / 2;
     switch (pooling) {
     case Pooling::Max: {
@@ -128,9 +130,14 @@ void top_k_positions(const float* scores, int64_t n_prefix, int64_t k, int64_t* 
     if (k <= 0) return;
     std::vector<uint8_t> keep(static_cast<size_t>(n_prefix), 0);
     mark_best(scores, n_prefix, k, keep.data());
-    int64_t o = 0;  // emit in position order
-    for (int64_t t = 0; t < n_prefix; ++t)
-        if (keep[size_t(t)]) out[o++] = t;
+    // Emit in position order, branch-free into a scratch row (one slot past the last kept).
+    std::vector<int64_t> rows(static_cast<size_t>(n_prefix) + 1);
+    int64_t o = 0;
+    for (int64_t t = 0; t < n_prefix; ++t) {
+        rows[size_t(o)] = t;
+        o += keep[size_t(t)];
+    }
+    std::copy(rows.begin(), rows.begin() + k, out);
 }
 
 void streaming_positions(int64_t n_prefix, int64_t k, int64_t n_sink, int64_t* out) {

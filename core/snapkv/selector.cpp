@@ -64,10 +64,10 @@ struct Plan {
 // A layer's inputs as CPU float rows, gathered with ATen before the parallel region: row h of the
 // votes at votes + h * votes_stride (P floats), likewise h2o.
 struct LayerInput {
-    at::Tensor votes_owner;      // keeps the memory alive
+    at::Tensor votes_owner;      // [H, Wmax, L] the scorer's cache, or [H, P] a CPU copy of it
     const float* votes = nullptr;
     int64_t votes_stride = 0;
-    at::Tensor h2o_owner;
+    at::Tensor h2o_owner;        // [H, L] CPU float
     const float* h2o = nullptr;
     int64_t h2o_stride = 0;
 };
