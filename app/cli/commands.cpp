@@ -324,12 +324,60 @@ void print_runtime() {
               << "LibTorch       " << ri.torch_version << (ri.cuda_available ? " (CUDA available)" : " (CPU)") << "\n";
 }
 
-void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t decode, bool retune,
+// Full vs compressed decode at each prompt length: the prompt is the given text's tokens repeated.
+void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t decode, const PromptOpts& po,
+                    const SelectOpts& so, const std::atomic<bool>* cancel) {
+    const std::string text = po.prompt_file.empty() ? po.prompt : read_file(po.prompt_file, "prompt file");
+    if (text.empty()) throw InputError("bench --compress needs --prompt or --prompt-file (the text to repeat)");
+    const std::vector<int32_t> base = s.tokenize(text, false, true);
+    const std::vector<int32_t> bos = s.tokenize("", true, true);
+    const SelectionParams p = make_params(so);
+    std::cout << "policy " << policy_name(p.policy) << ", W " << p.window << ", K " << p.kernel << ", "
+              << pooling_name(p.pooling) << " pooling, C " << p.budget << ", " << gqa_mode_name(p.gqa) << "; "
+              << decode << " greedy tokens\n\n";
+    std::cout << std::right << std::setw(7) << "L" << std::setw(12) << "prefill ms" << std::setw(12) << "KV full"
+              << std::setw(12) << "KV comp" << std::setw(13) << "full tok/s" << std::setw(13) << "comp tok/s"
+              << std::setw(9) << "speedup" << std::setw(11) << "diverge@" << std::setw(10) << "hit rate" << "\n";
+    for (int64_t n : lengths) {
+        PromptSpec spec;
+        spec.ids = bos;
+        while (static_cast<int64_t>(spec.ids.size()) < n) spec.ids.push_back(base[spec.ids.size() % base.size()]);
+        spec.ids.resize(static_cast<size_t>(n));
+        PrefillSettings ps;
+        ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+        ps.h2o = p.policy == Policy::H2O;
+        const PrefillSummary sum = s.prefill(spec, ps, stderr_progress(false), cancel);
+        CompareSettings cs;
+        cs.generation.max_tokens = decode;
+        cs.generation.greedy = true;
+        cs.generation.stop_at_eog = false;
+        const CompareResult r = s.compare(p, cs, {}, cancel);
+        double hit = 0;
+        int64_t nh = 0;
+        for (const auto& layer : r.hit_rate)
+            for (double h : layer)
+                if (h >= 0) { hit += h; ++nh; }
+        std::cout << std::setw(7) << n << std::setw(12) << std::fixed << std::setprecision(0) << sum.prefill_ms
+                  << std::setw(12) << human_bytes(r.full.kv_bytes) << std::setw(12) << human_bytes(r.compressed.kv_bytes)
+                  << std::setw(13) << std::setprecision(1) << r.full.decode_tok_s << std::setw(13)
+                  << r.compressed.decode_tok_s << std::setw(8) << std::setprecision(2)
+                  << (r.full.decode_tok_s > 0 ? r.compressed.decode_tok_s / r.full.decode_tok_s : 0.0) << "x"
+                  << std::setw(11) << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
+                  << std::setw(10) << std::setprecision(3) << (nh ? hit / nh : -1.0) << "\n"
+                  << std::flush;
+    }
+}
+
+void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t decode, bool retune, bool compress,
                const PromptOpts& po, const SelectOpts& so, const std::atomic<bool>* cancel) {
     print_runtime();
     auto s = open_session(c, true);
     const ModelInfo i = s->model_info();
     std::cout << "model          " << i.path << " (" << i.config.arch << ", " << i.config.n_layer << " layers)\n\n";
+    if (compress) {
+        bench_compress(*s, lengths, decode, po, so, cancel);
+        return;
+    }
     if (!retune) {
         std::vector<BenchRow> rows = s->bench(lengths, decode, {}, cancel);
         std::cout << std::left << std::setw(18) << "test" << std::right << std::setw(10) << "tokens" << std::setw(12)
@@ -489,7 +537,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         static Common c;
         static std::string lengths = "128,512,2048";
         static int64_t decode = 32;
-        static bool retune = false;
+        static bool retune = false, compress = false;
         static PromptOpts po;
         static SelectOpts so;
         auto* cmd = app.add_subcommand("bench", "Prefill and decode speed, or (--retune) SnapKV retune latency");
@@ -497,9 +545,11 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         cmd->add_option("--lengths", lengths, "Prompt lengths, comma separated")->capture_default_str();
         cmd->add_option("--decode", decode, "Tokens decoded after each prefill")->capture_default_str();
         cmd->add_flag("--retune", retune, "Time selection retunes on a captured prompt (needs a prompt)");
+        cmd->add_flag("--compress", compress,
+                      "Full vs compressed decode speed and KV bytes at each length (the prompt text is repeated)");
         add_prompt(cmd, po, true);
         add_select(cmd, so);
-        cmd->callback([cancel] { cmd_bench(c, parse_lengths(lengths), decode, retune, po, so, cancel); });
+        cmd->callback([cancel] { cmd_bench(c, parse_lengths(lengths), decode, retune, compress, po, so, cancel); });
     }
     {
         static Common c;

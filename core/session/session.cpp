@@ -59,9 +59,11 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     if (progress) progress("reading " + path, 0, 1);
     auto file = ModelFile::open(path);
     auto tok = Tokenizer::create(file->vocab());
-    auto model = LlamaModel::load(*file, mo, [&](int64_t done, int64_t total) {
-        if (progress) progress("loading weights", done, total);
-    }, cancel);
+    auto model = with_oom_report("loading the weights", [&] {
+        return LlamaModel::load(*file, mo, [&](int64_t done, int64_t total) {
+            if (progress) progress("loading weights", done, total);
+        }, cancel);
+    });
     // Commit only when everything succeeded: a failed load keeps the previous model.
     m->state.reset();
     m->aware_scorers.clear();
@@ -114,6 +116,14 @@ std::string Session::decode(const std::vector<int32_t>& ids) const {
 PromptTokens Session::build_prompt(const PromptSpec& spec) const {
     m->require_model();
     PromptTokens out;
+    if (!spec.ids.empty()) {
+        for (int32_t id : spec.ids)
+            if (id < 0 || id >= m->tok->n_vocab())
+                throw InputError("prompt token id " + std::to_string(id) + " is outside the vocabulary");
+        out.ids = spec.ids;
+        out.n_context = static_cast<int64_t>(out.ids.size());
+        return out;
+    }
     const bool split = !spec.document.empty() || !spec.question.empty();
     std::string full, context;
     if (!split) {

@@ -52,6 +52,7 @@ struct ModelInfo {
 
 // A prompt is either raw text or a document plus a question (optionally in the chat template).
 struct PromptSpec {
+    std::vector<int32_t> ids;        // token ids used verbatim when not empty (benchmarks)
     std::string text;                // raw prompt; used when document and question are empty
     std::string document;
     std::string question;

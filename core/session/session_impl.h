@@ -50,4 +50,18 @@ struct Session::Impl {
 
 std::vector<LayerScorer> build_scorers(const std::vector<LayerCapture>& captures);
 
+// Runs f; a device out-of-memory error from LibTorch becomes a snapkv::Error that keeps LibTorch's
+// numbers (bytes requested, free) and says what to try instead. Other errors pass unchanged.
+template <typename F>
+auto with_oom_report(const char* what, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const c10::Error& e) {
+        const std::string msg = e.what_without_backtrace();
+        if (msg.find("out of memory") == std::string::npos) throw;
+        throw Error(std::string("out of device memory while ") + what + ": " + msg.substr(0, msg.find('\n')) +
+                    ". Try a shorter document, float16/bfloat16, or the CPU.");
+    }
+}
+
 }  // namespace snapkv

@@ -127,10 +127,10 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
                                 const ProgressFn& progress, CancelFlag cancel) {
     m->require_model();
     PromptTokens pt = build_prompt(prompt);
-    PrefillState st = m->run_prefill(pt, settings, progress, cancel);
+    PrefillState st = with_oom_report("running prefill", [&] { return m->run_prefill(pt, settings, progress, cancel); });
     auto t0 = std::chrono::steady_clock::now();
     if (progress) progress("layer scores", 0, 1);
-    std::vector<LayerScorer> scorers = build_scorers(st.aware);
+    std::vector<LayerScorer> scorers = with_oom_report("scoring the window", [&] { return build_scorers(st.aware); });
     PrefillSummary s;
     s.scorer_ms = ms_since(t0);
     s.n_tokens = static_cast<int64_t>(pt.ids.size());
@@ -256,8 +256,10 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     hits.prefix = sel.n_tokens - sel.window;
     hits.threshold = settings.hit_threshold;
     hits.kept = kept_masks(sel, m->model->config().n_head);
-    CompareResult r = run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp), settings.generation, hits,
-                                   [&](int64_t d, int64_t t) { if (progress) progress("generate", d, t); }, cancel);
+    CompareResult r = with_oom_report("generating", [&] {
+        return run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp), settings.generation, hits,
+                            [&](int64_t d, int64_t t) { if (progress) progress("generate", d, t); }, cancel);
+    });
     r.params = params;
     r.query_agnostic = agnostic;
     r.prefill_ms = st.prefill_ms;
