@@ -95,17 +95,18 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     stylePlot(m_plot);
     m_plot->xAxis->setLabel("generated token (step)");
     m_plot->yAxis->setLabel("KL(full || compressed), nats");
-    m_plot->yAxis2->setVisible(true);
-    m_plot->yAxis2->setLabel("top-1 agrees");
-    m_plot->yAxis2->setRange(0, 1.05);
-    styleAxis(m_plot->yAxis2);
-    QSharedPointer<QCPAxisTickerText> yes(new QCPAxisTickerText);
-    yes->addTick(0, "no");
-    yes->addTick(1, "yes");
-    m_plot->yAxis2->setTicker(yes);
+    // Top-1 agreement is a strip along the bottom (hidden right axis, 0..1): green agrees, red differs.
+    m_plot->yAxis2->setVisible(false);
+    m_plot->yAxis2->setRange(0, 1);
+    // Legend in its own row above the plot, so it never covers the curve.
     m_plot->legend->setVisible(true);
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    m_plot->legend->setBrush(QColor(255, 255, 255, 215));
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    m_plot->plotLayout()->insertRow(0);
+    m_plot->plotLayout()->addElement(0, 0, m_plot->legend);
+    m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
+    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_plot->legend->setBorderPen(Qt::NoPen);
+    m_plot->legend->setMargins(QMargins(4, 2, 4, 2));
     m_divergence = new QCPItemStraightLine(m_plot);
     m_divergence->setPen(QPen(QColor("#c01c28"), 1.5, Qt::DashLine));
     m_divergence->setVisible(false);
@@ -117,7 +118,7 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     m_hitPlot->yAxis->setLabel("layer");
     m_hitPlot->yAxis->setRangeReversed(true);
     m_hitPlot->plotLayout()->insertRow(0);
-    auto* hitTitle = new QCPTextElement(m_hitPlot, "hit rate: share of important positions kept", QFont(font().family(), 10, QFont::Bold));
+    auto* hitTitle = new QCPTextElement(m_hitPlot, "hit rate: share of important positions kept (white: none above θ)", QFont(font().family(), 10, QFont::Bold));
     m_hitPlot->plotLayout()->addElement(0, 0, hitTitle);
     m_hitMap = new QCPColorMap(m_hitPlot->xAxis, m_hitPlot->yAxis);
     m_hitMap->setInterpolate(false);
@@ -137,11 +138,15 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
 
-    auto* bottomLeft = new QSplitter(Qt::Vertical);
-    bottomLeft->addWidget(m_plot);
-    bottomLeft->addWidget(m_table);
-    bottomLeft->setStretchFactor(0, 3);
-    bottomLeft->setStretchFactor(1, 2);
+    // The table is as tall as its rows; the plot takes the rest of the column.
+    auto* bottomLeft = new QWidget;
+    auto* bll = new QVBoxLayout(bottomLeft);
+    bll->setContentsMargins(0, 0, 0, 0);
+    bll->addWidget(m_plot, 1);
+    bll->addWidget(m_table);
+    m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_table->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    m_table->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     auto* bottom = new QSplitter(Qt::Horizontal);
     bottom->addWidget(bottomLeft);
     bottom->addWidget(m_hitPlot);
@@ -150,8 +155,8 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     auto* main = new QSplitter(Qt::Vertical);
     main->addWidget(outputs);
     main->addWidget(bottom);
-    main->setStretchFactor(0, 2);
-    main->setStretchFactor(1, 3);
+    main->setStretchFactor(0, 1);
+    main->setStretchFactor(1, 2);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -234,15 +239,17 @@ void CompareView::fillPlot() {
     }
     auto* bAgree = new QCPBars(m_plot->xAxis, m_plot->yAxis2);
     bAgree->setName("top-1 agrees");
+    for (double& v : agree) v *= 0.06;
+    for (double& v : disagree) v *= 0.06;
     bAgree->setData(x, agree, true);
     bAgree->setPen(Qt::NoPen);
-    bAgree->setBrush(QColor(143, 209, 158, 120));
+    bAgree->setBrush(QColor(46, 160, 67));
     bAgree->setWidth(1.0);
     auto* bDis = new QCPBars(m_plot->xAxis, m_plot->yAxis2);
     bDis->setName("top-1 differs");
     bDis->setData(x, disagree, true);
     bDis->setPen(Qt::NoPen);
-    bDis->setBrush(QColor(242, 139, 130, 170));
+    bDis->setBrush(QColor(207, 34, 46));
     bDis->setWidth(1.0);
     auto* g = m_plot->addGraph(m_plot->xAxis, m_plot->yAxis);
     g->setName("KL per step");
@@ -250,7 +257,9 @@ void CompareView::fillPlot() {
     g->setPen(QPen(kKlColor, 1.8));
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, kKlColor, Qt::white, 4));
     m_plot->xAxis->setRange(-0.5, x.size() - 0.5);
-    m_plot->yAxis->setRange(0, klMax > 0 ? klMax * 1.15 : 1e-3);
+    // Headroom below zero for the agreement strip.
+    const double top = klMax > 0 ? klMax * 1.1 : 1e-3;
+    m_plot->yAxis->setRange(-top * 0.08, top);
     if (cmp->first_divergence >= 0) {
         m_divergence->point1->setCoords(cmp->first_divergence - 0.5, 0);
         m_divergence->point2->setCoords(cmp->first_divergence - 0.5, 1);
@@ -289,6 +298,9 @@ void CompareView::fillTable() {
     row("mean KL / top-1 agreement", "-",
         n ? QString("%1 nats / %2%").arg(klSum / n, 0, 'g', 3).arg(100.0 * agree / n, 0, 'f', 1) : QString("-"));
     row("first divergence", "-", cmp->first_divergence >= 0 ? QString("step %1").arg(cmp->first_divergence) : QString("none"));
+    int h = m_table->horizontalHeader()->height() + 2 * m_table->frameWidth();
+    for (int r = 0; r < m_table->rowCount(); ++r) h += m_table->rowHeight(r);
+    m_table->setFixedHeight(h);
 }
 
 void CompareView::fillHitRates() {

@@ -186,7 +186,7 @@ void HeadView::buildPlot() {
     m_plot->legend->setFont(lf);
     m_plot->legend->setRowSpacing(-2);
     m_heatRect->insetLayout()->take(m_plot->legend);
-    m_scoreRect->insetLayout()->addElement(m_plot->legend, Qt::AlignTop | Qt::AlignLeft);
+    m_scoreRect->insetLayout()->addElement(m_plot->legend, Qt::AlignTop | Qt::AlignHCenter);
     m_plot->legend->removeItem(m_plot->legend->itemWithPlottable(m_clusters));
     m_clusters->setVisible(true);
 

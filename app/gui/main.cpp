@@ -6,6 +6,7 @@
 
 #include "app/gui/headless.h"
 #include "app/gui/main_window.h"
+#include "app/gui/prompt_panel.h"
 #include "core/session/runtime.h"
 
 int main(int argc, char** argv) {

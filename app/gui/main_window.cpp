@@ -155,9 +155,11 @@ void MainWindow::buildActions() {
     m_actUndo = m_params->undoStack()->createUndoAction(this, "&Undo parameter change");
     m_actUndo->setShortcuts(QKeySequence::Undo);
     m_actUndo->setIcon(style()->standardIcon(QStyle::SP_ArrowBack));
+    m_actUndo->setIconText("Undo");
     m_actRedo = m_params->undoStack()->createRedoAction(this, "&Redo parameter change");
     m_actRedo->setShortcuts({QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")});
     m_actRedo->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
+    m_actRedo->setIconText("Redo");
     addAction(m_actUndo);
     addAction(m_actRedo);
     const QStringList titles = {"&Overview", "&Head Detail", "&Document", "&Compare"};

@@ -106,7 +106,7 @@ private:
     void onParamsChanged(const ParamState& params);
     void onModelLoaded();
     void onPrefillChanged();
-    void onContextExceeded(qint64 nTokens, qint64 nCtx);
+    void onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
     void onRetuneApplied(double ms);
     void onWalkthroughStep(const WalkthroughStep& step);
     void updateTitle();

@@ -106,6 +106,7 @@ void MainWindow::runWith(bool truncateToFit) {
     r.prompt = m_prompt->promptSpec();
     r.params = m_params->state();
     r.truncateToFit = truncateToFit;
+    r.reserveTokens = m_compare->maxTokens();
     m_controller->run(r);
 }
 
@@ -168,11 +169,12 @@ void MainWindow::onPrefillChanged() {
     updateActions();
 }
 
-void MainWindow::onContextExceeded(qint64 nTokens, qint64 nCtx) {
-    const QString msg = QString("The prompt is %1 tokens long but the model reads at most %2. Truncate the document "
-                                "to fit?")
+void MainWindow::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) {
+    const QString msg = QString("The prompt is %1 tokens long, but the model reads at most %2 tokens and %3 of them "
+                                "are kept free for generating. Truncate the document to fit?")
                             .arg(nTokens)
-                            .arg(nCtx);
+                            .arg(nCtx)
+                            .arg(reserve);
     m_lastError = msg;
     Q_EMIT errorShown(msg);
     if (m_autoTruncate) {

@@ -47,7 +47,7 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     m_plot->axisRect()->setupFullAxesBox(true);
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
     m_map->setInterpolate(false);
-    m_map->setTightBoundary(true);
+    m_map->setTightBoundary(false);
     m_scale = new QCPColorScale(m_plot);
     m_plot->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setType(QCPAxis::atRight);

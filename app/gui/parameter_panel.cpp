@@ -70,6 +70,7 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
 
 void ParameterPanel::buildUi() {
     auto* form = new QFormLayout;
+    m_form = form;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->setLabelAlignment(Qt::AlignRight);
 
@@ -165,8 +166,13 @@ void ParameterPanel::buildUi() {
     auto* redoBtn = new QToolButton;
     redoBtn->setDefaultAction(m_undo->createRedoAction(this, "Redo"));
     redoBtn->defaultAction()->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
-    undoBtn->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    redoBtn->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    // The window's Edit menu owns the Ctrl+Z / Ctrl+Shift+Z shortcuts; two actions with the same
+    // shortcut would make both ambiguous.
+    for (QToolButton* b : {undoBtn, redoBtn}) {
+        b->defaultAction()->setShortcuts({});
+        b->defaultAction()->setIconText(b == undoBtn ? "Undo" : "Redo");
+        b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    }
     undoRow->addWidget(undoBtn);
     undoRow->addWidget(redoBtn);
     undoRow->addStretch(1);
@@ -277,8 +283,8 @@ void ParameterPanel::updateEnabled() {
                         m_state.sel.policy == snapkv::Policy::AdaKV;
     m_kernel->setEnabled(scored && m_state.sel.pooling != snapkv::Pooling::None);
     m_pooling->setEnabled(scored);
-    m_budgetRow->setVisible(!m_state.useRatio);
-    m_ratioRow->setVisible(m_state.useRatio);
+    m_form->setRowVisible(m_budgetRow, !m_state.useRatio);
+    m_form->setRowVisible(m_ratioRow, m_state.useRatio);
     m_summary->setText(m_state.summary());
 }
 

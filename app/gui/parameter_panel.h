@@ -17,6 +17,7 @@ class QSlider;
 class QSpinBox;
 class QUndoStack;
 class QAction;
+class QFormLayout;
 
 namespace studio {
 
@@ -80,6 +81,7 @@ private:
     QDoubleSpinBox* m_hit;
     QSpinBox* m_sink;
     QLabel* m_summary;
+    QFormLayout* m_form;
     QWidget* m_budgetRow;
     QWidget* m_ratioRow;
 };

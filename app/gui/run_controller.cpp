@@ -118,7 +118,7 @@ void RunController::run(const RunRequest& request) {
     job.load = request.modelPath != m_loadedPath || optionsKey(request.load) != m_loadedOptions;
     job.loadJob = {request.modelPath, request.load};
     job.prefill = job.load || needsPrefill(request);
-    job.prefillJob = {request.prompt, request.prefill, request.truncateToFit};
+    job.prefillJob = {request.prompt, request.prefill, request.truncateToFit, request.reserveTokens};
     job.retune = makeRetuneJob(request.params);
     m_runRetuneId = job.retune.id;
     m_pendingPrefillKey = promptKey(request);
@@ -268,9 +268,9 @@ void RunController::onCancelled(const QString& task) {
     Q_EMIT cancelled(task);
 }
 
-void RunController::onContextExceeded(qint64 nTokens, qint64 nCtx) {
+void RunController::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) {
     endLong();
-    Q_EMIT contextExceeded(nTokens, nCtx);
+    Q_EMIT contextExceeded(nTokens, nCtx, reserve);
 }
 
 }  // namespace studio

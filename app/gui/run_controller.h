@@ -25,6 +25,7 @@ struct RunRequest {
     snapkv::PrefillSettings prefill;
     ParamState params;
     bool truncateToFit = false;
+    int64_t reserveTokens = 0;       // generation room to keep in the context
 };
 
 class RunController : public QObject {
@@ -54,7 +55,7 @@ Q_SIGNALS:
     void failed(const QString& task, const QString& message);       // worth a dialog
     void retuneFailed(const QString& message);                       // worth a status line
     void cancelled(const QString& task);
-    void contextExceeded(qint64 nTokens, qint64 nCtx);
+    void contextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
     void noteIssued(const QString& note);                            // e.g. "document truncated"
     void modelLoaded();
     void runFinished();
@@ -79,7 +80,7 @@ private:
     void onRunFinished(quint64 id);
     void onFailed(const QString& task, const QString& message);
     void onCancelled(const QString& task);
-    void onContextExceeded(qint64 nTokens, qint64 nCtx);
+    void onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
 
     AnalysisState* m_state;
     QThread m_thread;

@@ -77,13 +77,15 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
     throwIfCancelled(cancel);
     auto& s = session();
     if (!s.has_model()) throw snapkv::InputError("no model loaded: open a model file first");
-    const int64_t nCtx = s.model_info().config.n_ctx_train;
+    const int64_t nCtxModel = s.model_info().config.n_ctx_train;
+    // Leave room for the tokens a comparison will generate after this prompt.
+    const int64_t nCtx = nCtxModel > 0 ? std::max<int64_t>(nCtxModel / 2, nCtxModel - job.reserveTokens) : 0;
     snapkv::PromptSpec spec = job.prompt;
     QString note;
     int64_t n = static_cast<int64_t>(s.build_prompt(spec).ids.size());
     if (nCtx > 0 && n > nCtx) {
         if (!job.truncateToFit) {
-            Q_EMIT contextExceeded(n, nCtx);
+            Q_EMIT contextExceeded(n, nCtxModel, nCtxModel - nCtx);
             return false;
         }
         // Cut the document in proportion to the excess, a few rounds until it fits.
@@ -95,10 +97,12 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
             n = static_cast<int64_t>(s.build_prompt(spec).ids.size());
         }
         if (n > nCtx) throw snapkv::InputError("the question alone does not fit the model's context");
-        note = QString("Document truncated from %1 to %2 tokens to fit the model's context of %3.")
+        note = QString("Document truncated: the prompt went from %1 to %2 tokens to fit the model's context of %3 "
+                       "with room for %4 generated tokens.")
                    .arg(n0)
                    .arg(n)
-                   .arg(nCtx);
+                   .arg(nCtxModel)
+                   .arg(nCtxModel - nCtx);
     }
     throwIfCancelled(cancel);
     Q_EMIT progressed("prefill", 0, n);

@@ -24,6 +24,7 @@ struct PrefillJob {
     snapkv::PromptSpec prompt;
     snapkv::PrefillSettings settings;
     bool truncateToFit = false;      // cut the document so the prompt fits the model's context
+    int64_t reserveTokens = 0;       // room left in the context for generation afterwards
 };
 
 struct RetuneJob {
@@ -87,7 +88,7 @@ Q_SIGNALS:
     void failed(const QString& task, const QString& message);
     void cancelled(const QString& task);
     // The prompt does not fit the model's context; the GUI may offer to truncate.
-    void contextExceeded(qint64 nTokens, qint64 nCtx);
+    void contextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
 
 private:
     snapkv::Session& session();

@@ -1,0 +1,36 @@
+// Helpers for the GUI tests: fixture paths, a MainWindow set up on stories260K with a short story,
+// and waits on the controller's signals with a timeout (never a silent hang).
+#pragma once
+
+#include <QString>
+
+#include <memory>
+
+#include "app/gui/main_window.h"
+#include "app/gui/parameter_panel.h"
+
+namespace guitest {
+
+QString dataPath(const QString& name);          // tests/data/<name>
+QString guiDataPath(const QString& name);       // tests/gui/data/<name>
+QString storyText();
+QString modelPath();                            // tests/data/stories260K.gguf
+
+// A shown, non-interactive window with the model path, the short story and a question set.
+std::unique_ptr<studio::MainWindow> makeWindow(int budget = 64, bool interactive = false);
+
+struct Outcome {
+    bool ok = false;          // the awaited success signal came
+    QString what;             // "finished", "failed: ...", "cancelled: ...", "context", "timeout"
+};
+// run() and wait for runFinished (or failure) up to timeoutMs.
+Outcome runAndWait(studio::MainWindow& w, int timeoutMs = 120000);
+Outcome waitRun(studio::MainWindow& w, int timeoutMs = 120000);
+// generate() and wait for compareFinished.
+Outcome generateAndWait(studio::MainWindow& w, int maxTokens, int timeoutMs = 120000);
+// A programmatic parameter edit, flushed past the debounce, then wait for the retune to land.
+Outcome editAndWait(studio::MainWindow& w, studio::ParameterPanel::Field field, double value, int timeoutMs = 60000);
+// Process events until the lazy views have redrawn.
+void settle();
+
+}  // namespace guitest

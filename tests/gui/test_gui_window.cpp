@@ -1,0 +1,179 @@
+// The main window end to end on stories260K: run, every view, generation, cancel, corrupt model,
+// a document longer than the context.
+#include <catch2/catch.hpp>
+
+#include <QFile>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <QTextEdit>
+
+#include "app/gui/analysis_state.h"
+#include "app/gui/compare_view.h"
+#include "app/gui/document_view.h"
+#include "app/gui/head_view.h"
+#include "app/gui/overview_view.h"
+#include "app/gui/run_controller.h"
+#include "gui_test_util.h"
+
+#include <qcustomplot.h>
+#include <QTableWidget>
+
+using namespace guitest;
+
+TEST_CASE("Run on stories260K fills the overview, head, document and compare views", "[gui]") {
+    auto w = makeWindow(64);
+    const Outcome o = runAndWait(*w);
+    REQUIRE(o.what == "finished");
+    auto* state = w->state();
+    REQUIRE(state->hasModel());
+    REQUIRE(state->hasPrefill());
+    REQUIRE(state->selection() != nullptr);
+    const auto& cfg = state->model().config;
+    const int64_t L = state->prefill().n_tokens;
+    REQUIRE(L > 128);
+
+    SECTION("overview: one cell per layer and query head") {
+        REQUIRE(w->showView("overview"));
+        settle();
+        w->overviewView()->refreshNow();
+        const auto& grid = w->overviewView()->grid();
+        REQUIRE(static_cast<int64_t>(grid.size()) == cfg.n_layer);
+        REQUIRE(static_cast<int64_t>(grid.front().size()) == cfg.n_head);
+        for (const auto& row : grid)
+            for (double v : row) CHECK((v >= 0.0 && v <= 1.0 + 1e-9));
+    }
+    SECTION("head detail: W rows over L keys, kept positions match the selection") {
+        REQUIRE(w->showView("head"));
+        settle();
+        auto* hv = w->headView();
+        hv->refreshNow();
+        CHECK(hv->heatmapRows() == 32);
+        CHECK(hv->heatmapKeys() == L);
+        CHECK(hv->heatmapColumnsDrawn() > 0);
+        CHECK(hv->keptPositions() == state->focusedHead()->kept);
+        CHECK(static_cast<int64_t>(hv->keptPositions().size()) == 64 - 32);
+        CHECK(hv->clusterCount() >= 1);
+    }
+    SECTION("document: one category per prompt token, window and kept marked") {
+        REQUIRE(w->showView("document"));
+        settle();
+        auto* dv = w->documentView();
+        dv->refreshNow();
+        const auto& cats = dv->categories();
+        REQUIRE(static_cast<int64_t>(cats.size()) == L);
+        CHECK(std::count(cats.begin(), cats.end(), studio::DocumentView::Window) == 32);
+        const auto kept = std::count(cats.begin(), cats.end(), studio::DocumentView::Kept) +
+                          std::count(cats.begin(), cats.end(), studio::DocumentView::Sink);
+        CHECK(kept == 32);
+        CHECK(!dv->tooltipFor(5).isEmpty());
+        CHECK(dv->tooltipFor(5).contains("token id"));
+    }
+    SECTION("compare: generation on request fills outputs, table, KL plot and hit rates") {
+        REQUIRE(w->showView("compare"));
+        CHECK(state->comparison() == nullptr);   // never generated without asking
+        const Outcome g = generateAndWait(*w, 6);
+        REQUIRE(g.what == "finished");
+        REQUIRE(state->comparison() != nullptr);
+        auto* cv = w->compareView();
+        cv->refreshNow();
+        CHECK(state->comparison()->full.ids.size() == 6);
+        CHECK(cv->table()->rowCount() >= 5);
+        CHECK(cv->plot()->graphCount() == 1);
+        CHECK(cv->plot()->graph(0)->dataCount() == 6);
+        CHECK(!state->comparison()->hit_rate.empty());
+        CHECK(cv->fullHtml().size() > 0);
+        // The hit-rate statistic of the overview comes from this comparison.
+        studio::DisplaySettings d = state->display();
+        d.overviewStat = studio::OverviewStat::HitRate;
+        state->setDisplay(d);
+        w->showView("overview");
+        settle();
+        w->overviewView()->refreshNow();
+        CHECK(static_cast<int64_t>(w->overviewView()->grid().size()) == cfg.n_layer);
+    }
+}
+
+TEST_CASE("Clicking focus in one view moves the others", "[gui]") {
+    auto w = makeWindow(64);
+    REQUIRE(runAndWait(*w).what == "finished");
+    auto* state = w->state();
+    state->setFocus(3, 5);
+    // The head view's heatmap follows once the worker has read the new head's rows.
+    for (int i = 0; i < 200 && !(state->attention() && state->attention()->layer == 3 && state->attention()->head == 5); ++i)
+        settle();
+    REQUIRE(state->attention() != nullptr);
+    CHECK(state->attention()->layer == 3);
+    CHECK(state->attention()->head == 5);
+    w->showView("head");
+    settle();
+    w->headView()->refreshNow();
+    CHECK(w->headView()->keptPositions() == state->selection()->layers[3].heads[5].kept);
+}
+
+TEST_CASE("Cancelling a run keeps the window usable", "[gui]") {
+    auto w = makeWindow(64);
+    // A long document (several copies of the story) so that there is a prefill to cancel.
+    QString doc;
+    for (int i = 0; i < 3; ++i) doc += storyText() + "\n\n";
+    w->setDocumentText(doc);
+    bool cancelledSeen = false;
+    QObject::connect(w->controller(), &studio::RunController::cancelled, [&] { cancelledSeen = true; });
+    // Cancel right after queuing: the worker sees the flag before or during load/prefill.
+    w->run();
+    w->cancel();
+    const Outcome o = waitRun(*w);
+    CHECK(o.what.startsWith("cancelled"));
+    CHECK(cancelledSeen);
+    CHECK_FALSE(w->controller()->busy());
+    // The window still works: the next run completes.
+    w->setDocumentText(storyText());
+    const Outcome again = runAndWait(*w);
+    CHECK(again.what == "finished");
+    CHECK(w->state()->selection() != nullptr);
+}
+
+TEST_CASE("A corrupt model file shows an error dialog, not a crash", "[gui]") {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("garbage.gguf");
+    {
+        QFile f(path);
+        REQUIRE(f.open(QIODevice::WriteOnly));
+        QByteArray junk(4096, '\0');
+        for (int i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 131 + 7) & 0xff);
+        f.write(junk);
+    }
+    auto w = makeWindow(64, /*interactive=*/true);
+    QString shown;
+    QObject::connect(w.get(), &studio::MainWindow::errorShown, [&](const QString& m) { shown = m; });
+    w->setModelPath(path);
+    const Outcome o = runAndWait(*w);
+    REQUIRE(o.what.startsWith("failed: load model"));
+    CHECK(!shown.isEmpty());
+    auto* box = w->findChild<QMessageBox*>("errorDialog");
+    REQUIRE(box != nullptr);
+    CHECK(box->text() == shown);
+    CHECK(box->windowTitle() == "Cannot load the model");
+    box->close();
+    settle();
+    // A good model afterwards works in the same window.
+    w->setModelPath(modelPath());
+    CHECK(runAndWait(*w).what == "finished");
+}
+
+TEST_CASE("A document longer than the model's context offers truncation", "[gui]") {
+    auto w = makeWindow(64, /*interactive=*/true);
+    QString doc;
+    for (int i = 0; i < 12; ++i) doc += storyText() + "\n\n";   // about 5000 tokens; the context is 2048
+    w->setDocumentText(doc);
+    const Outcome o = runAndWait(*w);
+    REQUIRE(o.what == "context");
+    auto* box = w->findChild<QMessageBox*>("truncateDialog");
+    REQUIRE(box != nullptr);
+    CHECK(box->text().contains("Truncate"));
+    // Accepting truncates and runs.
+    box->button(QMessageBox::Yes)->click();
+    const Outcome after = waitRun(*w);
+    REQUIRE(after.what == "finished");
+    CHECK(w->state()->prefill().n_tokens <= 2048);
+}
