@@ -93,6 +93,7 @@ AppOptions parseOptions(const QStringList& arguments) {
         {"kernel", "Pooling kernel K (odd).", "n"},
         {"pooling", "Pooling: max, avg or none.", "name"},
         {"policy", "Policy: snapkv, streaming, h2o, random, pyramid, adakv.", "name"},
+        {"walkthrough", "Open the guided walkthrough at step N (1-8) after the run.", "n"},
         {"bench-retune", "Time N budget changes after the run and print the timings.", "n"},
     });
     p.process(arguments);
@@ -111,6 +112,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.window = intOption(p, "window", &o.error);
     o.kernel = intOption(p, "kernel", &o.error);
     if (auto v = intOption(p, "bench-retune", &o.error)) o.benchRetune = *v;
+    if (auto v = intOption(p, "walkthrough", &o.error)) o.walkthroughStep = *v;
     o.pooling = p.value("pooling");
     o.policy = p.value("policy");
     if (!p.positionalArguments().isEmpty())

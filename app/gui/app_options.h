@@ -23,6 +23,7 @@ struct AppOptions {
     std::optional<int> kernel;
     QString pooling;
     QString policy;
+    int walkthroughStep = 0; // 1-based: open the walkthrough at this step after the run
     int benchRetune = 0;     // hidden: time N budget changes after the run and print the timings
     QString error;           // set when the command line is invalid
 };

@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QSpinBox>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -44,6 +45,7 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
 
     m_plot = new QCustomPlot;
     m_plot->setObjectName("headPlot");
+    m_plot->setMouseTracking(true);   // hover tooltips
     buildPlot();
 
     auto* layout = new QVBoxLayout(this);
@@ -193,6 +195,7 @@ void HeadView::buildPlot() {
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this] { resetZoom(); });
+    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { showTip(e->pos(), e->globalPosition().toPoint()); });
 }
 
 void HeadView::syncFocusControls() {
@@ -396,6 +399,44 @@ void HeadView::rebuildScores() {
     if (ls && !ls->compressed) s += " · this layer is not compressed";
     if (hs->votes.empty()) s += " · this policy has no votes";
     m_stats->setText(s);
+}
+
+QString HeadView::describePosition(int64_t p, int64_t row) const {
+    if (p < 0 || p >= m_L) return {};
+    QString tip = QString("key position %1").arg(p);
+    if (m_state->hasPrefill() && p < static_cast<int64_t>(m_state->prefill().pieces.size())) {
+        QString piece = QString::fromStdString(m_state->prefill().pieces[p]);
+        piece.replace('\n', QString::fromUtf8("\u21b5"));
+        tip += QString(" \"%1\" (id %2)").arg(piece).arg(m_state->prefill().ids[p]);
+    }
+    if (row >= 0 && row < m_W && !m_rows.empty())
+        tip += QString("\nwindow query %1 (position %2): attention %3")
+                   .arg(row)
+                   .arg(m_L - m_W + row)
+                   .arg(m_rows[row * m_L + p], 0, 'g', 4);
+    if (p >= m_P) return tip + "\nin the observation window: always kept";
+    if (const auto* hs = m_state->focusedHead()) {
+        if (p < static_cast<int64_t>(hs->votes.size())) tip += QString("\nvote %1").arg(hs->votes[p], 0, 'g', 4);
+        if (p < static_cast<int64_t>(hs->pooled.size())) tip += QString(" · pooled %1").arg(hs->pooled[p], 0, 'g', 4);
+        const bool kept = std::binary_search(hs->kept.begin(), hs->kept.end(), p) ||
+                          (m_state->focusedLayer() && !m_state->focusedLayer()->compressed);
+        tip += kept ? " · kept" : " · evicted";
+    }
+    return tip;
+}
+
+void HeadView::showTip(const QPoint& pos, const QPoint& global) {
+    QCPAxisRect* rect = m_heatRect->rect().contains(pos) ? m_heatRect : m_scoreRect->rect().contains(pos) ? m_scoreRect : nullptr;
+    if (!rect || m_L <= 0) {
+        QToolTip::hideText();
+        return;
+    }
+    const int64_t p = static_cast<int64_t>(std::lround(rect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x())));
+    int64_t row = -1;
+    if (rect == m_heatRect) row = static_cast<int64_t>(std::lround(rect->axis(QCPAxis::atLeft)->pixelToCoord(pos.y())));
+    const QString tip = describePosition(p, row);
+    if (tip.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(global, tip, m_plot);
 }
 
 void HeadView::setHighlight(HeadHighlight h) {

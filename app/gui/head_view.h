@@ -12,6 +12,7 @@
 #include "app/gui/lazy_view.h"
 
 class QLabel;
+class QPoint;
 class QSpinBox;
 class QCustomPlot;
 class QCPAxisRect;
@@ -58,6 +59,8 @@ private:
     void onXRangeChanged(const QCPRange& range);
     void applyHighlight();
     void syncFocusControls();
+    void showTip(const QPoint& pos, const QPoint& global);
+    QString describePosition(int64_t position, int64_t row) const;
 
     AnalysisState* m_state;
     QSpinBox* m_layer;

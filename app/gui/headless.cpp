@@ -18,6 +18,7 @@
 #include "app/gui/parameter_panel.h"
 #include "app/gui/prompt_panel.h"
 #include "app/gui/run_controller.h"
+#include "app/gui/walkthrough.h"
 
 namespace studio {
 
@@ -94,6 +95,8 @@ void HeadlessDriver::start() {
         fail(QString("no model: pass --model or put %1 under models/").arg(defaultModelFileName()));
         return;
     }
+    // A session that had results is already running again (MainWindow::loadSession).
+    if (m_window->controller()->busy()) return;
     if (m_options.run) m_window->run();
     else finish();
 }
@@ -148,6 +151,10 @@ void HeadlessDriver::finish() {
     if (m_done) return;
     m_done = true;
     if (!m_options.view.isEmpty()) m_window->showView(m_options.view);
+    if (m_options.walkthroughStep > 0) {
+        m_window->startWalkthrough();
+        m_window->walkthrough()->setStep(m_options.walkthroughStep - 1);
+    }
     if (m_options.screenshot.isEmpty()) {
         Q_EMIT finished(0);
         return;

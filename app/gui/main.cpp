@@ -7,17 +7,22 @@
 #include "app/gui/headless.h"
 #include "app/gui/main_window.h"
 #include "app/gui/prompt_panel.h"
+#include "app/gui/walkthrough.h"
 #include "core/session/runtime.h"
 
 int main(int argc, char** argv) {
     snapkv::init_runtime(argc, argv);
     Q_INIT_RESOURCE(studio);
+    // Read the command line before QApplication does: it consumes "-session"/"--session" (X11
+    // session management), which is also our --session option.
+    QStringList rawArgs;
+    for (int i = 0; i < argc; ++i) rawArgs << QString::fromLocal8Bit(argv[i]);
     QApplication app(argc, argv);
     QApplication::setOrganizationName("SnapKV");
     QApplication::setApplicationName("SnapKV Studio");
     QApplication::setApplicationVersion("0.1.0");
 
-    const studio::AppOptions options = studio::parseOptions(QApplication::arguments());
+    const studio::AppOptions options = studio::parseOptions(rawArgs);
     if (!options.error.isEmpty()) {
         std::fprintf(stderr, "snapkv-studio: %s\n", options.error.toLocal8Bit().constData());
         return 2;
@@ -40,7 +45,14 @@ int main(int argc, char** argv) {
         QTimer::singleShot(0, &driver, &studio::HeadlessDriver::start);
         return app.exec();
     }
-    if (options.run) {
+    if (options.walkthroughStep > 0) {
+        // The walkthrough runs the pipeline itself when nothing is prefilled yet.
+        const int step = options.walkthroughStep - 1;
+        QTimer::singleShot(0, &window, [&window, step] {
+            window.startWalkthrough();
+            window.walkthrough()->setStep(step);
+        });
+    } else if (options.run) {
         QTimer::singleShot(0, &window, &studio::MainWindow::run);
     } else if (!window.promptPanel()->modelPath().isEmpty()) {
         // Load the model right away so that Run only has to prefill.

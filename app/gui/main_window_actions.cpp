@@ -205,6 +205,7 @@ QString MainWindow::currentViewName() const { return kViewNames.value(m_tabs->cu
 
 void MainWindow::startWalkthrough() {
     m_walkDock->show();
+    resizeDocks({m_walkDock}, {120}, Qt::Vertical);
     m_walkDock->raise();
     m_walk->setStep(0);
     if (!m_state->hasPrefill() && !m_controller->busy() && !m_prompt->modelPath().isEmpty()) run();

@@ -265,17 +265,22 @@ void ParameterPanel::writeWidgets(const ParamState& s) {
     m_hit->setValue(s.hitThreshold);
     m_sink->setValue(static_cast<int>(s.sel.n_sink));
     for (QWidget* w : all) w->blockSignals(false);
+    m_writing = false;
+}
+
+void ParameterPanel::showMatchingPreset() {
+    // "Custom" unless the state equals a preset (the choices presets leave alone aside).
     int match = 0;
     const auto ps = presets();
     for (int i = 0; i < ps.size(); ++i) {
         ParamState p = ps[i].state;
-        p.queryAgnostic = s.queryAgnostic;
-        p.hitThreshold = s.hitThreshold;
-        p.sel.n_sink = s.sel.n_sink;
-        if (p == s) match = i + 1;
+        p.queryAgnostic = m_state.queryAgnostic;
+        p.hitThreshold = m_state.hitThreshold;
+        p.sel.n_sink = m_state.sel.n_sink;
+        p.sel.policy = m_state.sel.policy;
+        if (p == m_state && m_state.sel.policy == snapkv::Policy::SnapKV) match = i + 1;
     }
     m_preset->setCurrentIndex(match);
-    m_writing = false;
 }
 
 void ParameterPanel::updateEnabled() {
@@ -286,6 +291,7 @@ void ParameterPanel::updateEnabled() {
     m_form->setRowVisible(m_budgetRow, !m_state.useRatio);
     m_form->setRowVisible(m_ratioRow, m_state.useRatio);
     m_summary->setText(m_state.summary());
+    showMatchingPreset();
 }
 
 void ParameterPanel::onWidgetEdited(Field field) {

@@ -57,6 +57,7 @@ private:
     ParamState readWidgets() const;
     void writeWidgets(const ParamState& s);
     void updateEnabled();
+    void showMatchingPreset();
     void onPreset(int index);
 
     ParamState m_state;

@@ -6,7 +6,9 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QTextEdit>
+#include <QElapsedTimer>
 
 #include "app/gui/analysis_state.h"
 #include "app/gui/compare_view.h"
@@ -176,4 +178,55 @@ TEST_CASE("A document longer than the model's context offers truncation", "[gui]
     const Outcome after = waitRun(*w);
     REQUIRE(after.what == "finished");
     CHECK(w->state()->prefill().n_tokens <= 2048);
+}
+
+TEST_CASE("Zooming the head view re-renders the visible columns at full resolution", "[gui]") {
+    auto w = makeWindow(64);
+    REQUIRE(runAndWait(*w).what == "finished");
+    w->showView("head");
+    settle();
+    auto* hv = w->headView();
+    hv->refreshNow();
+    const int64_t L = hv->heatmapKeys();
+    auto* x = hv->plot()->axisRect(0)->axis(QCPAxis::atBottom);
+    x->setRange(99.5, 139.5);   // 40 keys: fewer than the pixels, so no downsampling
+    settle();
+    CHECK(hv->heatmapColumnsDrawn() == 40);
+    // The score rect follows the same range.
+    CHECK(hv->plot()->axisRect(1)->axis(QCPAxis::atBottom)->range().lower == Approx(99.5));
+    hv->resetZoom();
+    settle();
+    CHECK(hv->heatmapColumnsDrawn() <= L);
+    CHECK(hv->heatmapColumnsDrawn() > 0);
+}
+
+TEST_CASE("The overview grid moves the focus with clicks and arrow keys", "[gui]") {
+    auto w = makeWindow(64);
+    REQUIRE(runAndWait(*w).what == "finished");
+    w->showView("overview");
+    settle();
+    auto* plot = w->overviewView()->plot();
+    const QPoint cell(plot->xAxis->coordToPixel(2), plot->yAxis->coordToPixel(1));
+    QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, cell);
+    settle();
+    CHECK(w->state()->layer() == 1);
+    CHECK(w->state()->head() == 2);
+    plot->setFocus();
+    QTest::keyClick(plot, Qt::Key_Down);
+    QTest::keyClick(plot, Qt::Key_Right);
+    CHECK(w->state()->layer() == 2);
+    CHECK(w->state()->head() == 3);
+}
+
+TEST_CASE("Closing the window during a run cancels and returns promptly", "[gui]") {
+    auto w = makeWindow(64);
+    QString doc;
+    for (int i = 0; i < 4; ++i) doc += storyText() + "\n\n";
+    w->setDocumentText(doc);
+    w->run();
+    QElapsedTimer t;
+    t.start();
+    w->close();   // cancels, waits for the worker, never hangs
+    CHECK(t.elapsed() < 20000);
+    CHECK_FALSE(w->isVisible());
 }
