@@ -58,6 +58,17 @@ at::Tensor rope_inv_freq(const ModelConfig& c, const ModelFile& file) {
     return at::tensor(inv, at::kDouble);
 }
 
+// x @ w^T (+ b). For a single token the product is a matrix-vector one: at::linear would call a
+// GEMM that first packs (copies) the whole weight matrix, which made decode 2-3x slower than
+// streaming the weights once through GEMV.
+at::Tensor dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {}) {
+    // x: [T, in]; w: [out, in]; b: [out] or undefined -> [T, out]
+    if (x.size(0) != 1 || !x.device().is_cpu()) return at::linear(x, w, b);
+    at::Tensor y = at::mv(w, x.select(0, 0));
+    if (b.defined()) y.add_(b);
+    return y.unsqueeze(0);
+}
+
 }  // namespace
 
 std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const ModelOptions& opts,
@@ -233,9 +244,9 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         check_cancel(opts.cancel);
         const Layer& L = m_layers[static_cast<size_t>(l)];
         at::Tensor h = rms_norm(x, L.attn_norm);                                       // [T, E]
-        at::Tensor q = at::linear(h, L.wq, L.bq).view({T, H, D}).transpose(0, 1);        // [H, T, D]
-        at::Tensor k = at::linear(h, L.wk, L.bk).view({T, Hkv, D}).transpose(0, 1);      // [Hkv, T, D]
-        at::Tensor v = at::linear(h, L.wv, L.bv).view({T, Hkv, D}).transpose(0, 1);      // [Hkv, T, D]
+        at::Tensor q = dense(h, L.wq, L.bq).view({T, H, D}).transpose(0, 1);        // [H, T, D]
+        at::Tensor k = dense(h, L.wk, L.bk).view({T, Hkv, D}).transpose(0, 1);      // [Hkv, T, D]
+        at::Tensor v = dense(h, L.wv, L.bv).view({T, Hkv, D}).transpose(0, 1);      // [Hkv, T, D]
         q = rope(q, pos).contiguous();
         k = rope(k, pos);
         LayerKv& kv = cache.layer(l);
@@ -246,15 +257,15 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
                 q.narrow(1, T - w, w).to(at::kFloat).clone();                          // [H, W, D]
         }
         at::Tensor a = attention(q, kv, pos, l, opts);                                 // [H, T, D]
-        x = x + at::linear(a.transpose(0, 1).reshape({T, H * D}), L.wo);                // [T, E]
+        x = x + dense(a.transpose(0, 1).reshape({T, H * D}), L.wo);                // [T, E]
         h = rms_norm(x, L.ffn_norm);
-        at::Tensor ff = at::silu(at::linear(h, L.w_gate)) * at::linear(h, L.w_up);       // [T, F]
-        x = x + at::linear(ff, L.w_down);                                             // [T, E]
+        at::Tensor ff = at::silu(dense(h, L.w_gate)) * dense(h, L.w_up);       // [T, F]
+        x = x + dense(ff, L.w_down);                                             // [T, E]
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
     }
     cache.set_n_past(pos0 + T);
     at::Tensor last = opts.all_logits ? x : x.narrow(0, T - 1, 1);
-    return at::linear(rms_norm(last, m_output_norm), m_output).to(at::kFloat);        // [T or 1, V]
+    return dense(rms_norm(last, m_output_norm), m_output).to(at::kFloat);        // [T or 1, V]
 }
 
 }  // namespace snapkv
