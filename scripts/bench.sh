@@ -16,8 +16,8 @@ echo "== runtime: prefill and decode"
 echo
 echo "== SnapKV retune latency, 8K-token prompt"
 long="$(mktemp)"
-for _ in 1 2 3 4; do cat "$text"; done > "$long"
-"$B" bench --model "$M" --retune --prompt-file "$long" --window 32 --kernel 7 --budget 1024
+cp "$text" "$long"
+"$B" bench --model "$M" --retune --lengths 8000 --prompt-file "$long" --window 32 --kernel 7 --budget 1024
 rm -f "$long"
 echo
 echo "== full vs compressed decode, C = 1024"

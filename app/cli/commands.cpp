@@ -324,13 +324,23 @@ void print_runtime() {
               << "LibTorch       " << ri.torch_version << (ri.cuda_available ? " (CUDA available)" : " (CPU)") << "\n";
 }
 
-// Full vs compressed decode at each prompt length: the prompt is the given text's tokens repeated.
+// A benchmark prompt of exactly n tokens: BOS (if the vocab adds one), then the text's tokens,
+// repeated as often as needed.
+PromptSpec repeated_prompt(Session& s, const PromptOpts& po, int64_t n) {
+    const std::string text = po.prompt_file.empty() ? po.prompt : read_file(po.prompt_file, "prompt file");
+    if (text.empty()) throw InputError("this benchmark needs --prompt or --prompt-file (the text to repeat)");
+    const std::vector<int32_t> base = s.tokenize(text, false, true);
+    if (base.empty()) throw InputError("the benchmark text has no tokens");
+    PromptSpec spec;
+    spec.ids = s.tokenize("", true, true);
+    while (static_cast<int64_t>(spec.ids.size()) < n) spec.ids.push_back(base[spec.ids.size() % base.size()]);
+    spec.ids.resize(static_cast<size_t>(n));
+    return spec;
+}
+
+// Full vs compressed decode at each prompt length.
 void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t decode, const PromptOpts& po,
                     const SelectOpts& so, const std::atomic<bool>* cancel) {
-    const std::string text = po.prompt_file.empty() ? po.prompt : read_file(po.prompt_file, "prompt file");
-    if (text.empty()) throw InputError("bench --compress needs --prompt or --prompt-file (the text to repeat)");
-    const std::vector<int32_t> base = s.tokenize(text, false, true);
-    const std::vector<int32_t> bos = s.tokenize("", true, true);
     const SelectionParams p = make_params(so);
     std::cout << "policy " << policy_name(p.policy) << ", W " << p.window << ", K " << p.kernel << ", "
               << pooling_name(p.pooling) << " pooling, C " << p.budget << ", " << gqa_mode_name(p.gqa) << "; "
@@ -339,10 +349,7 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
               << std::setw(12) << "KV comp" << std::setw(13) << "full tok/s" << std::setw(13) << "comp tok/s"
               << std::setw(9) << "speedup" << std::setw(11) << "diverge@" << std::setw(10) << "hit rate" << "\n";
     for (int64_t n : lengths) {
-        PromptSpec spec;
-        spec.ids = bos;
-        while (static_cast<int64_t>(spec.ids.size()) < n) spec.ids.push_back(base[spec.ids.size() % base.size()]);
-        spec.ids.resize(static_cast<size_t>(n));
+        const PromptSpec spec = repeated_prompt(s, po, n);
         PrefillSettings ps;
         ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
         ps.h2o = p.policy == Policy::H2O;
@@ -390,7 +397,7 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
     }
     PrefillSettings ps;
     ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
-    PromptSpec spec = make_prompt(po);
+    const PromptSpec spec = repeated_prompt(*s, po, lengths.back());
     PrefillSummary sum = s->prefill(spec, ps, stderr_progress(false), cancel);
     std::cout << "prompt " << sum.n_tokens << " tokens: prefill " << std::fixed << std::setprecision(0)
               << sum.prefill_ms << " ms, layer score caches " << sum.scorer_ms << " ms\n\n";
@@ -544,7 +551,8 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         add_common(cmd, c);
         cmd->add_option("--lengths", lengths, "Prompt lengths, comma separated")->capture_default_str();
         cmd->add_option("--decode", decode, "Tokens decoded after each prefill")->capture_default_str();
-        cmd->add_flag("--retune", retune, "Time selection retunes on a captured prompt (needs a prompt)");
+        cmd->add_flag("--retune", retune,
+                      "Time selection retunes on a prompt of the last --lengths tokens (the prompt text repeated)");
         cmd->add_flag("--compress", compress,
                       "Full vs compressed decode speed and KV bytes at each length (the prompt text is repeated)");
         add_prompt(cmd, po, true);

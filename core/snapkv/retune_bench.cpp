@@ -67,6 +67,8 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
         {"pooling max", [](SelectionParams& q) { q.pooling = Pooling::Max; }},
         {"budget 1024", [](SelectionParams& q) { q.budget = 1024; q.ratio = -1.0; }},
         {"budget 2048", [](SelectionParams& q) { q.budget = 2048; q.ratio = -1.0; }},
+        {"budget " + std::to_string(base.budget) + " (base)",
+         [b = base.budget, r = base.ratio](SelectionParams& q) { q.budget = b; q.ratio = r; }},
         {"window 32", set_window(32)},
         {"window 64", set_window(64)},
         {"window 128", set_window(128)},
