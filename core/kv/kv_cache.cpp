@@ -1,8 +1,10 @@
 // See kv_cache.h. Growth doubles the capacity; views returned by keys()/values() stay valid only
-// until the next append.
+// until the next append. CUDA path: gather_cache gathers K and V with kernels/gather_kv
+// (gpu_ops.h) when the cache is on CUDA and the kernels are built.
 #include "core/kv/kv_cache.h"
 
 #include "core/common/errors.h"
+#include "core/snapkv/gpu_ops.h"
 
 namespace snapkv {
 
@@ -140,6 +142,25 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
         at::Tensor index = at::tensor(idx, at::kLong).view({hs, m}).to(in.keys().device());      // [Hs, M]
         at::Tensor is_pad = at::tensor(pad, at::kLong).view({hs, m}).to(in.keys().device()).to(at::kBool);
         at::Tensor k = in.keys(), v = in.values(), p = in.positions();                          // [Hc, S, D], [Hc, S]
+#ifdef SNAPKV_HAVE_CUDA
+        // CUDA path: the kernel repeats heads to their group and zero-fills padding rows (index -1)
+        // itself, reading the cache buffers in place; positions stay a LibTorch gather.
+        const auto st = k.scalar_type();
+        if (k.is_cuda() && m > 0 && gpu_kernels_available() && v.scalar_type() == st &&
+            (st == at::kFloat || st == at::kHalf || st == at::kBFloat16)) {
+            at::Tensor gidx = index.masked_fill(is_pad, -1);                                   // [Hs, M]
+            at::Tensor kk = at::empty({hs, m, k.size(2)}, k.options());                        // [Hs, M, D]
+            at::Tensor vv = at::empty({hs, m, k.size(2)}, v.options());                        // [Hs, M, D]
+            gpu_gather(k, gidx, kk);
+            gpu_gather(v, gidx, vv);
+            if (g > 1) p = p.repeat_interleave(g, 0);                                          // [Hs, S]
+            at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);              // [Hs, M]
+            LayerKv layer(hs, k.size(2), m + extra_capacity, k.options());
+            layer.assign(kk, vv, pp);
+            out.layer(l) = std::move(layer);
+            continue;
+        }
+#endif
         if (g > 1) {
             k = k.repeat_interleave(g, 0);
             v = v.repeat_interleave(g, 0);

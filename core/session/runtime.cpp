@@ -17,6 +17,14 @@
 #include <c10/core/DeviceType.h>
 #include <torch/version.h>
 
+#ifdef SNAPKV_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include "kernels/snapkv_kernels.h"
+#endif
+
 namespace snapkv {
 namespace {
 
@@ -106,7 +114,43 @@ RuntimeInfo runtime_info() {
         info.blas = "not OpenBLAS (LibTorch's built-in BLAS/MKL)";
     }
     info.cuda_available = at::hasCUDA();
+#ifdef SNAPKV_HAVE_CUDA
+    if (info.cuda_available && c10::cuda::device_count() > 0) {
+        try {
+            info.cuda_device = at::cuda::getCurrentDeviceProperties()->name;
+        } catch (const c10::Error&) {
+            // no usable device after all: leave the name empty
+        }
+        info.cuda_summary = snapkv::kernels::cuda_device_summary();
+    }
+#endif
     return info;
+}
+
+// The allocator's statistics exist once CUDA is initialised on the device; before that (or
+// without a device) it throws c10::Error, and nothing has been allocated: peak 0, nothing to reset.
+void reset_peak_device_memory() {
+#ifdef SNAPKV_HAVE_CUDA
+    try {
+        if (c10::cuda::device_count() > 0)
+            c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
+    } catch (const c10::Error&) {
+    }
+#endif
+}
+
+int64_t peak_device_memory_bytes() {
+#ifdef SNAPKV_HAVE_CUDA
+    try {
+        if (c10::cuda::device_count() == 0) return 0;
+        const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+        return stats.allocated_bytes[0].peak;   // [0]: StatType::AGGREGATE (all pools)
+    } catch (const c10::Error&) {
+        return 0;
+    }
+#else
+    return 0;
+#endif
 }
 
 }  // namespace snapkv

@@ -2,6 +2,7 @@
 // the CPU at hand and use every core for LibTorch's intra-op threads. Torch-free header.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace snapkv {
@@ -22,8 +23,16 @@ struct RuntimeInfo {
     std::string cpu_features;    // "avx512f avx2 fma"
     std::string torch_version;
     bool cuda_available = false;
-    std::string cuda_device;     // name of device 0, if any
+    std::string cuda_device;     // name of the current CUDA device ("NVIDIA H200"), if any
+    std::string cuda_summary;    // kernels' summary: "NVIDIA H200, compute 9.0, 132 SMs, ...;
+                                 // driver 13.0, runtime 13.0" (builds with the kernels), or ""
 };
 RuntimeInfo runtime_info();
+
+// Peak device memory allocated through LibTorch's CUDA caching allocator on the current device,
+// since the process started or the last reset_peak_device_memory(): tensors only, not the
+// allocator's cached free blocks or the CUDA context. 0 in CPU-only builds and before any CUDA use.
+void reset_peak_device_memory();
+int64_t peak_device_memory_bytes();
 
 }  // namespace snapkv

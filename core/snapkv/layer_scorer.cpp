@@ -1,6 +1,7 @@
 // LayerScorer: one batched matmul + softmax over the Wmax captured queries at construction, then
 // in-place suffix sums over the query rows; votes(W) is a slice of them. Nothing here pools or
-// selects, and nothing materialises L x L attention.
+// selects, and nothing materialises L x L attention. On CUDA captures with the kernels built,
+// the suffix sums are skipped and votes(W) calls the fused kernel (gpu_ops.h).
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, L = prompt tokens, Wmax = captured
 // window, W = window, D = head_dim.
@@ -15,6 +16,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/errors.h"
+#include "core/snapkv/gpu_ops.h"
 
 namespace snapkv {
 namespace {
@@ -86,6 +88,13 @@ LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
                              std::to_string(m_n_head) + ", " + std::to_string(m_n_tokens) + "]");
     }
 
+    // CUDA path: votes(W) runs kernels/window_votes on the capture; no [H, Wmax, L] cache.
+    // (The kernel takes head_dim up to 256; larger heads keep the LibTorch path.)
+    if (q.is_cuda() && gpu_kernels_available() && m_head_dim <= 256) {
+        m_fused_votes = true;
+        return;
+    }
+
     const int64_t group = m_n_head / m_n_head_kv;
     // Query head h = kv * G + g, so [H, Wmax, D] viewed as [Hkv, G * Wmax, D] multiplies against
     // its own KV head without repeating the keys (the reference repeats them with repeat_kv).
@@ -113,9 +122,21 @@ void LayerScorer::check_window(int64_t window, const char* where) const {
 at::Tensor LayerScorer::votes(int64_t window) const {
     check_window(window, "votes");
     c10::InferenceMode guard;
+#ifdef SNAPKV_HAVE_CUDA
+    if (m_fused_votes)   // CUDA path
+        return gpu_votes(m_capture.window_queries, m_capture.keys, m_n_tokens, window);  // [H, L - W]
+#endif
     return m_suffix.select(1, m_max_window - window)                           // [H, L]
         .narrow(1, 0, m_n_tokens - window)                                      // [H, L - W]
         .contiguous();
+}
+
+const at::Tensor& LayerScorer::suffix_sums() const {
+    if (m_fused_votes)
+        throw Error("suffix_sums: not kept for this layer: its capture is on " +
+                    m_capture.keys.device().str() +
+                    " and votes(W) runs the fused CUDA kernel instead (check has_suffix_sums())");
+    return m_suffix;
 }
 
 at::Tensor LayerScorer::window_attention(int64_t head, int64_t window) const {

@@ -32,6 +32,11 @@ struct LayerCapture {
 //   m_suffix[h, i, t] = sum_{j >= i} p[h, j, t],
 // and votes(W) is the slice m_suffix[:, Wmax - W, :L - W]. Memory: H * Wmax * L floats per layer
 // (9 * 128 * 8192 * 4 B = 38 MB); never L x L.
+//
+// CUDA path: when the capture is on a CUDA device and core was built with the kernels
+// (gpu_kernels_available(), head_dim <= 256), no suffix cache is built (it would be 604 MB per
+// layer at L = 128K) and every votes(W) runs kernels/window_votes on the capture instead;
+// has_suffix_sums() is then false and suffix_sums() throws.
 class LayerScorer {
 public:
     // Throws InputError when the capture's tensors are missing or their shapes disagree.
@@ -44,7 +49,8 @@ public:
     int64_t head_dim() const { return m_head_dim; }      // D
 
     // [H, L - W] float32 on the capture's device: window attention summed over the W window
-    // queries, on the prefix keys. A copy of the cached slice. Throws InputError unless
+    // queries, on the prefix keys. A copy of the cached slice (CUDA path: the fused kernel's
+    // result, equal up to float summation order). Throws InputError unless
     // 1 <= W <= Wmax and W < L.
     at::Tensor votes(int64_t window) const;
     // [W, L] float32 on the capture's device: the softmax rows of query head `head` for the last W
@@ -54,14 +60,18 @@ public:
 
     const LayerCapture& capture() const { return m_capture; }
     bool has_h2o() const { return m_capture.h2o.defined(); }
-    // [H, Wmax, L] the cached suffix sums described above (read-only use).
-    const at::Tensor& suffix_sums() const { return m_suffix; }
+    // False on the CUDA path (see above): votes(W) is computed by the fused kernel on each call.
+    bool has_suffix_sums() const { return !m_fused_votes; }
+    // [H, Wmax, L] the cached suffix sums described above (read-only use). Throws snapkv::Error
+    // on the CUDA path, where they are not kept; check has_suffix_sums() first.
+    const at::Tensor& suffix_sums() const;
 
 private:
     void check_window(int64_t window, const char* where) const;
 
     LayerCapture m_capture;
-    at::Tensor m_suffix;   // [H, Wmax, L] float32
+    at::Tensor m_suffix;   // [H, Wmax, L] float32; undefined on the CUDA path
+    bool m_fused_votes = false;  // CUDA path: votes(W) calls gpu_votes, no m_suffix
     int64_t m_n_tokens = 0;
     int64_t m_max_window = 0;
     int64_t m_n_head = 0;

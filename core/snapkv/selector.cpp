@@ -1,7 +1,9 @@
 // Selection over LayerScorers: validates the parameters once, then per layer takes the cached
 // votes for the window, pools and groups them on the CPU (a few hundred KB per layer), runs the
 // policy's position choice (policies.h) and measures the kept attention mass. Holds no state, so
-// a retune is one call; it never recomputes attention.
+// a retune is one call; it never recomputes attention. CUDA path: for SnapKV and PyramidKV on CUDA
+// votes, pooling + top-k run in kernels/pool_topk (gpu_ops.h) before the CPU loops, which then
+// take those positions (and pooled rows); AdaKV's shared top-k stays on the CPU.
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, Hs = heads selected (H or Hkv), L = prompt
 // tokens, Wmax = captured window, W = window, P = prefix length L - W, C = budget, k = prefix
@@ -18,6 +20,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/errors.h"
+#include "core/snapkv/gpu_ops.h"
 
 namespace snapkv {
 namespace {
@@ -70,6 +73,12 @@ struct LayerInput {
     at::Tensor h2o_owner;        // [H, L] CPU float
     const float* h2o = nullptr;
     int64_t h2o_stride = 0;
+    // CUDA path (gpu_pool_topk), else undefined / null: the policy's ranking done on the device.
+    at::Tensor gpu_kept;         // [Hs, k] int64 on the votes' device (compressed layers)
+    at::Tensor kept_owner;       // [Hs, k] int64 CPU copy of gpu_kept (select() only)
+    const int64_t* kept = nullptr;
+    at::Tensor pooled_owner;     // [Hs, P] CPU float: pooled, group-meaned votes (with_scores)
+    const float* pooled = nullptr;
 };
 
 Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
@@ -120,19 +129,51 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
     return plan;
 }
 
-LayerInput gather_input(const LayerScorer& s, const Plan& plan) {
+// with_scores: the caller reports pooled rows; for_select: select() (CPU votes always needed for
+// the kept mass), else select_positions (device positions suffice where the kernel ran).
+LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bool with_scores,
+                        bool for_select) {
     LayerInput in;
     const int64_t P = plan.n_prefix;
-    const at::Tensor& suffix = s.suffix_sums();                                // [H, Wmax, L]
-    if (suffix.device().is_cpu() && suffix.is_contiguous()) {
+    if (s.has_suffix_sums() && s.suffix_sums().device().is_cpu() && s.suffix_sums().is_contiguous()) {
         // Read the cached row Wmax - W in place: row h starts at h * Wmax * L.
+        const at::Tensor& suffix = s.suffix_sums();                            // [H, Wmax, L]
         in.votes_owner = suffix;
         in.votes = suffix.data_ptr<float>() + (s.max_window() - plan.window) * s.n_tokens();
         in.votes_stride = s.max_window() * s.n_tokens();
     } else {
-        in.votes_owner = cpu_float(suffix.select(1, s.max_window() - plan.window).narrow(1, 0, P));
-        in.votes = in.votes_owner.data_ptr<float>();                          // [H, P]
-        in.votes_stride = P;
+        at::Tensor votes = s.votes(plan.window);                               // [H, P] on the device
+        bool cpu_votes = true;
+#ifdef SNAPKV_HAVE_CUDA
+        // CUDA path: pooling (per query head, then the KV-group mean) and top-k in one kernel,
+        // the same values and positions as pool_row + group_rows + top_k_positions below.
+        const SelectionParams& p = plan.params;
+        const bool compressed = plan.layer_compressed[layer];
+        if (votes.is_cuda() && gpu_kernels_available() &&
+            (p.policy == Policy::SnapKV || p.policy == Policy::Pyramid) && (compressed || with_scores)) {
+            auto pooled_pos = gpu_pool_topk(votes, plan.n_head / plan.n_sel, p.kernel, p.pooling,
+                                            compressed ? plan.kept_count(layer) : 0);
+            if (with_scores) {
+                in.pooled_owner = cpu_float(pooled_pos.first);                 // [Hs, P]
+                in.pooled = in.pooled_owner.data_ptr<float>();
+            }
+            if (compressed) {
+                in.gpu_kept = pooled_pos.second;                               // [Hs, k]
+                if (for_select) {
+                    in.kept_owner = in.gpu_kept.to(at::kCPU).contiguous();
+                    in.kept = in.kept_owner.data_ptr<int64_t>();
+                }
+                cpu_votes = for_select;
+            }
+        }
+#else
+        (void)layer, (void)with_scores, (void)for_select;   // CPU-only build: no kernels
+#endif
+        if (cpu_votes) {
+            in.votes_owner = cpu_float(votes);
+            in.votes = in.votes_owner.data_ptr<float>();                       // [H, P]
+            in.votes_stride = P;
+        }
     }
     if (plan.params.policy == Policy::H2O) {
         in.h2o_owner = cpu_float(s.capture().h2o);                            // [H, L]
@@ -196,9 +237,13 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     // order) or H2O's accumulated attention.
     std::vector<float> scores;
     const bool report_votes = with_scores && policy_ranks(p.policy);
-    if (policy_ranks(p.policy) && (compressed || report_votes)) {
+    // (CUDA path: the kernel gave the pooled rows when they are reported, and the positions of a
+    // compressed layer; with positions and nothing to report, no scores are needed.)
+    if (policy_ranks(p.policy) && (compressed || report_votes) && (in.pooled || !in.kept)) {
         scores.resize(static_cast<size_t>(Hs * P));
-        if (policy_pools(p.policy)) {
+        if (in.pooled) {                                                     // CUDA path
+            std::copy(in.pooled, in.pooled + Hs * P, scores.data());
+        } else if (policy_pools(p.policy)) {
             std::vector<float> pooled(static_cast<size_t>(H * P));           // [H, P]
             for (int64_t h = 0; h < H; ++h)
                 pool_row(in.votes + h * in.votes_stride, P, p.kernel, p.pooling, pooled.data() + h * P);
@@ -230,7 +275,12 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
             case Policy::Random:
                 random_positions(P, k, random_stream_seed(p.seed, int64_t(layer), h), row);
                 break;
-            default: top_k_positions(scores.data() + h * P, P, k, row); break;
+            default:
+                if (in.kept)                                                     // CUDA path
+                    std::copy(in.kept + h * k, in.kept + (h + 1) * k, row);
+                else
+                    top_k_positions(scores.data() + h * P, P, k, row);
+                break;
             }
         }
     }
@@ -256,10 +306,12 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     }
 }
 
-std::vector<LayerInput> gather_inputs(const std::vector<LayerScorer>& layers, const Plan& plan) {
+std::vector<LayerInput> gather_inputs(const std::vector<LayerScorer>& layers, const Plan& plan,
+                                      bool with_scores, bool for_select) {
     std::vector<LayerInput> in;
     in.reserve(layers.size());
-    for (const auto& s : layers) in.push_back(gather_input(s, plan));
+    for (size_t l = 0; l < layers.size(); ++l)
+        in.push_back(gather_input(layers[l], l, plan, with_scores, for_select));
     return in;
 }
 
@@ -373,7 +425,7 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
                    std::to_string(plan.budget - plan.window) +
                    " prefix tokens (KVCache-Factory's uniform branch)";
 
-    const std::vector<LayerInput> inputs = gather_inputs(layers, plan);
+    const std::vector<LayerInput> inputs = gather_inputs(layers, plan, with_scores, true);
     sel.layers.resize(layers.size());
     // One parallel region over the layers; the body is plain loops (no ATen ops).
     at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
@@ -391,14 +443,17 @@ std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
                          "per-head lists instead");
     c10::InferenceMode guard;
     const Plan plan = make_plan(layers, p);
-    const std::vector<LayerInput> inputs = gather_inputs(layers, plan);
+    const std::vector<LayerInput> inputs = gather_inputs(layers, plan, false, false);
     std::vector<at::Tensor> kept;
     kept.reserve(layers.size());
     for (size_t l = 0; l < layers.size(); ++l)
-        kept.push_back(at::empty({plan.n_sel, plan.kept_count(l)}, at::TensorOptions().dtype(at::kLong)));
+        kept.push_back(inputs[l].gpu_kept.defined()
+                           ? inputs[l].gpu_kept                                 // CUDA path, on the device
+                           : at::empty({plan.n_sel, plan.kept_count(l)}, at::TensorOptions().dtype(at::kLong)));
     at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
         for (int64_t l = begin; l < end; ++l)
-            run_layer(inputs[size_t(l)], size_t(l), plan, false, kept[size_t(l)].data_ptr<int64_t>(), nullptr);
+            if (!inputs[size_t(l)].gpu_kept.defined())
+                run_layer(inputs[size_t(l)], size_t(l), plan, false, kept[size_t(l)].data_ptr<int64_t>(), nullptr);
     });
     for (size_t l = 0; l < layers.size(); ++l)
         kept[l] = kept[l].to(layers[l].capture().keys.device());              // [Hs, k]
