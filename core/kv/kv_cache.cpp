@@ -89,38 +89,40 @@ int64_t KvCache::bytes() const {
     return total;
 }
 
+namespace {
+
+// A deep copy of the first n slots of a layer, with room for `extra` more.
+LayerKv copy_slots(const LayerKv& l, int64_t n, int64_t extra) {
+    TORCH_CHECK(n <= l.size(), "kv: copy of ", n, " slots from a layer of ", l.size());
+    LayerKv copy(l.n_heads(), l.keys().size(2), std::max<int64_t>(n + extra, 1), l.keys().options());
+    if (n > 0) copy.assign(l.keys().narrow(1, 0, n), l.values().narrow(1, 0, n), l.positions().narrow(1, 0, n));
+    return copy;
+}
+
+}  // namespace
+
+KvCache::KvCache(std::vector<LayerKv> layers, int64_t n_past) : m_layers(std::move(layers)), m_n_past(n_past) {}
+
 KvCache KvCache::clone() const {
-    KvCache c;
-    c.m_n_past = m_n_past;
-    c.m_layers.reserve(m_layers.size());
-    for (const auto& l : m_layers) {
-        LayerKv copy(l.n_heads(), l.keys().size(2), std::max<int64_t>(l.size(), 1), l.keys().options());
-        if (l.size() > 0) copy.assign(l.keys(), l.values(), l.positions());
-        c.m_layers.push_back(std::move(copy));
-    }
-    return c;
+    std::vector<LayerKv> layers;
+    for (const auto& l : m_layers) layers.push_back(copy_slots(l, l.size(), 0));
+    return KvCache(std::move(layers), m_n_past);
 }
 
 KvCache KvCache::prefix(int64_t n) const {
-    KvCache c;
-    c.m_n_past = n;
-    for (const auto& l : m_layers) {
-        TORCH_CHECK(n <= l.size(), "kv: prefix of ", n, " slots from a layer of ", l.size());
-        LayerKv copy(l.n_heads(), l.keys().size(2), std::max<int64_t>(n, 1), l.keys().options());
-        if (n > 0) copy.assign(l.keys().narrow(1, 0, n), l.values().narrow(1, 0, n), l.positions().narrow(1, 0, n));
-        c.m_layers.push_back(std::move(copy));
-    }
-    return c;
+    std::vector<LayerKv> layers;
+    for (const auto& l : m_layers) layers.push_back(copy_slots(l, n, 0));
+    return KvCache(std::move(layers), n);
 }
 
 KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity) {
     TORCH_CHECK(static_cast<int64_t>(keep.size()) == src.n_layer(), "kv: gather needs one entry per layer");
-    KvCache out = src.clone();
+    std::vector<LayerKv> out;
     for (int64_t l = 0; l < src.n_layer(); ++l) {
         const LayerKeep& heads = keep[static_cast<size_t>(l)];
         const LayerKv& in = src.layer(l);
         if (heads.empty()) {
-            out.layer(l).reserve(in.size() + extra_capacity);
+            out.push_back(copy_slots(in, in.size(), extra_capacity));
             continue;
         }
         const auto hs = static_cast<int64_t>(heads.size());
@@ -157,7 +159,7 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
             at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);              // [Hs, M]
             LayerKv layer(hs, k.size(2), m + extra_capacity, k.options());
             layer.assign(kk, vv, pp);
-            out.layer(l) = std::move(layer);
+            out.push_back(std::move(layer));
             continue;
         }
 #endif
@@ -173,9 +175,9 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
         at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);
         LayerKv layer(hs, d, m + extra_capacity, k.options());
         layer.assign(kk, vv, pp);
-        out.layer(l) = std::move(layer);
+        out.push_back(std::move(layer));
     }
-    return out;
+    return KvCache(std::move(out), src.n_past());
 }
 
 }  // namespace snapkv

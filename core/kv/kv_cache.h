@@ -57,6 +57,7 @@ public:
     // A cache of n_layer layers holding n_heads heads each (n_head_kv for a plain cache).
     KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts,
             int64_t capacity = 256);
+    KvCache(std::vector<LayerKv> layers, int64_t n_past);
 
     int64_t n_layer() const { return static_cast<int64_t>(m_layers.size()); }
     LayerKv& layer(int64_t l) { return m_layers[static_cast<size_t>(l)]; }

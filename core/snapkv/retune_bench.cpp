@@ -43,7 +43,8 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
     if (layers.empty()) return "retune benchmark: no layers\n";
     const LayerScorer& s0 = layers.front();
     double cache_mb = 0.0;
-    for (const auto& l : layers) cache_mb += double(l.suffix_sums().numel()) * 4.0 / (1024.0 * 1024.0);
+    for (const auto& l : layers)
+        if (l.has_suffix_sums()) cache_mb += double(l.suffix_sums().numel()) * 4.0 / (1024.0 * 1024.0);
     std::snprintf(line, sizeof line,
                   "retune benchmark: L=%lld, layers=%zu, H=%lld, Hkv=%lld, D=%lld, Wmax=%lld, "
                   "scorer cache %.0f MB; median of %d runs\n",
