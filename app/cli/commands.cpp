@@ -353,7 +353,10 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
         PrefillSettings ps;
         ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
         ps.h2o = p.policy == Policy::H2O;
+        reset_peak_device_memory();
         const PrefillSummary sum = s.prefill(spec, ps, stderr_progress(false), cancel);
+        const int64_t peak_prefill = peak_device_memory_bytes();
+        reset_peak_device_memory();
         CompareSettings cs;
         cs.generation.max_tokens = decode;
         cs.generation.greedy = true;
@@ -370,8 +373,11 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
                   << r.compressed.decode_tok_s << std::setw(8) << std::setprecision(2)
                   << (r.full.decode_tok_s > 0 ? r.compressed.decode_tok_s / r.full.decode_tok_s : 0.0) << "x"
                   << std::setw(11) << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
-                  << std::setw(10) << std::setprecision(3) << (nh ? hit / nh : -1.0) << "\n"
-                  << std::flush;
+                  << std::setw(10) << std::setprecision(3) << (nh ? hit / nh : -1.0) << "\n";
+        if (const int64_t peak_decode = peak_device_memory_bytes(); peak_decode > 0 || peak_prefill > 0)
+            std::cout << "        peak device memory: prefill " << human_bytes(peak_prefill)
+                      << ", lockstep decode (both caches) " << human_bytes(peak_decode) << "\n";
+        std::cout << std::flush;
     }
 }
 
