@@ -322,6 +322,7 @@ void print_runtime() {
               << "BLAS           " << ri.blas << "\n"
               << "CPU features   " << ri.cpu_features << "\n"
               << "LibTorch       " << ri.torch_version << (ri.cuda_available ? " (CUDA available)" : " (CPU)") << "\n";
+    if (ri.cuda_available) std::cout << "GPU            " << ri.cuda_device << " " << ri.cuda_summary << "\n";
 }
 
 // A benchmark prompt of exactly n tokens: BOS (if the vocab adds one), then the text's tokens,
