@@ -119,10 +119,15 @@ void HeadView::buildPlot() {
     m_heat->setTightBoundary(false);
     m_heat->setColorScale(m_scale);
 
-    m_clusters = m_plot->addGraph(sx, sy2);
+    // Kept clusters shaded as a one-row colour map over the score rect: downsampled to pixels like
+    // the heatmap, it costs one image blit instead of a fill polygon with thousands of vertices.
+    m_clusters = new QCPColorMap(sx, sy2);
     m_clusters->setName("kept clusters");
-    m_clusters->setPen(Qt::NoPen);
-    m_clusters->setBrush(QColor(26, 127, 55, 46));
+    m_clusters->setInterpolate(false);
+    m_clusters->setTightBoundary(true);
+    m_clusters->setDataRange(QCPRange(0, 1));
+    m_plot->legend->removeItem(m_plot->legend->itemWithPlottable(m_clusters));
+    setClusterAlpha(46);
     m_votes = m_plot->addGraph(sx, sy);
     m_votes->setName("votes (summed window attention)");
     m_votes->setPen(QPen(kVotesColor, 1));
@@ -131,11 +136,11 @@ void HeadView::buildPlot() {
     m_pooled->setPen(QPen(kPooledColor, 1.4));
     m_kept = m_plot->addGraph(sx, sy2);
     m_kept->setName("kept positions");
-    m_kept->setLineStyle(QCPGraph::lsNone);
-    QPainterPath tick;
-    tick.moveTo(0, -5);
-    tick.lineTo(0, 5);
-    m_kept->setScatterStyle(QCPScatterStyle(tick, QPen(kKeptColor, 1.2), Qt::NoBrush, 10));
+    // Kept positions as impulses from the bottom edge: one line segment each, drawn in a single
+    // call (thousands of scatter symbols would cost tens of milliseconds per repaint at 8K).
+    m_kept->setLineStyle(QCPGraph::lsImpulse);
+    m_kept->setPen(QPen(kKeptColor, 1.2));
+    m_kept->setScatterStyle(QCPScatterStyle::ssNone);
 
     m_windowHeat = new QCPItemRect(m_plot);
     m_windowScores = new QCPItemRect(m_plot);
@@ -189,8 +194,6 @@ void HeadView::buildPlot() {
     m_plot->legend->setRowSpacing(-2);
     m_heatRect->insetLayout()->take(m_plot->legend);
     m_scoreRect->insetLayout()->addElement(m_plot->legend, Qt::AlignTop | Qt::AlignHCenter);
-    m_plot->legend->removeItem(m_plot->legend->itemWithPlottable(m_clusters));
-    m_clusters->setVisible(true);
 
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
@@ -238,8 +241,17 @@ void HeadView::refresh() {
     syncFocusControls();
     rebuildHeatmap();
     rebuildScores();
-    resetZoom();
     applyHighlight();
+    // Keep the user's zoom while tuning; reset it only when the key axis itself changed.
+    const int hide = m_state->display().hideSinks;
+    if (m_L != m_zoomL || hide != m_zoomHide) {
+        m_zoomL = m_L;
+        m_zoomHide = hide;
+        resetZoom();
+    } else {
+        renderVisibleColumns();
+        m_plot->replot();
+    }
 }
 
 void HeadView::rebuildHeatmap() {
@@ -277,13 +289,44 @@ void HeadView::rebuildHeatmap() {
     m_windowText->setVisible(showWindow);
 }
 
+void HeadView::setClusterAlpha(int alpha) {
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0, QColor(0, 0, 0, 0));
+    g.setColorStopAt(1, QColor(26, 127, 55, alpha));
+    g.setLevelCount(2);
+    m_clusters->setGradient(g);
+}
+
+void HeadView::renderKeptMask(const QCPRange& r) {
+    const int64_t n = static_cast<int64_t>(m_keptMask.size());
+    if (n == 0) {
+        m_clusters->data()->clear();
+        return;
+    }
+    const int64_t begin = std::clamp<int64_t>(static_cast<int64_t>(std::floor(r.lower + 0.5)), 0, n - 1);
+    const int64_t end = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(r.upper + 0.5)), begin + 1, n);
+    const int64_t bins = std::min<int64_t>(end - begin, std::max(50, m_scoreRect->width()));
+    const std::vector<float> mask = maxDownsample(m_keptMask, 1, n, begin, end, bins);
+    const double step = double(end - begin) / double(bins);
+    // Tight boundary: the image spans from the first to the last cell centre, so put the centres
+    // on the outer edges of the first and last bins.
+    m_clusters->data()->setSize(static_cast<int>(bins), 2);
+    m_clusters->data()->setRange(QCPRange(begin - 0.5, begin - 0.5 + bins * step), QCPRange(0, 1));
+    for (int64_t b = 0; b < bins; ++b) {
+        m_clusters->data()->setCell(static_cast<int>(b), 0, mask[b]);
+        m_clusters->data()->setCell(static_cast<int>(b), 1, mask[b]);
+    }
+}
+
 void HeadView::renderVisibleColumns() {
+    const QCPRange r = m_heatRect->axis(QCPAxis::atBottom)->range();
+    renderKeptMask(r);
     if (m_rows.empty() || m_W <= 0 || m_L <= 0) {
         m_heat->data()->clear();
         m_columnsDrawn = 0;
         return;
     }
-    const QCPRange r = m_heatRect->axis(QCPAxis::atBottom)->range();
     const int64_t begin = std::clamp<int64_t>(static_cast<int64_t>(std::floor(r.lower + 0.5)), 0, m_L - 1);
     const int64_t end = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(r.upper + 0.5)), begin + 1, m_L);
     const int64_t n = end - begin;
@@ -357,20 +400,12 @@ void HeadView::rebuildScores() {
         for (int64_t p = 0; p < m_P; ++p) kept[p] = p;
     }
     QVector<double> kx, ky;
-    for (int64_t p : kept) kx.push_back(double(p)), ky.push_back(0.04);
+    for (int64_t p : kept) kx.push_back(double(p)), ky.push_back(0.06);
     m_kept->setData(kx, ky, true);
-    const auto runs = clusters(kept);
-    m_clusterCount = static_cast<int>(runs.size());
-    QVector<double> cx, cy;
-    for (const auto& c : runs) {
-        cx << c.begin - 0.5 << c.begin - 0.5 << c.end - 0.5 << c.end - 0.5;
-        cy << 0 << 1 << 1 << 0;
-    }
-    m_clusters->data()->clear();
-    QVector<QCPGraphData> cd;
-    for (int i = 0; i < cx.size(); ++i) cd.push_back(QCPGraphData(cx[i], cy[i]));
-    m_clusters->data()->set(cd, true);
-    m_clusters->setBrush(QColor(26, 127, 55, runs.size() > 400 ? 70 : 46));
+    m_keptMask.assign(static_cast<size_t>(std::max<int64_t>(m_L, 0)), 0.f);
+    for (int64_t p : kept)
+        if (p >= 0 && p < m_L) m_keptMask[p] = 1.f;
+    m_clusterCount = static_cast<int>(clusters(kept).size());
 
     m_threshold = hs ? keptThreshold(hs->pooled, kept) : kNoValue;
     const bool showThreshold = hs && ls && ls->compressed && std::isfinite(m_threshold);
@@ -460,7 +495,12 @@ void HeadView::applyHighlight() {
         r->setBrush(QColor(59, 111, 216, m_highlight == HeadHighlight::Window ? 60 : 20));
     }
     m_thresholdLine->setPen(QPen(kThresholdColor, m_highlight == HeadHighlight::TopK ? 2.6 : 1.2, Qt::DashLine));
-    m_clusters->setBrush(QColor(26, 127, 55, m_highlight == HeadHighlight::TopK ? 110 : 46));
+    setClusterAlpha(m_highlight == HeadHighlight::TopK ? 110 : 46);
+    // Dense lines gain nothing from antialiasing (adaptive sampling draws one vertical run per
+    // pixel) and it costs tens of milliseconds per repaint at 8K keys.
+    const bool dense = m_votes->dataCount() > 2 * std::max(1, m_scoreRect->width());
+    m_votes->setAntialiased(!dense);
+    m_pooled->setAntialiased(!dense);
 }
 
 }  // namespace studio

@@ -56,6 +56,8 @@ private:
     void rebuildScores();
     void rebuildHeatmap();
     void renderVisibleColumns();     // downsample the visible range into the colour map
+    void renderKeptMask(const QCPRange& range);
+    void setClusterAlpha(int alpha);
     void onXRangeChanged(const QCPRange& range);
     void applyHighlight();
     void syncFocusControls();
@@ -72,7 +74,7 @@ private:
     QCPAxisRect* m_scoreRect;
     QCPColorMap* m_heat;
     QCPColorScale* m_scale;
-    QCPGraph* m_clusters;
+    QCPColorMap* m_clusters;
     QCPGraph* m_votes;
     QCPGraph* m_pooled;
     QCPGraph* m_kept;
@@ -85,6 +87,7 @@ private:
     QTimer m_renderTimer;
 
     std::vector<float> m_rows;       // [W, L] transformed rows
+    std::vector<float> m_keptMask;   // [L] 1 where the focused head keeps the position
     int64_t m_W = 0;
     int64_t m_L = 0;
     int64_t m_P = 0;                 // prefix length L - W
@@ -94,6 +97,8 @@ private:
     double m_colorLo = 0;
     double m_colorHi = 1;
     HeadHighlight m_highlight = HeadHighlight::None;
+    int64_t m_zoomL = -1;            // key count and sink hiding the current zoom was made for
+    int m_zoomHide = -1;
     bool m_syncing = false;
 };
 

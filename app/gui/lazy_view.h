@@ -3,6 +3,7 @@
 // focus) costs one repaint, and hidden views cost nothing during live tuning.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QTimer>
 #include <QWidget>
 
@@ -16,7 +17,12 @@ public:
     void refreshNow() {
         if (!m_dirty) return;
         m_dirty = false;
+        // SNAPKV_GUI_PROFILE=1 prints how long each view takes to redraw.
+        static const bool profile = qEnvironmentVariableIntValue("SNAPKV_GUI_PROFILE") != 0;
+        QElapsedTimer t;
+        if (profile) t.start();
         refresh();
+        if (profile) qInfo("%s refresh %.1f ms", metaObject()->className(), t.nsecsElapsed() / 1e6);
         Q_EMIT refreshed();
     }
     bool isDirty() const { return m_dirty; }

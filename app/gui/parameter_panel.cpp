@@ -2,6 +2,7 @@
 #include "app/gui/parameter_panel.h"
 
 #include <QComboBox>
+#include <QDateTime>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -20,22 +21,28 @@ namespace studio {
 
 namespace {
 
-// 120 ms: a slider drag produces a retune every few frames rather than per pixel, yet the views
-// follow the hand.
+// Throttle, not a pure debounce: during a drag the newest state goes out every 120 ms, so the views
+// follow the hand, rather than one retune per pixel or none until the hand stops.
 constexpr int kDebounceMs = 120;
+constexpr qint64 kMergeMs = 1000;
 
 class ParamCommand : public QUndoCommand {
 public:
     ParamCommand(ParameterPanel* panel, const ParamState& before, const ParamState& after, int field)
-        : m_panel(panel), m_before(before), m_after(after), m_field(field) {
+        : m_panel(panel), m_before(before), m_after(after), m_field(field),
+          m_time(QDateTime::currentMSecsSinceEpoch()) {
         setText(after.summary());
     }
     void undo() override { m_panel->applyState(m_before); }
     void redo() override { m_panel->applyState(m_after); }
     int id() const override { return m_field == ParameterPanel::FPreset ? -1 : m_field; }
+    // One drag of one control is one undo step: edits of the same control less than a second
+    // apart merge; a later edit of it starts a new step.
     bool mergeWith(const QUndoCommand* other) override {
-        if (other->id() != id()) return false;
-        m_after = static_cast<const ParamCommand*>(other)->m_after;
+        const auto* o = static_cast<const ParamCommand*>(other);
+        if (other->id() != id() || o->m_time - m_time > kMergeMs) return false;
+        m_after = o->m_after;
+        m_time = o->m_time;
         setText(m_after.summary());
         return true;
     }
@@ -45,6 +52,7 @@ private:
     ParamState m_before;
     ParamState m_after;
     int m_field;
+    qint64 m_time;
 };
 
 QWidget* sliderRow(QSlider* slider, QWidget* box) {
@@ -315,8 +323,10 @@ void ParameterPanel::applyState(const ParamState& s) {
     m_state = s;
     if (readWidgets() != s) writeWidgets(s);
     updateEnabled();
-    if (!m_firstEdit.isValid() || !m_debounce.isActive()) m_firstEdit.start();
-    m_debounce.start();
+    if (!m_debounce.isActive()) {
+        m_firstEdit.start();
+        m_debounce.start();
+    }
 }
 
 void ParameterPanel::setState(const ParamState& s, bool announce) {

@@ -1,7 +1,7 @@
 // The live-tuning panel: policy, window, kernel, pooling, budget (tokens or ratio), GQA mode,
 // query-aware vs query-agnostic, hit-rate threshold, sink count; presets; undo/redo through a
-// QUndoStack (consecutive drags of one control merge into one step). Edits are debounced and
-// announced with paramsChanged; the panel never talks to the session.
+// QUndoStack (one drag of one control is one step). Edits are throttled (the newest state every
+// 120 ms during a drag) and announced with paramsChanged; the panel never talks to the session.
 #pragma once
 
 #include <QElapsedTimer>

@@ -120,7 +120,6 @@ void RunController::run(const RunRequest& request) {
     job.prefill = job.load || needsPrefill(request);
     job.prefillJob = {request.prompt, request.prefill, request.truncateToFit, request.reserveTokens};
     job.retune = makeRetuneJob(request.params);
-    m_runRetuneId = job.retune.id;
     m_pendingPrefillKey = promptKey(request);
     m_pendingLoadPath = request.modelPath;
     m_pendingLoadOptions = optionsKey(request.load);

@@ -102,7 +102,6 @@ private:
     std::optional<ParamState> m_retunePending;
     std::map<quint64, ParamState> m_retuneParams;
     std::map<quint64, QElapsedTimer> m_retuneClock;
-    quint64 m_runRetuneId = 0;
     // Attention coalescing.
     quint64 m_attentionInFlight = 0;
     bool m_attentionPending = false;

@@ -194,6 +194,11 @@ TEST_CASE("Zooming the head view re-renders the visible columns at full resoluti
     CHECK(hv->heatmapColumnsDrawn() == 40);
     // The score rect follows the same range.
     CHECK(hv->plot()->axisRect(1)->axis(QCPAxis::atBottom)->range().lower == Approx(99.5));
+    // Live tuning keeps the zoom.
+    REQUIRE(editAndWait(*w, studio::ParameterPanel::FBudget, 96).ok);
+    hv->refreshNow();
+    CHECK(x->range().lower == Approx(99.5));
+    CHECK(hv->heatmapColumnsDrawn() == 40);
     hv->resetZoom();
     settle();
     CHECK(hv->heatmapColumnsDrawn() <= L);
