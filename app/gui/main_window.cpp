@@ -480,7 +480,12 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
-    for (const QUrl& url : event->mimeData()->urls()) {
+    openDroppedUrls(event->mimeData()->urls());
+    event->acceptProposedAction();
+}
+
+void MainWindow::openDroppedUrls(const QList<QUrl>& urls) {
+    for (const QUrl& url : urls) {
         const QString path = url.toLocalFile();
         if (path.isEmpty()) continue;
         const QFileInfo fi(path);
@@ -493,7 +498,6 @@ void MainWindow::dropEvent(QDropEvent* event) {
             openDocument(path);
         }
     }
-    event->acceptProposedAction();
 }
 
 }  // namespace studio

@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QPointer>
+#include <QUrl>
 
 #include "app/gui/param_state.h"
 
@@ -62,6 +63,8 @@ public:
     bool exportCurrentPlot(const QString& path);
     bool exportCurrentData(const QString& path);
     void startWalkthrough();
+    // Drag & drop: model files/folders load, *snapkv*.json sessions open, anything else is a document.
+    void openDroppedUrls(const QList<QUrl>& urls);
 
     AnalysisState* state() const { return m_state; }
     RunController* controller() const { return m_controller; }

@@ -2,7 +2,12 @@
 // a document longer than the context.
 #include <catch2/catch.hpp>
 
+#include <QAction>
+#include <QApplication>
 #include <QFile>
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QUrl>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QTemporaryDir>
@@ -15,7 +20,9 @@
 #include "app/gui/document_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/overview_view.h"
+#include "app/gui/prompt_panel.h"
 #include "app/gui/run_controller.h"
+#include "app/gui/shortcuts_dialog.h"
 #include "gui_test_util.h"
 
 #include <qcustomplot.h>
@@ -234,4 +241,64 @@ TEST_CASE("Closing the window during a run cancels and returns promptly", "[gui]
     w->close();   // cancels, waits for the worker, never hangs
     CHECK(t.elapsed() < 20000);
     CHECK_FALSE(w->isVisible());
+}
+
+TEST_CASE("Without a model the window explains what to do instead of failing", "[gui]") {
+    auto w = makeWindow(64, /*interactive=*/true);
+    w->setModelPath(QString());
+    w->run();
+    settle();
+    CHECK(w->lastError().contains("No model is open"));
+    auto* box = w->findChild<QMessageBox*>("errorDialog");
+    REQUIRE(box != nullptr);
+    box->close();
+}
+
+TEST_CASE("The overlap statistic fetches the other policy's selection", "[gui]") {
+    auto w = makeWindow(64);
+    REQUIRE(runAndWait(*w).what == "finished");
+    auto* state = w->state();
+    QSignalSpy applied(w->controller(), &studio::RunController::retuneApplied);
+    studio::DisplaySettings d = state->display();
+    d.overviewStat = studio::OverviewStat::Overlap;
+    d.overlapPolicy = "streaming";
+    state->setDisplay(d);
+    REQUIRE(applied.wait(30000));
+    settle();
+    REQUIRE(state->otherSelection() != nullptr);
+    CHECK(state->otherSelection()->params.policy == snapkv::Policy::Streaming);
+    w->showView("overview");
+    settle();
+    w->overviewView()->refreshNow();
+    const auto& grid = w->overviewView()->grid();
+    REQUIRE(!grid.empty());
+    for (const auto& row : grid)
+        for (double v : row) CHECK((v >= 0.0 && v <= 1.0));
+}
+
+TEST_CASE("Dropping a text file on the window opens it as the document", "[gui]") {
+    auto w = makeWindow(64);
+    w->setDocumentText("something else");
+    w->openDroppedUrls({QUrl::fromLocalFile(guiDataPath("short_story.txt"))});
+    CHECK(w->promptPanel()->document().size() == storyText().size());
+    CHECK(w->promptPanel()->documentPath().endsWith("short_story.txt"));
+}
+
+TEST_CASE("The shortcuts dialog lists the main actions", "[gui]") {
+    auto w = makeWindow(64, /*interactive=*/true);
+    const auto actions = w->shortcutActions();
+    QStringList names;
+    for (QAction* a : actions) names << a->text().remove('&');
+    CHECK(names.contains("Run"));
+    CHECK(names.contains("Cancel"));
+    CHECK(names.contains("Save Session…"));
+    for (QAction* a : actions)
+        if (a->text().remove('&') == "Keyboard Shortcuts") a->trigger();
+    settle();
+    auto* dialog = w->findChild<studio::ShortcutsDialog*>();
+    REQUIRE(dialog != nullptr);
+    auto* table = dialog->findChild<QTableWidget*>();
+    REQUIRE(table != nullptr);
+    CHECK(table->rowCount() >= 15);
+    dialog->close();
 }
