@@ -13,6 +13,10 @@ E enumFrom(const QJsonObject& o, const char* key, const QStringList& names, E fa
     return i < 0 ? fallback : static_cast<E>(i);
 }
 
+// Stable keys for files (sessions, settings); the names above are for people and may change.
+const QStringList kOverviewKeys = {"kept_mass", "hit_rate", "vote_entropy", "sink_mass", "overlap"};
+const QStringList kDocumentKeys = {"head_selection", "head_votes", "layer_kept_share", "all_kept_share"};
+
 }  // namespace
 
 QStringList colorMapNames() { return {"viridis", "cividis", "greys"}; }
@@ -33,9 +37,9 @@ QJsonObject DisplaySettings::toJson() const {
     o["range_min"] = rangeMin;
     o["range_max"] = rangeMax;
     o["hide_sinks"] = hideSinks;
-    o["overview_stat"] = overviewStatNames().at(static_cast<int>(overviewStat));
+    o["overview_stat"] = kOverviewKeys.at(static_cast<int>(overviewStat));
     o["overlap_policy"] = overlapPolicy;
-    o["document_mode"] = documentModeNames().at(static_cast<int>(documentMode));
+    o["document_mode"] = kDocumentKeys.at(static_cast<int>(documentMode));
     return o;
 }
 
@@ -48,9 +52,9 @@ DisplaySettings DisplaySettings::fromJson(const QJsonObject& o) {
     d.rangeMin = o["range_min"].toDouble(d.rangeMin);
     d.rangeMax = o["range_max"].toDouble(d.rangeMax);
     d.hideSinks = o["hide_sinks"].toInt(d.hideSinks);
-    d.overviewStat = enumFrom(o, "overview_stat", overviewStatNames(), d.overviewStat);
+    d.overviewStat = enumFrom(o, "overview_stat", kOverviewKeys, d.overviewStat);
     d.overlapPolicy = o["overlap_policy"].toString(d.overlapPolicy);
-    d.documentMode = enumFrom(o, "document_mode", documentModeNames(), d.documentMode);
+    d.documentMode = enumFrom(o, "document_mode", kDocumentKeys, d.documentMode);
     return d;
 }
 

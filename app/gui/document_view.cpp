@@ -28,6 +28,15 @@ const QColor kCategoryBg[] = {QColor(Qt::white), QColor("#b7e4c7"), QColor("#bcd
 const char* kCategoryName[] = {"evicted", "kept", "observation window", "attention sink (kept)",
                                "question (outside the query-agnostic cache)"};
 
+// Heat backgrounds are the colour map lightened halfway to white: the order of the colours is
+// kept, and text stays dark and readable on every token.
+QColor heatColor(ColorMapKind kind, double t) {
+    const QColor c = colorAt(kind, t);
+    constexpr double kLighten = 0.45;
+    return QColor::fromRgbF(c.redF() + (1 - c.redF()) * kLighten, c.greenF() + (1 - c.greenF()) * kLighten,
+                            c.blueF() + (1 - c.blueF()) * kLighten);
+}
+
 QString visible(const std::string& piece) {
     QString s = QString::fromUtf8(piece.data(), static_cast<int>(piece.size()));
     s.replace('\n', QString::fromUtf8("\u21b5"));
@@ -142,7 +151,7 @@ void DocumentView::render() {
         QTextCharFormat fmt = base;
         const int cat = i < m_categories.size() ? m_categories[i] : Evicted;
         if (heatMode && cat != Question) {
-            const QColor bg = colorAt(d.colorMap, i < m_heat.size() ? m_heat[i] : 0.f);
+            const QColor bg = heatColor(d.colorMap, i < m_heat.size() ? m_heat[i] : 0.f);
             fmt.setBackground(bg);
             fmt.setForeground(textColorOn(bg));
         } else {
@@ -181,7 +190,7 @@ void DocumentView::refresh() {
     } else {
         QString bar;
         for (int i = 0; i <= 10; ++i) {
-            const QColor bg = colorAt(d.colorMap, i / 10.0);
+            const QColor bg = heatColor(d.colorMap, i / 10.0);
             bar += QString("<span style='background:%1;color:%2'>&nbsp;%3&nbsp;</span>")
                        .arg(bg.name(), textColorOn(bg).name(), i == 0 ? "0" : i == 10 ? "1" : "&nbsp;");
         }

@@ -83,7 +83,7 @@ QString RunController::promptKey(const RunRequest& r) const {
 }
 
 bool RunController::needsPrefill(const RunRequest& request) const {
-    return m_prefilledKey.isEmpty() || promptKey(request) != m_prefilledKey;
+    return m_queuedPrefill.isEmpty() || promptKey(request) != m_queuedPrefill;
 }
 
 void RunController::loadModel(const QString& path, const snapkv::LoadOptions& opts) {
@@ -91,8 +91,8 @@ void RunController::loadModel(const QString& path, const snapkv::LoadOptions& op
     auto cancelFlag = std::make_shared<std::atomic<bool>>(false);
     m_cancels.push_back(cancelFlag);
     startLong(LongKind::Load, "load model");
-    m_pendingLoadPath = path;
-    m_pendingLoadOptions = optionsKey(opts);
+    m_queuedModel = path + "\x1f" + optionsKey(opts);
+    m_queuedPrefill.clear();
     LoadJob job{path, opts};
     SessionWorker* w = m_worker;
     QMetaObject::invokeMethod(w, [w, job, cancelFlag] { w->loadModel(job, cancelFlag); }, Qt::QueuedConnection);
@@ -115,14 +115,14 @@ void RunController::run(const RunRequest& request) {
     RunJob job;
     job.id = m_nextId++;
     job.cancel = std::make_shared<std::atomic<bool>>(false);
-    job.load = request.modelPath != m_loadedPath || optionsKey(request.load) != m_loadedOptions;
+    const QString model = request.modelPath + "\x1f" + optionsKey(request.load);
+    job.load = model != m_queuedModel;
     job.loadJob = {request.modelPath, request.load};
     job.prefill = job.load || needsPrefill(request);
     job.prefillJob = {request.prompt, request.prefill, request.truncateToFit, request.reserveTokens};
     job.retune = makeRetuneJob(request.params);
-    m_pendingPrefillKey = promptKey(request);
-    m_pendingLoadPath = request.modelPath;
-    m_pendingLoadOptions = optionsKey(request.load);
+    m_queuedModel = model;
+    m_queuedPrefill = promptKey(request);
     m_cancels.push_back(job.cancel);
     startLong(LongKind::Run, job.load ? "load model" : job.prefill ? "prefill" : "select");
     SessionWorker* w = m_worker;
@@ -179,16 +179,12 @@ void RunController::compare(const snapkv::GenerationSettings& generation) {
 }
 
 void RunController::onModelLoaded(const snapkv::ModelInfo& info) {
-    m_loadedPath = m_pendingLoadPath;
-    m_loadedOptions = m_pendingLoadOptions;
-    m_prefilledKey.clear();
     m_state->setModel(info);
     Q_EMIT modelLoaded();
     if (!m_long.empty() && m_long.front() == LongKind::Load) endLong();
 }
 
 void RunController::onPrefillFinished(const snapkv::PrefillSummary& summary, const QString& note) {
-    m_prefilledKey = m_pendingPrefillKey;
     m_state->setPrefill(summary);
     if (!note.isEmpty()) Q_EMIT noteIssued(note);
 }
@@ -249,25 +245,23 @@ void RunController::onFailed(const QString& task, const QString& message) {
         Q_EMIT retuneFailed(message);
         return;
     }
-    if (task == "prefill") m_prefilledKey.clear();
-    if (task == "load model") {
-        // A failed load leaves the session without the old model.
-        m_loadedPath.clear();
-        m_prefilledKey.clear();
-    }
+    if (task == "prefill" || task == "load model") m_queuedPrefill.clear();
+    // A failed load leaves the session without the old model.
+    if (task == "load model") m_queuedModel.clear();
     endLong();
     Q_EMIT failed(task, message);
 }
 
 void RunController::onCancelled(const QString& task) {
     // A prefill stopped halfway may have discarded the session's capture: prefill again next time.
-    if (task == "prefill" || task == "load model") m_prefilledKey.clear();
-    if (task == "load model") m_loadedPath.clear();
+    if (task == "prefill" || task == "load model") m_queuedPrefill.clear();
+    if (task == "load model") m_queuedModel.clear();
     endLong();
     Q_EMIT cancelled(task);
 }
 
 void RunController::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) {
+    m_queuedPrefill.clear();   // nothing was prefilled
     endLong();
     Q_EMIT contextExceeded(nTokens, nCtx, reserve);
 }

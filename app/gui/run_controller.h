@@ -43,7 +43,6 @@ public:
     void shutdown();
 
     bool busy() const { return !m_long.empty(); }
-    QString loadedModelPath() const { return m_loadedPath; }
     // Whether the next run() would prefill again (prompt, model or capture settings changed).
     bool needsPrefill(const RunRequest& request) const;
     QString overlapPolicy() const;       // the overlap policy the overview currently needs, or ""
@@ -90,12 +89,10 @@ private:
 
     std::deque<LongKind> m_long;            // long jobs queued on the worker, in order
     std::vector<CancelPtr> m_cancels;       // cancel flags of those jobs
-    QString m_loadedPath;                   // what the worker's session holds
-    QString m_loadedOptions;
-    QString m_prefilledKey;                 // prompt + capture settings of the session's prefill
-    QString m_pendingPrefillKey;            // of the run in flight
-    QString m_pendingLoadPath;
-    QString m_pendingLoadOptions;
+    // What the session will hold once every queued job has run: decides whether a new run must
+    // load or prefill. A failed or cancelled load/prefill clears them, so the next run redoes it.
+    QString m_queuedModel;                  // model path + device/dtype
+    QString m_queuedPrefill;                // prompt + capture settings
 
     // Retune coalescing: one in flight, the newest waiting.
     quint64 m_retuneInFlight = 0;
