@@ -302,3 +302,17 @@ TEST_CASE("The shortcuts dialog lists the main actions", "[gui]") {
     CHECK(table->rowCount() >= 15);
     dialog->close();
 }
+
+TEST_CASE("Two quick runs of the same prompt prefill once", "[gui]") {
+    auto w = makeWindow(64);
+    int prefills = 0;
+    QObject::connect(w->state(), &studio::AnalysisState::prefillChanged, [&] {
+        if (w->state()->hasPrefill()) ++prefills;
+    });
+    QSignalSpy finished(w->controller(), &studio::RunController::runFinished);
+    w->run();
+    w->run();
+    for (int i = 0; i < 2 && finished.count() < 2; ++i) finished.wait(60000);
+    CHECK(finished.count() == 2);
+    CHECK(prefills == 1);
+}
