@@ -3,7 +3,6 @@
 // Does not apply tokenizer.json's "clean up tokenization spaces" on decode (it breaks round trips).
 #include "core/tokenizer/bpe_tokenizer.h"
 
-#include <algorithm>
 #include <queue>
 
 #include "core/common/errors.h"
@@ -11,13 +10,6 @@
 
 namespace snapkv {
 namespace {
-
-struct Symbol {
-    int32_t prev;
-    int32_t next;
-    size_t start;   // byte offset in the word
-    size_t n;       // bytes; 0 once merged into its left neighbour
-};
 
 struct Pair {
     int32_t rank;
@@ -102,22 +94,15 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
             return;
         }
     }
-    std::vector<Symbol> symbols;
-    symbols.reserve(word.size());
-    for (size_t offs = 0; offs < word.size();) {
-        const size_t n = std::min(utf8_char_len(word[offs]), word.size() - offs);
-        const int32_t index = int32_t(symbols.size());
-        symbols.push_back({index - 1, offs + n == word.size() ? -1 : index + 1, offs, n});
-        offs += n;
-    }
+    std::vector<MergeSymbol> symbols = utf8_symbols(word);
 
     const std::string_view view(word);
     std::string key;
     std::priority_queue<Pair, std::vector<Pair>, PairOrder> queue;
     auto try_add = [&](int32_t left, int32_t right) {
         if (left < 0 || right < 0) return;
-        const Symbol& l = symbols[size_t(left)];
-        const Symbol& r = symbols[size_t(right)];
+        const MergeSymbol& l = symbols[size_t(left)];
+        const MergeSymbol& r = symbols[size_t(right)];
         const int32_t rank = merge_rank(view.substr(l.start, l.n), view.substr(r.start, r.n), key);
         if (rank < 0) return;
         queue.push({rank, left, right, l.n, r.n});
@@ -127,20 +112,17 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
     while (!queue.empty()) {
         const Pair p = queue.top();
         queue.pop();
-        Symbol& l = symbols[size_t(p.left)];
-        Symbol& r = symbols[size_t(p.right)];
+        const MergeSymbol& l = symbols[size_t(p.left)];
+        const MergeSymbol& r = symbols[size_t(p.right)];
         // Live symbols never move their start, so equal sizes mean the same text as queued.
         if (l.n == 0 || r.n == 0 || l.n != p.left_n || r.n != p.right_n) continue;
-        l.n += r.n;
-        r.n = 0;
-        l.next = r.next;
-        if (r.next >= 0) symbols[size_t(r.next)].prev = p.left;
+        merge_symbols(symbols, p.left, p.right);
         try_add(l.prev, p.left);
         try_add(p.left, l.next);
     }
 
     for (int32_t i = 0; i != -1; i = symbols[size_t(i)].next) {
-        const Symbol& s = symbols[size_t(i)];
+        const MergeSymbol& s = symbols[size_t(i)];
         const std::string_view sym = view.substr(s.start, s.n);
         const int32_t id = find_token(sym);
         if (id >= 0) {

@@ -3,12 +3,10 @@
 // llama-tokenize exactly. A priority queue keeps a 100 KB run at O(n log n).
 #include "core/tokenizer/spm_tokenizer.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <queue>
 
 #include "core/common/errors.h"
-#include "core/tokenizer/unicode_util.h"
 
 namespace snapkv {
 namespace {
@@ -30,13 +28,6 @@ int parse_byte_token(const std::string& text) {
     }
     return value;
 }
-
-struct Symbol {
-    int32_t prev;
-    int32_t next;
-    size_t start;   // byte offset in the run
-    size_t n;       // bytes; 0 once merged into its left neighbour
-};
 
 struct Bigram {
     float score;
@@ -101,21 +92,14 @@ std::vector<int32_t> SpmTokenizer::encode(const std::string& text, bool add_spec
 
 void SpmTokenizer::encode_run(const std::string& text, std::vector<int32_t>& out) const {
     if (text.empty()) return;
-    std::vector<Symbol> symbols;
-    symbols.reserve(text.size());
-    for (size_t offs = 0; offs < text.size();) {
-        const size_t n = std::min(utf8_char_len(text[offs]), text.size() - offs);
-        const int32_t index = int32_t(symbols.size());
-        symbols.push_back({index - 1, offs + n == text.size() ? -1 : index + 1, offs, n});
-        offs += n;
-    }
+    std::vector<MergeSymbol> symbols = utf8_symbols(text);
 
     std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
     const std::string_view view(text);
     auto try_add = [&](int32_t left, int32_t right) {
         if (left < 0 || right < 0) return;
-        const Symbol& l = symbols[size_t(left)];
-        const Symbol& r = symbols[size_t(right)];
+        const MergeSymbol& l = symbols[size_t(left)];
+        const MergeSymbol& r = symbols[size_t(right)];
         const int32_t id = find_token(view.substr(l.start, l.n + r.n));
         if (id < 0) return;
         queue.push({m_scores[size_t(id)], left, right, l.n + r.n});
@@ -125,13 +109,10 @@ void SpmTokenizer::encode_run(const std::string& text, std::vector<int32_t>& out
     while (!queue.empty()) {
         const Bigram b = queue.top();
         queue.pop();
-        Symbol& l = symbols[size_t(b.left)];
-        Symbol& r = symbols[size_t(b.right)];
+        const MergeSymbol& l = symbols[size_t(b.left)];
+        const MergeSymbol& r = symbols[size_t(b.right)];
         if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;   // stale
-        l.n += r.n;
-        r.n = 0;
-        l.next = r.next;
-        if (r.next >= 0) symbols[size_t(r.next)].prev = b.left;
+        merge_symbols(symbols, b.left, b.right);
         try_add(l.prev, b.left);
         try_add(b.left, l.next);
     }
@@ -139,7 +120,7 @@ void SpmTokenizer::encode_run(const std::string& text, std::vector<int32_t>& out
     // Every merged symbol is a token; a single character that is not becomes byte tokens
     // (llama.cpp's resegment reduces to exactly this, its rev_merge map never applies).
     for (int32_t i = 0; i != -1; i = symbols[size_t(i)].next) {
-        const Symbol& s = symbols[size_t(i)];
+        const MergeSymbol& s = symbols[size_t(i)];
         const int32_t id = find_token(view.substr(s.start, s.n));
         if (id >= 0) {
             out.push_back(id);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/common/errors.h"
+#include "core/tokenizer/unicode_util.h"
 
 namespace snapkv {
 namespace {
@@ -25,6 +26,27 @@ void check_special_id(const char* what, int32_t id, size_t n_tokens) {
 }
 
 }  // namespace
+
+std::vector<MergeSymbol> utf8_symbols(std::string_view text) {
+    std::vector<MergeSymbol> symbols;
+    symbols.reserve(text.size());
+    for (size_t offs = 0; offs < text.size();) {
+        const size_t n = std::min(utf8_char_len(text[offs]), text.size() - offs);
+        const int32_t index = int32_t(symbols.size());
+        symbols.push_back({index - 1, offs + n == text.size() ? -1 : index + 1, offs, n});
+        offs += n;
+    }
+    return symbols;
+}
+
+void merge_symbols(std::vector<MergeSymbol>& symbols, int32_t left, int32_t right) {
+    MergeSymbol& l = symbols[size_t(left)];
+    MergeSymbol& r = symbols[size_t(right)];
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) symbols[size_t(r.next)].prev = left;
+}
 
 VocabTokenizer::VocabTokenizer(const VocabData& vocab)
     : m_tokens(vocab.tokens),

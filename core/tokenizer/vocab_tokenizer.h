@@ -25,6 +25,20 @@ enum TokenType : int32_t {
     k_type_byte = 6,
 };
 
+// One symbol of the chain both BPE flavours merge (llama.cpp's llm_symbol): a byte range of the
+// text being merged, linked to its live neighbours.
+struct MergeSymbol {
+    int32_t prev;   // -1 at the start
+    int32_t next;   // -1 at the end
+    size_t start;   // byte offset in the text
+    size_t n;       // bytes; 0 once merged into its left neighbour
+};
+
+// One symbol per UTF-8 character of text (utf8_char_len's split), chained left to right.
+std::vector<MergeSymbol> utf8_symbols(std::string_view text);
+// Merges symbols[right] into its left neighbour symbols[left] and unlinks it.
+void merge_symbols(std::vector<MergeSymbol>& symbols, int32_t left, int32_t right);
+
 // One part of the input after special tokens are cut out: a token, or a run of raw text.
 struct TextFragment {
     int32_t token = -1;   // >= 0: this special token; -1: text[offset, offset + length)
