@@ -71,6 +71,26 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
     return out;
 }
 
+// An optional leading system message split off the user/assistant turns that follow it, as the
+// [INST] templates (Llama 2, Mistral) treat it; the turns must alternate user/assistant.
+struct SystemAndTurns {
+    std::string system;
+    bool has_system = false;
+    std::vector<ChatMessage> turns;
+};
+
+SystemAndTurns split_system(const std::vector<ChatMessage>& messages, const char* format) {
+    SystemAndTurns split;
+    split.turns = messages;
+    if (!split.turns.empty() && split.turns.front().role == "system") {
+        split.system = split.turns.front().content;
+        split.has_system = true;
+        split.turns.erase(split.turns.begin());
+    }
+    check_alternation(split.turns, split.has_system ? 1 : 0, format);
+    return split;
+}
+
 // Meta-Llama-3-8B-Instruct: each turn "<|start_header_id|>ROLE<|end_header_id|>\n\n" +
 // content|trim + "<|eot_id|>"; the template's leading bos_token is left to the tokenizer.
 std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
@@ -85,15 +105,10 @@ std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_gen
 // Llama-2-chat: "[INST] <<SYS>>\nSYS\n<</SYS>>\n\nUSER [/INST] ASSISTANT </s><s>[INST] ..."
 // Every user turn but the first starts with the "<s>" text (the first BOS is the tokenizer's).
 std::string render_llama2(const std::vector<ChatMessage>& messages) {
-    std::vector<ChatMessage> turns = messages;
-    std::string system;
-    bool has_system = false;
-    if (!turns.empty() && turns.front().role == "system") {
-        system = turns.front().content;
-        has_system = true;
-        turns.erase(turns.begin());
-    }
-    check_alternation(turns, has_system ? 1 : 0, "llama2");
+    const SystemAndTurns split = split_system(messages, "llama2");
+    const std::string& system = split.system;
+    const bool has_system = split.has_system;
+    const std::vector<ChatMessage>& turns = split.turns;
     std::string out;
     for (size_t i = 0; i < turns.size(); ++i) {
         std::string content = turns[i].content;
@@ -111,15 +126,9 @@ std::string render_llama2(const std::vector<ChatMessage>& messages) {
 // Mistral-7B-Instruct v0.1/v0.2: "[INST] USER [/INST]ASSISTANT</s>[INST] ..." Those templates
 // reject a system role; we put it before the first user message, separated by a blank line.
 std::string render_mistral(const std::vector<ChatMessage>& messages) {
-    std::vector<ChatMessage> turns = messages;
-    std::string system;
-    bool has_system = false;
-    if (!turns.empty() && turns.front().role == "system") {
-        system = turns.front().content;
-        has_system = true;
-        turns.erase(turns.begin());
-    }
-    check_alternation(turns, has_system ? 1 : 0, "mistral");
+    const SystemAndTurns split = split_system(messages, "mistral");
+    const std::string& system = split.system;
+    const std::vector<ChatMessage>& turns = split.turns;
     std::string out;
     for (size_t i = 0; i < turns.size(); ++i) {
         if (turns[i].role == "user") {
