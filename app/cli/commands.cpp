@@ -48,14 +48,6 @@ struct SelectOpts {
     int64_t max_window = 0;
 };
 
-struct GenOpts {
-    int64_t max_tokens = 64;
-    bool greedy = false;
-    float temperature = 0.8f;
-    int64_t top_k = 40;
-    float top_p = 0.95f;
-    uint64_t seed = 42;
-};
 
 std::string read_file(const std::string& path, const char* what) {
     std::ifstream in(path, std::ios::binary);
@@ -112,13 +104,22 @@ void add_select(CLI::App* c, SelectOpts& o) {
     c->add_option("--max-window", o.max_window, "Queries captured per layer (default: max(128, W))");
 }
 
-void add_gen(CLI::App* c, GenOpts& o) {
+void add_gen(CLI::App* c, GenerationSettings& o) {
     c->add_option("--max-tokens,-n", o.max_tokens, "Tokens to generate")->capture_default_str();
     c->add_flag("--greedy", o.greedy, "Greedy decoding (argmax)");
     c->add_option("--temperature", o.temperature, "Sampling temperature")->capture_default_str();
     c->add_option("--top-k", o.top_k, "Top-k (0 = off)")->capture_default_str();
     c->add_option("--top-p", o.top_p, "Top-p (1 = off)")->capture_default_str();
     c->add_option("--sample-seed", o.seed, "Sampling seed")->capture_default_str();
+    c->add_flag("--no-stop{false}", o.stop_at_eog, "Do not stop at the end-of-generation token");
+}
+
+// Sampling by default (the CLI's --greedy turns it off), 64 new tokens.
+GenerationSettings cli_generation_defaults() {
+    GenerationSettings g;
+    g.max_tokens = 64;
+    g.greedy = false;
+    return g;
 }
 
 PromptSpec make_prompt(const PromptOpts& o) {
@@ -153,16 +154,6 @@ SelectionParams make_params(const SelectOpts& o) {
     return p;
 }
 
-GenerationSettings make_gen(const GenOpts& o) {
-    GenerationSettings g;
-    g.max_tokens = o.max_tokens;
-    g.greedy = o.greedy;
-    g.temperature = o.temperature;
-    g.top_k = o.top_k;
-    g.top_p = o.top_p;
-    g.seed = o.seed;
-    return g;
-}
 
 json params_json(const SelectionParams& p, const Selection* sel, bool query_agnostic) {
     json j = {{"policy", policy_name(p.policy)}, {"window", p.window}, {"kernel", p.kernel},
@@ -257,7 +248,7 @@ void cmd_tokenize(const Common& c, const std::string& text, bool no_bos, bool as
         std::cout << std::setw(7) << ids[i] << "  " << pieces[i].get<std::string>() << "\n";
 }
 
-void cmd_generate(const Common& c, const PromptOpts& po, const GenOpts& go, bool as_json,
+void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSettings& go, bool as_json,
                   const std::atomic<bool>* cancel) {
     auto s = open_session(c, as_json);
     TokenFn stream;
@@ -266,7 +257,7 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenOpts& go, bool
         return true;
     };
     PromptSpec spec = make_prompt(po);
-    GenerationOutput out = s->generate(spec, make_gen(go), stream, cancel);
+    GenerationOutput out = s->generate(spec, go, stream, cancel);
     if (as_json) {
         write_json({{"prompt_ids", out.prompt_ids}, {"ids", out.ids}, {"text", out.text},
                     {"prefill_ms", out.prefill_ms}, {"decode_ms", out.decode_ms},
@@ -447,7 +438,7 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     if (!sel.note.empty()) std::cerr << "note: " << sel.note << "\n";
 }
 
-void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenOpts& go, double theta,
+void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go, double theta,
                  const std::string& out, const std::atomic<bool>* cancel) {
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
@@ -457,7 +448,7 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     const bool quiet = out.empty() || out == "-";
     s->prefill(make_prompt(po), ps, stderr_progress(quiet), cancel);
     CompareSettings cs;
-    cs.generation = make_gen(go);
+    cs.generation = go;
     cs.query_agnostic = so.query_agnostic;
     cs.hit_threshold = theta;
     CompareResult r = s->compare(p, cs, stderr_progress(quiet), cancel);
@@ -521,7 +512,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     {
         static Common c;
         static PromptOpts po;
-        static GenOpts go;
+        static GenerationSettings go = cli_generation_defaults();
         static bool as_json = false;
         auto* cmd = app.add_subcommand("generate", "Generate text with the full cache");
         add_common(cmd, c);
@@ -582,7 +573,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         static Common c;
         static PromptOpts po;
         static SelectOpts so;
-        static GenOpts go;
+        static GenerationSettings go = cli_generation_defaults();
         static double theta = 0.05;
         static std::string out;
         auto* cmd = app.add_subcommand("compare", "Full vs compressed generation in lockstep, as JSON");
