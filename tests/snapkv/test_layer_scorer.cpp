@@ -14,6 +14,7 @@
 #include "core/common/errors.h"
 #include "core/snapkv/layer_scorer.h"
 #include "tests/snapkv/naive_reference.h"
+#include "tests/snapkv/snapkv_test_util.h"
 #include "tests/snapkv/tensor_compare.h"
 
 using namespace snapkv;
@@ -21,17 +22,6 @@ using namespace snapkv_test;
 using Catch::Matchers::Contains;
 
 namespace {
-
-template <class F>
-std::string input_error_of(F&& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    FAIL("expected an InputError");
-    return "";
-}
 
 // Votes of the last W queries recomputed from scratch with ATen: [H, L - W].
 at::Tensor direct_votes(const LayerCapture& cap, int64_t W) {

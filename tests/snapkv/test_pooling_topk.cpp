@@ -13,9 +13,11 @@
 
 #include "core/common/errors.h"
 #include "core/snapkv/selector.h"
+#include "tests/snapkv/snapkv_test_util.h"
 #include "tests/snapkv/tensor_compare.h"
 
 using namespace snapkv;
+using namespace snapkv_test;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -27,17 +29,6 @@ at::Tensor row(std::vector<float> v) {  // [1, P]
 std::vector<int64_t> as_vector(const at::Tensor& t) {  // [1, k] int64 -> k values
     at::Tensor c = t.contiguous();
     return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
-template <class F>
-std::string input_error_of(F&& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    FAIL("expected an InputError");
-    return "";
 }
 
 }  // namespace

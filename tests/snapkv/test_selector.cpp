@@ -14,6 +14,7 @@
 #include "core/common/errors.h"
 #include "core/snapkv/selector.h"
 #include "tests/snapkv/naive_reference.h"
+#include "tests/snapkv/snapkv_test_util.h"
 #include "tests/snapkv/tensor_compare.h"
 
 using namespace snapkv;
@@ -21,17 +22,6 @@ using namespace snapkv_test;
 using Catch::Matchers::Contains;
 
 namespace {
-
-template <class F>
-std::string input_error_of(F&& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    FAIL("expected an InputError");
-    return "";
-}
 
 struct Model {
     std::vector<NaiveCapture> captures;
