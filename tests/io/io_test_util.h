@@ -1,6 +1,7 @@
 // Helpers shared by the core/io tests: a self-deleting temp folder, whole-file read/write, a float
 // buffer comparison that reports max abs/rel error and the first mismatch, and a check that a call
-// throws FileError of a given kind whose message contains given pieces. Test-only code.
+// throws FileError of a given kind whose message contains given pieces. data_path comes from
+// tests/common/test_util.h. Test-only code.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -19,12 +20,9 @@
 #include <unistd.h>
 
 #include "core/common/errors.h"
+#include "tests/common/test_util.h"   // data_path
 
 namespace snapkv::test {
-
-inline std::string data_path(const std::string& name) {
-    return std::string(SNAPKV_TEST_DATA) + "/" + name;
-}
 
 class TempDir {
 public:
