@@ -14,6 +14,7 @@
 
 #include "core/io/model_file.h"
 #include "core/io/safetensors_reader.h"
+#include "tests/common/hf_format.h"
 #include "tests/io/gguf_test_writer.h"
 #include "tests/io/io_test_util.h"
 
@@ -24,73 +25,12 @@ using nlohmann::json;
 
 namespace {
 
-struct StTensor {
-    std::string name, dtype;
-    std::vector<int64_t> shape;
-    std::vector<uint8_t> data;
-};
-
-// safetensors layout: u64 little-endian header length, JSON header, data.
-std::vector<uint8_t> build_safetensors(const std::vector<StTensor>& tensors) {
-    json header = json::object();
-    header["__metadata__"] = {{"format", "pt"}};
-    uint64_t pos = 0;
-    for (const StTensor& t : tensors) {
-        header[t.name] = {
-            {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {pos, pos + t.data.size()}}};
-        pos += t.data.size();
-    }
-    const std::string h = header.dump();
-    ByteWriter w;
-    w.put<uint64_t>(h.size());
-    w.b.insert(w.b.end(), h.begin(), h.end());
-    for (const StTensor& t : tensors) w.bytes(t.data);
-    return w.b;
-}
-
 std::vector<uint8_t> build_raw(const std::string& header, size_t data_bytes) {
     ByteWriter w;
     w.put<uint64_t>(header.size());
     w.b.insert(w.b.end(), header.begin(), header.end());
     w.b.resize(w.b.size() + data_bytes);
     return w.b;
-}
-
-// The test's own GGUF -> HF name table (from llama.cpp's gguf-py tensor_mapping.py).
-std::string hf_name(const std::string& gguf) {
-    if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
-    if (gguf == "output_norm.weight") return "model.norm.weight";
-    if (gguf == "output.weight") return "lm_head.weight";
-    const std::map<std::string, std::string> layer = {
-        {"attn_norm.weight", "input_layernorm.weight"},
-        {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},
-        {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_output.weight", "self_attn.o_proj.weight"},
-        {"attn_q.bias", "self_attn.q_proj.bias"},
-        {"attn_k.bias", "self_attn.k_proj.bias"},
-        {"attn_v.bias", "self_attn.v_proj.bias"},
-        {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"}};
-    const size_t dot = gguf.find('.', 4);
-    return "model.layers." + gguf.substr(4, dot - 4) + "." + layer.at(gguf.substr(dot + 1));
-}
-
-// Inverse of convert_hf_to_gguf.py's permute: GGUF keeps the two halves of each rotated pair in
-// adjacent rows (2j, 2j+1) of a head; HF keeps them hd/2 rows apart (j, j + hd/2).
-std::vector<float> unpermute(const std::vector<float>& gguf, int64_t rows, int64_t cols,
-                             int64_t heads) {
-    std::vector<float> hf(gguf.size());
-    const int64_t hd = rows / heads;
-    for (int64_t h = 0; h < heads; ++h)
-        for (int64_t j = 0; j < hd / 2; ++j)
-            for (int64_t i = 0; i < 2; ++i) {
-                const int64_t hf_row = h * hd + i * (hd / 2) + j, gguf_row = h * hd + 2 * j + i;
-                std::memcpy(&hf[hf_row * cols], &gguf[gguf_row * cols], cols * sizeof(float));
-            }
-    return hf;
 }
 
 std::vector<uint8_t> f16_bytes(const std::vector<float>& v) {
@@ -170,9 +110,9 @@ void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptio
         const bool is_q = t.name.find(".attn_q.weight") != std::string::npos;
         const bool is_k = t.name.find(".attn_k.weight") != std::string::npos;
         if (o.model_type != "qwen2" && (is_q || is_k))
-            v = unpermute(v, t.shape[0], t.shape[1], is_q ? c.n_head : c.n_head_kv);
+            v = to_hf_rows(v, t.shape[0], t.shape[1], is_q ? c.n_head : c.n_head_kv);
         all.push_back(
-            {hf_name(t.name), o.dtype, t.shape, o.dtype == "F32" ? f32_bytes(v) : f16_bytes(v)});
+            {hf_tensor_name(t.name), o.dtype, t.shape, o.dtype == "F32" ? f32_bytes(v) : f16_bytes(v)});
     }
     if (o.add_qwen2_biases)
         for (int64_t il = 0; il < c.n_layer; ++il)
@@ -187,7 +127,7 @@ void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptio
             }
 
     if (o.shards == 1) {
-        write_file(dir + "/model.safetensors", build_safetensors(all));
+        write_file(dir + "/model.safetensors", safetensors_bytes(all));
         return;
     }
     json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
@@ -197,7 +137,7 @@ void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptio
             part.push_back(all[i]);
         const std::string file = "model-0000" + std::to_string(s + 1) + "-of-0000" +
                                  std::to_string(o.shards) + ".safetensors";
-        write_file(dir + "/" + file, build_safetensors(part));
+        write_file(dir + "/" + file, safetensors_bytes(part));
         for (const StTensor& t : part) index["weight_map"][t.name] = file;
     }
     write_text(dir + "/model.safetensors.index.json", index.dump(2));
@@ -405,7 +345,7 @@ TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the 
                            t.name == "model.layers.0.self_attn.k_proj.weight" ? "I32" : t.dtype,
                            t.shape, bytes});
         }
-        write_file(folder + "/model.safetensors", build_safetensors(all));
+        write_file(folder + "/model.safetensors", safetensors_bytes(all));
         folder_error(
             folder, Kind::Unsupported,
             {"tensor 'blk.0.attn_k.weight' ('model.layers.0.self_attn.k_proj.weight') has type I32",
@@ -427,7 +367,7 @@ TEST_CASE("A folder without a tensor the architecture needs is MissingTensor", "
                 all.push_back({t.name, t.dtype, t.shape,
                                std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
     }
-    write_file(folder + "/model.safetensors", build_safetensors(all));
+    write_file(folder + "/model.safetensors", safetensors_bytes(all));
     folder_error(folder, Kind::MissingTensor,
                  {"hf: " + folder,
                   "tensor 'blk.0.ffn_up.weight' ('model.layers.0.mlp.up_proj.weight') is missing"});
@@ -499,7 +439,7 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
                     all.push_back({t.name, t.dtype, t.shape,
                                    std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
         }
-        write_file(folder + "/model.safetensors", build_safetensors(all));
+        write_file(folder + "/model.safetensors", safetensors_bytes(all));
         folder_error(folder, Kind::MissingTensor,
                      {"'lm_head.weight' is missing", "tie_word_embeddings is false"});
         cfg["tie_word_embeddings"] = true;

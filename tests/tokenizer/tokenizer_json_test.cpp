@@ -7,6 +7,7 @@
 #include "core/common/errors.h"
 #include "core/io/tokenizer_json.h"
 #include "core/tokenizer/unicode_util.h"
+#include "tests/common/hf_format.h"
 #include "tokenizer_test_util.h"
 
 using namespace snapkv;
@@ -21,56 +22,6 @@ json added_token(int32_t id, const std::string& content) {
     t["id"] = id;
     t["content"] = content;
     return t;
-}
-
-// A Llama-2-style tokenizer.json for a SentencePiece GGUF vocab. Merges are made the way HF's
-// SentencePieceExtractor makes them: every split of a token into two vocab pieces, ordered by the
-// token's score (highest first).
-json spm_tokenizer_json(const VocabData& v) {
-    std::unordered_map<std::string, int32_t> ids;
-    json vocab = json::object();
-    for (size_t i = 0; i < v.tokens.size(); ++i) {
-        ids[v.tokens[i]] = int32_t(i);
-        vocab[v.tokens[i]] = i;
-    }
-    struct Merge { float score; int32_t token, left, right; };
-    std::vector<Merge> merges;
-    for (size_t i = 0; i < v.tokens.size(); ++i) {
-        if (v.types[i] != 1) continue;
-        const std::string& t = v.tokens[i];
-        for (size_t cut = utf8_char_len(t[0]); cut < t.size(); cut += utf8_char_len(t[cut])) {
-            const auto l = ids.find(t.substr(0, cut)), r = ids.find(t.substr(cut));
-            if (l != ids.end() && r != ids.end()) merges.push_back({v.scores[i], int32_t(i), l->second, r->second});
-        }
-    }
-    std::sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
-        if (a.score != b.score) return a.score > b.score;
-        return std::tie(a.token, a.left, a.right) < std::tie(b.token, b.left, b.right);
-    });
-    json merge_list = json::array();
-    for (const Merge& m : merges) merge_list.push_back(v.tokens[size_t(m.left)] + " " + v.tokens[size_t(m.right)]);
-    json added = json::array();
-    for (size_t i = 0; i < v.tokens.size(); ++i) {
-        if (v.types[i] == 2 || v.types[i] == 3) added.push_back(added_token(int32_t(i), v.tokens[i]));
-    }
-    // The fixed parts of a Llama-2 tokenizer.json, as HF's LlamaConverter writes them.
-    json tj = json::parse(R"({
-        "version": "1.0",
-        "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "Prepend", "prepend": "\u2581"},
-            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
-        "pre_tokenizer": null,
-        "post_processor": {"type": "TemplateProcessing",
-            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]},
-        "decoder": {"type": "Sequence", "decoders": [
-            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
-            {"type": "ByteFallback"}, {"type": "Fuse"}]},
-        "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true}
-    })");
-    tj["added_tokens"] = added;
-    tj["model"]["vocab"] = vocab;
-    tj["model"]["merges"] = merge_list;
-    return tj;
 }
 
 // SmolLM2's tokenizer.json layout for a byte-level GGUF vocab; merges alternate between the
