@@ -81,6 +81,14 @@ inline void k_scale_min(int j, const uint8_t* s, int* scale, int* min) {
     }
 }
 
+// Scale and min of sub-block j of a Q4_K / Q5_K super-block as floats: d * scale, dmin * min.
+inline void k_sub_block(int j, const uint8_t* scales, float d, float dmin, float* dj, float* mj) {
+    int sc = 0, mn = 0;
+    k_scale_min(j, scales, &sc, &mn);
+    *dj = d * static_cast<float>(sc);
+    *mj = dmin * static_cast<float>(mn);
+}
+
 // Q4_K super-block (144 bytes): f16 d, f16 dmin, 12 bytes scales/mins, 128 bytes nibbles.
 // Each 64 values use 32 bytes: low nibbles give sub-block 2k, high nibbles sub-block 2k+1;
 // x = d * scale * q - dmin * min.
@@ -91,11 +99,9 @@ void row_q4_k(const uint8_t* src, float* dst, int64_t n) {
         const uint8_t* scales = src + 4;
         const uint8_t* q = src + 16;
         for (int k = 0; k < 4; ++k, q += 32, dst += 64) {
-            int sc = 0, mn = 0;
-            k_scale_min(2 * k, scales, &sc, &mn);
-            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
-            k_scale_min(2 * k + 1, scales, &sc, &mn);
-            const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
+            float d1 = 0.0f, m1 = 0.0f, d2 = 0.0f, m2 = 0.0f;
+            k_sub_block(2 * k, scales, d, dmin, &d1, &m1);
+            k_sub_block(2 * k + 1, scales, d, dmin, &d2, &m2);
             for (int l = 0; l < 32; ++l) dst[l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
             for (int l = 0; l < 32; ++l) dst[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
         }
@@ -113,11 +119,9 @@ void row_q5_k(const uint8_t* src, float* dst, int64_t n) {
         const uint8_t* qh = src + 16;
         const uint8_t* ql = src + 48;
         for (int k = 0; k < 4; ++k, ql += 32, dst += 64) {
-            int sc = 0, mn = 0;
-            k_scale_min(2 * k, scales, &sc, &mn);
-            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
-            k_scale_min(2 * k + 1, scales, &sc, &mn);
-            const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
+            float d1 = 0.0f, m1 = 0.0f, d2 = 0.0f, m2 = 0.0f;
+            k_sub_block(2 * k, scales, d, dmin, &d1, &m1);
+            k_sub_block(2 * k + 1, scales, d, dmin, &d2, &m2);
             const int lo_bit = 2 * k, hi_bit = 2 * k + 1;
             for (int l = 0; l < 32; ++l) {
                 const int q = (ql[l] & 0x0F) | (((qh[l] >> lo_bit) & 1) << 4);
