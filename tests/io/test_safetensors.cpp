@@ -4,6 +4,7 @@
 // Then one test per kind of bad safetensors file or folder, asserting kind and message.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -141,6 +142,24 @@ void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptio
         for (const StTensor& t : part) index["weight_map"][t.name] = file;
     }
     write_text(dir + "/model.safetensors.index.json", index.dump(2));
+}
+
+// The tensors of a safetensors file as StTensor values, to write it again with changes.
+std::vector<StTensor> read_back(const std::string& path) {
+    SafetensorsFile f(path);
+    std::vector<StTensor> all;
+    for (const SafetensorsTensor& t : f.tensors())
+        all.push_back({t.name, t.dtype, t.shape,
+                       std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
+    return all;
+}
+
+// Rewrites the safetensors file at path without the tensor named name.
+void drop_tensor(const std::string& path, const std::string& name) {
+    std::vector<StTensor> all = read_back(path);
+    all.erase(std::remove_if(all.begin(), all.end(), [&](const StTensor& t) { return t.name == name; }),
+              all.end());
+    write_file(path, safetensors_bytes(all));
 }
 
 void check_same_tensors(const ModelFile& hf, const ModelFile& gguf, bool f16) {
@@ -337,14 +356,9 @@ TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the 
         const std::string folder = dir.file("hf");
         std::filesystem::create_directories(folder);
         write_hf_folder(*gguf, folder, HfOptions());
-        std::vector<StTensor> all;
-        SafetensorsFile f(folder + "/model.safetensors");
-        for (const SafetensorsTensor& t : f.tensors()) {
-            std::vector<uint8_t> bytes(f.data(t), f.data(t) + (t.end - t.begin));
-            all.push_back({t.name,
-                           t.name == "model.layers.0.self_attn.k_proj.weight" ? "I32" : t.dtype,
-                           t.shape, bytes});
-        }
+        std::vector<StTensor> all = read_back(folder + "/model.safetensors");
+        for (StTensor& t : all)
+            if (t.name == "model.layers.0.self_attn.k_proj.weight") t.dtype = "I32";
         write_file(folder + "/model.safetensors", safetensors_bytes(all));
         folder_error(
             folder, Kind::Unsupported,
@@ -359,15 +373,7 @@ TEST_CASE("A folder without a tensor the architecture needs is MissingTensor", "
     const std::string folder = dir.file("hf");
     std::filesystem::create_directories(folder);
     write_hf_folder(*gguf, folder, HfOptions());
-    std::vector<StTensor> all;
-    {
-        SafetensorsFile f(folder + "/model.safetensors");
-        for (const SafetensorsTensor& t : f.tensors())
-            if (t.name != "model.layers.0.mlp.up_proj.weight")
-                all.push_back({t.name, t.dtype, t.shape,
-                               std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
-    }
-    write_file(folder + "/model.safetensors", safetensors_bytes(all));
+    drop_tensor(folder + "/model.safetensors", "model.layers.0.mlp.up_proj.weight");
     folder_error(folder, Kind::MissingTensor,
                  {"hf: " + folder,
                   "tensor 'blk.0.ffn_up.weight' ('model.layers.0.mlp.up_proj.weight') is missing"});
@@ -431,15 +437,7 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
                      {"'num_key_value_heads' = 3", "must divide num_attention_heads = 4"});
     }
     SECTION("untied embeddings without lm_head") {
-        std::vector<StTensor> all;
-        {
-            SafetensorsFile f(folder + "/model.safetensors");
-            for (const SafetensorsTensor& t : f.tensors())
-                if (t.name != "lm_head.weight")
-                    all.push_back({t.name, t.dtype, t.shape,
-                                   std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
-        }
-        write_file(folder + "/model.safetensors", safetensors_bytes(all));
+        drop_tensor(folder + "/model.safetensors", "lm_head.weight");
         folder_error(folder, Kind::MissingTensor,
                      {"'lm_head.weight' is missing", "tie_word_embeddings is false"});
         cfg["tie_word_embeddings"] = true;
