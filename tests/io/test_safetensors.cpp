@@ -184,6 +184,15 @@ std::string tiny_gguf(const TempDir& dir, const TinySpec& spec = TinySpec()) {
     return path;
 }
 
+// tiny_gguf written as an HF folder dir/hf; returns the folder's path.
+std::string tiny_hf_folder(const TempDir& dir, const HfOptions& o = HfOptions()) {
+    const auto gguf = ModelFile::open(tiny_gguf(dir));
+    const std::string folder = dir.file("hf");
+    std::filesystem::create_directories(folder);
+    write_hf_folder(*gguf, folder, o);
+    return folder;
+}
+
 void folder_error(const std::string& dir, Kind kind, std::initializer_list<std::string> pieces) {
     require_file_error([&] { ModelFile::open(dir); }, kind, pieces);
 }
@@ -253,10 +262,7 @@ TEST_CASE("qwen2 folders keep HF's Q/K row order and carry q/k/v biases", "[safe
 
 TEST_CASE("llama3 and linear rope_scaling are read from config.json", "[safetensors]") {
     TempDir dir;
-    const auto gguf = ModelFile::open(tiny_gguf(dir));
-    const std::string folder = dir.file("hf");
-    std::filesystem::create_directories(folder);
-    write_hf_folder(*gguf, folder, HfOptions());
+    const std::string folder = tiny_hf_folder(dir);
     json cfg = json::parse(read_file(folder + "/config.json"));
     cfg["rope_scaling"] = {{"rope_type", "llama3"},
                            {"factor", 8.0},
@@ -352,10 +358,7 @@ TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the 
                            {"tensor 'w'", "dtype 'Q7' is not supported"});
     }
     SECTION("a valid dtype the model cannot use (I32 for K)") {
-        const auto gguf = ModelFile::open(tiny_gguf(dir));
-        const std::string folder = dir.file("hf");
-        std::filesystem::create_directories(folder);
-        write_hf_folder(*gguf, folder, HfOptions());
+        const std::string folder = tiny_hf_folder(dir);
         std::vector<StTensor> all = read_back(folder + "/model.safetensors");
         for (StTensor& t : all)
             if (t.name == "model.layers.0.self_attn.k_proj.weight") t.dtype = "I32";
@@ -369,10 +372,7 @@ TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the 
 
 TEST_CASE("A folder without a tensor the architecture needs is MissingTensor", "[safetensors]") {
     TempDir dir;
-    const auto gguf = ModelFile::open(tiny_gguf(dir));
-    const std::string folder = dir.file("hf");
-    std::filesystem::create_directories(folder);
-    write_hf_folder(*gguf, folder, HfOptions());
+    const std::string folder = tiny_hf_folder(dir);
     drop_tensor(folder + "/model.safetensors", "model.layers.0.mlp.up_proj.weight");
     folder_error(folder, Kind::MissingTensor,
                  {"hf: " + folder,
@@ -381,12 +381,9 @@ TEST_CASE("A folder without a tensor the architecture needs is MissingTensor", "
 
 TEST_CASE("A shard index pointing at a missing file is refused naming the shard", "[safetensors]") {
     TempDir dir;
-    const auto gguf = ModelFile::open(tiny_gguf(dir));
-    const std::string folder = dir.file("hf");
-    std::filesystem::create_directories(folder);
     HfOptions o;
     o.shards = 2;
-    write_hf_folder(*gguf, folder, o);
+    const std::string folder = tiny_hf_folder(dir, o);
     SECTION("missing shard file: Io") {
         std::filesystem::remove(folder + "/model-00002-of-00002.safetensors");
         folder_error(folder, Kind::Io,
@@ -410,10 +407,7 @@ TEST_CASE("A shard index pointing at a missing file is refused naming the shard"
 
 TEST_CASE("Bad config.json contents and missing folder files are refused", "[safetensors]") {
     TempDir dir;
-    const auto gguf = ModelFile::open(tiny_gguf(dir));
-    const std::string folder = dir.file("hf");
-    std::filesystem::create_directories(folder);
-    write_hf_folder(*gguf, folder, HfOptions());
+    const std::string folder = tiny_hf_folder(dir);
     json cfg = json::parse(read_file(folder + "/config.json"));
     SECTION("unsupported model_type") {
         cfg["model_type"] = "phi3";
