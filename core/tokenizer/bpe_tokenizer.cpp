@@ -139,13 +139,9 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
 
 std::string BpeTokenizer::token_to_piece(int32_t id, bool render_special) const {
     check_id(id);
+    if (std::optional<std::string> piece = special_piece(id, render_special)) return *piece;
     const std::string& text = m_tokens[size_t(id)];
     switch (m_types[size_t(id)]) {
-        case k_type_control:
-        case k_type_unknown:
-            return render_special ? text : std::string();
-        case k_type_user_defined:
-            return text;
         case k_type_normal:
             return unicode_to_bytes(text);
         default:

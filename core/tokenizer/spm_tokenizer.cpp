@@ -146,13 +146,9 @@ void SpmTokenizer::append_byte(uint8_t byte, std::vector<int32_t>& out) const {
 
 std::string SpmTokenizer::token_to_piece(int32_t id, bool render_special) const {
     check_id(id);
+    if (std::optional<std::string> piece = special_piece(id, render_special)) return *piece;
     const std::string& text = m_tokens[size_t(id)];
     switch (m_types[size_t(id)]) {
-        case k_type_control:
-        case k_type_unknown:
-            return render_special ? text : std::string();
-        case k_type_user_defined:
-            return text;
         case k_type_normal: {
             std::string piece;
             piece.reserve(text.size());

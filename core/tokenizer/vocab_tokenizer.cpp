@@ -146,6 +146,18 @@ void VocabTokenizer::check_id(int32_t id) const {
     }
 }
 
+std::optional<std::string> VocabTokenizer::special_piece(int32_t id, bool render_special) const {
+    switch (m_types[size_t(id)]) {
+        case k_type_control:
+        case k_type_unknown:
+            return render_special ? m_tokens[size_t(id)] : std::string();
+        case k_type_user_defined:
+            return m_tokens[size_t(id)];
+        default:
+            return std::nullopt;
+    }
+}
+
 bool VocabTokenizer::starts_text_run_after(int32_t id) const {
     const int32_t t = m_types[size_t(id)];
     return id == m_bos_id || t == k_type_control || t == k_type_user_defined || t == k_type_unknown;

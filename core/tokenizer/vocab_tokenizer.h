@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -73,6 +74,11 @@ protected:
     // occurrence in the remaining raw text becomes a token fragment. Control and unknown tokens
     // only when parse_special; user-defined tokens always (as llama.cpp and HF do).
     std::vector<TextFragment> split_special(const std::string& text, bool parse_special) const;
+
+    // The piece of a control, unknown or user-defined token, as llama.cpp's token_to_piece
+    // renders it (control/unknown only when render_special); nullopt for the other types, which
+    // each tokenizer decodes its own way. id must be valid.
+    std::optional<std::string> special_piece(int32_t id, bool render_special) const;
 
     // Tokens whose text starts a new run of raw text in encode (after them SentencePiece adds
     // its space prefix again): the special tokens split_special can produce.
