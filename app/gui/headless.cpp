@@ -122,11 +122,18 @@ void HeadlessDriver::benchStep() {
             return v.isEmpty() ? 0.0 : v[v.size() / 2];
         };
         const int n = m_window->state()->hasPrefill() ? static_cast<int>(m_window->state()->prefill().n_tokens) : 0;
+        QStringList samples;
+        for (int i = 0; i < m_benchTotals.size(); ++i)
+            samples << QString("[%1, %2, %3]")
+                           .arg(m_benchSelects[i], 0, 'f', 1)
+                           .arg(m_benchTotals[i], 0, 'f', 1)
+                           .arg(m_benchAllViews[i], 0, 'f', 1);
         std::printf("{\"tokens\": %d, \"changes\": %d, \"select_ms_median\": %.1f, "
                     "\"edit_to_visible_view_ms_median\": %.1f, \"edit_to_all_views_ms_median\": %.1f, "
-                    "\"debounce_ms\": %d}\n",
+                    "\"throttle_ms\": %d, \"samples_select_visible_all\": [%s]}\n",
                     n, static_cast<int>(m_benchTotals.size()), median(m_benchSelects), median(m_benchTotals),
-                    median(m_benchAllViews), m_window->parameterPanel()->debounceMs());
+                    median(m_benchAllViews), m_window->parameterPanel()->debounceMs(),
+                    samples.join(", ").toLocal8Bit().constData());
         std::fflush(stdout);
         m_benchTotals << -1;   // mark done
         onRunFinished();

@@ -6,6 +6,8 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QPointer>
+
+#include <optional>
 #include <QUrl>
 
 #include "app/gui/param_state.h"
@@ -110,7 +112,7 @@ private:
     void onModelLoaded();
     void onPrefillChanged();
     void onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
-    void onRetuneApplied(double ms);
+    void onRetuneApplied(double ms, const ParamState& params);
     void onWalkthroughStep(const WalkthroughStep& step);
     void updateTitle();
     void showBanner(const QString& text);
@@ -171,6 +173,7 @@ private:
     QString m_lastError;
     double m_pendingEditMs = 0;
     QElapsedTimer m_retuneClock;
+    std::optional<ParamState> m_editParams;   // the edit being timed, until its result is drawn
     int m_pendingLayer = -1;            // focus restored from a session once its run has finished
     int m_pendingHead = -1;
     QWidget* m_banner;

@@ -128,11 +128,19 @@ void MainWindow::generate(int maxTokens) {
 void MainWindow::onParamsChanged(const ParamState& params) {
     m_pendingEditMs = m_params->msSinceFirstEdit();
     m_retuneClock.start();
+    m_editParams = params;
     m_controller->retune(params);
 }
 
-void MainWindow::onRetuneApplied(double) {
-    // Queued after the views' own refresh timers: by then the visible view has redrawn.
+void MainWindow::onRetuneApplied(double, const ParamState& params) {
+    // Time only the result computed for the edit (not an older one still arriving), and stop the
+    // clock once the views have redrawn: this timer is queued after their own refresh timers.
+    if (auto r = m_state->retune(); r && r->kvBytesFull > 0)
+        m_statusText->setText(QString("%1 · KV cache %2 → %3 (%4x smaller)")
+                                  .arg(m_state->params().summary(), humanBytes(r->kvBytesFull), humanBytes(r->kvBytesKept))
+                                  .arg(r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept : 0.0, 0, 'f', 2));
+    if (!m_editParams || params != *m_editParams) return;
+    m_editParams.reset();
     QTimer::singleShot(0, this, [this] {
         if (!m_retuneClock.isValid()) return;
         const double total = m_pendingEditMs + m_retuneClock.nsecsElapsed() / 1e6;
@@ -142,10 +150,6 @@ void MainWindow::onRetuneApplied(double) {
         m_pendingEditMs = 0;
         Q_EMIT retuneTimed(select, total);
     });
-    if (auto r = m_state->retune(); r && r->kvBytesFull > 0)
-        m_statusText->setText(QString("%1 · KV cache %2 → %3 (%4x smaller)")
-                                  .arg(m_state->params().summary(), humanBytes(r->kvBytesFull), humanBytes(r->kvBytesKept))
-                                  .arg(r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept : 0.0, 0, 'f', 2));
 }
 
 void MainWindow::onModelLoaded() {

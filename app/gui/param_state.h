@@ -41,3 +41,6 @@ QStringList policyNames();          // in Policy enum order
 QStringList poolingNames();         // in Pooling enum order
 
 }  // namespace studio
+
+#include <QMetaType>
+Q_DECLARE_METATYPE(studio::ParamState)

@@ -200,7 +200,7 @@ void RunController::onRetuned(const RetunePtr& result) {
     if (result) {
         m_lastSelectMs = result->selectMs;
         m_state->setRetune(result, params);
-        Q_EMIT retuneApplied(ms);
+        Q_EMIT retuneApplied(ms, params);
         const auto* a = result->attention.get();
         if (!a || a->layer != m_state->layer() || a->head != m_state->head()) requestAttention();
     }

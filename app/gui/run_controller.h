@@ -59,8 +59,9 @@ Q_SIGNALS:
     void modelLoaded();
     void runFinished();
     void compareFinished();
-    // A retune's result has been handed to the state: elapsed ms since retune() was called.
-    void retuneApplied(double ms);
+    // A retune's result has been handed to the state: elapsed ms since it was sent to the worker,
+    // and the parameters it was computed for.
+    void retuneApplied(double ms, const studio::ParamState& params);
 
 private:
     enum class LongKind { Load, Run, Compare };

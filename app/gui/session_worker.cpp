@@ -229,6 +229,7 @@ void registerMetaTypes() {
     qRegisterMetaType<studio::AttentionPtr>();
     qRegisterMetaType<studio::ComparePtr>();
     qRegisterMetaType<studio::RetunePtr>();
+    qRegisterMetaType<studio::ParamState>();
 }
 
 }  // namespace studio
