@@ -1,12 +1,11 @@
-// Helpers shared by the core/io tests: a self-deleting temp folder, whole-file read/write, a float
-// buffer comparison that reports max abs/rel error and the first mismatch, and a check that a call
-// throws FileError of a given kind whose message contains given pieces. data_path comes from
-// tests/common/test_util.h. Test-only code.
+// Helpers shared by the core/io tests: whole-file read/write, a float buffer comparison that
+// reports max abs/rel error and the first mismatch, and a check that a call throws FileError of a
+// given kind whose message contains given pieces. data_path and TempDir come from tests/common.
+// Test-only code.
 #pragma once
 
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -17,34 +16,11 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "core/common/errors.h"
+#include "tests/common/temp_dir.h"
 #include "tests/common/test_util.h"   // data_path
 
 namespace snapkv::test {
-
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        m_path = std::filesystem::temp_directory_path() /
-                 ("snapkv_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        std::filesystem::remove_all(m_path);
-        std::filesystem::create_directories(m_path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(m_path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(const std::string& name) const { return (m_path / name).string(); }
-    std::string path() const { return m_path.string(); }
-
-private:
-    std::filesystem::path m_path;
-};
 
 inline void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -14,37 +13,17 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "core/io/model_file.h"
 #include "io/gguf_test_writer.h"
 #include "tests/common/hf_format.h"
+#include "tests/common/temp_dir.h"
 
 namespace snapkv::test::hf {
 
 // A folder under the system temp dir, removed with the object.
-class ScratchFolder {
-public:
-    ScratchFolder() {
-        static std::atomic<int> counter{0};
-        m_path = std::filesystem::temp_directory_path() /
-                 ("snapkv_model_hf_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        std::filesystem::remove_all(m_path);
-        std::filesystem::create_directories(m_path);
-    }
-    ~ScratchFolder() {
-        std::error_code ec;
-        std::filesystem::remove_all(m_path, ec);
-    }
-    ScratchFolder(const ScratchFolder&) = delete;
-    ScratchFolder& operator=(const ScratchFolder&) = delete;
-    std::string path() const { return m_path.string(); }
-
-private:
-    std::filesystem::path m_path;
-};
+using ScratchFolder = TempDir;
 
 struct FolderOptions {
     std::string model_type = "llama";   // "llama" or "qwen2"
