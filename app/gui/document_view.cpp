@@ -153,7 +153,7 @@ void DocumentView::render() {
         if (heatMode && cat != Question) {
             const QColor bg = heatColor(d.colorMap, i < m_heat.size() ? m_heat[i] : 0.f);
             fmt.setBackground(bg);
-            fmt.setForeground(textColorOn(bg));
+            fmt.setForeground(Qt::black);   // every lightened background is light enough
         } else {
             fmt.setBackground(kCategoryBg[cat]);
             if (cat == Evicted) fmt.setForeground(QColor("#8a8a8a"));
@@ -191,8 +191,8 @@ void DocumentView::refresh() {
         QString bar;
         for (int i = 0; i <= 10; ++i) {
             const QColor bg = heatColor(d.colorMap, i / 10.0);
-            bar += QString("<span style='background:%1;color:%2'>&nbsp;%3&nbsp;</span>")
-                       .arg(bg.name(), textColorOn(bg).name(), i == 0 ? "0" : i == 10 ? "1" : "&nbsp;");
+            bar += QString("<span style='background:%1;color:black'>&nbsp;%2&nbsp;</span>")
+                       .arg(bg.name(), i == 0 ? "0" : i == 10 ? "1" : "&nbsp;");
         }
         legend << (d.documentMode == DocumentMode::HeadVotes ? "votes / max vote:" : "share of heads keeping the token:") +
                       bar;
