@@ -1,5 +1,5 @@
 // Pieces of a Hugging Face model folder written from the formats' own specs, shared by the io,
-// tokenizer and model tests: GGUF -> HF tensor names, the inverse of llama.cpp's Q/K row
+// tokenizer and model tests: config.json, GGUF -> HF tensor names, the inverse of llama.cpp's Q/K row
 // permutation, safetensors bytes and a Llama-2-style tokenizer.json. Test-only code: no
 // validation, no F16 conversion (callers pass the bytes), no sharding.
 #pragma once
@@ -56,6 +56,27 @@ inline std::vector<float> to_hf_rows(const std::vector<float>& w, int64_t rows, 
                             &w[static_cast<size_t>((h * hd + 2 * j + i) * cols)],
                             static_cast<size_t>(cols) * sizeof(float));
     return out;
+}
+
+// config.json for a llama-family model with c's hyperparameters, keys as transformers writes
+// them for LlamaConfig / Qwen2Config (model_type "llama" or "qwen2").
+inline nlohmann::json hf_config_json(const ModelConfig& c, const std::string& model_type,
+                                     bool tie_word_embeddings, const std::string& torch_dtype) {
+    return {{"model_type", model_type},
+            {"architectures", {model_type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+            {"hidden_size", c.n_embd},
+            {"intermediate_size", c.n_ff},
+            {"num_hidden_layers", c.n_layer},
+            {"num_attention_heads", c.n_head},
+            {"num_key_value_heads", c.n_head_kv},
+            {"hidden_act", "silu"},
+            {"rms_norm_eps", c.rms_eps},
+            {"rope_theta", c.rope_freq_base},
+            {"rope_scaling", nullptr},
+            {"max_position_embeddings", c.n_ctx_train},
+            {"vocab_size", c.n_vocab},
+            {"tie_word_embeddings", tie_word_embeddings},
+            {"torch_dtype", torch_dtype}};
 }
 
 // One tensor of a safetensors file: its dtype name ("F32", "F16", ...) and its raw bytes.

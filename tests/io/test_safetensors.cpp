@@ -65,22 +65,9 @@ struct HfOptions {
 // Writes config.json, tokenizer.json and the weights of `src` as a Hugging Face folder.
 void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptions& o) {
     const ModelConfig& c = src.config();
-    json cfg = {{"model_type", o.model_type},
-                {"architectures", {"LlamaForCausalLM"}},
-                {"hidden_size", c.n_embd},
-                {"intermediate_size", c.n_ff},
-                {"num_hidden_layers", c.n_layer},
-                {"num_attention_heads", c.n_head},
-                {"num_key_value_heads", c.n_head_kv},
-                {"head_dim", nullptr},
-                {"hidden_act", "silu"},
-                {"rms_norm_eps", c.rms_eps},
-                {"rope_theta", c.rope_freq_base},
-                {"rope_scaling", nullptr},
-                {"max_position_embeddings", c.n_ctx_train},
-                {"vocab_size", c.n_vocab},
-                {"tie_word_embeddings", c.tied_embeddings},
-                {"torch_dtype", o.dtype == "F32" ? "float32" : "float16"}};
+    json cfg = hf_config_json(c, o.model_type, c.tied_embeddings,
+                              o.dtype == "F32" ? "float32" : "float16");
+    cfg["head_dim"] = nullptr;
     write_text(dir + "/config.json", cfg.dump(2));
 
     json vocab = json::object();

@@ -51,22 +51,7 @@ inline void write_text(const std::string& path, const std::string& text) {
 inline void write_folder(const ModelFile& src, const std::string& dir, const FolderOptions& o = {}) {
     using nlohmann::json;
     const ModelConfig& c = src.config();
-    const json cfg = {
-        {"model_type", o.model_type},
-        {"architectures", {o.model_type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-        {"hidden_size", c.n_embd},
-        {"intermediate_size", c.n_ff},
-        {"num_hidden_layers", c.n_layer},
-        {"num_attention_heads", c.n_head},
-        {"num_key_value_heads", c.n_head_kv},
-        {"hidden_act", "silu"},
-        {"rms_norm_eps", c.rms_eps},
-        {"rope_theta", c.rope_freq_base},
-        {"rope_scaling", nullptr},
-        {"max_position_embeddings", c.n_ctx_train},
-        {"vocab_size", c.n_vocab},
-        {"tie_word_embeddings", o.tie_embeddings},
-        {"torch_dtype", "float32"}};
+    const json cfg = hf_config_json(c, o.model_type, o.tie_embeddings, "float32");
     write_text(dir + "/config.json", cfg.dump(2));
     write_text(dir + "/tokenizer.json", spm_tokenizer_json(src.vocab()).dump());
 
