@@ -7,21 +7,12 @@ namespace studio {
 
 AnalysisState::AnalysisState(QObject* parent) : QObject(parent) {}
 
-void AnalysisState::setModel(const snapkv::ModelInfo& info) {
-    m_model = info;
-    m_prefill.reset();
-    m_retune.reset();
-    m_attention.reset();
-    m_compare.reset();
-    Q_EMIT modelChanged();
-    Q_EMIT prefillChanged();
-    Q_EMIT selectionChanged();
-    Q_EMIT attentionChanged();
-    Q_EMIT comparisonChanged();
-}
+void AnalysisState::setModel(const snapkv::ModelInfo& info) { replaceModel(info); }
 
-void AnalysisState::clearModel() {
-    m_model.reset();
+void AnalysisState::clearModel() { replaceModel(std::nullopt); }
+
+void AnalysisState::replaceModel(std::optional<snapkv::ModelInfo> info) {
+    m_model = std::move(info);
     m_prefill.reset();
     m_retune.reset();
     m_attention.reset();

@@ -63,6 +63,8 @@ Q_SIGNALS:
     void displayChanged();
 
 private:
+    void replaceModel(std::optional<snapkv::ModelInfo> info);   // set or clear, then announce all
+
     std::optional<snapkv::ModelInfo> m_model;
     std::optional<snapkv::PrefillSummary> m_prefill;
     RetunePtr m_retune;
