@@ -38,6 +38,7 @@ public:
     int64_t n_heads() const { return m_n_heads; }
     int64_t size() const { return m_size; }
     int64_t used_slots() const;    // slots holding real entries, summed over heads
+    bool has_padding() const { return m_padding > 0; }
     int64_t bytes() const;         // bytes of the real entries: used_slots * D * 2 * element size
     bool empty() const { return m_size == 0; }
 

@@ -191,6 +191,13 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
     const int64_t chunk = std::max<int64_t>(1, opts.attn_chunk);
     at::Tensor h2o;
     if (opts.capture && opts.capture->h2o) h2o = at::zeros({H, S}, q.options().dtype(at::kFloat));
+    // Slots already in the cache before this call hold past positions unless the cache has padding
+    // (AdaKV) or was filled out of order: then every column is masked by position, else only the
+    // columns of this call's own slots need the causal mask (a third of prefill's memory traffic).
+    const int64_t s_old = S - T;
+    const bool old_visible = !kv.has_padding() &&
+                             (s_old == 0 || P.narrow(1, 0, s_old).max().item<int64_t>() < q_pos.min().item<int64_t>());
+    const int64_t mask_from = old_visible ? s_old : 0;
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
         const int64_t tc = std::min(chunk, T - t0);
         // Slots appended after this chunk's last query are in its future: skip them.
@@ -199,8 +206,9 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         at::Tensor Kc = K.narrow(1, 0, s_lim);                                        // [Hc, s, D]
         at::Tensor scores = at::bmm(qc, Kc.transpose(1, 2)).to(at::kFloat).mul_(scale);  // [Hc, g*tc, s]
         at::Tensor rows_pos = qpos.narrow(0, t0, tc).repeat({g});                     // [g*tc]
-        at::Tensor mask = P.narrow(1, 0, s_lim).unsqueeze(1).gt(rows_pos.view({1, g * tc, 1}));
-        scores.masked_fill_(mask, -std::numeric_limits<float>::infinity());
+        const int64_t n_mask = s_lim - mask_from;
+        at::Tensor mask = P.narrow(1, mask_from, n_mask).unsqueeze(1).gt(rows_pos.view({1, g * tc, 1}));
+        scores.narrow(2, mask_from, n_mask).masked_fill_(mask, -std::numeric_limits<float>::infinity());
         at::Tensor probs = at::softmax(scores, -1);                                    // [Hc, g*tc, s]
         at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, 0, s_lim));      // [Hc, g*tc, D]
         out.narrow(2, t0, tc).copy_(o.view({Hc, g, tc, D}));
