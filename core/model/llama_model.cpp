@@ -218,7 +218,6 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
             opts.probe->probs[static_cast<size_t>(layer)] = p4.select(2, tc - 1).reshape({H, s_lim}).clone();
     }
     if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
-    if (opts.probe) opts.probe->positions[static_cast<size_t>(layer)] = P.clone();
     return out.view({H, T, D});
 }
 
@@ -243,7 +242,6 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     }
     if (opts.probe) {
         opts.probe->probs.assign(static_cast<size_t>(c.n_layer), at::Tensor());
-        opts.probe->positions.assign(static_cast<size_t>(c.n_layer), at::Tensor());
     }
     cache.reserve(T);
 

@@ -37,10 +37,10 @@ struct PrefillCapture {
     std::vector<at::Tensor> h2o_scores;      // per layer [H, S] (float32), S = cache size after the call
 };
 
-// Attention of the last token of a call over the cache, per layer (for hit rates).
+// Attention of the last token of a call over the cache, per layer (for hit rates); column s is
+// cache slot s (LayerKv::positions() gives its absolute position).
 struct AttentionProbe {
     std::vector<at::Tensor> probs;        // per layer [H, S] float32 softmax of the last query
-    std::vector<at::Tensor> positions;    // per layer [Hc, S] absolute positions of the slots
 };
 
 struct ForwardOptions {
