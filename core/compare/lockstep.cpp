@@ -72,6 +72,8 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
                 at::Tensor total = important.sum(1);                                           // [H]
                 const at::Tensor& kept = hits.kept[static_cast<size_t>(l)];
                 at::Tensor hit = kept.defined() ? important.logical_and(kept).sum(1) : total;   // [H]
+                total = total.cpu();
+                hit = hit.cpu();
                 auto tt = total.accessor<int64_t, 1>();
                 auto hh = hit.accessor<int64_t, 1>();
                 for (int64_t h = 0; h < H; ++h) {

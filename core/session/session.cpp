@@ -225,7 +225,8 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
         rows.push_back({"prefill", n, pms, 1000.0 * n / pms});
         t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < decode_tokens; ++i) {
-            const int32_t id = argmax(logits.contiguous().data_ptr<float>(), logits.size(1));
+            const at::Tensor host = logits.to(at::kCPU).contiguous();                 // [1, V]
+            const int32_t id = argmax(host.data_ptr<float>(), host.size(1));
             logits = m->model->forward({id}, cache, fo);
         }
         const double dms = ms_since(t0);

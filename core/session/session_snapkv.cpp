@@ -256,6 +256,8 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     hits.prefix = sel.n_tokens - sel.window;
     hits.threshold = settings.hit_threshold;
     hits.kept = kept_masks(sel, m->model->config().n_head);
+    for (auto& mask : hits.kept)
+        if (mask.defined()) mask = mask.to(m->model->options().device);   // next to the probed attention
     CompareResult r = with_oom_report("generating", [&] {
         return run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp), settings.generation, hits,
                             [&](int64_t d, int64_t t) { if (progress) progress("generate", d, t); }, cancel);
