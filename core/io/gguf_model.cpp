@@ -5,6 +5,7 @@
 #include "core/io/gguf_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "core/common/errors.h"
@@ -59,6 +60,10 @@ GgufModel::GgufModel(const std::string& path) : m_reader(path) {
     keys.rope_freq_base = arch + ".rope.freq_base";
     keys.rms_eps = arch + ".attention.layer_norm_rms_epsilon";
     keys.rope_scaling = arch + ".rope.scaling.type";
+    keys.sliding_window = arch + ".attention.sliding_window";
+    keys.attn_scale = arch + ".attention.scale";
+    keys.attn_softcap = arch + ".attn_logit_softcapping";
+    keys.final_softcap = arch + ".final_logit_softcapping";
     validate_config(m_config, m_reader.where(), keys);
     validate_tensors(m_config, m_reader.where(), [this](const std::string& name) {
         const auto it = m_index.find(name);
@@ -147,9 +152,97 @@ void GgufModel::read_config() {
     c.rope_scaling.factor = static_cast<float>(factor == 0.0 ? 1.0 : factor);
     c.rope_scaling.original_ctx = r.get_int(a + "rope.scaling.original_context_length").value_or(0);
 
-    c.rope_neox = c.arch == "qwen2";  // llama.cpp: LLAMA_ROPE_TYPE_NEOX for qwen2, NORM for llama
-    c.qkv_bias = c.arch == "qwen2";
     c.tied_embeddings = m_index.count("output.weight") == 0;
+    set_arch_features(c);
+    read_arch_settings();
+}
+
+// What llama.cpp's load_hparams reads per architecture beyond the common keys, with its defaults:
+// attention scale and soft-caps (gemma), the sliding window and which layers use it, the local
+// RoPE base (gemma3) and Phi-3's longrope factors (tensors, not keys).
+void GgufModel::read_arch_settings() {
+    const GgufReader& r = m_reader;
+    const std::string w = r.where();
+    ModelConfig& c = m_config;
+    const std::string a = c.arch + ".";
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
+    if (gemma) {
+        // llama.cpp derives the scale from the model size (Gemma 2 27B / Gemma 3 27B use
+        // n_embd / n_head, the others head_dim); the attention.scale key, when a converter wrote
+        // one, carries transformers' query_pre_attn_scalar ** -0.5 and wins.
+        const bool is_27b = (c.arch == "gemma2" && c.n_layer == 46) || (c.arch == "gemma3" && c.n_layer == 62);
+        const double d = is_27b && c.n_head > 0 ? double(c.n_embd / c.n_head) : double(c.head_dim);
+        c.attn_scale = static_cast<float>(1.0 / std::sqrt(d));
+        c.attn_softcap = c.arch == "gemma2" ? 50.0f : 0.0f;     // llama_hparams defaults
+        c.final_softcap = c.arch == "gemma2" ? 30.0f : 0.0f;
+        if (auto v = r.get_float(a + "attn_logit_softcapping"); v && c.arch == "gemma2")
+            c.attn_softcap = static_cast<float>(*v);
+        if (auto v = r.get_float(a + "final_logit_softcapping")) c.final_softcap = static_cast<float>(*v);
+    }
+    if (auto v = r.get_float(a + "attention.scale")) c.attn_scale = static_cast<float>(*v);
+
+    // Sliding window: gemma2 defaults to 4096 like llama.cpp; elsewhere only when the key is set.
+    // (llama.cpp ignores the key for llama/qwen and disables it for phi3; transformers applies the
+    // config's window, and we follow transformers.)
+    c.sliding_window = r.get_int(a + "attention.sliding_window").value_or(c.arch == "gemma2" ? 4096 : 0);
+    std::vector<bool> sliding;
+    const std::string pkey = a + "attention.sliding_window_pattern";
+    if (const GgufValue* p = r.find(pkey); p != nullptr && p->type == GgufValueType::Array) {
+        const std::vector<int64_t> flags = *r.get_int_array(pkey);
+        if (static_cast<int64_t>(flags.size()) != c.n_layer)
+            throw FileError(Kind::BadValue, w + "key '" + pkey + "' has " + std::to_string(flags.size()) +
+                                                " entries, expected one per layer (" + std::to_string(c.n_layer) + ")");
+        for (int64_t f : flags) sliding.push_back(f != 0);
+    } else {
+        const int64_t period = r.get_int(pkey).value_or(default_swa_period(c.arch));
+        if (period < 0 || period > c.n_layer + 1)
+            throw FileError(Kind::BadValue, w + "key '" + pkey + "' = " + std::to_string(period) +
+                                                ": allowed 0 to " + std::to_string(c.n_layer + 1));
+        sliding = swa_pattern(c.n_layer, period);
+    }
+    // Gemma 3's local layers: base 10000 (llama.cpp's rope_freq_base_train_swa), no scaling.
+    const float local_base = c.arch == "gemma3"
+                                 ? static_cast<float>(r.get_float(a + "rope.freq_base_swa").value_or(10000.0))
+                                 : 0.0f;
+    set_layers(c, sliding, local_base);
+
+    // Llama 3 frequency scaling: llama.cpp's converter stores the per-frequency divisors as the
+    // rope_freqs.weight tensor instead of the rope_scaling keys.
+    if (has_tensor("rope_freqs.weight")) {
+        const TensorDesc& d = tensor("rope_freqs.weight");
+        if (d.shape.size() != 1 || d.shape[0] != c.n_rot / 2)
+            throw FileError(Kind::ShapeMismatch, w + "tensor 'rope_freqs.weight': " + shape_text(d.shape) +
+                                                     ", expected " + std::to_string(c.n_rot / 2));
+        if (c.rope_scaling.type != "none")
+            throw FileError(Kind::Unsupported, w + "tensor 'rope_freqs.weight' together with RoPE scaling '" +
+                                                   c.rope_scaling.type + "' is not supported");
+        c.rope_scaling.type = "llama3";
+        c.rope_scaling.freq_factors.resize(static_cast<size_t>(d.shape[0]));
+        read_f32("rope_freqs.weight", c.rope_scaling.freq_factors.data());
+    }
+
+    // Phi-3 longrope: llama.cpp's converter writes the factors as rope_factors_{short,long}
+    // tensors and the attention factor as a key (it writes no scaling type).
+    if (has_tensor("rope_factors_short.weight") || has_tensor("rope_factors_long.weight")) {
+        RopeScaling& rs = c.rope_scaling;
+        rs.type = "longrope";
+        rs.original_ctx = r.get_int(a + "rope.scaling.original_context_length").value_or(0);
+        rs.attn_factor = static_cast<float>(r.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
+        rs.factor = rs.original_ctx > 0 ? float(double(c.n_ctx_train) / double(rs.original_ctx)) : 1.0f;
+        for (auto [name, dst] : {std::pair{"rope_factors_short.weight", &rs.short_factor},
+                                 std::pair{"rope_factors_long.weight", &rs.long_factor}}) {
+            if (!has_tensor(name))
+                throw FileError(Kind::MissingTensor, w + "tensor '" + std::string(name) +
+                                                         "' is missing (longrope needs both factor tensors)");
+            const TensorDesc& d = tensor(name);
+            if (d.shape.size() != 1 || d.shape[0] != c.n_rot / 2)
+                throw FileError(Kind::ShapeMismatch, w + "tensor '" + std::string(name) + "': " +
+                                                         shape_text(d.shape) + ", expected " +
+                                                         std::to_string(c.n_rot / 2));
+            dst->resize(static_cast<size_t>(d.shape[0]));
+            read_f32(name, dst->data());
+        }
+    }
 }
 
 void GgufModel::read_vocab() {

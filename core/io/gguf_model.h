@@ -1,7 +1,7 @@
-// ModelFile over a GGUF file: reads the llama / qwen2 hyperparameters ({arch}.* keys), the
-// tokenizer.ggml.* vocabulary and the tensor list, validates them against each other, and
-// dequantizes tensors on request. It does not run or own any LibTorch state, and it does not
-// support other architectures (FileError(Unsupported) names the architecture).
+// ModelFile over a GGUF file: reads the hyperparameters of a supported architecture ({arch}.*
+// keys), the tokenizer.ggml.* vocabulary and the tensor list, validates them against each other,
+// and dequantizes tensors on request. It does not run or own any LibTorch state, and it does not
+// support other architectures (FileError(Unsupported) names the architecture and the supported).
 #pragma once
 
 #include <string>
@@ -31,6 +31,7 @@ public:
 
 private:
     void read_config();
+    void read_arch_settings();
     void read_vocab();
 
     GgufReader m_reader;

@@ -1,7 +1,7 @@
-// Hugging Face folder -> ModelFile. config.json keys follow transformers' LlamaConfig /
-// MistralConfig / Qwen2Config (with their defaults where a key may be absent); the name mapping and
-// the Q/K permutation follow llama.cpp's convert_hf_to_gguf.py (LlamaModel.modify_tensors and
-// LlamaModel.permute). The tokenizer files are read by read_tokenizer_json (tokenizer_json.h).
+// Hugging Face folder -> ModelFile. config.json is read by read_hf_config (hf_config.h); the Q/K
+// permutation and gemma's norm + 1 follow llama.cpp's convert_hf_to_gguf.py (LlamaModel.permute,
+// Gemma2Model/Gemma3Model.modify_tensors). The tokenizer files are read by read_tokenizer_json
+// (tokenizer_json.h).
 #include "core/io/hf_model.h"
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "core/common/errors.h"
 #include "core/io/arch_tensors.h"
 #include "core/io/dequant.h"
+#include "core/io/hf_config.h"
 #include "core/io/tokenizer_json.h"
 
 namespace snapkv {
@@ -39,113 +40,7 @@ json read_json_file(const std::string& path) {
     }
 }
 
-// Typed access to a JSON object; null counts as absent (transformers writes "head_dim": null).
-class JsonFields {
-public:
-    JsonFields(const json& j, std::string where) : m_j(j), m_where(std::move(where)) {}
-
-    const json* get(const std::string& key) const {
-        const auto it = m_j.find(key);
-        return (it == m_j.end() || it->is_null()) ? nullptr : &*it;
-    }
-    std::optional<int64_t> opt_int(const std::string& key) const {
-        const json* v = get(key);
-        if (v == nullptr) return std::nullopt;
-        if (!v->is_number_integer()) wrong(key, *v, "an integer");
-        if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-            wrong(key, *v, "an integer below 2^63");
-        return v->get<int64_t>();
-    }
-    int64_t req_int(const std::string& key) const {
-        const std::optional<int64_t> v = opt_int(key);
-        if (!v) missing(key);
-        return *v;
-    }
-    std::optional<double> opt_float(const std::string& key) const {
-        const json* v = get(key);
-        if (v == nullptr) return std::nullopt;
-        if (!v->is_number()) wrong(key, *v, "a number");
-        return v->get<double>();
-    }
-    std::optional<bool> opt_bool(const std::string& key) const {
-        const json* v = get(key);
-        if (v == nullptr) return std::nullopt;
-        if (!v->is_boolean()) wrong(key, *v, "true or false");
-        return v->get<bool>();
-    }
-    std::optional<std::string> opt_string(const std::string& key) const {
-        const json* v = get(key);
-        if (v == nullptr) return std::nullopt;
-        if (!v->is_string()) wrong(key, *v, "a string");
-        return v->get<std::string>();
-    }
-    [[noreturn]] void missing(const std::string& key) const {
-        throw FileError(Kind::BadJson, m_where + "required key '" + key + "' is missing");
-    }
-    [[noreturn]] void wrong(const std::string& key, const json& v, const char* wanted) const {
-        throw FileError(Kind::BadJson, m_where + "key '" + key + "' = " + v.dump().substr(0, 80) +
-                                           ": expected " + wanted);
-    }
-
-private:
-    const json& m_j;
-    std::string m_where;
-};
-
-bool all_digits(const std::string& s) {
-    return !s.empty() &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// Per-layer suffixes, HF -> GGUF (llama.cpp gguf-py tensor_mapping.py, for llama/qwen2).
-const std::pair<const char*, const char*> kLayerNames[] = {
-    {"input_layernorm.weight", "attn_norm.weight"},
-    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},
-    {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.o_proj.weight", "attn_output.weight"},
-    {"self_attn.q_proj.bias", "attn_q.bias"},
-    {"self_attn.k_proj.bias", "attn_k.bias"},
-    {"self_attn.v_proj.bias", "attn_v.bias"},
-    {"self_attn.o_proj.bias", "attn_output.bias"},
-    {"post_attention_layernorm.weight", "ffn_norm.weight"},
-    {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.down_proj.weight", "ffn_down.weight"},
-};
-
 }  // namespace
-
-std::optional<std::string> hf_to_gguf_name(const std::string& hf) {
-    if (hf == "model.embed_tokens.weight") return std::string("token_embd.weight");
-    if (hf == "model.norm.weight") return std::string("output_norm.weight");
-    if (hf == "lm_head.weight") return std::string("output.weight");
-    const std::string prefix = "model.layers.";
-    if (hf.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-    const size_t dot = hf.find('.', prefix.size());
-    if (dot == std::string::npos) return std::nullopt;
-    const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
-    if (!all_digits(layer) || layer.size() > 6) return std::nullopt;
-    const std::string suffix = hf.substr(dot + 1);
-    for (const auto& [from, to] : kLayerNames)
-        if (suffix == from) return "blk." + std::to_string(std::stoll(layer)) + "." + to;
-    return std::nullopt;
-}
-
-std::optional<std::string> gguf_to_hf_name(const std::string& gguf) {
-    if (gguf == "token_embd.weight") return std::string("model.embed_tokens.weight");
-    if (gguf == "output_norm.weight") return std::string("model.norm.weight");
-    if (gguf == "output.weight") return std::string("lm_head.weight");
-    if (gguf.compare(0, 4, "blk.") != 0) return std::nullopt;
-    const size_t dot = gguf.find('.', 4);
-    if (dot == std::string::npos) return std::nullopt;
-    const std::string layer = gguf.substr(4, dot - 4);
-    if (!all_digits(layer)) return std::nullopt;
-    const std::string suffix = gguf.substr(dot + 1);
-    for (const auto& [from, to] : kLayerNames)
-        if (suffix == to) return "model.layers." + layer + "." + from;
-    return std::nullopt;
-}
 
 HfModel::HfModel(const std::string& dir) : m_dir(dir) {
     const std::string cfg_path = (fs::path(dir) / "config.json").string();
@@ -171,6 +66,10 @@ HfModel::HfModel(const std::string& dir) : m_dir(dir) {
     keys.rope_freq_base = "rope_theta";
     keys.rms_eps = "rms_norm_eps";
     keys.rope_scaling = "rope_scaling";
+    keys.sliding_window = "sliding_window";
+    keys.attn_scale = "query_pre_attn_scalar";
+    keys.attn_softcap = "attn_logit_softcapping";
+    keys.final_softcap = "final_logit_softcapping";
     validate_config(m_config, "hf: " + cfg_path + ": ", keys);
     validate_tensors(
         m_config, "hf: " + m_dir + ": ",
@@ -178,20 +77,24 @@ HfModel::HfModel(const std::string& dir) : m_dir(dir) {
             const auto it = m_index.find(name);
             return it == m_index.end() ? nullptr : &m_tensors[it->second];
         },
-        [](const std::string& name) {
-            const std::optional<std::string> hf = gguf_to_hf_name(name);
+        [this](const std::string& name) {
+            const std::optional<std::string> hf = gguf_to_hf_name(name, m_config.arch);
             return "'" + name + "'" + (hf ? " ('" + *hf + "')" : std::string());
         });
 
-    // Undo HF's rotate-half row order for llama Q and K (qwen2 keeps it: it uses NeoX RoPE).
-    if (m_config.arch == "llama") {
-        for (size_t i = 0; i < m_tensors.size(); ++i) {
-            const std::string& n = m_tensors[i].name;
-            if (n.size() > 14 && n.compare(n.size() - 14, 14, ".attn_q.weight") == 0)
-                m_sources[i].permute_groups = m_config.n_head;
-            if (n.size() > 14 && n.compare(n.size() - 14, 14, ".attn_k.weight") == 0)
-                m_sources[i].permute_groups = m_config.n_head_kv;
-        }
+    auto ends_with = [](const std::string& n, const char* tail) {
+        const size_t k = std::char_traits<char>::length(tail);
+        return n.size() > k && n.compare(n.size() - k, k, tail) == 0;
+    };
+    for (size_t i = 0; i < m_tensors.size(); ++i) {
+        const std::string& n = m_tensors[i].name;
+        // Undo HF's rotate-half row order for llama Q and K (the NeoX architectures keep it).
+        if (!m_config.rope_neox && ends_with(n, ".attn_q.weight")) m_sources[i].permute_groups = m_config.n_head;
+        if (!m_config.rope_neox && ends_with(n, ".attn_k.weight")) m_sources[i].permute_groups = m_config.n_head_kv;
+        // Gemma's RMSNorm multiplies by (1 + w); llama.cpp's converter stores w + 1 (every tensor
+        // named *norm.weight, the q/k norms included), and so do we.
+        if ((m_config.arch == "gemma2" || m_config.arch == "gemma3") && ends_with(n, "norm.weight"))
+            m_sources[i].add_one = true;
     }
 }
 
@@ -200,90 +103,17 @@ void HfModel::read_config() {
     const std::string w = "hf: " + cfg_path + ": ";
     const json j = read_json_file(cfg_path);
     if (!j.is_object()) throw FileError(Kind::BadJson, w + "expected a JSON object");
-    const JsonFields f(j, w);
     for (auto it = j.begin(); it != j.end(); ++it) {
         std::string text = it->is_string() ? it->get<std::string>() : it->dump();
         if (text.size() > 80) text = text.substr(0, 77) + "...";
         m_summary.emplace_back(it.key(), text);
     }
-
-    const std::optional<std::string> model_type = f.opt_string("model_type");
-    if (!model_type) f.missing("model_type");
-    ModelConfig& c = m_config;
-    if (*model_type == "llama" || *model_type == "mistral") {
-        c.arch = "llama";
-    } else if (*model_type == "qwen2") {
-        c.arch = "qwen2";
-    } else {
-        throw FileError(Kind::Unsupported,
-                        w + "model_type '" + *model_type +
-                            "' is not supported (supported: llama, mistral, qwen2)");
-    }
+    HfConfig hc = read_hf_config(j, w);
+    m_config = std::move(hc.config);
     std::string name = fs::path(m_dir).filename().string();
     if (name.empty()) name = fs::path(m_dir).parent_path().filename().string();
-    c.name = name;
-
-    c.n_embd = f.req_int("hidden_size");
-    c.n_ff = f.req_int("intermediate_size");
-    c.n_layer = f.req_int("num_hidden_layers");
-    c.n_head = f.req_int("num_attention_heads");
-    c.n_head_kv = f.opt_int("num_key_value_heads").value_or(c.n_head);
-    if (const auto hd = f.opt_int("head_dim")) {
-        c.head_dim = *hd;
-    } else if (c.n_head > 0 && c.n_embd % c.n_head != 0) {
-        throw FileError(Kind::BadValue, w + "key 'hidden_size' = " + std::to_string(c.n_embd) +
-                                            " is not a multiple of 'num_attention_heads' = " +
-                                            std::to_string(c.n_head) + " and 'head_dim' is absent");
-    } else {
-        c.head_dim = c.n_head > 0 ? c.n_embd / c.n_head : 0;
-    }
-    c.n_rot = c.head_dim;
-    c.n_vocab = f.req_int("vocab_size");
-    c.n_ctx_train = f.req_int("max_position_embeddings");
-    c.rope_freq_base = static_cast<float>(f.opt_float("rope_theta").value_or(10000.0));
-    c.rms_eps =
-        static_cast<float>(f.opt_float("rms_norm_eps").value_or(1e-6));  // transformers default
-    c.rope_neox = c.arch == "qwen2";
-    c.qkv_bias = c.arch == "qwen2";
-
-    if (const auto act = f.opt_string("hidden_act"); act && *act != "silu")
-        throw FileError(Kind::Unsupported,
-                        w + "hidden_act '" + *act + "' is not supported (supported: silu)");
-    if (c.arch == "llama" &&
-        (f.opt_bool("attention_bias").value_or(false) || f.opt_bool("mlp_bias").value_or(false)))
-        throw FileError(Kind::Unsupported,
-                        w + "attention_bias / mlp_bias = true is not supported for llama");
-
-    if (const json* rs = f.get("rope_scaling")) {
-        if (!rs->is_object()) f.wrong("rope_scaling", *rs, "an object or null");
-        const JsonFields r(*rs, w + "rope_scaling: ");
-        std::string type =
-            r.opt_string("rope_type").value_or(r.opt_string("type").value_or("default"));
-        if (type == "default") {
-            // plain RoPE
-        } else if (type == "linear" || type == "llama3") {
-            c.rope_scaling.type = type;
-            const std::optional<double> factor = r.opt_float("factor");
-            if (!factor) r.missing("factor");
-            c.rope_scaling.factor = static_cast<float>(*factor);
-            if (type == "llama3") {
-                c.rope_scaling.low_freq_factor =
-                    static_cast<float>(r.opt_float("low_freq_factor").value_or(1.0));
-                c.rope_scaling.high_freq_factor =
-                    static_cast<float>(r.opt_float("high_freq_factor").value_or(4.0));
-                c.rope_scaling.original_ctx = r.req_int("original_max_position_embeddings");
-            } else {
-                c.rope_scaling.original_ctx =
-                    r.opt_int("original_max_position_embeddings").value_or(0);
-            }
-        } else {
-            throw FileError(Kind::Unsupported,
-                            w + "rope_scaling type '" + type +
-                                "' is not supported (supported: linear, llama3)");
-        }
-    }
-    // transformers defaults to false for these models; checked against lm_head.weight later.
-    m_tie_word_embeddings = f.opt_bool("tie_word_embeddings").value_or(false);
+    m_config.name = name;
+    m_tie_word_embeddings = hc.tie_word_embeddings;
 }
 
 void HfModel::open_weights() {
@@ -343,7 +173,7 @@ void HfModel::open_weights() {
 
     std::sort(entries.begin(), entries.end());
     for (const auto& [hf_name, file] : entries) {
-        const std::optional<std::string> name = hf_to_gguf_name(hf_name);
+        const std::optional<std::string> name = hf_to_gguf_name(hf_name, m_config.arch);
         if (!name) continue;  // buffers such as rotary_emb.inv_freq are recomputed, not read
         const SafetensorsTensor* st = file->find(hf_name);
         m_index.emplace(*name, m_tensors.size());
@@ -435,6 +265,8 @@ void HfModel::read_f32(const std::string& name, float* dst) const {
     const int64_t groups = src.permute_groups;
     if (groups == 0) {
         dequantize_rows(*type, bytes, dst, rows, row_len);
+        if (src.add_one)
+            for (int64_t i = 0; i < numel; ++i) dst[i] += 1.0f;
         return;
     }
     // convert_hf_to_gguf.py permute(): w.reshape(n_head, 2, rows/n_head/2, in).swapaxes(1, 2).

@@ -1,8 +1,8 @@
 // ModelFile over a Hugging Face model folder: config.json, tokenizer.json (+ tokenizer_config.json,
 // generation_config.json) and model.safetensors or a sharded model.safetensors.index.json.
-// Tensor names are mapped to GGUF names and, for llama, the Q/K rows are permuted from HF's
-// rotate-half order to llama.cpp's interleaved order, so callers see exactly what a GGUF
-// conversion would hold. Reads F32/F16/BF16 only; no pytorch_model.bin, no quantized checkpoints.
+// Tensor names are mapped to GGUF names, for llama the Q/K rows are permuted from HF's rotate-half
+// order to llama.cpp's interleaved order and gemma norms read as w + 1, so callers see exactly what
+// a GGUF conversion would hold. Reads F32/F16/BF16 only; no pytorch_model.bin, no quantized checkpoints.
 #pragma once
 
 #include <memory>
@@ -15,12 +15,6 @@
 #include "core/io/safetensors_reader.h"
 
 namespace snapkv {
-
-// "model.layers.3.self_attn.k_proj.weight" -> "blk.3.attn_k.weight"; nullopt for names the
-// supported architectures do not use (e.g. rotary_emb.inv_freq).
-std::optional<std::string> hf_to_gguf_name(const std::string& hf_name);
-// The inverse, for messages: "blk.3.attn_k.weight" -> "model.layers.3.self_attn.k_proj.weight".
-std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name);
 
 class HfModel final : public ModelFile {
 public:
@@ -41,6 +35,7 @@ private:
         const SafetensorsFile* file = nullptr;
         const SafetensorsTensor* tensor = nullptr;
         int64_t permute_groups = 0;  // > 0: undo HF's rotate-half row order with this many heads
+        bool add_one = false;        // gemma norms: stored as w, read as w + 1 (llama.cpp's layout)
     };
 
     void read_config();

@@ -1,6 +1,7 @@
-// See llama_model.h. Math follows llama.cpp's llm_build_llama / llm_build_qwen2 graphs: RMSNorm
-// in float32, RoPE angles pos * base^(-2i/n_rot) (computed in double here, cast once), scores
-// scaled by 1/sqrt(D) and softmaxed in float32.
+// See llama_model.h. Math follows llama.cpp's graphs (llm_build_llama / qwen2 / qwen3 / gemma2 /
+// gemma3 / phi3) and transformers' modeling files: RMSNorm in float32, RoPE angles in double (cast
+// once), scores scaled, soft-capped, masked (causal and sliding window) and softmaxed in float32.
+// The attention itself is in model_attention.cpp, norms / RoPE / dense in model_ops.cpp.
 #include "core/model/llama_model.h"
 
 #include <cmath>
@@ -9,64 +10,14 @@
 #include "core/io/model_file.h"
 
 namespace snapkv {
+
+using model_ops::dense;
+using model_ops::rms_norm;
+
 namespace {
 
 void check_cancel(const std::atomic<bool>* cancel) {
     if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
-}
-
-// Inverse RoPE frequencies with the file's scaling applied: [n_rot/2] float64 math, float32 out.
-at::Tensor rope_inv_freq(const ModelConfig& c, const ModelFile& file) {
-    const int64_t half = c.n_rot / 2;
-    std::vector<double> inv(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i)
-        inv[static_cast<size_t>(i)] =
-            std::pow(static_cast<double>(c.rope_freq_base), -2.0 * static_cast<double>(i) / c.n_rot);
-    const auto& rs = c.rope_scaling;
-    if (file.has_tensor("rope_freqs.weight")) {
-        // llama.cpp stores Llama 3.1 frequency factors as a tensor and divides theta by them.
-        std::vector<float> factors(static_cast<size_t>(half));
-        const auto& d = file.tensor("rope_freqs.weight");
-        if (d.shape.size() != 1 || d.shape[0] != half)
-            throw FileError(FileError::Kind::ShapeMismatch,
-                            "model: tensor 'rope_freqs.weight' has the wrong shape, expected [" +
-                                std::to_string(half) + "]");
-        file.read_f32("rope_freqs.weight", factors.data());
-        for (int64_t i = 0; i < half; ++i) inv[static_cast<size_t>(i)] /= factors[static_cast<size_t>(i)];
-    } else if (rs.type == "llama3") {
-        // HF transformers' _compute_llama3_parameters.
-        const double pi = 3.14159265358979323846;
-        const double low_wavelen = rs.original_ctx / rs.low_freq_factor;
-        const double high_wavelen = rs.original_ctx / rs.high_freq_factor;
-        for (auto& f : inv) {
-            const double wavelen = 2 * pi / f;
-            if (wavelen < high_wavelen) continue;
-            if (wavelen > low_wavelen) {
-                f /= rs.factor;
-            } else {
-                const double smooth = (rs.original_ctx / wavelen - rs.low_freq_factor) /
-                                      (rs.high_freq_factor - rs.low_freq_factor);
-                f = (1 - smooth) * f / rs.factor + smooth * f;
-            }
-        }
-    } else if (rs.type == "linear" && rs.factor > 0) {
-        for (auto& f : inv) f /= rs.factor;
-    } else if (rs.type != "none" && !rs.type.empty()) {
-        throw FileError(FileError::Kind::Unsupported,
-                        "model: RoPE scaling '" + rs.type + "' is not supported (none, linear, llama3)");
-    }
-    return at::tensor(inv, at::kDouble);
-}
-
-// x @ w^T (+ b). For a single token the product is a matrix-vector one: at::linear would call a
-// GEMM that first packs (copies) the whole weight matrix, which made decode 2-3x slower than
-// streaming the weights once through GEMV.
-at::Tensor dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {}) {
-    // x: [T, in]; w: [out, in]; b: [out] or undefined -> [T, out]
-    if (x.size(0) != 1 || !x.device().is_cpu()) return at::linear(x, w, b);
-    at::Tensor y = at::mv(w, x.select(0, 0));
-    if (b.defined()) y.add_(b);
-    return y.unsqueeze(0);
 }
 
 }  // namespace
@@ -87,138 +38,100 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
                         "model: rope dimension count " + std::to_string(c.n_rot) +
                             " must be even and at most head_dim " + std::to_string(c.head_dim));
 
-    std::vector<std::string> names = {"token_embd.weight", "output_norm.weight"};
-    if (!c.tied_embeddings) names.push_back("output.weight");
-    const char* per_layer[] = {"attn_norm.weight", "attn_q.weight",   "attn_k.weight",
-                               "attn_v.weight",    "attn_output.weight", "ffn_norm.weight",
-                               "ffn_gate.weight",  "ffn_up.weight",   "ffn_down.weight"};
-    const char* biases[] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-        const std::string p = "blk." + std::to_string(l) + ".";
-        for (const char* n : per_layer) names.push_back(p + n);
-        if (c.qkv_bias)
-            for (const char* n : biases) names.push_back(p + n);
+    // Every tensor the flags ask for: token_embd, output_norm, output unless tied, and per layer:
+    std::vector<std::string> per_layer = {"attn_norm.weight", "attn_output.weight", "ffn_norm.weight",
+                                          "ffn_up.weight", "ffn_down.weight"};
+    if (c.fused_qkv) {
+        per_layer.push_back("attn_qkv.weight");
+    } else {
+        for (const char* n : {"attn_q.weight", "attn_k.weight", "attn_v.weight"}) per_layer.push_back(n);
     }
-
-    const auto total = static_cast<int64_t>(names.size());
+    if (!c.fused_gate_up) per_layer.push_back("ffn_gate.weight");
+    if (c.qkv_bias)
+        for (const char* n : {"attn_q.bias", "attn_k.bias", "attn_v.bias"}) per_layer.push_back(n);
+    if (c.qk_norm)
+        for (const char* n : {"attn_q_norm.weight", "attn_k_norm.weight"}) per_layer.push_back(n);
+    if (c.post_norms)
+        for (const char* n : {"post_attention_norm.weight", "post_ffw_norm.weight"}) per_layer.push_back(n);
+    const int64_t total = (c.tied_embeddings ? 2 : 3) + c.n_layer * static_cast<int64_t>(per_layer.size());
     int64_t done = 0;
-    auto read = [&](const std::string& name) {
+    // One tensor as float32 on the host: [shape] in torch order.
+    auto read_host = [&](const std::string& name) {
         check_cancel(cancel);
         const TensorDesc& d = file.tensor(name);
         at::Tensor host = at::empty(d.shape, at::TensorOptions().dtype(at::kFloat));
         file.read_f32(name, host.data_ptr<float>());
+        if (progress) progress(++done, total);
+        return host;
+    };
+    auto place = [&](const at::Tensor& host) {
         at::Tensor t = host.to(opts.device, opts.dtype);
         model->m_weight_bytes += t.numel() * static_cast<int64_t>(t.element_size());
-        if (progress) progress(++done, total);
         return t;
     };
+    auto read = [&](const std::string& name) { return place(read_host(name)); };
+    // Norm weights stay float32: rms_norm multiplies in float32.
+    auto read_norm = [&](const std::string& name) { return read(name).to(at::kFloat); };
 
     model->m_tok_embd = read("token_embd.weight");
-    model->m_output_norm = read("output_norm.weight").to(at::kFloat);
+    model->m_output_norm = read_norm("output_norm.weight");
     model->m_output = c.tied_embeddings ? model->m_tok_embd : read("output.weight");
     model->m_layers.resize(static_cast<size_t>(c.n_layer));
+    const int64_t q_rows = c.n_head * c.head_dim, kv_rows = c.n_head_kv * c.head_dim;
     for (int64_t l = 0; l < c.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         Layer& L = model->m_layers[static_cast<size_t>(l)];
-        L.attn_norm = read(p + "attn_norm.weight").to(at::kFloat);
-        L.wq = read(p + "attn_q.weight");
-        L.wk = read(p + "attn_k.weight");
-        L.wv = read(p + "attn_v.weight");
+        L.attn_norm = read_norm(p + "attn_norm.weight");
+        if (c.fused_qkv) {
+            // phi3's attn_qkv: rows [q; k; v], split into three plain [out, in] matrices.
+            at::Tensor qkv = read_host(p + "attn_qkv.weight");                 // [(H + 2 Hkv) D, E]
+            L.wq = place(qkv.narrow(0, 0, q_rows).contiguous());
+            L.wk = place(qkv.narrow(0, q_rows, kv_rows).contiguous());
+            L.wv = place(qkv.narrow(0, q_rows + kv_rows, kv_rows).contiguous());
+        } else {
+            L.wq = read(p + "attn_q.weight");
+            L.wk = read(p + "attn_k.weight");
+            L.wv = read(p + "attn_v.weight");
+        }
         if (c.qkv_bias) {
             L.bq = read(p + "attn_q.bias");
             L.bk = read(p + "attn_k.bias");
             L.bv = read(p + "attn_v.bias");
         }
+        if (c.qk_norm) {
+            L.q_norm = read_norm(p + "attn_q_norm.weight");
+            L.k_norm = read_norm(p + "attn_k_norm.weight");
+        }
         L.wo = read(p + "attn_output.weight");
-        L.ffn_norm = read(p + "ffn_norm.weight").to(at::kFloat);
-        L.w_gate = read(p + "ffn_gate.weight");
-        L.w_up = read(p + "ffn_up.weight");
+        if (c.post_norms) L.attn_post_norm = read_norm(p + "post_attention_norm.weight");
+        L.ffn_norm = read_norm(p + "ffn_norm.weight");
+        if (c.fused_gate_up) {
+            // phi3's ffn_up: rows [gate; up] (transformers: gate, up = gate_up.chunk(2); llama.cpp's
+            // SWIGLU takes silu of the first half).
+            at::Tensor gate_up = read_host(p + "ffn_up.weight");               // [2F, E]
+            L.w_gate = place(gate_up.narrow(0, 0, c.n_ff).contiguous());
+            L.w_up = place(gate_up.narrow(0, c.n_ff, c.n_ff).contiguous());
+        } else {
+            L.w_gate = read(p + "ffn_gate.weight");
+            L.w_up = read(p + "ffn_up.weight");
+        }
         L.w_down = read(p + "ffn_down.weight");
+        if (c.post_norms) L.ffn_post_norm = read_norm(p + "post_ffw_norm.weight");
+
+        // Layers with the same base and scaling share one table.
+        model_ops::RopeTable t = model_ops::rope_table(c, l);
+        L.rope = model->m_ropes.size();
+        for (size_t i = 0; i < model->m_ropes.size(); ++i)
+            if (model->m_ropes[i].inv_freq.equal(t.inv_freq) && model->m_ropes[i].attn_factor == t.attn_factor)
+                L.rope = i;
+        if (L.rope == model->m_ropes.size()) model->m_ropes.push_back(std::move(t));
     }
-    model->m_inv_freq = rope_inv_freq(c, file);
     return model;
 }
 
 KvCache LlamaModel::new_cache(int64_t capacity) const {
     return KvCache(m_config.n_layer, m_config.n_head_kv, m_config.head_dim,
                    at::TensorOptions().device(m_opts.device).dtype(m_opts.dtype), capacity);
-}
-
-at::Tensor LlamaModel::rms_norm(const at::Tensor& x, const at::Tensor& w) const {
-    // x: [T, E] in the compute dtype; w: [E] float32. Normalise in float32 like ggml_rms_norm.
-    at::Tensor xf = x.to(at::kFloat);
-    at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + m_config.rms_eps);
-    return (y * w).to(x.scalar_type());
-}
-
-at::Tensor LlamaModel::rope(const at::Tensor& x, const at::Tensor& pos) const {
-    // x: [h, T, D]; pos: [T] int64. Angles in double, then float: [T, n_rot/2].
-    const int64_t n_rot = m_config.n_rot;
-    const int64_t half = n_rot / 2;
-    at::Tensor ang = pos.to(at::kDouble).cpu().unsqueeze(1) * m_inv_freq.unsqueeze(0);  // [T, half]
-    at::Tensor cos = ang.cos().to(x.device(), at::kFloat).unsqueeze(0);               // [1, T, half]
-    at::Tensor sin = ang.sin().to(x.device(), at::kFloat).unsqueeze(0);               // [1, T, half]
-    at::Tensor xf = x.to(at::kFloat);
-    at::Tensor rot = xf.narrow(2, 0, n_rot);
-    at::Tensor out;
-    if (m_config.rope_neox) {
-        at::Tensor x0 = rot.narrow(2, 0, half), x1 = rot.narrow(2, half, half);     // [h, T, half]
-        out = at::cat({x0 * cos - x1 * sin, x1 * cos + x0 * sin}, 2);
-    } else {
-        at::Tensor pairs = rot.reshape({rot.size(0), rot.size(1), half, 2});         // [h, T, half, 2]
-        at::Tensor x0 = pairs.select(3, 0), x1 = pairs.select(3, 1);                 // [h, T, half]
-        out = at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, 3).reshape(rot.sizes());
-    }
-    if (n_rot < m_config.head_dim)
-        out = at::cat({out, xf.narrow(2, n_rot, m_config.head_dim - n_rot)}, 2);
-    return out.to(x.scalar_type());
-}
-
-at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos,
-                                 int64_t layer, const ForwardOptions& opts) const {
-    // q: [H, T, D]; the cache already holds this call's keys; q_pos: [T] int64.
-    const int64_t H = q.size(0), T = q.size(1), D = q.size(2);
-    const int64_t Hc = kv.n_heads();
-    const int64_t g = H / Hc;
-    const int64_t S = kv.size();
-    at::Tensor K = kv.keys();        // [Hc, S, D]
-    at::Tensor V = kv.values();      // [Hc, S, D]
-    at::Tensor P = kv.positions();   // [Hc, S]
-    at::Tensor qpos = q_pos.to(P.device());
-    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-    at::Tensor qg = q.view({Hc, g, T, D});
-    at::Tensor out = at::empty({Hc, g, T, D}, q.options());
-    const int64_t chunk = std::max<int64_t>(1, opts.attn_chunk);
-    at::Tensor h2o;
-    if (opts.capture && opts.capture->h2o) h2o = at::zeros({H, S}, q.options().dtype(at::kFloat));
-    // Slots already in the cache before this call hold past positions unless the cache has padding
-    // (AdaKV) or was filled out of order: then every column is masked by position, else only the
-    // columns of this call's own slots need the causal mask (a third of prefill's memory traffic).
-    const int64_t s_old = S - T;
-    const bool old_visible = !kv.has_padding() &&
-                             (s_old == 0 || P.narrow(1, 0, s_old).max().item<int64_t>() < q_pos.min().item<int64_t>());
-    const int64_t mask_from = old_visible ? s_old : 0;
-    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
-        const int64_t tc = std::min(chunk, T - t0);
-        // Slots appended after this chunk's last query are in its future: skip them.
-        const int64_t s_lim = S - (T - (t0 + tc));
-        at::Tensor qc = qg.narrow(2, t0, tc).reshape({Hc, g * tc, D});                 // [Hc, g*tc, D]
-        at::Tensor Kc = K.narrow(1, 0, s_lim);                                        // [Hc, s, D]
-        at::Tensor scores = at::bmm(qc, Kc.transpose(1, 2)).to(at::kFloat).mul_(scale);  // [Hc, g*tc, s]
-        at::Tensor rows_pos = qpos.narrow(0, t0, tc).repeat({g});                     // [g*tc]
-        const int64_t n_mask = s_lim - mask_from;
-        at::Tensor mask = P.narrow(1, mask_from, n_mask).unsqueeze(1).gt(rows_pos.view({1, g * tc, 1}));
-        scores.narrow(2, mask_from, n_mask).masked_fill_(mask, -std::numeric_limits<float>::infinity());
-        at::Tensor probs = at::softmax(scores, -1);                                    // [Hc, g*tc, s]
-        at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, 0, s_lim));      // [Hc, g*tc, D]
-        out.narrow(2, t0, tc).copy_(o.view({Hc, g, tc, D}));
-        at::Tensor p4 = probs.view({Hc, g, tc, s_lim});                                // [Hc, g, tc, s]
-        if (h2o.defined()) h2o.narrow(1, 0, s_lim).add_(p4.sum(2).reshape({H, s_lim}));
-        if (opts.probe && t0 + tc == T)
-            opts.probe->probs[static_cast<size_t>(layer)] = p4.select(2, tc - 1).reshape({H, s_lim}).clone();
-    }
-    if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
-    return out.view({H, T, D});
 }
 
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache,
@@ -246,15 +159,21 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     cache.reserve(T);
 
     at::Tensor x = m_tok_embd.index_select(0, ids);                                    // [T, E]
+    if (c.embd_scale != 1.0f) x = x * c.embd_scale;                                    // gemma
     for (int64_t l = 0; l < c.n_layer; ++l) {
         check_cancel(opts.cancel);
         const Layer& L = m_layers[static_cast<size_t>(l)];
-        at::Tensor h = rms_norm(x, L.attn_norm);                                       // [T, E]
-        at::Tensor q = dense(h, L.wq, L.bq).view({T, H, D}).transpose(0, 1);        // [H, T, D]
-        at::Tensor k = dense(h, L.wk, L.bk).view({T, Hkv, D}).transpose(0, 1);      // [Hkv, T, D]
-        at::Tensor v = dense(h, L.wv, L.bv).view({T, Hkv, D}).transpose(0, 1);      // [Hkv, T, D]
-        q = rope(q, pos).contiguous();
-        k = rope(k, pos);
+        const model_ops::RopeTable& rope = m_ropes[L.rope];
+        at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);                            // [T, E]
+        at::Tensor q = dense(h, L.wq, L.bq).view({T, H, D});                           // [T, H, D]
+        at::Tensor k = dense(h, L.wk, L.bk).view({T, Hkv, D});                         // [T, Hkv, D]
+        at::Tensor v = dense(h, L.wv, L.bv).view({T, Hkv, D}).transpose(0, 1);         // [Hkv, T, D]
+        if (c.qk_norm) {                                                               // per head, before RoPE
+            q = rms_norm(q, L.q_norm, c.rms_eps);
+            k = rms_norm(k, L.k_norm, c.rms_eps);
+        }
+        q = model_ops::apply_rope(q.transpose(0, 1), pos, rope).contiguous();          // [H, T, D]
+        k = model_ops::apply_rope(k.transpose(0, 1), pos, rope);                       // [Hkv, T, D]
         LayerKv& kv = cache.layer(l);
         kv.append(k, v, pos);
         if (opts.capture && opts.capture->max_window > 0) {
@@ -263,15 +182,22 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
                 q.narrow(1, T - w, w).to(at::kFloat).clone();                          // [H, W, D]
         }
         at::Tensor a = attention(q, kv, pos, l, opts);                                 // [H, T, D]
-        x = x + dense(a.transpose(0, 1).reshape({T, H * D}), L.wo);                // [T, E]
-        h = rms_norm(x, L.ffn_norm);
-        at::Tensor ff = at::silu(dense(h, L.w_gate)) * dense(h, L.w_up);       // [T, F]
-        x = x + dense(ff, L.w_down);                                             // [T, E]
+        at::Tensor o = dense(a.transpose(0, 1).reshape({T, H * D}), L.wo);             // [T, E]
+        if (c.post_norms) o = rms_norm(o, L.attn_post_norm, c.rms_eps);
+        x = x + o;
+        h = rms_norm(x, L.ffn_norm, c.rms_eps);
+        at::Tensor gate = dense(h, L.w_gate);                                          // [T, F]
+        gate = c.ffn_act == FfnActivation::GeluTanh ? at::gelu(gate, "tanh") : at::silu(gate);
+        at::Tensor ff = dense(gate * dense(h, L.w_up), L.w_down);                      // [T, E]
+        if (c.post_norms) ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
+        x = x + ff;
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
     }
     cache.set_n_past(pos0 + T);
     at::Tensor last = opts.all_logits ? x : x.narrow(0, T - 1, 1);
-    return dense(rms_norm(last, m_output_norm), m_output).to(at::kFloat);        // [T or 1, V]
+    at::Tensor logits = dense(rms_norm(last, m_output_norm, c.rms_eps), m_output).to(at::kFloat);  // [T or 1, V]
+    if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;   // gemma2
+    return logits;
 }
 
 }  // namespace snapkv

@@ -1,8 +1,15 @@
-// Llama-family decoder (Llama 2/3, SmolLM/SmolLM2, TinyLlama, Mistral, Qwen2) in LibTorch ATen:
-// RMSNorm, RoPE (adjacent-pair or NeoX layout), grouped-query attention, SwiGLU, tied embeddings,
-// QKV bias. The model is read-only after load and may be shared; all per-run state (KV cache,
-// captures) lives in the caller's objects. Attention runs in query chunks and never builds an
-// L x L matrix for all heads at once.
+// The decoder of every supported architecture (Llama 2/3, SmolLM2, Mistral, Qwen2/3, Gemma 2/3,
+// Phi-3) in LibTorch ATen, driven by ModelConfig's feature flags and per-layer descriptions rather
+// than by the architecture's name: RMSNorm (+ optional post-norms and q/k norms), RoPE (adjacent
+// or NeoX, per-layer base and scaling, partial), grouped-query attention with an optional sliding
+// window, logit soft-caps and scale, SwiGLU or GeGLU, QKV bias, tied embeddings. Fused QKV and
+// gate-up tensors are split into plain matrices at load. The model is read-only after load and
+// may be shared; all per-run state (KV cache, captures) lives in the caller's objects. Attention
+// runs in query chunks and never builds an L x L matrix for all heads at once.
+//
+// Sliding-window layers keep every position in the KV cache and mask the keys older than their
+// window (a query at p sees p - window + 1 .. p); session/selection code trims what no later query
+// can see (see core/session) so that memory figures count what such a layer needs.
 //
 // Dimensions: T = tokens in this call, E = n_embd, H = n_head, Hkv = n_head_kv, Hc = heads held by
 // the cache, D = head_dim, S = cache slots, V = n_vocab, F = n_ff, W = captured window.
@@ -19,6 +26,7 @@
 
 #include "core/io/model_config.h"
 #include "core/kv/kv_cache.h"
+#include "core/model/model_ops.h"
 
 namespace snapkv {
 
@@ -38,7 +46,8 @@ struct PrefillCapture {
 };
 
 // Attention of the last token of a call over the cache, per layer (for hit rates); column s is
-// cache slot s (LayerKv::positions() gives its absolute position).
+// cache slot s (LayerKv::positions() gives its absolute position). Sliding-window layers give 0
+// on the slots outside their window.
 struct AttentionProbe {
     std::vector<at::Tensor> probs;        // per layer [H, S] float32 softmax of the last query
 };
@@ -75,20 +84,23 @@ public:
 
 private:
     struct Layer {
-        at::Tensor attn_norm;  // [E]
-        at::Tensor wq;         // [H*D, E]
+        at::Tensor attn_norm;  // [E] float32
+        at::Tensor wq;         // [H*D, E]   (phi3: rows of attn_qkv)
         at::Tensor wk;         // [Hkv*D, E]
         at::Tensor wv;         // [Hkv*D, E]
         at::Tensor bq, bk, bv; // [H*D], [Hkv*D] or undefined
+        at::Tensor q_norm;     // [D] float32 or undefined (qk_norm)
+        at::Tensor k_norm;     // [D] float32 or undefined
         at::Tensor wo;         // [E, H*D]
-        at::Tensor ffn_norm;   // [E]
-        at::Tensor w_gate;     // [F, E]
-        at::Tensor w_up;       // [F, E]
+        at::Tensor attn_post_norm;  // [E] float32 or undefined (post_norms)
+        at::Tensor ffn_norm;   // [E] float32
+        at::Tensor w_gate;     // [F, E]     (phi3: first F rows of ffn_up)
+        at::Tensor w_up;       // [F, E]     (phi3: last F rows of ffn_up)
         at::Tensor w_down;     // [E, F]
+        at::Tensor ffn_post_norm;   // [E] float32 or undefined (post_norms)
+        size_t rope = 0;       // index into m_ropes
     };
 
-    at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const;   // [T, E] -> [T, E]
-    at::Tensor rope(const at::Tensor& x, const at::Tensor& pos) const;     // [h, T, D], [T] -> [h, T, D]
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
                          const ForwardOptions& opts) const;               // [H, T, D] -> [H, T, D]
 
@@ -97,7 +109,7 @@ private:
     at::Tensor m_tok_embd;     // [V, E]
     at::Tensor m_output_norm;  // [E]
     at::Tensor m_output;       // [V, E] (token_embd when tied)
-    at::Tensor m_inv_freq;     // [n_rot/2] float32, scaling applied
+    std::vector<model_ops::RopeTable> m_ropes;  // distinct per-layer RoPE tables (1 or 2)
     std::vector<Layer> m_layers;
     int64_t m_weight_bytes = 0;
 };

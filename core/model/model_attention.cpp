@@ -1,0 +1,68 @@
+// LlamaModel::attention: grouped-query attention of one layer's queries over its KV cache, in
+// query chunks (never L x L for all heads), with the architecture's scale, logit soft-cap and the
+// layer's sliding window, in transformers' order (eager_attention_forward): scores * scale,
+// soft-cap, mask, softmax in float32. Also fills the optional H2O sums and the last-query probe.
+//
+// Dimensions: T = queries in this call, H = n_head, Hc = heads held by the cache, g = H / Hc,
+// D = head_dim, S = cache slots, tc = queries in a chunk, s = slots a chunk may see.
+#include <cmath>
+#include <limits>
+
+#include "core/model/llama_model.h"
+
+namespace snapkv {
+
+at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos,
+                                 int64_t layer, const ForwardOptions& opts) const {
+    // q: [H, T, D]; the cache already holds this call's keys; q_pos: [T] int64.
+    const int64_t H = q.size(0), T = q.size(1), D = q.size(2);
+    const int64_t Hc = kv.n_heads();
+    const int64_t g = H / Hc;
+    const int64_t S = kv.size();
+    const int64_t window = m_config.layers[static_cast<size_t>(layer)].sliding_window;  // 0: none
+    const double softcap = m_config.attn_softcap;
+    at::Tensor K = kv.keys();        // [Hc, S, D]
+    at::Tensor V = kv.values();      // [Hc, S, D]
+    at::Tensor P = kv.positions();   // [Hc, S]
+    at::Tensor qpos = q_pos.to(P.device());
+    const double scale = m_config.attn_scale;
+    at::Tensor qg = q.view({Hc, g, T, D});
+    at::Tensor out = at::empty({Hc, g, T, D}, q.options());
+    const int64_t chunk = std::max<int64_t>(1, opts.attn_chunk);
+    at::Tensor h2o;
+    if (opts.capture && opts.capture->h2o) h2o = at::zeros({H, S}, q.options().dtype(at::kFloat));
+    // Slots already in the cache before this call hold past positions unless the cache has padding
+    // (AdaKV) or was filled out of order: then every column is masked by position, else only the
+    // columns of this call's own slots need the causal mask (a third of prefill's memory traffic).
+    // A sliding window may hide old slots too, so its layers mask every column.
+    const int64_t s_old = S - T;
+    const bool old_visible = window == 0 && !kv.has_padding() &&
+                             (s_old == 0 || P.narrow(1, 0, s_old).max().item<int64_t>() < q_pos.min().item<int64_t>());
+    const int64_t mask_from = old_visible ? s_old : 0;
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+        const int64_t tc = std::min(chunk, T - t0);
+        // Slots appended after this chunk's last query are in its future: skip them.
+        const int64_t s_lim = S - (T - (t0 + tc));
+        at::Tensor qc = qg.narrow(2, t0, tc).reshape({Hc, g * tc, D});                 // [Hc, g*tc, D]
+        at::Tensor Kc = K.narrow(1, 0, s_lim);                                        // [Hc, s, D]
+        at::Tensor scores = at::bmm(qc, Kc.transpose(1, 2)).to(at::kFloat).mul_(scale);  // [Hc, g*tc, s]
+        if (softcap > 0.0) scores.div_(softcap).tanh_().mul_(softcap);               // gemma2
+        at::Tensor rows_pos = qpos.narrow(0, t0, tc).repeat({g}).view({1, g * tc, 1});  // [1, g*tc, 1]
+        const int64_t n_mask = s_lim - mask_from;
+        at::Tensor cols = P.narrow(1, mask_from, n_mask).unsqueeze(1);                 // [Hc, 1, n]
+        at::Tensor mask = cols.gt(rows_pos);                                           // future (and padding)
+        if (window > 0) mask.logical_or_(cols.le(rows_pos - window));                  // older than the window
+        scores.narrow(2, mask_from, n_mask).masked_fill_(mask, -std::numeric_limits<float>::infinity());
+        at::Tensor probs = at::softmax(scores, -1);                                    // [Hc, g*tc, s]
+        at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, 0, s_lim));      // [Hc, g*tc, D]
+        out.narrow(2, t0, tc).copy_(o.view({Hc, g, tc, D}));
+        at::Tensor p4 = probs.view({Hc, g, tc, s_lim});                                // [Hc, g, tc, s]
+        if (h2o.defined()) h2o.narrow(1, 0, s_lim).add_(p4.sum(2).reshape({H, s_lim}));
+        if (opts.probe && t0 + tc == T)
+            opts.probe->probs[static_cast<size_t>(layer)] = p4.select(2, tc - 1).reshape({H, s_lim}).clone();
+    }
+    if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
+    return out.view({H, T, D});
+}
+
+}  // namespace snapkv
