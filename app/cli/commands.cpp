@@ -585,6 +585,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         cmd->add_option("--json", out, "Output file ('-' for stdout)")->required();
         cmd->callback([cancel] { cmd_compare(c, po, so, go, theta, out, cancel); });
     }
+    register_eval_commands(app, cancel);
 }
 
 }  // namespace snapkv::cli

@@ -10,5 +10,6 @@ class App;
 namespace snapkv::cli {
 
 void register_commands(CLI::App& app, const std::atomic<bool>* cancel);
+void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel);   // commands_eval.cpp
 
 }  // namespace snapkv::cli

@@ -66,6 +66,7 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     });
     // Commit only when everything succeeded: a failed load keeps the previous model.
     m->state.reset();
+    m->reference.reset();
     m->aware_scorers.clear();
     m->agnostic_scorers.clear();
     m->file = std::move(file);

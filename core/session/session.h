@@ -169,6 +169,14 @@ public:
     std::pair<int64_t, int64_t> kv_bytes(const Selection& sel) const;
     CompareResult compare(const SelectionParams& params, const CompareSettings& settings,
                           const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
+    // Evaluation (core/eval): one full-cache decode scored against by many selections of the same
+    // prefill. decode_reference() decodes the full cache once and keeps the first kl_steps
+    // next-token distributions and the attention hit masks; compare_to_reference() then decodes only
+    // the compressed cache of `sel` (a select() of this prefill). Each run stops at its own end.
+    RunOutput decode_reference(const CompareSettings& settings, int64_t kl_steps, const ProgressFn& progress = {},
+                               CancelFlag cancel = nullptr);
+    CompareResult compare_to_reference(const Selection& sel, const ProgressFn& progress = {},
+                                       CancelFlag cancel = nullptr);
     std::string retune_benchmark(const SelectionParams& base);
 
 private:

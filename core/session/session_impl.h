@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "core/compare/lockstep.h"
 #include "core/io/model_file.h"
 #include "core/kv/kv_cache.h"
 #include "core/model/llama_model.h"
@@ -26,6 +27,16 @@ struct PrefillState {
     double prefill_ms = 0;
 };
 
+struct FullReference;
+
+// A compressed cache ready to decode: the selection applied to the prefill's cache (and, in
+// query-agnostic mode, the question fed to it), with the hit-rate masks of the selection.
+struct CompressedStart {
+    LockstepRun run;
+    std::vector<at::Tensor> kept;       // per layer [H, P] bool, undefined for a layer kept whole
+    bool query_agnostic = false;
+};
+
 struct Session::Impl {
     std::unique_ptr<ModelFile> file;
     std::shared_ptr<const LlamaModel> model;
@@ -37,6 +48,8 @@ struct Session::Impl {
     PrefillSummary summary;
     std::vector<LayerScorer> aware_scorers;
     std::vector<LayerScorer> agnostic_scorers;  // built on first use
+    std::shared_ptr<FullReference> reference;   // decode_reference() of the current prefill
+    CompareSettings reference_settings;
 
     void require_model() const;
     void require_prefill() const;
@@ -45,6 +58,8 @@ struct Session::Impl {
     const std::vector<LayerScorer>& scorers(bool query_agnostic);
     // Per-layer slot lists for gather_cache: kept prefix positions + the window, per cache head.
     std::vector<LayerKeep> keep_lists(const Selection& sel, int64_t n_tokens) const;
+    // The compressed run of a selection of the current prefill, with room for max_tokens more.
+    CompressedStart start_compressed(const Selection& sel, int64_t max_tokens, CancelFlag cancel) const;
     std::string piece(int32_t id) const;
 };
 

@@ -144,6 +144,7 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
     m->state = std::move(st);
     m->aware_scorers = std::move(scorers);
     m->agnostic_scorers.clear();
+    m->reference.reset();
     m->summary = s;
     if (progress) progress("layer scores", 1, 1);
     return s;
@@ -220,6 +221,36 @@ std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head) {
 
 }  // namespace
 
+CompressedStart Session::Impl::start_compressed(const Selection& sel, int64_t max_tokens, CancelFlag cancel) const {
+    require_prefill();
+    const PrefillState& st = *state;
+    const auto L = static_cast<int64_t>(st.prompt.ids.size());
+    const bool agnostic = sel.n_tokens < L;
+    if (sel.n_tokens != L && (st.agnostic.empty() || sel.n_tokens != st.prompt.n_context))
+        throw InputError("selection: it covers " + std::to_string(sel.n_tokens) + " tokens but the prefill has " +
+                         std::to_string(L) + ": select again after prefill");
+    const std::vector<LayerKeep> keep = keep_lists(sel, sel.n_tokens);
+    CompressedStart out;
+    out.query_agnostic = agnostic;
+    if (agnostic) {
+        // kvpress's default: compress the context alone, then feed the question to the compressed cache.
+        const int64_t Lc = sel.n_tokens;
+        out.run.cache = gather_cache(st.cache.prefix(Lc), keep, (L - Lc) + max_tokens);
+        std::vector<int32_t> q(st.prompt.ids.begin() + Lc, st.prompt.ids.end());
+        ForwardOptions fo;
+        fo.cancel = cancel;
+        out.run.logits = model->forward(q, out.run.cache, fo);
+    } else {
+        // Prefill attention used the full K/V, so the first token is the full run's.
+        out.run.cache = gather_cache(st.cache, keep, max_tokens);
+        out.run.logits = st.last_logits;
+    }
+    out.kept = kept_masks(sel, model->config().n_head);
+    for (auto& mask : out.kept)
+        if (mask.defined()) mask = mask.to(model->options().device);   // next to the probed attention
+    return out;
+}
+
 CompareResult Session::compare(const SelectionParams& params, const CompareSettings& settings,
                                const ProgressFn& progress, CancelFlag cancel) {
     m->require_prefill();
@@ -233,33 +264,16 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     if (n_ctx > 0 && L + max_tokens > n_ctx)
         throw InputError("compare: " + std::to_string(L) + " prompt + " + std::to_string(max_tokens) +
                          " new tokens exceed the model's context of " + std::to_string(n_ctx));
-    const std::vector<LayerKeep> keep = m->keep_lists(sel, sel.n_tokens);
-
     LockstepRun full{st.cache.clone(), st.last_logits};
-    LockstepRun comp;
-    if (agnostic) {
-        // kvpress's default: compress the context alone, then feed the question to the compressed cache.
-        const int64_t Lc = sel.n_tokens;
-        comp.cache = gather_cache(st.cache.prefix(Lc), keep, (L - Lc) + max_tokens);
-        std::vector<int32_t> q(st.prompt.ids.begin() + Lc, st.prompt.ids.end());
-        ForwardOptions fo;
-        fo.cancel = cancel;
-        comp.logits = m->model->forward(q, comp.cache, fo);
-    } else {
-        // Prefill attention used the full K/V, so the first token is the full run's.
-        comp.cache = gather_cache(st.cache, keep, max_tokens);
-        comp.logits = st.last_logits;
-    }
+    CompressedStart comp = m->start_compressed(sel, max_tokens, cancel);
     const int64_t full_bytes = full.cache.bytes();
-    const int64_t comp_bytes = comp.cache.bytes();
+    const int64_t comp_bytes = comp.run.cache.bytes();
     HitRateSpec hits;
     hits.prefix = sel.n_tokens - sel.window;
     hits.threshold = settings.hit_threshold;
-    hits.kept = kept_masks(sel, m->model->config().n_head);
-    for (auto& mask : hits.kept)
-        if (mask.defined()) mask = mask.to(m->model->options().device);   // next to the probed attention
+    hits.kept = std::move(comp.kept);
     CompareResult r = with_oom_report("generating", [&] {
-        return run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp), settings.generation, hits,
+        return run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp.run), settings.generation, hits,
                             [&](int64_t d, int64_t t) { if (progress) progress("generate", d, t); }, cancel);
     });
     r.params = params;

@@ -1,0 +1,323 @@
+// The evaluation subcommands: `snapkv needle` (needle-in-a-haystack grid), `snapkv sweep` (budget
+// sweep over a question set) and `snapkv merge` (join shards). Rows go to a JSON Lines file as
+// each finishes (see core/eval/results_file.h); rerunning with the same --out resumes. The text
+// printed at the end (heatmaps, per-budget means) is a summary for people; scripts read the JSONL.
+#include "app/cli/commands.h"
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/eval/datasets.h"
+#include "core/eval/eval_runner.h"
+#include "core/eval/needle.h"
+#include "core/eval/qa_set.h"
+#include "core/eval/results_file.h"
+#include "core/session/session.h"
+
+#ifndef SNAPKV_SOURCE_DIR
+#define SNAPKV_SOURCE_DIR ""
+#endif
+
+namespace snapkv::cli {
+namespace {
+
+using json = nlohmann::json;
+using namespace snapkv::eval;
+
+struct EvalOpts {
+    std::string model, device = "cpu", dtype = "float32";
+    std::string policies = "snapkv", budgets = "1024", gqa = "query-head", windows = "32", kernels = "7",
+                poolings = "max";
+    bool query_agnostic = false;
+    int64_t sink = 4;
+    uint64_t seed = 42;
+    int64_t max_tokens = 32;
+    int64_t kl_steps = 32;
+    double theta = 0.05;
+    bool no_chat = false;
+    std::string chat_format;
+    std::string shard;
+    std::string out;
+    bool quiet = false;
+};
+
+void add_eval_options(CLI::App* c, EvalOpts& o) {
+    c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
+    c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+    c->add_option("--policies", o.policies, "Comma list: snapkv, streaming, h2o, random, pyramid, adakv")
+        ->capture_default_str();
+    c->add_option("--budgets", o.budgets, "Comma list of budgets C (tokens kept per head, window included)")
+        ->capture_default_str();
+    c->add_option("--gqa", o.gqa, "Comma list: query-head, kv-head")->capture_default_str();
+    c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
+    c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
+    c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
+    c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
+    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
+    c->add_option("--seed", o.seed, "Seed of the random policy and of the pass keys")->capture_default_str();
+    c->add_option("--max-tokens,-n", o.max_tokens, "Answer tokens (greedy)")->capture_default_str();
+    c->add_option("--kl-steps", o.kl_steps, "KL and top-1 agreement over the first N answer tokens")
+        ->capture_default_str();
+    c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
+        ->capture_default_str();
+    c->add_flag("--no-chat", o.no_chat, "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
+    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
+    c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
+    c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
+}
+
+RunOptions run_options(const EvalOpts& o) {
+    GridAxes a;
+    a.policies = parse_name_list(o.policies, "--policies");
+    a.budgets = parse_int_list(o.budgets, "--budgets");
+    a.gqa = parse_name_list(o.gqa, "--gqa");
+    a.windows = parse_int_list(o.windows, "--window");
+    a.kernels = parse_int_list(o.kernels, "--kernel");
+    a.poolings = parse_name_list(o.poolings, "--pooling");
+    a.query_agnostic = o.query_agnostic;
+    a.n_sink = o.sink;
+    a.seed = o.seed;
+    RunOptions r;
+    r.configs = expand_configs(a);
+    r.generation.max_tokens = o.max_tokens;
+    r.generation.greedy = true;
+    r.kl_steps = std::min(o.kl_steps, o.max_tokens);
+    r.hit_threshold = o.theta;
+    r.shard = parse_shard(o.shard);
+    return r;
+}
+
+std::unique_ptr<Session> load(const EvalOpts& o) {
+    if (o.max_tokens < 1) throw InputError("--max-tokens: " + std::to_string(o.max_tokens) + " must be at least 1");
+    auto s = std::make_unique<Session>();
+    s->load_model(o.model, {o.device, o.dtype});
+    return s;
+}
+
+bool use_chat(const Session& s, const EvalOpts& o) {
+    return !o.no_chat && (!o.chat_format.empty() ? o.chat_format != "raw" : s.model_info().chat_format != "raw");
+}
+
+std::string fmt_s(double ms) {
+    std::ostringstream ss;
+    ss << std::fixed << std::setprecision(ms < 10000 ? 1 : 0) << ms / 1000.0 << " s";
+    return ss.str();
+}
+
+// Resume, run, append: the part both runners share. Returns the rows of this run's settings now in the file.
+std::vector<Row> run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, const EvalOpts& o,
+                               const std::atomic<bool>* cancel) {
+    EvalRun run(s, task, ro);
+    const std::set<RowKey> done = resume_rows(o.out, run.settings());
+    const bool tty = isatty(fileno(stderr));
+    if (!o.quiet)
+        std::cerr << task.name() << ": " << task.n_cells() << " cells x " << ro.configs.size() << " configurations"
+                  << (ro.shard.count > 1 ? ", shard " + std::to_string(ro.shard.index) + "/" + std::to_string(ro.shard.count) +
+                                               " (" + std::to_string(run.shard_cells().size()) + " cells)"
+                                         : std::string())
+                  << (done.empty() ? "" : ", resuming: " + std::to_string(done.size()) + " rows already in " + o.out)
+                  << "\n";
+    RowWriter writer(o.out);
+    std::vector<Row> cell_rows;
+    const auto t0 = std::chrono::steady_clock::now();
+    int64_t run_cells = 0;
+    ProgressFn progress = [&](const std::string& stage, int64_t d, int64_t t) {
+        if (o.quiet) return;
+        if (stage != "cells") {
+            if (tty) std::cerr << "\r  " << stage << " " << d << "/" << t << "        " << std::flush;
+            return;
+        }
+        if (cell_rows.empty()) return;   // skipped (resumed) cell
+        ++run_cells;
+        const double el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const Row& f = cell_rows.front();
+        std::cerr << (tty ? "\r" : "") << "[" << d << "/" << t << "] ";
+        if (task.name() == "needle") std::cerr << "length " << f["length"] << " depth " << f["depth"].get<double>() << ":";
+        else std::cerr << f["item_id"].get<std::string>() << ":";
+        for (const Row& r : cell_rows) {
+            std::cerr << " " << r["policy"].get<std::string>();
+            if (!r["budget"].is_null()) std::cerr << " C" << r["budget"];
+            if (r.contains("found")) std::cerr << (r["found"].get<bool>() ? " found" : " missed");
+            else std::cerr << " agree " << std::setprecision(2) << r["agree_full"].get<double>();
+            std::cerr << ";";
+        }
+        std::cerr << " ETA " << fmt_s(el / run_cells * static_cast<double>(t - d)) << "\n";
+        cell_rows.clear();
+    };
+    const RunStats st = run.run(done, [&](const Row& r) {
+        writer.write(r);
+        cell_rows.push_back(r);
+    }, progress, cancel);
+    std::cout << task.name() << ": " << st.rows_written << " rows written to " << o.out << " (" << st.cells_run
+              << " cells run, " << st.cells_skipped << " already done)\n";
+    if (st.cells_run > 0) {
+        std::cout << "time: " << fmt_s(st.wall_ms) << " (" << std::fixed << std::setprecision(2)
+                  << st.cells_run / (st.wall_ms / 60000.0) << " cells/min); prefill " << fmt_s(st.prefill_ms)
+                  << ", full-cache decode " << fmt_s(st.reference_ms) << ", compressed select+decode "
+                  << fmt_s(st.compressed_ms) << "\n"
+                  << "one prefill and one full decode per document served every configuration: saved ~"
+                  << fmt_s(st.saved_ms) << " against one `snapkv compare` per configuration\n";
+    }
+    std::vector<Row> rows;
+    for (auto& r : read_results(o.out, false).rows)
+        if (r["settings"] == run.settings()) rows.push_back(std::move(r));
+    std::stable_sort(rows.begin(), rows.end(), row_less);
+    return rows;
+}
+
+// Per configuration: lengths down, depths across; '#' found, '.' missed, ' ' not run yet.
+void print_needle_maps(const std::vector<Row>& rows, const NeedleOptions& no, const RunOptions& ro) {
+    const auto n_depths = static_cast<int64_t>(no.depths.size());
+    for (size_t k = 0; k < ro.configs.size(); ++k) {
+        std::map<int64_t, bool> found;
+        int64_t n_found = 0;
+        for (const Row& r : rows)
+            if (r["config"].get<int64_t>() == static_cast<int64_t>(k)) {
+                found[r["cell"].get<int64_t>()] = r["found"].get<bool>();
+                n_found += r["found"].get<bool>() ? 1 : 0;
+            }
+        std::cout << "\n" << config_label(ro.configs[k]) << ": found " << n_found << "/" << found.size()
+                  << "   (depth 0% .. 100% across)\n";
+        for (size_t li = 0; li < no.lengths.size(); ++li) {
+            std::cout << std::setw(8) << no.lengths[li] << "  ";
+            for (int64_t di = 0; di < n_depths; ++di) {
+                auto it = found.find(static_cast<int64_t>(li) * n_depths + di);
+                std::cout << (it == found.end() ? ' ' : it->second ? '#' : '.');
+            }
+            std::cout << "\n";
+        }
+    }
+}
+
+void print_sweep_table(const std::vector<Row>& rows, const RunOptions& ro) {
+    std::cout << "\n" << std::left << std::setw(28) << "configuration" << std::right << std::setw(8) << "items"
+              << std::setw(12) << "agree_full" << std::setw(10) << "kl_mean" << std::setw(10) << "contains"
+              << std::setw(8) << "f1" << std::setw(12) << "kv MiB" << "\n";
+    for (size_t k = 0; k < ro.configs.size(); ++k) {
+        double agree = 0, kl = 0, contains = 0, f1 = 0, kv = 0;
+        int64_t n = 0, n_ref = 0;
+        for (const Row& r : rows) {
+            if (r["config"].get<int64_t>() != static_cast<int64_t>(k)) continue;
+            ++n;
+            agree += r["agree_full"].get<double>();
+            kl += r["kl_mean"].get<double>();
+            kv += r["kv_bytes"].get<double>() / (1 << 20);
+            if (r.contains("contains")) {
+                ++n_ref;
+                contains += r["contains"].get<bool>() ? 1 : 0;
+                f1 += r["f1"].get<double>();
+            }
+        }
+        if (n == 0) continue;
+        std::cout << std::left << std::setw(28) << config_label(ro.configs[k]) << std::right << std::setw(8) << n
+                  << std::fixed << std::setprecision(3) << std::setw(12) << agree / n << std::setw(10) << kl / n;
+        if (n_ref) std::cout << std::setw(10) << contains / n_ref << std::setw(8) << f1 / n_ref;
+        else std::cout << std::setw(10) << "-" << std::setw(8) << "-";
+        std::cout << std::setprecision(1) << std::setw(12) << kv / n << "\n";
+    }
+}
+
+std::vector<std::string> haystack_paths(const std::string& s) {
+    if (!s.empty()) return parse_name_list(s, "--haystack");
+    return bundled_haystack(SNAPKV_SOURCE_DIR);
+}
+
+void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_length, const std::string& depths,
+                const std::string& needle, const std::string& needles_file, const std::string& haystack,
+                const std::atomic<bool>* cancel) {
+    RunOptions ro = run_options(o);
+    const std::string nf = needles_file.empty() ? bundled_dataset("needles.jsonl", SNAPKV_SOURCE_DIR, "--needles")
+                                                : needles_file;
+    NeedleOptions no;
+    no.needle = find_needle(load_needles(nf), needle, nf);
+    no.haystack = load_haystack(haystack_paths(haystack));
+    no.depths = parse_number_list(depths, "--depths");
+    no.seed = o.seed;
+    no.chat_format = o.chat_format;
+    auto s = load(o);
+    no.chat = use_chat(*s, o);
+    if (!lengths.empty()) {
+        no.lengths = parse_int_list(lengths, "--lengths");
+    } else {
+        // Default: 5 lengths doubling up to the model's context (less the answer) or --max-length.
+        int64_t cap = s->model_info().config.n_ctx_train - o.max_tokens;
+        if (max_length > 0) cap = cap > 0 ? std::min(cap, max_length) : max_length;
+        if (cap <= 0) throw InputError("--lengths: the model does not say its context; give --lengths or --max-length");
+        NeedleOptions probe = no;
+        probe.lengths = {cap};
+        no.lengths = NeedleTask::default_lengths(cap, NeedleTask(*s, probe, o.max_tokens).min_length());
+    }
+    NeedleTask task(*s, no, o.max_tokens);
+    const std::vector<Row> rows = run_and_write(*s, task, ro, o, cancel);
+    print_needle_maps(rows, task.options(), ro);
+}
+
+void cmd_sweep(const EvalOpts& o, const std::string& set_path, const std::atomic<bool>* cancel) {
+    RunOptions ro = run_options(o);
+    QaSet set = load_qa_set(set_path);
+    auto s = load(o);
+    SweepTask task(*s, std::move(set), use_chat(*s, o), o.chat_format, o.max_tokens);
+    const std::vector<Row> rows = run_and_write(*s, task, ro, o, cancel);
+    print_sweep_table(rows, ro);
+}
+
+void cmd_merge(const std::vector<std::string>& inputs, const std::string& out, bool allow_partial) {
+    const MergeReport rep = merge_results(inputs, out, allow_partial);
+    std::cout << "merged " << rep.rows << " rows from " << inputs.size() << " files into " << out;
+    if (!rep.missing.empty()) std::cout << " (" << rep.missing.size() << " of " << rep.expected << " grid rows missing)";
+    std::cout << "\n";
+}
+
+}  // namespace
+
+void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel) {
+    {
+        static EvalOpts o;
+        static std::string lengths, depths = "0,10,20,30,40,50,60,70,80,90,100", needle = "passkey", needles,
+                           haystack;
+        static int64_t max_length = 0;
+        auto* cmd = app.add_subcommand(
+            "needle", "Needle-in-a-haystack grid (length x depth), full cache and every configuration, one prefill per cell");
+        add_eval_options(cmd, o);
+        cmd->add_option("--lengths", lengths,
+                        "Comma list of prompt lengths in tokens (default: 5 doubling up to the context or --max-length)");
+        cmd->add_option("--max-length", max_length, "Cap of the default lengths");
+        cmd->add_option("--depths", depths, "Comma list of needle depths, percent of the document")->capture_default_str();
+        cmd->add_option("--needle", needle, "Needle name in the needles file (passkey, fact)")->capture_default_str();
+        cmd->add_option("--needles", needles, "Needles file (JSON Lines; default datasets/needles.jsonl)");
+        cmd->add_option("--haystack", haystack,
+                        "Comma list of haystack files or folders (default datasets/sample_document.md,datasets/documents)");
+        cmd->callback([cancel] { cmd_needle(o, lengths, max_length, depths, needle, needles, haystack, cancel); });
+    }
+    {
+        static EvalOpts o;
+        static std::string set;
+        auto* cmd = app.add_subcommand(
+            "sweep", "Budget sweep over a question set: every configuration per document from one prefill");
+        add_eval_options(cmd, o);
+        cmd->add_option("--set", set, "Question set: JSON Lines of {document, question, answer?, id?}")->required();
+        cmd->callback([cancel] { cmd_sweep(o, set, cancel); });
+    }
+    {
+        static std::vector<std::string> inputs;
+        static std::string out;
+        static bool allow_partial = false;
+        auto* cmd = app.add_subcommand("merge", "Join the shards of a needle or sweep run into one file");
+        cmd->add_option("--out,-o", out, "Merged results (JSON Lines, written atomically)")->required();
+        cmd->add_option("inputs", inputs, "Shard result files")->required();
+        cmd->add_flag("--allow-partial", allow_partial, "Write the merge even when grid rows are missing");
+        cmd->callback([] { cmd_merge(inputs, out, allow_partial); });
+    }
+}
+
+}  // namespace snapkv::cli

@@ -1,0 +1,180 @@
+// `snapkv needle`, `snapkv sweep` and `snapkv merge` as scripts and cluster jobs call them: three
+// shard processes merged equal the unsharded run, resume through the CLI, Ctrl-C keeps the finished
+// rows, and bad options fail with messages that name the problem. The shards run through
+// scripts/cluster (the Slurm array and merge scripts, Slurm's variables set by hand). stories260K.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/temp_dir.h"
+#include "common/test_util.h"
+
+using json = nlohmann::json;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+Result sh(const std::string& cmd, const snapkv::test::TempDir& dir) {
+    const std::string err_file = dir.file("stderr.txt");
+    Result r;
+    FILE* p = ::popen(("(" + cmd + ") 2>" + err_file).c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = snapkv::test::read_text(err_file);
+    return r;
+}
+
+const std::string kCli = SNAPKV_CLI_PATH;
+const std::string kGrid = " --model " + snapkv::test::data_path("stories260K.gguf") +
+                          " --haystack " + snapkv::test::data_path("reference/ppl-text.txt") +
+                          " --lengths 96,128 --depths 0,50,100 --policies snapkv,streaming --budgets 48"
+                          " --window 16 --kernel 5 --quiet";
+
+std::vector<json> rows_without_timing(const std::string& path) {
+    std::vector<json> rows;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        json r = json::parse(line);
+        r.erase("timing");
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+}  // namespace
+
+TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]") {
+    snapkv::test::TempDir dir;
+    const std::string whole = dir.file("whole.jsonl");
+    Result r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --out " + whole, dir);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Contains("18 rows written"));
+    // The three shards run at the same time through the Slurm array script, as three array tasks
+    // would (Slurm's variables set by hand), then the merge job's script joins them.
+    const std::string cluster = std::string(SNAPKV_DATASETS_DIR) + "/../scripts/cluster/";
+    const std::string env = "SNAPKV=" + kCli + " SNAPKV_OUT=" + dir.file("parts") + " SLURM_ARRAY_TASK_COUNT=3 ";
+    std::string shards, parts;
+    for (int i = 0; i < 3; ++i) {
+        shards += env + "SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " bash " + cluster + "eval_array.sbatch needle" +
+                  kGrid + " --max-tokens 5 & ";
+        parts += " " + dir.file("parts/part-" + std::to_string(i) + ".jsonl");
+    }
+    r = sh(shards + "wait", dir);
+    REQUIRE(r.code == 0);
+    for (int i = 0; i < 3; ++i)
+        CHECK(rows_without_timing(dir.file("parts/part-" + std::to_string(i) + ".jsonl")).size() == 6);
+    r = sh(env + "bash " + cluster + "merge.sbatch", dir);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Contains("merged 18 rows from 3 files"));
+    const std::vector<json> a = rows_without_timing(whole), b = rows_without_timing(dir.file("parts/all.jsonl"));
+    REQUIRE(a.size() == 18);
+    REQUIRE(b.size() == 18);
+    for (size_t i = 0; i < a.size(); ++i) {
+        INFO("row " << i);
+        CHECK(a[i] == b[i]);
+    }
+    // (checked here, not in SECTIONs, so that the runs above happen once)
+    r = sh(kCli + " merge --out " + dir.file("dup.jsonl") + parts + " " + dir.file("parts/part-0.jsonl"), dir);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Contains("is in both"));
+    r = sh(kCli + " merge --out " + dir.file("two.jsonl") + " " + dir.file("parts/part-0.jsonl") + " " +
+               dir.file("parts/part-1.jsonl"), dir);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Contains("6 of 18 rows") && Contains("--allow-partial"));
+}
+
+TEST_CASE("rerunning with the same --out computes only the missing rows", "[eval][cli]") {
+    snapkv::test::TempDir dir;
+    const std::string out = dir.file("r.jsonl");
+    Result r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --shard 1/2 --out " + out, dir);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Contains("9 rows written"));
+    r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --out " + out, dir);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Contains("9 rows written") && Contains("3 cells run, 3 already done"));
+    r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --out " + out, dir);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Contains("0 rows written") && Contains("0 cells run, 6 already done"));
+    // Other settings into the same file are refused.
+    r = sh(kCli + " needle" + kGrid + " --max-tokens 6 --out " + out, dir);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Contains("other settings") && Contains("max_tokens: 6 here, 5 there"));
+}
+
+TEST_CASE("Ctrl-C stops a run with its finished rows intact", "[eval][cli]") {
+    snapkv::test::TempDir dir;
+    const std::string out = dir.file("r.jsonl");
+    const std::string cmd = kCli + " needle" + kGrid + " --max-tokens 40 --out " + out;
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    // Interrupt once the first rows are on disk.
+    for (int i = 0; i < 600 && rows_without_timing(out).size() < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    const size_t kept = rows_without_timing(out).size();   // every line parses
+    INFO("rows kept: " << kept);
+    if (WEXITSTATUS(status) == 0) {
+        WARN("the run finished before the interrupt arrived; nothing was cancelled");
+        CHECK(kept == 18);
+    } else {
+        CHECK(WEXITSTATUS(status) == 130);
+        CHECK(kept >= 2);
+        CHECK(kept < 18);
+    }
+    Result r = sh(cmd, dir);
+    REQUIRE(r.code == 0);
+    CHECK(rows_without_timing(out).size() == 18);
+}
+
+TEST_CASE("bad evaluation options fail with messages that name the problem", "[eval][cli]") {
+    snapkv::test::TempDir dir;
+    const std::string model = " --model " + snapkv::test::data_path("stories260K.gguf");
+    const std::string out = " --out " + dir.file("r.jsonl");
+    struct Case {
+        std::string args;
+        std::string message;
+    };
+    std::ofstream(dir.file("empty.jsonl")) << "\n";
+    std::ofstream(dir.file("bad.jsonl")) << "{\"document\": \"a\", \"question\": \"b\"}\n{\"document\": oops}\n";
+    const std::vector<Case> cases = {
+        {"needle" + model + " --lengths 128 --depths 0,120" + out, "depth 120 is outside 0..100"},
+        {"needle" + model + " --lengths 4096 --depths 50" + out, "length 4096 is above the model's context of 2048"},
+        {"needle" + model + " --lengths 128 --shard 2/2" + out, "--shard: '2/2' has i = 2"},
+        {"sweep" + model + " --set " + dir.file("empty.jsonl") + out, "holds no items"},
+        {"sweep" + model + " --set " + dir.file("bad.jsonl") + out, "line 2 is not valid JSON"},
+        {"sweep" + model + " --set " + dir.file("none.jsonl") + out, "is not a file"},
+    };
+    for (const auto& c : cases) {
+        INFO("snapkv " << c.args);
+        const Result r = sh(kCli + " " + c.args, dir);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains(c.message));
+    }
+}
