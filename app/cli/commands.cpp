@@ -87,7 +87,7 @@ void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
         q->excludes(p)->excludes(f);
     }
     c->add_flag("--chat", o.chat, "Wrap the prompt in the model's chat template");
-    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral, gemma, phi3");
 }
 
 void add_select(CLI::App* c, SelectOpts& o) {

@@ -57,7 +57,7 @@ struct PromptSpec {
     std::string document;
     std::string question;
     bool chat = false;               // wrap in the model's chat template (user turn)
-    std::string chat_format;         // "" = detected from the model, else raw|chatml|llama2|llama3|mistral
+    std::string chat_format;         // "" = detected from the model, else raw|chatml|llama2|llama3|mistral|gemma|phi3
 };
 
 // The token sequence of a prompt: context (template head + document) then question (question +

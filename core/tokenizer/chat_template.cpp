@@ -1,6 +1,6 @@
-// The five chat formats, rendered as the models' own Jinja templates render them (HF
+// The chat formats, rendered as the models' own Jinja templates render them (HF
 // apply_chat_template), recognised by marker strings in the template text. We do not interpret
-// Jinja: a template outside these five renders as Raw. BOS is never written at the start (the
+// Jinja: a template outside these formats renders as Raw. BOS is never written at the start (the
 // tokenizer adds it per add_bos); Llama 3.1's date header in the system turn is not produced.
 #include "core/tokenizer/chat_template.h"
 
@@ -142,6 +142,36 @@ std::string render_mistral(const std::vector<ChatMessage>& messages) {
     return out;
 }
 
+// Gemma 2/3: "<start_of_turn>ROLE\n" + content|trim + "<end_of_turn>\n", assistant written as
+// "model"; a system message is prefixed to the first user turn with a blank line (Gemma 3's
+// template; Gemma 2's raises on it).
+std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    const SystemAndTurns split = split_system(messages, "gemma");
+    std::string out;
+    for (size_t i = 0; i < split.turns.size(); ++i) {
+        const ChatMessage& m = split.turns[i];
+        const std::string role = m.role == "assistant" ? "model" : m.role;
+        out += "<start_of_turn>" + role + "\n";
+        if (i == 0 && split.has_system) out += split.system + "\n\n";
+        out += strip(m.content) + "<end_of_turn>\n";
+    }
+    if (add_generation_prompt) out += "<start_of_turn>model\n";
+    return out;
+}
+
+// Phi-3 / Phi-3.5 mini: "<|ROLE|>\n" + content + "<|end|>\n" (an empty system message is left
+// out); the generation prompt is "<|assistant|>\n", otherwise the template ends with eos_token.
+std::string render_phi3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    std::string out;
+    for (const ChatMessage& m : messages) {
+        if (m.role == "system" && m.content.empty()) continue;
+        if (m.role != "system" && m.role != "user" && m.role != "assistant") continue;
+        out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+    }
+    out += add_generation_prompt ? "<|assistant|>\n" : "<|endoftext|>";
+    return out;
+}
+
 // No template: the contents one after another, one per line.
 std::string render_raw(const std::vector<ChatMessage>& messages) {
     std::string out;
@@ -156,6 +186,8 @@ std::string render_raw(const std::vector<ChatMessage>& messages) {
 
 ChatFormat detect_chat_format(const std::string& template_text) {
     if (contains(template_text, "<|im_start|>")) return ChatFormat::ChatML;
+    if (contains(template_text, "<start_of_turn>")) return ChatFormat::Gemma;
+    if (contains(template_text, "<|user|>") && contains(template_text, "<|end|>")) return ChatFormat::Phi3;
     if (contains(template_text, "<|start_header_id|>")) return ChatFormat::Llama3;
     if (contains(template_text, "[INST]")) {
         return contains(template_text, "<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral;
@@ -170,6 +202,8 @@ std::string chat_format_name(ChatFormat f) {
         case ChatFormat::Llama2: return "llama2";
         case ChatFormat::Llama3: return "llama3";
         case ChatFormat::Mistral: return "mistral";
+        case ChatFormat::Gemma: return "gemma";
+        case ChatFormat::Phi3: return "phi3";
     }
     return "raw";
 }
@@ -178,11 +212,11 @@ ChatFormat parse_chat_format(const std::string& name) {
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
-    for (ChatFormat f : {ChatFormat::Raw, ChatFormat::ChatML, ChatFormat::Llama2,
-                         ChatFormat::Llama3, ChatFormat::Mistral}) {
+    for (ChatFormat f : {ChatFormat::Raw, ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3,
+                         ChatFormat::Mistral, ChatFormat::Gemma, ChatFormat::Phi3}) {
         if (lower == chat_format_name(f)) return f;
     }
-    throw InputError("chat format '" + name + "': unknown; allowed: raw, chatml, llama2, llama3, mistral");
+    throw InputError("chat format '" + name + "': unknown; allowed: raw, chatml, llama2, llama3, mistral, gemma, phi3");
 }
 
 std::string apply_chat_template(ChatFormat f, const std::vector<ChatMessage>& messages,
@@ -192,6 +226,8 @@ std::string apply_chat_template(ChatFormat f, const std::vector<ChatMessage>& me
         case ChatFormat::Llama3: return render_llama3(messages, add_generation_prompt);
         case ChatFormat::Llama2: return render_llama2(messages);
         case ChatFormat::Mistral: return render_mistral(messages);
+        case ChatFormat::Gemma: return render_gemma(messages, add_generation_prompt);
+        case ChatFormat::Phi3: return render_phi3(messages, add_generation_prompt);
         case ChatFormat::Raw: return render_raw(messages);
     }
     return render_raw(messages);

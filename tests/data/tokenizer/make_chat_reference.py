@@ -3,7 +3,8 @@
 transformers' apply_chat_template does (sandboxed environment, trim_blocks, lstrip_blocks,
 raise_exception). The template texts are the ones shipped in each model's tokenizer_config.json
 (SmolLM2-135M-Instruct, Qwen2-7B-Instruct, Meta-Llama-3-8B-Instruct, Llama-2-7b-chat-hf,
-Mistral-7B-Instruct-v0.1). Output: chat_reference.json next to this file.
+Mistral-7B-Instruct-v0.1, gemma-2-*-it, gemma-3-*-it, Phi-3.5-mini-instruct). Output: chat_reference.json next to this file. tests/data/make_tiny_models.py puts the
+same template texts into the tiny models.
 
     pip install jinja2
     python3 tests/data/tokenizer/make_chat_reference.py
@@ -52,6 +53,67 @@ TEMPLATES = {
                 "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}"),
 }
 
+GEMMA2_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}")
+GEMMA3_TEMPLATE = r"""{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+"""
+PHI3_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}"
+    "{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}"
+    "{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}"
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}")
+
+TEMPLATES.update({
+    "gemma2": ("gemma", "<bos>", "<eos>", GEMMA2_TEMPLATE),
+    "gemma3": ("gemma", "<bos>", "<eos>", GEMMA3_TEMPLATE),
+    "phi3": ("phi3", "<s>", "<|endoftext|>", PHI3_TEMPLATE),
+})
+
 CONVERSATIONS = [
     ([{"role": "user", "content": "Hi"}], True),
     ([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}], True),
@@ -73,8 +135,8 @@ def main():
     for name, (fmt, bos, eos, text) in TEMPLATES.items():
         template = env.from_string(text)
         for messages, gen in CONVERSATIONS:
-            if fmt == "mistral" and messages[0]["role"] == "system":
-                continue   # the template raises: Mistral v0.1 has no system role
+            if name in ("mistral", "gemma2") and messages[0]["role"] == "system":
+                continue   # the template raises: Mistral v0.1 and Gemma 2 have no system role
             rendered = template.render(messages=messages, add_generation_prompt=gen,
                                        bos_token=bos, eos_token=eos)
             cases.append({"model": name, "format": fmt, "bos_token": bos, "template": text,
