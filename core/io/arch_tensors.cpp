@@ -39,7 +39,7 @@ std::string float_text(double v) {
 }  // namespace
 
 const std::vector<std::string>& supported_archs() {
-    static const std::vector<std::string> archs = {"llama", "qwen2"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
     return archs;
 }
 

@@ -1,7 +1,6 @@
-// See model_ops.h. RoPE angles are pos * inv_freq computed in double and cast once; the scaling
-// formulas follow transformers' modeling_rope_utils.py (_compute_llama3_parameters,
-// _compute_linear_scaling_rope_parameters, _compute_longrope_parameters) and llama.cpp's
-// rope_freqs / rope_factors tensors.
+// See model_ops.h. RoPE follows transformers' float32 arithmetic (modeling_rope_utils.py:
+// _compute_default_rope_parameters, _compute_llama3_parameters, _compute_linear_scaling_rope_parameters,
+// _compute_longrope_parameters, and the rotary embedding's forward) and llama.cpp's rope_freqs tensor.
 #include "core/model/model_ops.h"
 
 #include <cmath>
@@ -29,57 +28,57 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
 }
 
 RopeTable rope_table(const ModelConfig& c, int64_t layer) {
+    // transformers' float32 arithmetic, operation for operation (with peaky attention, angles that
+    // differ by one float32 rounding move logits by ~1e-3): inv = 1 / base ** (arange(0, n, 2) / n)
     const LayerConfig& lc = c.layers.at(static_cast<size_t>(layer));
-    const int64_t half = c.n_rot / 2;
-    std::vector<double> inv(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i)
-        inv[static_cast<size_t>(i)] =
-            std::pow(static_cast<double>(lc.rope_freq_base), -2.0 * static_cast<double>(i) / c.n_rot);
+    const auto f32 = at::TensorOptions().dtype(at::kFloat);
+    at::Tensor shape = at::arange(0, c.n_rot, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat)
+                           .div(static_cast<double>(c.n_rot));                               // [n_rot/2]
+    at::Tensor pow = at::pow(at::Scalar(static_cast<double>(lc.rope_freq_base)), shape);     // [n_rot/2]
+    at::Tensor inv = at::reciprocal(pow);
     RopeTable t;
     t.n_rot = c.n_rot;
     t.neox = c.rope_neox;
     const RopeScaling& rs = c.rope_scaling;
     t.scaling = lc.rope_scaled ? rs.type : "none";
+    auto factors = [&](const std::vector<float>& v) { return at::tensor(v, f32); };
     if (!lc.rope_scaled || rs.type == "none" || rs.type.empty()) {
         // plain RoPE
     } else if (rs.type == "llama3" && !rs.freq_factors.empty()) {
-        // llama.cpp stores Llama 3.1 frequency factors as a tensor and divides theta by them.
-        for (int64_t i = 0; i < half; ++i) inv[static_cast<size_t>(i)] /= rs.freq_factors[static_cast<size_t>(i)];
+        // llama.cpp stores Llama 3.1's frequency factors as a tensor and divides theta by them.
+        inv = inv / factors(rs.freq_factors);
     } else if (rs.type == "llama3") {
         // transformers' _compute_llama3_parameters.
         const double pi = 3.14159265358979323846;
-        const double low_wavelen = rs.original_ctx / rs.low_freq_factor;
-        const double high_wavelen = rs.original_ctx / rs.high_freq_factor;
-        for (auto& f : inv) {
-            const double wavelen = 2 * pi / f;
-            if (wavelen < high_wavelen) continue;
-            if (wavelen > low_wavelen) {
-                f /= rs.factor;
-            } else {
-                const double smooth = (rs.original_ctx / wavelen - rs.low_freq_factor) /
-                                      (rs.high_freq_factor - rs.low_freq_factor);
-                f = (1 - smooth) * f / rs.factor + smooth * f;
-            }
-        }
+        const double low_wavelen = double(rs.original_ctx) / rs.low_freq_factor;
+        const double high_wavelen = double(rs.original_ctx) / rs.high_freq_factor;
+        at::Tensor wavelen = at::reciprocal(inv) * (2 * pi);
+        at::Tensor llama = at::where(wavelen > low_wavelen, inv / double(rs.factor), inv);
+        at::Tensor smooth = (at::reciprocal(wavelen) * double(rs.original_ctx) - double(rs.low_freq_factor)) /
+                            double(rs.high_freq_factor - rs.low_freq_factor);
+        at::Tensor smoothed = (1 - smooth) * llama / double(rs.factor) + smooth * llama;
+        at::Tensor medium = (wavelen < high_wavelen).logical_not().logical_and((wavelen > low_wavelen).logical_not());
+        inv = at::where(medium, smoothed, llama);
     } else if (rs.type == "linear" && rs.factor > 0) {
-        for (auto& f : inv) f /= rs.factor;
+        inv = inv / double(rs.factor);
     } else if (rs.type == "longrope") {
         // Short factors serve positions below the original context; transformers switches every
         // position to the long factors once a sequence passes it (and llama.cpp when the context
         // size does), which we do not implement: such positions are refused in apply_rope.
-        for (int64_t i = 0; i < half; ++i) inv[static_cast<size_t>(i)] /= rs.short_factor.at(static_cast<size_t>(i));
+        inv = at::reciprocal(factors(rs.short_factor) * pow);
         t.attn_factor = rs.attn_factor;
         t.max_pos = rs.original_ctx;
     } else {
         throw FileError(FileError::Kind::Unsupported,
                         "model: RoPE scaling '" + rs.type + "' is not supported (none, linear, llama3, longrope)");
     }
-    t.inv_freq = at::tensor(inv, at::kDouble);
+    t.inv_freq = inv.contiguous();
     return t;
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& pos, const RopeTable& t) {
-    // x: [h, T, D]; pos: [T] int64. Angles in double, then float: [T, n_rot/2].
+    // x: [h, T, D]; pos: [T] int64. Angles pos * inv_freq rounded once in float32 and cos/sin in
+    // float32, as transformers' rotary embedding computes them.
     if (t.max_pos > 0 && pos.numel() > 0 && pos.max().item<int64_t>() >= t.max_pos)
         throw InputError("model: position " + std::to_string(pos.max().item<int64_t>()) +
                          " is beyond the original context of " + std::to_string(t.max_pos) +
@@ -88,9 +87,14 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& pos, const RopeTabl
     const int64_t n_rot = t.n_rot;
     const int64_t half = n_rot / 2;
     const int64_t D = x.size(2);
-    at::Tensor ang = pos.to(at::kDouble).cpu().unsqueeze(1) * t.inv_freq.unsqueeze(0);      // [T, half]
-    at::Tensor cos = (ang.cos() * t.attn_factor).to(x.device(), at::kFloat).unsqueeze(0);  // [1, T, half]
-    at::Tensor sin = (ang.sin() * t.attn_factor).to(x.device(), at::kFloat).unsqueeze(0);  // [1, T, half]
+    at::Tensor ang = pos.cpu().to(at::kFloat).unsqueeze(1) * t.inv_freq.unsqueeze(0);        // [T, half]
+    at::Tensor cos = ang.cos(), sin = ang.sin();
+    if (t.attn_factor != 1.0) {
+        cos = cos * t.attn_factor;
+        sin = sin * t.attn_factor;
+    }
+    cos = cos.to(x.device()).unsqueeze(0);                                                    // [1, T, half]
+    sin = sin.to(x.device()).unsqueeze(0);                                                    // [1, T, half]
     at::Tensor xf = x.to(at::kFloat);
     at::Tensor rot = xf.narrow(2, 0, n_rot);
     at::Tensor out;

@@ -26,7 +26,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps);
 // One layer's rotary embedding: inverse frequencies with the model's scaling (when the layer
 // takes it) and the cos/sin multiplier (longrope's attention factor).
 struct RopeTable {
-    at::Tensor inv_freq;       // [n_rot/2] float64
+    at::Tensor inv_freq;       // [n_rot/2] float32
     double attn_factor = 1.0;  // cos and sin are multiplied by this
     int64_t n_rot = 0;
     bool neox = false;         // rotate-half pairs (i, i + n_rot/2) instead of adjacent (2i, 2i+1)

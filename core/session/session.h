@@ -42,7 +42,7 @@ struct ModelInfo {
     std::string format;
     ModelConfig config;
     std::string tokenizer_kind;
-    std::string chat_format;         // detected: raw | chatml | llama2 | llama3 | mistral
+    std::string chat_format;         // detected: raw | chatml | llama2 | llama3 | mistral | gemma | phi3
     std::string device;
     std::string dtype;
     int64_t weight_bytes = 0;        // on the device, after dequantisation

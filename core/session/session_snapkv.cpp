@@ -72,9 +72,17 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     }
     st.prefill_ms = ms_since(t0);
 
+    // The layer's own scoring rules travel with its capture, so votes and heatmap rows are the
+    // probabilities the model used (soft-cap, attention scale, sliding window).
+    auto scoring = [&](LayerCapture& cap, int64_t l) {
+        cap.scale = c.attn_scale;
+        cap.softcap = c.attn_softcap;
+        cap.sliding_window = c.layers[static_cast<size_t>(l)].sliding_window;
+    };
     for (int64_t l = 0; l < c.n_layer; ++l) {
         const auto li = static_cast<size_t>(l);
         LayerCapture aware;
+        scoring(aware, l);
         aware.keys = cache_keys(st.cache, l, L);                                          // [Hkv, L, D]
         if (two_parts) {
             // The window may reach back into the context when the question is short.
@@ -87,6 +95,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
                 aware.h2o = h;
             }
             LayerCapture agn;
+            scoring(agn, l);
             agn.keys = cache_keys(st.cache, l, Lc);                                       // [Hkv, Lc, D]
             agn.window_queries = ctx_cap.window_queries[li];
             if (settings.h2o) agn.h2o = ctx_cap.h2o_scores[li];

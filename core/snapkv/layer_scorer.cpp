@@ -30,19 +30,37 @@ std::string shape_str(const at::Tensor& t) {
     return s + "]";
 }
 
-// Scales raw q.k^T scores by 1/sqrt(D) and applies the causal mask of the window block, in place.
-// scores: [N, R, L], query row i at absolute position L - R + i. Divides after the matmul, as the
-// reference does (`/ math.sqrt(head_dim)`), for equal rounding.
-void scale_and_mask(at::Tensor& scores, int64_t head_dim) {
+// True when the capture asks for SnapKV's own scoring: q.k^T / sqrt(D), no cap, no window.
+bool plain_scoring(const LayerCapture& c, int64_t head_dim) {
+    const bool default_scale = c.scale == 0.0 || std::fabs(c.scale * std::sqrt(double(head_dim)) - 1.0) < 1e-6;
+    return default_scale && c.softcap <= 0.0 && c.sliding_window <= 0;
+}
+
+// Scales raw q.k^T scores, soft-caps them and applies the causal (and sliding-window) mask, in
+// place, in the order of transformers' eager attention. scores: [N, R, L], query row i at
+// absolute position L - R + i. The default scale divides after the matmul, as the reference does
+// (`/ math.sqrt(head_dim)`), for equal rounding.
+void scale_and_mask(at::Tensor& scores, int64_t head_dim, const LayerCapture& c) {
     const int64_t rows = scores.size(1);
     const int64_t n_tokens = scores.size(2);
-    scores.div_(std::sqrt(static_cast<double>(head_dim)));
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    if (c.scale == 0.0 || std::fabs(c.scale * std::sqrt(double(head_dim)) - 1.0) < 1e-6)
+        scores.div_(std::sqrt(static_cast<double>(head_dim)));
+    else
+        scores.mul_(c.scale);
+    if (c.softcap > 0.0) scores.div_(c.softcap).tanh_().mul_(c.softcap);
     // Row i sees keys <= L - R + i: inside the block [L - R, L) that is the lower triangle, every
     // earlier key is visible. -inf gives exact zeros after softmax (the reference adds finfo.min,
     // which underflows to the same zeros).
     at::Tensor hidden = at::ones({rows, rows}, scores.options().dtype(at::kBool)).triu(1);  // [R, R]
-    scores.narrow(2, n_tokens - rows, rows)
-        .masked_fill_(hidden, -std::numeric_limits<float>::infinity());
+    scores.narrow(2, n_tokens - rows, rows).masked_fill_(hidden, neg_inf);
+    if (c.sliding_window > 0) {
+        // Row i also loses keys j <= L - R + i - window.
+        at::Tensor row_pos = at::arange(n_tokens - rows, n_tokens, scores.options().dtype(at::kLong));  // [R]
+        at::Tensor key_pos = at::arange(0, n_tokens, scores.options().dtype(at::kLong));                // [L]
+        at::Tensor old = key_pos.unsqueeze(0).le(row_pos.unsqueeze(1) - c.sliding_window);             // [R, L]
+        scores.masked_fill_(old, neg_inf);
+    }
 }
 
 }  // namespace
@@ -90,7 +108,8 @@ LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
 
     // CUDA path: votes(W) runs kernels/window_votes on the capture; no [H, Wmax, L] cache.
     // (The kernel takes head_dim up to 256; larger heads keep the LibTorch path.)
-    if (q.is_cuda() && gpu_kernels_available() && m_head_dim <= 256) {
+    // (The kernel implements SnapKV's own scoring only: other layers stay on the LibTorch path.)
+    if (q.is_cuda() && gpu_kernels_available() && m_head_dim <= 256 && plain_scoring(m_capture, m_head_dim)) {
         m_fused_votes = true;
         return;
     }
@@ -102,7 +121,7 @@ LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
     at::Tensor kf = k.to(at::kFloat).contiguous();                            // [Hkv, L, D]
     at::Tensor scores = at::bmm(qf, kf.transpose(1, 2))                       // [Hkv, G*Wmax, L]
                             .view({m_n_head, m_max_window, m_n_tokens});      // [H, Wmax, L]
-    scale_and_mask(scores, m_head_dim);
+    scale_and_mask(scores, m_head_dim, m_capture);
     m_suffix = at::softmax(scores, -1);                                       // [H, Wmax, L]
     scores = at::Tensor();
     // Suffix sums over the query rows, in place: row i += row i + 1, from the last row up.
@@ -152,7 +171,7 @@ at::Tensor LayerScorer::window_attention(int64_t head, int64_t window) const {
                        .unsqueeze(0);                                           // [1, W, D]
     at::Tensor k = m_capture.keys.select(0, head / group).to(at::kFloat).unsqueeze(0);  // [1, L, D]
     at::Tensor scores = at::bmm(q, k.transpose(1, 2));                          // [1, W, L]
-    scale_and_mask(scores, m_head_dim);
+    scale_and_mask(scores, m_head_dim, m_capture);
     return at::softmax(scores, -1).squeeze(0);                                  // [W, L]
 }
 

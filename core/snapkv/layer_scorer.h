@@ -19,12 +19,22 @@ struct LayerCapture {
     at::Tensor keys;             // [Hkv, L, D] post-RoPE keys of all L prompt positions
     at::Tensor h2o;              // [H, L] attention each key received, summed over all L prompt
                                  // queries (causal): H2O's score; may be undefined
+    // How the model scores this layer (transformers' eager attention, the order matters):
+    // scores = q.k^T * scale, then softcap * tanh(scores / softcap) when softcap > 0, then the
+    // causal mask and, when sliding_window > 0, the mask of keys at least sliding_window older
+    // than the query (a query at p sees p - sliding_window + 1 .. p).
+    double scale = 0.0;          // 0 or 1/sqrt(D): divide by sqrt(D), as snapkv_utils.py does
+    double softcap = 0.0;        // gemma2's attn_logit_softcapping; 0: none
+    int64_t sliding_window = 0;  // 0: the layer sees the whole prefix
 };
 
 // Votes exactly as FasterDecoding/SnapKV snapkv_utils.py (SnapKVCluster.update_kv): scores
 // q.k^T / sqrt(D) of the window queries against all L keys (query head h reads KV head h / G, as
 // repeat_kv does), causal mask inside the window only, softmax over all keys in float32, the
-// probabilities on the prefix keys summed over the window queries.
+// probabilities on the prefix keys summed over the window queries. Architectures that score
+// differently keep their own rules (LayerCapture: scale, soft-cap, sliding window), so that the
+// votes are the probabilities the model itself used: a sliding-window layer gives exactly zero
+// votes to keys its window queries cannot see.
 //
 // A probability row depends on its query only, not on W (query i of Wmax sits at absolute
 // position L - Wmax + i and sees keys <= L - Wmax + i whatever the window). So the constructor
@@ -47,6 +57,7 @@ public:
     int64_t n_head() const { return m_n_head; }          // H
     int64_t n_head_kv() const { return m_n_head_kv; }    // Hkv
     int64_t head_dim() const { return m_head_dim; }      // D
+    int64_t sliding_window() const { return m_capture.sliding_window; }  // 0: none
 
     // [H, L - W] float32 on the capture's device: window attention summed over the W window
     // queries, on the prefix keys. A copy of the cached slice (CUDA path: the fused kernel's

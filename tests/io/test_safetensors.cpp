@@ -397,10 +397,11 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
     const std::string folder = tiny_hf_folder(dir);
     json cfg = json::parse(read_file(folder + "/config.json"));
     SECTION("unsupported model_type") {
-        cfg["model_type"] = "phi3";
+        cfg["model_type"] = "mamba";
         write_text(folder + "/config.json", cfg.dump());
         folder_error(folder, Kind::Unsupported,
-                     {"config.json", "model_type 'phi3' is not supported"});
+                     {"config.json", "model_type 'mamba' is not supported (supported: llama, mistral, "
+                                     "qwen2, qwen3, gemma2, gemma3_text, gemma3, phi3)"});
     }
     SECTION("config.json that is not JSON") {
         write_text(folder + "/config.json", "{\"model_type\": ");
