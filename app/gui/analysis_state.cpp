@@ -14,6 +14,7 @@ void AnalysisState::clearModel() { replaceModel(std::nullopt); }
 void AnalysisState::replaceModel(std::optional<snapkv::ModelInfo> info) {
     m_model = std::move(info);
     m_prefill.reset();
+    m_markFirst = m_markLast = -1;
     m_retune.reset();
     m_attention.reset();
     m_compare.reset();
@@ -26,6 +27,7 @@ void AnalysisState::replaceModel(std::optional<snapkv::ModelInfo> info) {
 
 void AnalysisState::setPrefill(const snapkv::PrefillSummary& summary) {
     m_prefill = summary;
+    m_markFirst = m_markLast = -1;
     m_retune.reset();
     m_attention.reset();
     m_compare.reset();
@@ -57,6 +59,13 @@ void AnalysisState::setAttention(const AttentionPtr& rows) {
 void AnalysisState::setComparison(const ComparePtr& result) {
     m_compare = result;
     Q_EMIT comparisonChanged();
+}
+
+void AnalysisState::setMarkedSpan(int64_t first, int64_t last, const QString& label) {
+    m_markFirst = first < last ? first : -1;
+    m_markLast = first < last ? last : -1;
+    m_markLabel = label;
+    Q_EMIT markChanged();
 }
 
 void AnalysisState::setFocus(int layer, int head) {

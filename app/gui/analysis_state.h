@@ -53,6 +53,13 @@ public:
     const DisplaySettings& display() const { return m_display; }
     void setDisplay(const DisplaySettings& d);
 
+    // Prompt tokens [first, last) to point out (an evaluation cell's needle); -1 when none. A new
+    // prefill or model clears it.
+    int64_t markedFirst() const { return m_markFirst; }
+    int64_t markedLast() const { return m_markLast; }
+    QString markedLabel() const { return m_markLabel; }
+    void setMarkedSpan(int64_t first, int64_t last, const QString& label);
+
 Q_SIGNALS:
     void modelChanged();
     void prefillChanged();
@@ -61,6 +68,7 @@ Q_SIGNALS:
     void comparisonChanged();
     void focusChanged(int layer, int head);
     void displayChanged();
+    void markChanged();
 
 private:
     void replaceModel(std::optional<snapkv::ModelInfo> info);   // set or clear, then announce all
@@ -74,6 +82,9 @@ private:
     int m_layer = 0;
     int m_head = 0;
     DisplaySettings m_display;
+    int64_t m_markFirst = -1;
+    int64_t m_markLast = -1;
+    QString m_markLabel;
 };
 
 }  // namespace studio

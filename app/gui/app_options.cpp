@@ -76,7 +76,8 @@ AppOptions parseOptions(const QStringList& arguments) {
     p.setApplicationDescription(
         "SnapKV Studio: see and tune SnapKV KV-cache compression.\n"
         "Headless: QT_QPA_PLATFORM=offscreen snapkv-studio --model M --document D --question Q --run "
-        "--screenshot out.png --view compare");
+        "--screenshot out.png --view compare\n"
+        "Evaluate tab from a results file: snapkv-studio --results R.jsonl --view evaluate --screenshot out.png");
     p.addHelpOption();
     p.addVersionOption();
     p.addOptions({
@@ -86,7 +87,8 @@ AppOptions parseOptions(const QStringList& arguments) {
         {"session", "Open a saved session (.snapkv.json).", "path"},
         {"run", "Run right away (load, prefill, select)."},
         {"screenshot", "After the run, save a 1600x1000 screenshot of the window and exit.", "file.png"},
-        {"view", "View to show: overview, head, document or compare.", "name"},
+        {"view", "View to show: overview, head, document, compare or evaluate.", "name"},
+        {"results", "Show an evaluation results file (snapkv needle/sweep JSON Lines) in the Evaluate tab.", "path"},
         {"max-tokens", "Tokens to generate for the compare view (headless).", "n", "32"},
         {"budget", "Budget C: tokens kept per head.", "n"},
         {"window", "Observation window W.", "n"},
@@ -102,11 +104,13 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.document = p.value("document");
     o.question = p.value("question");
     o.session = p.value("session");
-    o.run = p.isSet("run") || p.isSet("screenshot") || p.isSet("bench-retune");
+    o.results = p.value("results");
+    // A screenshot of a results file needs no prefill unless --run asks for one.
+    o.run = p.isSet("run") || (p.isSet("screenshot") && o.results.isEmpty()) || p.isSet("bench-retune");
     o.screenshot = p.value("screenshot");
     o.view = p.value("view");
-    if (!o.view.isEmpty() && !QStringList{"overview", "head", "document", "compare"}.contains(o.view))
-        o.error = QString("--view must be overview, head, document or compare, got \"%1\"").arg(o.view);
+    if (!o.view.isEmpty() && !QStringList{"overview", "head", "document", "compare", "evaluate"}.contains(o.view))
+        o.error = QString("--view must be overview, head, document, compare or evaluate, got \"%1\"").arg(o.view);
     if (auto v = intOption(p, "max-tokens", &o.error)) o.maxTokens = *v;
     o.budget = intOption(p, "budget", &o.error);
     o.window = intOption(p, "window", &o.error);

@@ -16,7 +16,8 @@ struct AppOptions {
     QString session;
     bool run = false;
     QString screenshot;      // save a 1600x1000 screenshot of the window after the run, then exit
-    QString view;            // overview | head | document | compare
+    QString view;            // overview | head | document | compare | evaluate
+    QString results;         // evaluation results file shown in the Evaluate tab
     int maxTokens = 32;      // generation length for --view compare in headless mode
     std::optional<int> budget;
     std::optional<int> window;

@@ -25,6 +25,8 @@ namespace {
 // Light backgrounds so the text stays readable; evicted tokens are greyed instead of shaded.
 const QColor kCategoryBg[] = {QColor(Qt::white), QColor("#b7e4c7"), QColor("#bcd4f6"), QColor("#dcc6f2"),
                               QColor("#fff1b8")};
+// Marked tokens (an evaluation's needle): dark red, bold, underlined, on top of any shading.
+const QColor kMarkColor("#b3001b");
 const char* kCategoryName[] = {"evicted", "kept", "observation window", "attention sink (kept)",
                                "question (outside the query-agnostic cache)"};
 
@@ -80,6 +82,10 @@ DocumentView::DocumentView(AnalysisState* state, QWidget* parent) : LazyView(par
     for (auto sig : {&AnalysisState::prefillChanged, &AnalysisState::selectionChanged, &AnalysisState::displayChanged})
         connect(m_state, sig, this, [this] { markDirty(); });
     connect(m_state, &AnalysisState::focusChanged, this, [this] { markDirty(); });
+    connect(m_state, &AnalysisState::markChanged, this, [this] {
+        markDirty();
+        m_scrollToMark = true;
+    });
 }
 
 void DocumentView::computeShading() {
@@ -162,6 +168,13 @@ void DocumentView::render() {
                 fmt.setFontWeight(QFont::Bold);
             }
         }
+        if (static_cast<int64_t>(i) >= m_state->markedFirst() && static_cast<int64_t>(i) < m_state->markedLast()) {
+            fmt.setFontUnderline(true);
+            fmt.setUnderlineStyle(QTextCharFormat::SingleUnderline);
+            fmt.setUnderlineColor(kMarkColor);
+            fmt.setFontWeight(QFont::Bold);
+            fmt.setForeground(kMarkColor);
+        }
         QString piece = QString::fromUtf8(pre.pieces[i].data(), static_cast<int>(pre.pieces[i].size()));
         if (piece.isEmpty()) piece = QString::fromUtf8("\u00b7");   // keep every token hoverable
         m_charStart.push_back(pos);
@@ -172,6 +185,13 @@ void DocumentView::render() {
     if (m_highlightWindow) {
         m_text->moveCursor(QTextCursor::End);
         m_text->ensureCursorVisible();
+    } else if (m_scrollToMark && m_state->markedFirst() >= 0 &&
+               m_state->markedFirst() < static_cast<int64_t>(m_charStart.size())) {
+        QTextCursor at(m_text->document());
+        at.setPosition(m_charStart[static_cast<size_t>(m_state->markedFirst())]);
+        m_text->setTextCursor(at);
+        m_text->ensureCursorVisible();
+        m_scrollToMark = false;
     } else {
         m_text->verticalScrollBar()->setValue(scroll);
     }
@@ -197,6 +217,11 @@ void DocumentView::refresh() {
         legend << (d.documentMode == DocumentMode::HeadVotes ? "votes / max vote:" : "share of heads keeping the token:") +
                       bar;
     }
+    if (m_state->markedFirst() >= 0)
+        legend << QString("<b><u style='color:%1'>%2</u></b>")
+                      .arg(kMarkColor.name(), (m_state->markedLabel().isEmpty() ? QString("marked")
+                                                                                : m_state->markedLabel())
+                                                  .toHtmlEscaped());
     m_legend->setText(legend.join("&nbsp;&nbsp;"));
     if (const auto* sel = m_state->selection(); sel && m_state->hasPrefill()) {
         const auto counts = [&](int cat) { return std::count(m_categories.begin(), m_categories.end(), cat); };
@@ -232,6 +257,8 @@ QString DocumentView::tooltipFor(int i) const {
                       .arg(visible(pre.pieces[i]));
     const int cat = i < static_cast<int>(m_categories.size()) ? m_categories[i] : Evicted;
     tip += QString("\n%1").arg(kCategoryName[cat]);
+    if (i >= m_state->markedFirst() && i < m_state->markedLast())
+        tip += " · " + (m_state->markedLabel().isEmpty() ? QString("marked") : m_state->markedLabel());
     if (const auto* hs = m_state->focusedHead()) {
         if (i < static_cast<int>(hs->votes.size())) tip += QString("\nvote %1").arg(hs->votes[i], 0, 'g', 4);
         if (i < static_cast<int>(hs->pooled.size())) tip += QString(" · pooled %1").arg(hs->pooled[i], 0, 'g', 4);

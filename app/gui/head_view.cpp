@@ -23,6 +23,7 @@ const QColor kPooledColor("#e66100");
 const QColor kKeptColor("#1a7f37");
 const QColor kWindowColor("#3b6fd8");
 const QColor kThresholdColor("#c01c28");
+const QColor kMarkColor("#b3001b");   // marked tokens (an evaluation's needle), as in the document view
 constexpr double kLogFloor = 1e-6;   // votes can be exactly 0; a log axis needs a positive floor
 
 }  // namespace
@@ -65,7 +66,7 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, onFocusSpin);
     connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, onFocusSpin);
     for (auto sig : {&AnalysisState::selectionChanged, &AnalysisState::attentionChanged,
-                     &AnalysisState::displayChanged, &AnalysisState::prefillChanged})
+                     &AnalysisState::displayChanged, &AnalysisState::prefillChanged, &AnalysisState::markChanged})
         connect(m_state, sig, this, [this] { markDirty(); });
     connect(m_state, &AnalysisState::focusChanged, this, [this] {
         syncFocusControls();
@@ -162,6 +163,28 @@ void HeadView::buildPlot() {
     m_windowText->setText("observation window\n(always kept)");
     m_windowText->setColor(kWindowColor);
     m_windowText->setTextAlignment(Qt::AlignRight);
+
+    // The marked span (an evaluation cell's needle) over both panels.
+    m_markHeat = new QCPItemRect(m_plot);
+    m_markScores = new QCPItemRect(m_plot);
+    for (QCPItemRect* r : {m_markHeat, m_markScores}) {
+        r->setPen(QPen(kMarkColor, 1.5));
+        r->setBrush(QColor(179, 0, 27, 40));
+        r->setLayer("overlay");
+        r->setVisible(false);
+    }
+    m_markHeat->setClipAxisRect(m_heatRect);
+    m_markHeat->topLeft->setAxes(hx, hy);
+    m_markHeat->bottomRight->setAxes(hx, hy);
+    m_markScores->setClipAxisRect(m_scoreRect);
+    m_markScores->topLeft->setAxes(sx, sy2);
+    m_markScores->bottomRight->setAxes(sx, sy2);
+    m_markText = new QCPItemText(m_plot);
+    m_markText->setClipAxisRect(m_scoreRect);
+    m_markText->position->setAxes(sx, sy2);
+    m_markText->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_markText->setColor(kMarkColor);
+    m_markText->setVisible(false);
 
     m_thresholdLine = new QCPItemStraightLine(m_plot);
     m_thresholdLine->setClipAxisRect(m_scoreRect);
@@ -287,6 +310,20 @@ void HeadView::rebuildHeatmap() {
     m_windowHeat->setVisible(showWindow && !m_rows.empty());
     m_windowScores->setVisible(showWindow);
     m_windowText->setVisible(showWindow);
+
+    const int64_t m0 = m_state->markedFirst(), m1 = std::min(m_state->markedLast(), m_L);
+    const bool showMark = m0 >= 0 && m0 < m1;
+    if (showMark) {
+        m_markHeat->topLeft->setCoords(m0 - 0.5, -0.5);
+        m_markHeat->bottomRight->setCoords(m1 - 0.5, std::max<double>(m_W, 1) - 0.5);
+        m_markScores->topLeft->setCoords(m0 - 0.5, 1.0);
+        m_markScores->bottomRight->setCoords(m1 - 0.5, 0.0);
+        m_markText->position->setCoords(m1 - 0.5, 0.86);
+        m_markText->setText(" " + (m_state->markedLabel().isEmpty() ? QString("marked") : m_state->markedLabel()));
+    }
+    m_markHeat->setVisible(showMark && !m_rows.empty());
+    m_markScores->setVisible(showMark);
+    m_markText->setVisible(showMark);
 }
 
 void HeadView::setClusterAlpha(int alpha) {

@@ -83,6 +83,9 @@ private:
     QCPItemRect* m_windowHeat;
     QCPItemRect* m_windowScores;
     QCPItemText* m_windowText;
+    QCPItemRect* m_markHeat;         // the marked span (an evaluation's needle)
+    QCPItemRect* m_markScores;
+    QCPItemText* m_markText;
     QCPItemText* m_emptyText;
     QTimer m_renderTimer;
 

@@ -12,6 +12,7 @@
 #include "app/gui/analysis_state.h"
 #include "app/gui/compare_view.h"
 #include "app/gui/document_view.h"
+#include "app/gui/evaluate_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/main_window.h"
 #include "app/gui/overview_view.h"
@@ -58,6 +59,14 @@ bool configureWindow(MainWindow& w, const AppOptions& o) {
         return false;
     }
     if (p != w.parameterPanel()->state()) w.parameterPanel()->setState(p, false);
+    if (!o.results.isEmpty()) {
+        QString error;
+        if (!w.evaluateView()->loadResults(o.results, &error)) {
+            say("cannot show the results: " + error);
+            return false;
+        }
+        w.showView("evaluate");
+    }
     if (!o.view.isEmpty()) w.showView(o.view);
     if (o.maxTokens > 0) w.compareView()->setMaxTokens(o.maxTokens);
     return true;
@@ -173,6 +182,7 @@ void HeadlessDriver::finish() {
     m_window->headView()->refreshNow();
     m_window->documentView()->refreshNow();
     m_window->compareView()->refreshNow();
+    m_window->evaluateView()->refreshNow();
     QTimer::singleShot(50, this, [this] {
         QApplication::processEvents();
         const QImage img = m_window->grab().toImage();

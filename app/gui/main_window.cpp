@@ -30,6 +30,7 @@
 #include "app/gui/compare_view.h"
 #include "app/gui/display_options.h"
 #include "app/gui/document_view.h"
+#include "app/gui/evaluate_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/overview_view.h"
 #include "app/gui/parameter_panel.h"
@@ -64,6 +65,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_tabs->addTab(m_head, "Head detail");
     m_tabs->addTab(m_document, "Document");
     m_tabs->addTab(m_compare, "Compare full vs compressed");
+    m_evaluate = new EvaluateView;
+    m_tabs->addTab(m_evaluate, "Evaluate (needle, sweeps)");
 
     m_banner = new QWidget;
     m_banner->setStyleSheet("background:#fff4ce; border-bottom:1px solid #e0c96a");
@@ -188,6 +191,9 @@ void MainWindow::buildActions() {
     connect(m_actCancel, &QAction::triggered, this, &MainWindow::cancel);
     connect(m_actWalkthrough, &QAction::triggered, this, &MainWindow::startWalkthrough);
     connect(resetZoom, &QAction::triggered, this, [this] { m_head->resetZoom(); });
+    m_actEvaluate = make("&Evaluate", {QKeySequence("Ctrl+5")}, QStyle::SP_FileDialogContentsView,
+                         "Needle-in-a-haystack grids and budget sweeps");
+    connect(m_actEvaluate, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_evaluate); });
     connect(m_actShortcuts, &QAction::triggered, this, [this] {
         auto* d = new ShortcutsDialog(shortcutActions(), this);
         d->setAttribute(Qt::WA_DeleteOnClose);
@@ -246,6 +252,7 @@ void MainWindow::buildMenus() {
 
     QMenu* view = menuBar()->addMenu("&View");
     for (QAction* a : m_actViews) view->addAction(a);
+    view->addAction(m_actEvaluate);
     view->addSeparator();
     for (QDockWidget* d : {m_paramsDock, m_promptDock, m_displayDock, m_walkDock}) view->addAction(d->toggleViewAction());
 
@@ -320,6 +327,10 @@ void MainWindow::connectController() {
     connect(m_controller, &RunController::runFinished, this, [this] {
         if (m_pendingLayer >= 0) m_state->setFocus(m_pendingLayer, m_pendingHead);
         m_pendingLayer = m_pendingHead = -1;
+        if (m_pendingMark) {
+            m_state->setMarkedSpan(m_pendingMark->first, m_pendingMark->last, m_pendingMark->label);
+            m_pendingMark.reset();
+        }
         const auto* sel = m_state->selection();
         QString msg = QString("Prefill of %1 tokens in %2 ms; selection in %3 ms.")
                           .arg(m_state->prefill().n_tokens)
@@ -344,6 +355,9 @@ void MainWindow::connectController() {
         onWalkthroughStep({QString(), QString(), currentViewName(), "none"});
     });
     connect(m_tabs, &QTabWidget::currentChanged, this, [this] { updateActions(); });
+    m_evaluate->setModelProvider([this] { return std::make_pair(m_prompt->modelPath(), m_prompt->loadOptions()); });
+    connect(m_evaluate, &EvaluateView::openCellRequested, this, &MainWindow::openEvalCell);
+    connect(m_evaluate, &EvaluateView::errorOccurred, this, &MainWindow::showError);
 }
 
 void MainWindow::onBusyChanged(bool busy, const QString& task) {
@@ -472,6 +486,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     m_closing = true;
     saveSettings();
     m_controller->shutdown();
+    m_evaluate->controller()->shutdown();
     event->accept();
 }
 

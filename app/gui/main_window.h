@@ -27,6 +27,8 @@ class AnalysisState;
 class CompareView;
 class DisplayOptions;
 class DocumentView;
+class EvaluateView;
+struct EvalCellPrompt;
 class HeadView;
 class OverviewView;
 class ParameterPanel;
@@ -76,6 +78,10 @@ public:
     HeadView* headView() const { return m_head; }
     DocumentView* documentView() const { return m_document; }
     CompareView* compareView() const { return m_compare; }
+    EvaluateView* evaluateView() const { return m_evaluate; }
+    // Opens an evaluation cell: its document and question, its configuration, prefill, then the
+    // document view with the needle marked and the head that kept least of it focused.
+    void openEvalCell(const EvalCellPrompt& cell);
     Walkthrough* walkthrough() const { return m_walk; }
     QString lastError() const { return m_lastError; }
     QList<QAction*> shortcutActions() const;
@@ -135,6 +141,7 @@ private:
     HeadView* m_head;
     DocumentView* m_document;
     CompareView* m_compare;
+    EvaluateView* m_evaluate;
     Walkthrough* m_walk;
     QTabWidget* m_tabs;
     QDockWidget* m_promptDock;
@@ -163,6 +170,7 @@ private:
     QAction* m_actUndo;
     QAction* m_actRedo;
     QAction* m_actViews[4];
+    QAction* m_actEvaluate;
     QAction* m_actWalkthrough;
     QAction* m_actShortcuts;
     QAction* m_actAbout;
@@ -176,6 +184,11 @@ private:
     std::optional<ParamState> m_editParams;   // the edit being timed, until its result is drawn
     int m_pendingLayer = -1;            // focus restored from a session once its run has finished
     int m_pendingHead = -1;
+    struct PendingMark {
+        int64_t first = -1, last = -1;
+        QString label;
+    };
+    std::optional<PendingMark> m_pendingMark;   // an evaluation cell's needle, marked once its run finished
     QWidget* m_banner;
     QLabel* m_bannerText;
 };

@@ -13,6 +13,7 @@
 #include "app/gui/compare_view.h"
 #include "app/gui/data_export.h"
 #include "app/gui/document_view.h"
+#include "app/gui/eval_worker.h"
 #include "app/gui/head_view.h"
 #include "app/gui/main_window.h"
 #include "app/gui/overview_view.h"
@@ -27,7 +28,7 @@
 namespace studio {
 
 namespace {
-const QStringList kViewNames = {"overview", "head", "document", "compare"};
+const QStringList kViewNames = {"overview", "head", "document", "compare", "evaluate"};
 
 QString humanBytes(int64_t b) {
     if (b >= (int64_t(1) << 20)) return QString("%1 MiB").arg(b / double(int64_t(1) << 20), 0, 'f', 1);
@@ -111,6 +112,26 @@ void MainWindow::runWith(bool truncateToFit) {
 }
 
 void MainWindow::cancel() { m_controller->cancel(); }
+
+void MainWindow::openEvalCell(const EvalCellPrompt& cell) {
+    m_prompt->setDocument(QString::fromStdString(cell.prompt.document));
+    m_prompt->setQuestion(QString::fromStdString(cell.prompt.question));
+    m_prompt->setChat(cell.prompt.chat);
+    if (!cell.full) {
+        ParamState p = m_params->state();
+        p.sel = cell.params;
+        p.useRatio = false;
+        p.queryAgnostic = cell.queryAgnostic;
+        m_params->setState(p, false);
+    }
+    if (cell.markFirst >= 0) m_pendingMark = PendingMark{cell.markFirst, cell.markLast, "needle"};
+    m_pendingLayer = cell.focusLayer;
+    m_pendingHead = cell.focusHead;
+    updateTitle();
+    showInfo("Opening " + cell.title + "…");
+    showView("document");
+    run();
+}
 
 void MainWindow::generate(int maxTokens) {
     if (!m_state->hasPrefill()) {
