@@ -1,0 +1,192 @@
+// Dispatch for qkernels.h: picks the kernel table of the active CPU path, computes the per-block
+// sums of x that the formats with minimums need, and spreads rows over the kernel pool in chunks
+// taken from a shared counter (a thread slowed by another process takes fewer chunks).
+#include "core/quant/qkernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/common/errors.h"
+#include "core/quant/kernel_pool.h"
+#include "core/quant/qkernels_table.h"
+
+namespace snapkv {
+
+using namespace quant_detail;
+
+namespace {
+
+int format_of(const GgmlType& type) {
+    switch (type.id) {
+        case 0: return kF32;
+        case 1: return kF16;
+        case 30: return kBF16;
+        case 8: return kQ8_0;
+        case 2: return kQ4_0;
+        case 3: return kQ4_1;
+        case 12: return kQ4_K;
+        case 13: return kQ5_K;
+        case 14: return kQ6_K;
+        default: return -1;
+    }
+}
+
+bool needs_block_sums(int format) { return format == kQ4_1 || format == kQ4_K || format == kQ5_K; }
+
+const KernelTable& table_for(CpuPath path) {
+    switch (path) {
+#if defined(SNAPKV_QUANT_X86)
+        case CpuPath::Avx512: return avx512_kernels();
+        case CpuPath::Avx2: return avx2_kernels();
+#endif
+        default: return scalar_kernels();
+    }
+}
+
+// Sums of x over each 32-value block: xs [C / 32].
+void block_sums(const float* x, int64_t n_cols, float* xs) {
+    for (int64_t b = 0; b < n_cols / 32; ++b) {
+        float s = 0.0f;
+        for (int j = 0; j < 32; ++j) s += x[32 * b + j];
+        xs[b] = s;
+    }
+}
+
+std::mutex g_pool_mutex;
+std::atomic<int> g_threads{0};  // 0: not set, use the core count
+std::shared_ptr<KernelPool> g_pool;
+
+std::shared_ptr<KernelPool> pool() {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    if (!g_pool) g_pool = std::make_shared<KernelPool>(kernel_threads());
+    return g_pool;
+}
+
+// Runs body(begin, end) over [0, n) in chunks of about `chunk` from a shared counter, on the pool
+// when there is more than one chunk.
+template <class Body>
+void for_chunks(int64_t n, int64_t chunk, bool spin, const Body& body) {
+    if (n <= chunk) {
+        body(int64_t(0), n);
+        return;
+    }
+    std::atomic<int64_t> next{0};
+    auto p = pool();
+    p->run([&](int) {
+        for (;;) {
+            const int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+            if (begin >= n) return;
+            body(begin, std::min(n, begin + chunk));
+        }
+    }, spin);
+}
+
+// Rows per chunk: a few chunks per thread so a slow thread can be helped, never tiny ones.
+int64_t row_chunk(int64_t n_rows, int64_t n_cols) {
+    const int64_t threads = kernel_threads();
+    const int64_t min_rows = std::max<int64_t>(1, 16384 / std::max<int64_t>(n_cols, 1));
+    return std::max(min_rows, (n_rows + 4 * threads - 1) / (4 * threads));
+}
+
+}  // namespace
+
+bool kernel_supports(const GgmlType& type) { return format_of(type) >= 0; }
+
+BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_rows, int64_t n_cols) {
+    if (!kernel_supports(type))
+        throw InputError(std::string("weights: type ") + type.name +
+                         " has no kernel (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+    if (n_rows < 0 || n_cols < 0 || n_cols % type.block_size != 0)
+        throw InputError(std::string("weights: a ") + type.name + " matrix of " + std::to_string(n_rows) +
+                         " x " + std::to_string(n_cols) + " values: rows must be whole blocks of " +
+                         std::to_string(type.block_size));
+    BlockMatrix w;
+    w.type = &type;
+    w.data = data;
+    w.n_rows = n_rows;
+    w.n_cols = n_cols;
+    w.row_bytes = static_cast<size_t>(n_cols / type.block_size) * type.block_bytes;
+    return w;
+}
+
+void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0, int64_t row1) {
+    const int f = format_of(*w.type);
+    std::vector<float> xs;
+    if (needs_block_sums(f)) {
+        xs.resize(static_cast<size_t>(w.n_cols / 32));
+        block_sums(x, w.n_cols, xs.data());
+    }
+    table_for(path).matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0,
+                              w.n_cols, x, xs.data(), y);
+}
+
+void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1) {
+    table_for(path).dequant[format_of(*w.type)](w.data + static_cast<size_t>(row0) * w.row_bytes,
+                                                w.row_bytes, row1 - row0, w.n_cols, out);
+}
+
+void matvec(const BlockMatrix& w, const float* x, float* y) {
+    float* ys[] = {y};
+    matvec_many(&w, ys, 1, x);
+}
+
+void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float* x) {
+    if (count <= 0) return;
+    const KernelTable& table = table_for(active_cpu_path());
+    const int64_t n_cols = ws[0].n_cols;
+    int64_t total = 0;
+    bool sums = false;
+    for (int i = 0; i < count; ++i) {
+        if (ws[i].n_cols != n_cols)
+            throw InputError("weights: matvec_many needs matrices of one width (" + std::to_string(n_cols) +
+                             " and " + std::to_string(ws[i].n_cols) + ")");
+        total += ws[i].n_rows;
+        sums = sums || needs_block_sums(format_of(*ws[i].type));
+    }
+    thread_local std::vector<float> xs;
+    if (sums) {
+        xs.resize(static_cast<size_t>(n_cols / 32));
+        block_sums(x, n_cols, xs.data());
+    }
+    const float* xs_ptr = sums ? xs.data() : nullptr;
+    // Rows of the matrices taken as one list: chunk [begin, end) may span several matrices.
+    for_chunks(total, row_chunk(total, n_cols), /*spin=*/true, [&](int64_t begin, int64_t end) {
+        int64_t base = 0;
+        for (int i = 0; i < count && begin < end; ++i) {
+            const BlockMatrix& w = ws[i];
+            const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
+            if (lo < hi)
+                table.matvec[format_of(*w.type)](w.data + static_cast<size_t>(lo - base) * w.row_bytes,
+                                                 w.row_bytes, hi - lo, n_cols, x, xs_ptr, ys[i] + (lo - base));
+            base += w.n_rows;
+        }
+    });
+}
+
+void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out) {
+    const DequantFn fn = table_for(active_cpu_path()).dequant[format_of(*w.type)];
+    for_chunks(n, row_chunk(n, w.n_cols), /*spin=*/false, [&](int64_t begin, int64_t end) {
+        fn(w.data + static_cast<size_t>(row0 + begin) * w.row_bytes, w.row_bytes, end - begin, w.n_cols,
+           out + begin * w.n_cols);
+    });
+}
+
+void set_kernel_threads(int n) {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    const int want = std::max(1, n);
+    if (want == g_threads && g_pool) return;
+    g_threads = want;
+    g_pool.reset();  // a run in flight keeps its own reference
+}
+
+int kernel_threads() {
+    if (const int n = g_threads.load(); n > 0) return n;
+    return static_cast<int>(std::max(1u, std::min(std::thread::hardware_concurrency(), 64u)));
+}
+
+}  // namespace snapkv

@@ -1,0 +1,55 @@
+// Products and conversions over weight matrices kept in their stored ggml format (F32, F16, BF16,
+// Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K): a matrix-vector product that dequantizes blocks in
+// registers and accumulates in float32 (activations are never quantized), spread over output rows
+// on the kernel thread pool, and a row dequantizer to float32 for the multi-token (BLAS) path
+// whose output is bit-identical to core/io/dequant.h. Each runs on the CPU path of
+// cpu_features.h (AVX-512, AVX2 or scalar). No LibTorch, no file I/O, no ownership of the bytes.
+//
+// Dimensions: R = rows (outputs), C = columns (inputs) of a matrix.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/io/dequant.h"
+#include "core/quant/cpu_features.h"
+
+namespace snapkv {
+
+// A view of R x C weights in a ggml type: row r occupies row_bytes bytes at data + r * row_bytes.
+struct BlockMatrix {
+    const GgmlType* type = nullptr;
+    const uint8_t* data = nullptr;
+    int64_t n_rows = 0;   // R
+    int64_t n_cols = 0;   // C, a multiple of type->block_size
+    size_t row_bytes = 0; // (C / block_size) * block_bytes
+};
+
+// Whether the kernels handle this type (the readable ggml types listed above).
+bool kernel_supports(const GgmlType& type);
+// A view over n_rows rows of n_cols values stored back to back. InputError when the type has no
+// kernel or n_cols is not a whole number of blocks.
+BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_rows, int64_t n_cols);
+
+// y[r] = sum_c W[r, c] * x[c] for every row r of w, on the active CPU path, rows spread over the
+// kernel threads. x [C], y [R]. x must not alias y.
+void matvec(const BlockMatrix& w, const float* x, float* y);
+// The same for several matrices of the same C sharing one input, in one pass over the threads
+// (q/k/v, gate/up): ys[i] receives ws[i].n_rows values.
+void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float* x);
+
+// Rows [row0, row0 + n) of w as float32 into out [n, C], on the active path, over the threads.
+void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out);
+
+// Single-threaded forms on an explicit path, for tests and benchmarks: rows [row0, row1) of w,
+// y[r - row0] for matvec, out[(r - row0) * C + c] for dequantize.
+void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0,
+               int64_t row1);
+void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1);
+
+// Threads the kernels use (the caller's thread included); 1 runs everything on the caller.
+// Default: the number of cores. Set once at start-up (init_runtime does, from SNAPKV_THREADS).
+void set_kernel_threads(int n);
+int kernel_threads();
+
+}  // namespace snapkv

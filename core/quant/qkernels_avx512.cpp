@@ -1,0 +1,51 @@
+// The AVX-512 kernel path: 16 float lanes, AVX-512F instructions only (plus AVX2/FMA/F16C).
+// Built with -mavx512f -mavx2 -mfma -mf16c (this file only) and called only when cpu_features.h
+// reports AVX-512F.
+#include <immintrin.h>
+
+#include "core/quant/qkernels_impl.h"
+#include "core/quant/qkernels_x86_bytes.h"
+
+namespace snapkv::quant_detail {
+namespace {
+
+struct Avx512V : SseBytes {
+    static constexpr int N = 16;
+    using vec = __m512;
+
+    static vec zero() { return _mm512_setzero_ps(); }
+    static vec set1(float f) { return _mm512_set1_ps(f); }
+    static vec load(const float* p) { return _mm512_loadu_ps(p); }
+    static vec load_unaligned(const uint8_t* p) { return _mm512_loadu_ps(p); }
+    static void store(float* p, vec a) { _mm512_storeu_ps(p, a); }
+    static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
+    static vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+    static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+    static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+    static float hsum(vec a) {
+        const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
+                                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s);
+    }
+    static void to_f32(q16 q, vec* f) { f[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)); }
+    static float h2f(uint16_t h) { return _cvtsh_ss(h); }
+    static vec from_f16(const uint8_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static vec from_bf16(const uint8_t* p) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+};
+
+}  // namespace
+
+const KernelTable& avx512_kernels() {
+    static const KernelTable table = Kernels<Avx512V>::table();
+    return table;
+}
+
+}  // namespace snapkv::quant_detail

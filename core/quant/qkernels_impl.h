@@ -1,0 +1,361 @@
+// Private to core/quant: every format's matrix-vector product and row dequantizer, written once
+// over a SIMD traits type V and instantiated by each qkernels_<path>.cpp under its own compiler
+// flags. Everything here has internal linkage so that each translation unit keeps the copy built
+// for its own instruction set (a shared inline copy could be one compiled for AVX-512).
+//
+// V provides: N (float lanes; a divisor of 16), vec, zero, set1, load, load_unaligned, store,
+// add, sub, mul, fmadd(a, b, c) = a * b + c, hsum, from_f16 / from_bf16 (N stored values to
+// floats), h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
+// (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), or_,
+// sub8(v, k) = v - k, and to_f32 (the 16 values as signed int8 to 16 / N float vectors).
+//
+// Block layouts as in core/io/dequant.cpp (from ggml-common.h). The products factor each block's
+// scale out of its sum: d * sum(q * x) (+ min * sum(x) with the per-32 sums xs of x), so only
+// small integers are converted per value. The dequantizers keep dequant.cpp's exact arithmetic
+// (the same float operations in the same order; the files are built with -ffp-contract=off), so
+// their output equals it bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/quant/qkernels_table.h"
+
+namespace snapkv::quant_detail {
+namespace {
+
+inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block.
+inline void k_scale_min(int j, const uint8_t* s, int* scale, int* min) {
+    if (j < 4) {
+        *scale = s[j] & 63;
+        *min = s[j + 4] & 63;
+    } else {
+        *scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+        *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+template <class V>
+struct Kernels {
+    using vec = typename V::vec;
+    using q16 = typename V::q16;
+    static constexpr int N = V::N;
+    static constexpr int P = 16 / N;  // vectors per 16 values
+
+    // acc + lanes of sum_i q[i] * x[i] over the 16 values of q.
+    static inline vec fma16(q16 q, const float* x, vec acc) {
+        vec f[P];
+        V::to_f32(q, f);
+        for (int k = 0; k < P; ++k) acc = V::fmadd(f[k], V::load(x + k * N), acc);
+        return acc;
+    }
+    // out[i] = a * q[i] (+ b / - b), the dequantizers' arithmetic.
+    static inline void scale16(q16 q, float a, float* out) {
+        vec f[P];
+        V::to_f32(q, f);
+        for (int k = 0; k < P; ++k) V::store(out + k * N, V::mul(V::set1(a), f[k]));
+    }
+    static inline void scale_add16(q16 q, float a, float b, float* out) {
+        vec f[P];
+        V::to_f32(q, f);
+        for (int k = 0; k < P; ++k) V::store(out + k * N, V::add(V::mul(V::set1(a), f[k]), V::set1(b)));
+    }
+    static inline void scale_sub16(q16 q, float a, float b, float* out) {
+        vec f[P];
+        V::to_f32(q, f);
+        for (int k = 0; k < P; ++k) V::store(out + k * N, V::sub(V::mul(V::set1(a), f[k]), V::set1(b)));
+    }
+
+    // ---- unpacking: 16 values at a time, in registers ----
+
+    // Q4_0 / Q4_1: the 16 nibble bytes at p give values 0..15 (low nibbles) and 16..31 (high).
+    static inline void q4_block(const uint8_t* p, int sub, q16* lo, q16* hi) {
+        const q16 raw = V::load16(p);
+        *lo = V::sub8(V::lo4(raw), sub);
+        *hi = V::sub8(V::hi4(raw), sub);
+    }
+    // Q4_K / Q5_K: values 64k + 16j + [0, 16) (j = 0, 1: low nibbles of bytes 16j..) and
+    // 64k + 32 + 16j + [0, 16) (high nibbles), with the fifth bits of Q5_K when qh is given.
+    static inline void k_quad(const uint8_t* qs, const uint8_t* qh, int k, q16 v[4]) {
+        for (int j = 0; j < 2; ++j) {
+            const q16 raw = V::load16(qs + 32 * k + 16 * j);
+            v[j] = V::lo4(raw);
+            v[2 + j] = V::hi4(raw);
+            if (qh != nullptr) {
+                const q16 h = V::load16(qh + 16 * j);
+                v[j] = V::or_(v[j], V::shl4(V::bits(h, 2 * k, 1)));
+                v[2 + j] = V::or_(v[2 + j], V::shl4(V::bits(h, 2 * k + 1, 1)));
+            }
+        }
+    }
+    // Q6_K: from one 128-value half (ql[64], qh[32]) the four 16-value groups starting at
+    // i, 32 + i, 64 + i, 96 + i (i = 0 or 16), as q - 32.
+    static inline void q6_quad(const uint8_t* ql, const uint8_t* qh, int i, q16 v[4]) {
+        const q16 a = V::load16(ql + i), b = V::load16(ql + 32 + i), h = V::load16(qh + i);
+        v[0] = V::sub8(V::or_(V::lo4(a), V::shl4(V::bits(h, 0, 3))), 32);
+        v[1] = V::sub8(V::or_(V::lo4(b), V::shl4(V::bits(h, 2, 3))), 32);
+        v[2] = V::sub8(V::or_(V::hi4(a), V::shl4(V::bits(h, 4, 3))), 32);
+        v[3] = V::sub8(V::or_(V::hi4(b), V::shl4(V::bits(h, 6, 3))), 32);
+    }
+
+    // ---- block formats: one row ----
+
+    // Q8_0 (34 bytes): f16 d, int8 q[32]; w = d * q.
+    static float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float*) {
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 32, p += 34, x += 32) {
+            const vec s = fma16(V::load16(p + 18), x + 16, fma16(V::load16(p + 2), x, V::zero()));
+            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), s, acc);
+        }
+        return V::hsum(acc);
+    }
+
+    // Q4_0 (18 bytes): f16 d, 16 bytes of nibbles; w = d * (q - 8).
+    static float dot_q4_0(const uint8_t* p, int64_t n, const float* x, const float*) {
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 32, p += 18, x += 32) {
+            q16 lo, hi;
+            q4_block(p + 2, 8, &lo, &hi);
+            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
+        }
+        return V::hsum(acc);
+    }
+
+    // Q4_1 (20 bytes): f16 d, f16 m, nibbles as Q4_0; w = d * q + m.
+    static float dot_q4_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        vec acc = V::zero();
+        float mins = 0.0f;
+        for (int64_t i = 0; i < n; i += 32, p += 20, x += 32) {
+            q16 lo, hi;
+            q4_block(p + 4, 0, &lo, &hi);
+            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
+            mins += V::h2f(load_u16(p + 2)) * xs[i / 32];
+        }
+        return V::hsum(acc) + mins;
+    }
+
+    // Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
+    // (each 64 values use 32 bytes: low nibbles sub-block 2k, high 2k + 1); w = d*sc * q - dmin*mn.
+    // Q5_K (176 bytes): the same with 32 bytes qh after the scales holding the fifth bits.
+    template <bool five>
+    static float dot_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        constexpr size_t bytes = five ? 176 : 144;
+        vec acc = V::zero();
+        float mins = 0.0f;
+        for (int64_t i = 0; i < n; i += 256, p += bytes) {
+            const float d = V::h2f(load_u16(p)), dmin = V::h2f(load_u16(p + 2));
+            const uint8_t* qh = five ? p + 16 : nullptr;
+            const uint8_t* qs = five ? p + 48 : p + 16;
+            for (int k = 0; k < 4; ++k) {
+                q16 v[4];
+                k_quad(qs, qh, k, v);
+                const float* xk = x + i + 64 * k;
+                int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
+                k_scale_min(2 * k, p + 4, &sc1, &mn1);
+                k_scale_min(2 * k + 1, p + 4, &sc2, &mn2);
+                acc = V::fmadd(V::set1(d * static_cast<float>(sc1)), fma16(v[1], xk + 16, fma16(v[0], xk, V::zero())), acc);
+                acc = V::fmadd(V::set1(d * static_cast<float>(sc2)), fma16(v[3], xk + 48, fma16(v[2], xk + 32, V::zero())), acc);
+                mins += dmin * static_cast<float>(mn1) * xs[i / 32 + 2 * k] +
+                        dmin * static_cast<float>(mn2) * xs[i / 32 + 2 * k + 1];
+            }
+        }
+        return V::hsum(acc) - mins;
+    }
+    static float dot_q4_k(const uint8_t* p, int64_t n, const float* x, const float* xs) { return dot_k<false>(p, n, x, xs); }
+    static float dot_q5_k(const uint8_t* p, int64_t n, const float* x, const float* xs) { return dot_k<true>(p, n, x, xs); }
+
+    // Q6_K (210 bytes): ql[128], qh[64], int8 sc[16], f16 d; value v of each 128-value half has
+    // scale sc[v / 16]; w = d * sc * (q - 32).
+    static float dot_q6_k(const uint8_t* p, int64_t n, const float* x, const float*) {
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 256, p += 210) {
+            const float d = V::h2f(load_u16(p + 208));
+            const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+            for (int h = 0; h < 2; ++h) {
+                for (int j = 0; j < 32; j += 16) {
+                    q16 v[4];
+                    q6_quad(p + 64 * h, p + 128 + 32 * h, j, v);
+                    for (int g = 0; g < 4; ++g) {
+                        const int at = 32 * g + j;  // value index within the half
+                        acc = V::fmadd(V::set1(d * static_cast<float>(sc[8 * h + at / 16])),
+                                       fma16(v[g], x + i + 128 * h + at, V::zero()), acc);
+                    }
+                }
+            }
+        }
+        return V::hsum(acc);
+    }
+
+    // ---- plain formats: any row length ----
+
+    template <class Load, class Scalar>
+    static inline float dot_plain(const uint8_t* p, int64_t n, const float* x, size_t esize,
+                                  Load load, Scalar scalar) {
+        vec a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+        int64_t i = 0;
+        for (; i + 4 * N <= n; i += 4 * N) {
+            a0 = V::fmadd(load(p + i * esize), V::load(x + i), a0);
+            a1 = V::fmadd(load(p + (i + N) * esize), V::load(x + i + N), a1);
+            a2 = V::fmadd(load(p + (i + 2 * N) * esize), V::load(x + i + 2 * N), a2);
+            a3 = V::fmadd(load(p + (i + 3 * N) * esize), V::load(x + i + 3 * N), a3);
+        }
+        for (; i + N <= n; i += N) a0 = V::fmadd(load(p + i * esize), V::load(x + i), a0);
+        float s = V::hsum(V::add(V::add(a0, a1), V::add(a2, a3)));
+        for (; i < n; ++i) s += scalar(p + i * esize) * x[i];
+        return s;
+    }
+
+    static float f32_at(const uint8_t* p) {
+        float f;
+        std::memcpy(&f, p, sizeof f);
+        return f;
+    }
+    static float f16_at(const uint8_t* p) { return V::h2f(load_u16(p)); }
+    static float bf16_at(const uint8_t* p) {
+        const uint32_t bits = static_cast<uint32_t>(load_u16(p)) << 16;
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+
+    static float dot_f32(const uint8_t* p, int64_t n, const float* x, const float*) {
+        return dot_plain(p, n, x, 4, [](const uint8_t* s) { return V::load_unaligned(s); }, f32_at);
+    }
+    static float dot_f16(const uint8_t* p, int64_t n, const float* x, const float*) {
+        return dot_plain(p, n, x, 2, [](const uint8_t* s) { return V::from_f16(s); }, f16_at);
+    }
+    static float dot_bf16(const uint8_t* p, int64_t n, const float* x, const float*) {
+        return dot_plain(p, n, x, 2, [](const uint8_t* s) { return V::from_bf16(s); }, bf16_at);
+    }
+
+    template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
+    static void matvec(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
+                       const float* x, const float* xs, float* y) {
+        for (int64_t r = 0; r < n_rows; ++r) y[r] = Dot(w + static_cast<size_t>(r) * row_bytes, n_cols, x, xs);
+    }
+
+    // ---- dequantizers: one row each, exact (see the file comment) ----
+
+    static void deq_q8_0(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 32, p += 34) {
+            const float d = V::h2f(load_u16(p));
+            scale16(V::load16(p + 2), d, out + i);
+            scale16(V::load16(p + 18), d, out + i + 16);
+        }
+    }
+    static void deq_q4_0(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 32, p += 18) {
+            q16 lo, hi;
+            q4_block(p + 2, 8, &lo, &hi);
+            const float d = V::h2f(load_u16(p));
+            scale16(lo, d, out + i);
+            scale16(hi, d, out + i + 16);
+        }
+    }
+    static void deq_q4_1(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 32, p += 20) {
+            q16 lo, hi;
+            q4_block(p + 4, 0, &lo, &hi);
+            const float d = V::h2f(load_u16(p)), m = V::h2f(load_u16(p + 2));
+            scale_add16(lo, d, m, out + i);
+            scale_add16(hi, d, m, out + i + 16);
+        }
+    }
+    template <bool five>
+    static void deq_k(const uint8_t* p, int64_t n, float* out) {
+        constexpr size_t bytes = five ? 176 : 144;
+        for (int64_t i = 0; i < n; i += 256, p += bytes) {
+            const float d = V::h2f(load_u16(p)), dmin = V::h2f(load_u16(p + 2));
+            const uint8_t* qh = five ? p + 16 : nullptr;
+            const uint8_t* qs = five ? p + 48 : p + 16;
+            for (int k = 0; k < 4; ++k) {
+                q16 v[4];
+                k_quad(qs, qh, k, v);
+                for (int half = 0; half < 2; ++half) {
+                    int sc = 0, mn = 0;
+                    k_scale_min(2 * k + half, p + 4, &sc, &mn);
+                    const float a = d * static_cast<float>(sc), b = dmin * static_cast<float>(mn);
+                    scale_sub16(v[2 * half], a, b, out + i + 64 * k + 32 * half);
+                    scale_sub16(v[2 * half + 1], a, b, out + i + 64 * k + 32 * half + 16);
+                }
+            }
+        }
+    }
+    static void deq_q4_k(const uint8_t* p, int64_t n, float* out) { deq_k<false>(p, n, out); }
+    static void deq_q5_k(const uint8_t* p, int64_t n, float* out) { deq_k<true>(p, n, out); }
+    // dequant.cpp computes d * float(sc * q); sc * q is at most 128 * 32 in magnitude, so
+    // float(sc) * float(q) is exact, and adding +0 turns its -0 (sc < 0, q = 0) into the +0 of
+    // the integer product, so the result is the same bit for bit.
+    static void deq_q6_k(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 256, p += 210) {
+            const vec d = V::set1(V::h2f(load_u16(p + 208)));
+            const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+            for (int h = 0; h < 2; ++h) {
+                for (int j = 0; j < 32; j += 16) {
+                    q16 v[4];
+                    q6_quad(p + 64 * h, p + 128 + 32 * h, j, v);
+                    for (int g = 0; g < 4; ++g) {
+                        const int at = 32 * g + j;
+                        const vec s = V::set1(static_cast<float>(sc[8 * h + at / 16]));
+                        vec f[P];
+                        V::to_f32(v[g], f);
+                        for (int k = 0; k < P; ++k)
+                            V::store(out + i + 128 * h + at + k * N,
+                                     V::mul(d, V::add(V::mul(s, f[k]), V::zero())));
+                    }
+                }
+            }
+        }
+    }
+
+    template <class Load, class Scalar>
+    static inline void deq_plain(const uint8_t* p, int64_t n, float* out, size_t esize, Load load,
+                                 Scalar scalar) {
+        int64_t i = 0;
+        for (; i + N <= n; i += N) V::store(out + i, load(p + i * esize));
+        for (; i < n; ++i) out[i] = scalar(p + i * esize);
+    }
+    static void deq_f32(const uint8_t* p, int64_t n, float* out) {
+        std::memcpy(out, p, static_cast<size_t>(n) * sizeof(float));
+    }
+    static void deq_f16(const uint8_t* p, int64_t n, float* out) {
+        deq_plain(p, n, out, 2, [](const uint8_t* s) { return V::from_f16(s); }, f16_at);
+    }
+    static void deq_bf16(const uint8_t* p, int64_t n, float* out) {
+        deq_plain(p, n, out, 2, [](const uint8_t* s) { return V::from_bf16(s); }, bf16_at);
+    }
+
+    template <void (*Deq)(const uint8_t*, int64_t, float*)>
+    static void dequant(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float* out) {
+        for (int64_t r = 0; r < n_rows; ++r)
+            Deq(w + static_cast<size_t>(r) * row_bytes, n_cols, out + r * n_cols);
+    }
+
+    static KernelTable table() {
+        KernelTable t{};
+        t.matvec[kF32] = matvec<dot_f32>;
+        t.matvec[kF16] = matvec<dot_f16>;
+        t.matvec[kBF16] = matvec<dot_bf16>;
+        t.matvec[kQ8_0] = matvec<dot_q8_0>;
+        t.matvec[kQ4_0] = matvec<dot_q4_0>;
+        t.matvec[kQ4_1] = matvec<dot_q4_1>;
+        t.matvec[kQ4_K] = matvec<dot_q4_k>;
+        t.matvec[kQ5_K] = matvec<dot_q5_k>;
+        t.matvec[kQ6_K] = matvec<dot_q6_k>;
+        t.dequant[kF32] = dequant<deq_f32>;
+        t.dequant[kF16] = dequant<deq_f16>;
+        t.dequant[kBF16] = dequant<deq_bf16>;
+        t.dequant[kQ8_0] = dequant<deq_q8_0>;
+        t.dequant[kQ4_0] = dequant<deq_q4_0>;
+        t.dequant[kQ4_1] = dequant<deq_q4_1>;
+        t.dequant[kQ4_K] = dequant<deq_q4_k>;
+        t.dequant[kQ5_K] = dequant<deq_q5_k>;
+        t.dequant[kQ6_K] = dequant<deq_q6_k>;
+        return t;
+    }
+};
+
+}  // namespace
+}  // namespace snapkv::quant_detail

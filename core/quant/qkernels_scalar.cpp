@@ -1,0 +1,92 @@
+// The portable kernel path: plain C++ over 4-float "vectors" (which the compiler may map to the
+// baseline SIMD of the target), for CPUs without AVX2 and for non-x86 builds.
+#include <cstring>
+
+#include "core/io/dequant.h"
+#include "core/quant/qkernels_impl.h"
+
+namespace snapkv::quant_detail {
+namespace {
+
+struct ScalarV {
+    static constexpr int N = 4;
+    struct vec {
+        float v[4];
+    };
+
+    static vec zero() { return {{0.0f, 0.0f, 0.0f, 0.0f}}; }
+    static vec set1(float f) { return {{f, f, f, f}}; }
+    static vec load(const float* p) { return {{p[0], p[1], p[2], p[3]}}; }
+    static vec load_unaligned(const uint8_t* p) {
+        vec r;
+        std::memcpy(r.v, p, sizeof r.v);
+        return r;
+    }
+    static void store(float* p, vec a) {
+        for (int i = 0; i < N; ++i) p[i] = a.v[i];
+    }
+    static vec add(vec a, vec b) {
+        for (int i = 0; i < N; ++i) a.v[i] += b.v[i];
+        return a;
+    }
+    static vec sub(vec a, vec b) {
+        for (int i = 0; i < N; ++i) a.v[i] -= b.v[i];
+        return a;
+    }
+    static vec mul(vec a, vec b) {
+        for (int i = 0; i < N; ++i) a.v[i] *= b.v[i];
+        return a;
+    }
+    static vec fmadd(vec a, vec b, vec c) {
+        for (int i = 0; i < N; ++i) c.v[i] += a.v[i] * b.v[i];
+        return c;
+    }
+    static float hsum(vec a) { return (a.v[0] + a.v[1]) + (a.v[2] + a.v[3]); }
+    static float h2f(uint16_t h) { return half_to_float(h); }
+    static vec from_f16(const uint8_t* p) {
+        vec r;
+        for (int i = 0; i < N; ++i) r.v[i] = half_to_float(load_u16(p + 2 * i));
+        return r;
+    }
+    static vec from_bf16(const uint8_t* p) {
+        vec r;
+        for (int i = 0; i < N; ++i) r.v[i] = bf16_to_float(load_u16(p + 2 * i));
+        return r;
+    }
+
+    // 16 bytes as one value, and the byte operations on it.
+    struct q16 {
+        uint8_t b[16];
+    };
+    static q16 load16(const uint8_t* p) {
+        q16 r;
+        std::memcpy(r.b, p, 16);
+        return r;
+    }
+    template <class F>
+    static q16 each(q16 a, F f) {
+        for (int i = 0; i < 16; ++i) a.b[i] = static_cast<uint8_t>(f(a.b[i]));
+        return a;
+    }
+    static q16 lo4(q16 a) { return each(a, [](int v) { return v & 0x0F; }); }
+    static q16 hi4(q16 a) { return each(a, [](int v) { return v >> 4; }); }
+    static q16 bits(q16 a, int s, int mask) { return each(a, [=](int v) { return (v >> s) & mask; }); }
+    static q16 shl4(q16 a) { return each(a, [](int v) { return v << 4; }); }
+    static q16 sub8(q16 a, int k) { return each(a, [=](int v) { return v - k; }); }
+    static q16 or_(q16 a, q16 b) {
+        for (int i = 0; i < 16; ++i) a.b[i] = static_cast<uint8_t>(a.b[i] | b.b[i]);
+        return a;
+    }
+    static void to_f32(q16 a, vec* f) {
+        for (int i = 0; i < 16; ++i) f[i / N].v[i % N] = static_cast<float>(static_cast<int8_t>(a.b[i]));
+    }
+};
+
+}  // namespace
+
+const KernelTable& scalar_kernels() {
+    static const KernelTable table = Kernels<ScalarV>::table();
+    return table;
+}
+
+}  // namespace snapkv::quant_detail

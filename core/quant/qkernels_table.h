@@ -1,0 +1,34 @@
+// Private to core/quant: the per-CPU-path kernel table that qkernels.cpp dispatches through. One
+// table per path, each built in its own translation unit with that path's compiler flags
+// (qkernels_scalar.cpp, qkernels_avx2.cpp, qkernels_avx512.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace snapkv::quant_detail {
+
+// Formats with a kernel, in table order.
+enum Format : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K, kFormatCount };
+
+// y[i] = row i . x for n_rows rows of n_cols values, row_bytes apart. xs: sums of x over each
+// 32-value block (n_cols / 32 of them) for the formats that store a per-block minimum; may be
+// null for the others.
+using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
+                          const float* x, const float* xs, float* y);
+// out[i * n_cols + c] = W[i, c] as float32, for n_rows rows.
+using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
+                           float* out);
+
+struct KernelTable {
+    MatvecFn matvec[kFormatCount];
+    DequantFn dequant[kFormatCount];
+};
+
+const KernelTable& scalar_kernels();
+#if defined(SNAPKV_QUANT_X86)
+const KernelTable& avx2_kernels();
+const KernelTable& avx512_kernels();
+#endif
+
+}  // namespace snapkv::quant_detail

@@ -1,0 +1,250 @@
+// Weight kernels (core/quant) against the float32 dequantization of core/io/dequant.h, on random
+// blocks of every format, odd row lengths and row counts, on every CPU path this machine can run
+// (each forced in turn). The matrix-vector products must match a float64 dot product of the
+// dequantized weights within float32 rounding; the dequantizers must equal dequant.h bit for bit;
+// threaded results must equal single-threaded ones exactly (rows are independent). A path the CPU
+// lacks is reported with WARN, never passed silently.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/common/errors.h"
+#include "core/io/dequant.h"
+#include "core/quant/cpu_features.h"
+#include "core/quant/qkernels.h"
+
+using namespace snapkv;
+
+namespace {
+
+const char* const kFormats[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"};
+
+// A finite half with magnitude in [2^-7, 2]: exponent field 8..16, random mantissa and sign.
+uint16_t random_half(std::mt19937& rng) {
+    const uint32_t sign = rng() & 1u, exp = 8u + rng() % 9u, mant = rng() & 0x3FFu;
+    return static_cast<uint16_t>((sign << 15) | (exp << 10) | mant);
+}
+
+void put16(uint8_t* p, uint16_t v) {
+    p[0] = static_cast<uint8_t>(v & 0xFF);
+    p[1] = static_cast<uint8_t>(v >> 8);
+}
+
+// n_rows x n_cols random values of a type: quant bits random, scales finite halves.
+std::vector<uint8_t> random_matrix(const GgmlType& t, int64_t n_rows, int64_t n_cols, std::mt19937& rng) {
+    const size_t row_bytes = static_cast<size_t>(n_cols / t.block_size) * t.block_bytes;
+    std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(n_rows));
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    const std::string name = t.name;
+    const size_t n_blocks = bytes.size() / t.block_bytes;
+    for (size_t i = 0; i < n_blocks; ++i) {
+        uint8_t* p = bytes.data() + i * t.block_bytes;
+        if (name == "F32") {
+            std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+            const float f = u(rng);
+            std::memcpy(p, &f, 4);
+        } else if (name == "F16") {
+            put16(p, random_half(rng));
+        } else if (name == "BF16") {
+            const uint32_t sign = rng() & 1u, exp = 120u + rng() % 8u, mant = rng() & 0x7Fu;
+            put16(p, static_cast<uint16_t>((sign << 15) | (exp << 7) | mant));
+        } else if (name == "Q8_0" || name == "Q4_0") {
+            put16(p, random_half(rng));
+        } else if (name == "Q4_1" || name == "Q4_K" || name == "Q5_K") {
+            put16(p, random_half(rng));
+            put16(p + 2, random_half(rng));
+        } else if (name == "Q6_K") {
+            put16(p + 208, random_half(rng));
+        }
+    }
+    return bytes;
+}
+
+std::vector<float> reference_dequant(const GgmlType& t, const std::vector<uint8_t>& bytes, int64_t n_rows,
+                                     int64_t n_cols) {
+    std::vector<float> out(static_cast<size_t>(n_rows * n_cols));
+    dequantize_rows(t, bytes.data(), out.data(), n_rows, n_cols);
+    return out;
+}
+
+std::vector<float> random_x(int64_t n, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = u(rng);
+    return x;
+}
+
+// Checks y against float64 dots of the dequantized rows: |y - ref| <= 1e-5 * sum |w x| + 1e-30.
+void check_products(const std::vector<float>& w, const std::vector<float>& x, const std::vector<float>& y,
+                    int64_t n_rows, int64_t n_cols) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t c = 0; c < n_cols; ++c) {
+            const double p = static_cast<double>(w[static_cast<size_t>(r * n_cols + c)]) * x[static_cast<size_t>(c)];
+            ref += p;
+            mag += std::fabs(p);
+        }
+        const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r)]) - ref);
+        if (!(err <= 1e-5 * mag + 1e-30)) {
+            FAIL("row " << r << ": got " << y[static_cast<size_t>(r)] << ", float64 reference " << ref
+                        << " (error " << err << ", sum |w x| " << mag << ")");
+        }
+    }
+}
+
+// Exact equality of two float buffers (bit patterns), reporting the first difference.
+void check_bits(const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+            FAIL("value " << i << ": got " << got[i] << ", want " << want[i]);
+    }
+}
+
+// Sizes to test: row lengths in blocks (plain types: values, odd ones included), row counts odd.
+std::vector<int64_t> widths(const GgmlType& t) {
+    if (t.block_size == 1) return {1, 7, 37, 64, 97, 576};
+    if (t.block_size == 32) return {32, 96, 160, 576};
+    return {256, 768};
+}
+
+void report_missing_paths() {
+    for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512})
+        if (!cpu_path_supported(p)) WARN("this CPU cannot run the " << cpu_path_name(p) << " path: not tested here");
+}
+
+struct PathGuard {
+    ~PathGuard() { clear_cpu_path(); }
+};
+
+}  // namespace
+
+TEST_CASE("Each CPU path's matrix-vector product matches float64 on random blocks of every format", "[quant]") {
+    report_missing_paths();
+    std::mt19937 rng(1234);
+    for (CpuPath path : supported_cpu_paths()) {
+        for (const char* name : kFormats) {
+            const GgmlType& t = *ggml_type_by_name(name);
+            for (int64_t n_cols : widths(t)) {
+                for (int64_t n_rows : {1, 3, 7}) {
+                    INFO("path " << cpu_path_name(path) << ", " << name << ", " << n_rows << " x " << n_cols);
+                    const auto bytes = random_matrix(t, n_rows, n_cols, rng);
+                    const auto w = reference_dequant(t, bytes, n_rows, n_cols);
+                    const auto x = random_x(n_cols, rng);
+                    const BlockMatrix m = block_matrix(t, bytes.data(), n_rows, n_cols);
+                    std::vector<float> y(static_cast<size_t>(n_rows), std::nanf(""));
+                    matvec_on(path, m, x.data(), y.data(), 0, n_rows);
+                    check_products(w, x, y, n_rows, n_cols);
+                    // A row range starting inside the matrix writes from y[0].
+                    if (n_rows > 1) {
+                        std::vector<float> part(static_cast<size_t>(n_rows - 1));
+                        matvec_on(path, m, x.data(), part.data(), 1, n_rows);
+                        check_bits(part, std::vector<float>(y.begin() + 1, y.end()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("Each CPU path's dequantizer equals core/io/dequant bit for bit", "[quant]") {
+    report_missing_paths();
+    std::mt19937 rng(99);
+    for (CpuPath path : supported_cpu_paths()) {
+        for (const char* name : kFormats) {
+            const GgmlType& t = *ggml_type_by_name(name);
+            for (int64_t n_cols : widths(t)) {
+                const int64_t n_rows = 5;
+                INFO("path " << cpu_path_name(path) << ", " << name << ", " << n_rows << " x " << n_cols);
+                const auto bytes = random_matrix(t, n_rows, n_cols, rng);
+                const auto want = reference_dequant(t, bytes, n_rows, n_cols);
+                const BlockMatrix m = block_matrix(t, bytes.data(), n_rows, n_cols);
+                std::vector<float> got(want.size(), std::nanf(""));
+                dequantize_on(path, m, got.data(), 0, n_rows);
+                check_bits(got, want);
+                std::vector<float> tail(static_cast<size_t>(2 * n_cols));
+                dequantize_on(path, m, tail.data(), 3, 5);
+                check_bits(tail, std::vector<float>(want.begin() + 3 * n_cols, want.end()));
+            }
+        }
+    }
+}
+
+TEST_CASE("Threaded products and dequantization equal the single-threaded ones on every path", "[quant]") {
+    report_missing_paths();
+    PathGuard guard;
+    std::mt19937 rng(7);
+    const int threads_before = kernel_threads();
+    for (int threads : {1, 2, 3}) {
+        set_kernel_threads(threads);
+        for (CpuPath path : supported_cpu_paths()) {
+            set_cpu_path(path);
+            REQUIRE(active_cpu_path() == path);
+            for (const char* name : {"F16", "Q8_0", "Q4_1", "Q4_K", "Q6_K"}) {
+                INFO(threads << " threads, path " << cpu_path_name(path) << ", " << name);
+                const GgmlType& t = *ggml_type_by_name(name);
+                const int64_t n_cols = 512, rows_a = 301, rows_b = 77;
+                const auto a = random_matrix(t, rows_a, n_cols, rng);
+                const auto b = random_matrix(t, rows_b, n_cols, rng);
+                const BlockMatrix ma = block_matrix(t, a.data(), rows_a, n_cols);
+                const BlockMatrix mb = block_matrix(t, b.data(), rows_b, n_cols);
+                const auto x = random_x(n_cols, rng);
+
+                std::vector<float> want_a(rows_a), want_b(rows_b), got_a(rows_a), got_b(rows_b);
+                matvec_on(path, ma, x.data(), want_a.data(), 0, rows_a);
+                matvec_on(path, mb, x.data(), want_b.data(), 0, rows_b);
+                matvec(ma, x.data(), got_a.data());
+                check_bits(got_a, want_a);
+                const BlockMatrix both[] = {ma, mb};
+                float* ys[] = {got_a.data(), got_b.data()};
+                std::fill(got_a.begin(), got_a.end(), 0.0f);
+                matvec_many(both, ys, 2, x.data());
+                check_bits(got_a, want_a);
+                check_bits(got_b, want_b);
+
+                std::vector<float> deq(static_cast<size_t>(200 * n_cols));
+                dequantize(ma, 101, 200, deq.data());
+                const auto ref = reference_dequant(t, a, rows_a, n_cols);
+                check_bits(deq, std::vector<float>(ref.begin() + 101 * n_cols, ref.end()));
+            }
+        }
+    }
+    set_kernel_threads(threads_before);
+}
+
+TEST_CASE("Weight views and CPU paths refuse what they cannot run, naming it", "[quant]") {
+    PathGuard guard;
+    const uint8_t bytes[512] = {};
+    SECTION("a type without a kernel") {
+        const GgmlType& q2k = *ggml_type_by_name("Q2_K");
+        CHECK_FALSE(kernel_supports(q2k));
+        CHECK_THROWS_WITH(block_matrix(q2k, bytes, 1, 256), Catch::Contains("Q2_K") && Catch::Contains("Q4_K"));
+    }
+    SECTION("a row that is not whole blocks") {
+        CHECK_THROWS_AS(block_matrix(*ggml_type_by_name("Q4_0"), bytes, 2, 48), InputError);
+        CHECK_THROWS_WITH(block_matrix(*ggml_type_by_name("Q4_0"), bytes, 2, 48),
+                          Catch::Contains("2 x 48") && Catch::Contains("32"));
+    }
+    SECTION("an unknown or unavailable path") {
+        CHECK_THROWS_WITH(parse_cpu_path("sse9", "--cpu-path"),
+                          Catch::Contains("--cpu-path") && Catch::Contains("sse9") && Catch::Contains("avx2"));
+        CHECK(parse_cpu_path("avx512", "x") == CpuPath::Avx512);
+        for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512}) {
+            if (cpu_path_supported(p)) {
+                set_cpu_path(p);
+                CHECK(active_cpu_path() == p);
+            } else {
+                CHECK_THROWS_WITH(set_cpu_path(p), Catch::Contains(cpu_path_name(p)));
+            }
+        }
+        set_cpu_path(CpuPath::Scalar);
+        CHECK(active_cpu_path() == CpuPath::Scalar);
+        clear_cpu_path();
+        CHECK(active_cpu_path() == supported_cpu_paths().back());
+    }
+}
