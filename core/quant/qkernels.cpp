@@ -86,6 +86,9 @@ void for_chunks(int64_t n, int64_t chunk, bool spin, const Body& body) {
     }, spin);
 }
 
+// Below this many multiply-adds a job is not worth waking the other threads for.
+bool small_work(int64_t macs) { return macs < 65536; }
+
 // Rows per chunk: a few chunks per thread so a slow thread can be helped, never tiny ones.
 int64_t row_chunk(int64_t n_rows, int64_t n_cols) {
     const int64_t threads = kernel_threads();
@@ -174,6 +177,57 @@ void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out) {
         fn(w.data + static_cast<size_t>(row0 + begin) * w.row_bytes, w.row_bytes, end - begin, w.n_cols,
            out + begin * w.n_cols);
     });
+}
+
+void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc,
+                         int64_t g, int64_t S, int64_t D, float* scores) {
+    const AttnScoresFn fn = table_for(path).attn_scores;
+    for (int64_t h = 0; h < Hc; ++h) fn(q + h * g * D, k + h * k_head_stride, g, S, D, 0, S, scores + h * g * S);
+}
+
+void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc,
+                         int64_t g, int64_t S, int64_t D, float* out) {
+    const AttnValuesFn fn = table_for(path).attn_values;
+    std::fill(out, out + Hc * g * D, 0.0f);
+    for (int64_t h = 0; h < Hc; ++h) fn(p + h * g * S, v + h * v_head_stride, g, S, D, 0, S, out + h * g * D);
+}
+
+void attention_scores(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
+                      int64_t D, float* scores) {
+    const AttnScoresFn fn = table_for(active_cpu_path()).attn_scores;
+    // Work items are (head, slot range) pairs, numbered head-major.
+    const int64_t chunk = std::max<int64_t>(64, 16384 / std::max<int64_t>(g * D, 1));
+    const int64_t per_head = (S + chunk - 1) / chunk;
+    const int64_t items = Hc * per_head;
+    for_chunks(items, small_work(Hc * g * S * D) ? items : 1, /*spin=*/true, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const int64_t h = i / per_head, s0 = (i % per_head) * chunk;
+            fn(q + h * g * D, k + h * k_head_stride, g, S, D, s0, std::min(S, s0 + chunk), scores + h * g * S);
+        }
+    });
+}
+
+void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
+                      int64_t D, float* out) {
+    const AttnValuesFn fn = table_for(active_cpu_path()).attn_values;
+    // Fixed slot ranges, each summed into its own partial output, then added in range order:
+    // the result does not depend on which thread took which range.
+    const int64_t chunk = std::max<int64_t>(64, 16384 / std::max<int64_t>(g * D, 1));
+    const int64_t n_ranges = (S + chunk - 1) / chunk;
+    const int64_t out_n = Hc * g * D;
+    thread_local std::vector<float> partial;
+    partial.assign(static_cast<size_t>(n_ranges * out_n), 0.0f);
+    float* part = partial.data();
+    for_chunks(n_ranges, small_work(Hc * g * S * D) ? n_ranges : 1, /*spin=*/true, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const int64_t s0 = r * chunk, s1 = std::min(S, s0 + chunk);
+            for (int64_t h = 0; h < Hc; ++h)
+                fn(p + h * g * S, v + h * v_head_stride, g, S, D, s0, s1, part + r * out_n + h * g * D);
+        }
+    });
+    std::copy(part, part + out_n, out);
+    for (int64_t r = 1; r < n_ranges; ++r)
+        for (int64_t i = 0; i < out_n; ++i) out[i] += part[r * out_n + i];
 }
 
 void set_kernel_threads(int n) {

@@ -47,6 +47,21 @@ void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int
                int64_t row1);
 void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1);
 
+// Attention of one new token over a KV cache, for Hc cache heads of g queries each (grouped-query
+// attention), spread over the kernel threads by slot ranges:
+// scores[h, j, s] = q[h, j, :] . k[h, s, :] and out[h, j, :] = sum_s p[h, j, s] * v[h, s, :].
+// q [Hc, g, D], scores / p [Hc, g, S], out [Hc, g, D] contiguous; cache head h's row s is at
+// k + h * k_head_stride + s * D (likewise v). Slots with p = 0 are skipped (masked).
+void attention_scores(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
+                      int64_t D, float* scores);
+void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
+                      int64_t D, float* out);
+// Single-threaded forms on an explicit path (tests).
+void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc,
+                         int64_t g, int64_t S, int64_t D, float* scores);
+void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc,
+                         int64_t g, int64_t S, int64_t D, float* out);
+
 // Threads the kernels use (the caller's thread included); 1 runs everything on the caller.
 // Default: the number of cores. Set once at start-up (init_runtime does, from SNAPKV_THREADS).
 void set_kernel_threads(int n);

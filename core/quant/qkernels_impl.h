@@ -333,6 +333,41 @@ struct Kernels {
             Deq(w + static_cast<size_t>(r) * row_bytes, n_cols, out + r * n_cols);
     }
 
+    // ---- single-query attention (see qkernels_table.h) ----
+
+    static inline float dot_f(const float* a, const float* b, int64_t n) {
+        vec a0 = V::zero(), a1 = V::zero();
+        int64_t i = 0;
+        for (; i + 2 * N <= n; i += 2 * N) {
+            a0 = V::fmadd(V::load(a + i), V::load(b + i), a0);
+            a1 = V::fmadd(V::load(a + i + N), V::load(b + i + N), a1);
+        }
+        for (; i + N <= n; i += N) a0 = V::fmadd(V::load(a + i), V::load(b + i), a0);
+        float s = V::hsum(V::add(a0, a1));
+        for (; i < n; ++i) s += a[i] * b[i];
+        return s;
+    }
+    static void attn_scores(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0,
+                            int64_t s1, float* scores) {
+        for (int64_t s = s0; s < s1; ++s)
+            for (int64_t j = 0; j < g; ++j) scores[j * S + s] = dot_f(q + j * D, k + s * D, D);
+    }
+    static void attn_values(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
+                            int64_t s1, float* out) {
+        for (int64_t s = s0; s < s1; ++s) {
+            const float* row = v + s * D;
+            for (int64_t j = 0; j < g; ++j) {
+                const float w = p[j * S + s];
+                if (w == 0.0f) continue;  // masked slots
+                const vec vw = V::set1(w);
+                float* o = out + j * D;
+                int64_t i = 0;
+                for (; i + N <= D; i += N) V::store(o + i, V::fmadd(vw, V::load(row + i), V::load(o + i)));
+                for (; i < D; ++i) o[i] += w * row[i];
+            }
+        }
+    }
+
     static KernelTable table() {
         KernelTable t{};
         t.matvec[kF32] = matvec<dot_f32>;
@@ -353,6 +388,8 @@ struct Kernels {
         t.dequant[kQ4_K] = dequant<deq_q4_k>;
         t.dequant[kQ5_K] = dequant<deq_q5_k>;
         t.dequant[kQ6_K] = dequant<deq_q6_k>;
+        t.attn_scores = attn_scores;
+        t.attn_values = attn_values;
         return t;
     }
 };

@@ -20,9 +20,19 @@ using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, in
 using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
                            float* out);
 
+// Single-query attention over cache slots [s0, s1) of one cache head, for the g queries of its
+// group: scores[j * S + s] = q[j] . k[s] (k rows D floats apart), and out[j] += sum_s
+// p[j * S + s] * v[s] (D values per row).
+using AttnScoresFn = void (*)(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0,
+                              int64_t s1, float* scores);
+using AttnValuesFn = void (*)(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
+                              int64_t s1, float* out);
+
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
     DequantFn dequant[kFormatCount];
+    AttnScoresFn attn_scores;
+    AttnValuesFn attn_values;
 };
 
 const KernelTable& scalar_kernels();

@@ -248,3 +248,59 @@ TEST_CASE("Weight views and CPU paths refuse what they cannot run, naming it", "
         CHECK(active_cpu_path() == supported_cpu_paths().back());
     }
 }
+
+TEST_CASE("Single-query attention kernels match float64 on every path, threaded or not", "[quant]") {
+    report_missing_paths();
+    PathGuard guard;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const int threads_before = kernel_threads();
+    struct Shape {
+        int64_t Hc, g, S, D, capacity;
+    };
+    // stories260K-like (D 8), SmolLM2-like (D 64) with a long cache, odd sizes.
+    for (const Shape& sh : {Shape{4, 2, 37, 8, 64}, Shape{3, 3, 700, 64, 1024}, Shape{2, 1, 5, 17, 9}}) {
+        const int64_t Hc = sh.Hc, g = sh.g, S = sh.S, D = sh.D, stride = sh.capacity * D;
+        std::vector<float> q(static_cast<size_t>(Hc * g * D)), k(static_cast<size_t>(Hc * stride)),
+            v(static_cast<size_t>(Hc * stride)), p(static_cast<size_t>(Hc * g * S));
+        for (auto* buf : {&q, &k, &v, &p})
+            for (auto& x : *buf) x = u(rng);
+        for (size_t i = 0; i < p.size(); i += 3) p[i] = 0.0f;  // masked slots
+        std::vector<double> want_s(p.size()), want_o(q.size()), mag_s(p.size()), mag_o(q.size());
+        for (int64_t h = 0; h < Hc; ++h)
+            for (int64_t j = 0; j < g; ++j)
+                for (int64_t s = 0; s < S; ++s)
+                    for (int64_t d = 0; d < D; ++d) {
+                        const double a = q[(h * g + j) * D + d], b = k[h * stride + s * D + d];
+                        want_s[(h * g + j) * S + s] += a * b;
+                        mag_s[(h * g + j) * S + s] += std::fabs(a * b);
+                        const double w = p[(h * g + j) * S + s], c = v[h * stride + s * D + d];
+                        want_o[(h * g + j) * D + d] += w * c;
+                        mag_o[(h * g + j) * D + d] += std::fabs(w * c);
+                    }
+        auto check = [](const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& mag) {
+            for (size_t i = 0; i < got.size(); ++i)
+                if (!(std::fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-30))
+                    FAIL("value " << i << ": got " << got[i] << ", float64 " << want[i]);
+        };
+        for (CpuPath path : supported_cpu_paths()) {
+            INFO("path " << cpu_path_name(path) << ", Hc " << Hc << " g " << g << " S " << S << " D " << D);
+            std::vector<float> scores(p.size()), out(q.size(), 99.0f);
+            attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+            check(scores, want_s, mag_s);
+            attention_values_on(path, p.data(), v.data(), stride, Hc, g, S, D, out.data());
+            check(out, want_o, mag_o);
+            set_cpu_path(path);
+            for (int threads : {1, 2, 3}) {
+                set_kernel_threads(threads);
+                std::fill(scores.begin(), scores.end(), 0.0f);
+                std::fill(out.begin(), out.end(), 99.0f);
+                attention_scores(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+                check(scores, want_s, mag_s);
+                attention_values(p.data(), v.data(), stride, Hc, g, S, D, out.data());
+                check(out, want_o, mag_o);
+            }
+        }
+    }
+    set_kernel_threads(threads_before);
+}
