@@ -330,7 +330,7 @@ const TensorDesc& GgufModel::tensor(const std::string& name) const {
     return m_tensors[it->second];
 }
 
-void GgufModel::read_f32(const std::string& name, float* dst) const {
+const GgufTensorInfo& GgufModel::readable_tensor(const std::string& name) const {
     const GgufTensorInfo* t = m_reader.find_tensor(name);
     if (t == nullptr)
         throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
@@ -339,8 +339,25 @@ void GgufModel::read_f32(const std::string& name, float* dst) const {
                         m_reader.where() + "tensor '" + name + "' has type " + t->type->name +
                             ", which cannot be read (supported: " + readable_ggml_type_names() +
                             ")");
-    const int64_t row_len = t->ne[0];
-    dequantize_rows(*t->type, m_reader.tensor_data(*t), dst, t->numel / row_len, row_len);
+    return *t;
+}
+
+void GgufModel::read_f32(const std::string& name, float* dst) const {
+    const GgufTensorInfo& t = readable_tensor(name);
+    const int64_t row_len = t.ne[0];
+    dequantize_rows(*t.type, m_reader.tensor_data(t), dst, t.numel / row_len, row_len);
+}
+
+TensorBytes GgufModel::tensor_bytes(const std::string& name) const {
+    const GgufTensorInfo& t = readable_tensor(name);
+    TensorBytes b;
+    b.type = t.type;
+    b.data = m_reader.tensor_data(t);
+    b.row_len = t.ne[0];
+    b.n_rows = b.row_len > 0 ? t.numel / b.row_len : 0;
+    b.row_bytes = static_cast<size_t>(b.row_len / t.type->block_size) * t.type->block_bytes;
+    b.owner = m_reader.mapping();
+    return b;
 }
 
 std::vector<std::pair<std::string, std::string>> GgufModel::metadata_summary() const {

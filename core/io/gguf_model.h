@@ -25,11 +25,14 @@ public:
     bool has_tensor(const std::string& name) const override;
     const TensorDesc& tensor(const std::string& name) const override;
     void read_f32(const std::string& name, float* dst) const override;
+    TensorBytes tensor_bytes(const std::string& name) const override;
     std::vector<std::pair<std::string, std::string>> metadata_summary() const override;
 
     const GgufReader& reader() const { return m_reader; }
 
 private:
+    // The tensor's info; FileError when it is absent or of a type we cannot read.
+    const GgufTensorInfo& readable_tensor(const std::string& name) const;
     void read_config();
     void read_arch_settings();
     void read_vocab();

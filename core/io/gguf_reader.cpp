@@ -268,12 +268,12 @@ const char* gguf_value_type_name(GgufValueType type) {
     return "unknown";
 }
 
-GgufReader::GgufReader(const std::string& path) : m_file(path, "gguf") { parse(); }
+GgufReader::GgufReader(const std::string& path) : m_file(std::make_shared<MappedFile>(path, "gguf")) { parse(); }
 
 void GgufReader::parse() {
     const std::string where = this->where();
-    const uint8_t* data = m_file.data();
-    const size_t size = m_file.size();
+    const uint8_t* data = m_file->data();
+    const size_t size = m_file->size();
 
     if (size < 4 || std::memcmp(data, "GGUF", 4) != 0)
         throw FileError(Kind::BadMagic, where + "not a GGUF file (starts with '" +
@@ -450,7 +450,7 @@ const GgufTensorInfo* GgufReader::find_tensor(const std::string& name) const {
 }
 
 const uint8_t* GgufReader::tensor_data(const GgufTensorInfo& t) const {
-    return m_file.data() + m_data_offset + t.offset;  // validated in parse()
+    return m_file->data() + m_data_offset + t.offset;  // validated in parse()
 }
 
 namespace {
@@ -508,7 +508,7 @@ std::optional<std::vector<std::string>> GgufReader::get_string_array(const std::
     Spot spot;
     spot.item = "metadata key " + quoted(key);
     const std::string w = where();
-    Cursor c(m_file.data(), m_file.size(), v->offset, w, spot);
+    Cursor c(m_file->data(), m_file->size(), v->offset, w, spot);
     std::vector<std::string> out;
     out.reserve(static_cast<size_t>(v->count));  // count validated against the file in parse()
     for (uint64_t i = 0; i < v->count; ++i) out.push_back(c.read_string("string"));
@@ -522,7 +522,7 @@ std::optional<std::vector<float>> GgufReader::get_f32_array(const std::string& k
         (v->elem_type != GgufValueType::Float32 && v->elem_type != GgufValueType::Float64))
         wrong_type(where(), key, *v, "an array of float32");
     std::vector<float> out(static_cast<size_t>(v->count));
-    const uint8_t* p = m_file.data() + v->offset;
+    const uint8_t* p = m_file->data() + v->offset;
     for (size_t i = 0; i < out.size(); ++i) {
         if (v->elem_type == GgufValueType::Float32) {
             std::memcpy(&out[i], p + 4 * i, 4);
@@ -543,7 +543,7 @@ std::optional<std::vector<int64_t>> GgufReader::get_int_array(const std::string&
     const size_t width = static_cast<size_t>(fixed_value_size(v->elem_type));
     const bool sign = is_signed(v->elem_type);
     std::vector<int64_t> out(static_cast<size_t>(v->count));
-    const uint8_t* p = m_file.data() + v->offset;
+    const uint8_t* p = m_file->data() + v->offset;
     for (size_t i = 0; i < out.size(); ++i) {
         uint64_t raw = 0;
         std::memcpy(&raw, p + width * i, width);  // little-endian host: low bytes first
@@ -607,7 +607,7 @@ std::string GgufReader::summarize(const GgufValue& v) const {
     if (shown == 0 || v.elem_type == GgufValueType::Array) return out;
     Spot spot;
     const std::string w = where();
-    Cursor c(m_file.data(), m_file.size(), v.offset, w, spot);
+    Cursor c(m_file->data(), m_file->size(), v.offset, w, spot);
     for (uint64_t i = 0; i < shown; ++i) {
         GgufValue elem;
         parse_value(c, spot, w, v.elem_type, elem, 0);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -68,17 +69,19 @@ public:
     // BadSize, Overflow, BadValue, UnknownType).
     explicit GgufReader(const std::string& path);
 
-    const std::string& path() const { return m_file.path(); }
+    const std::string& path() const { return m_file->path(); }
     uint32_t version() const { return m_version; }
     uint64_t alignment() const { return m_alignment; }
     uint64_t data_offset() const { return m_data_offset; }  // absolute file offset
-    uint64_t file_size() const { return m_file.size(); }
+    uint64_t file_size() const { return m_file->size(); }
 
     const std::vector<GgufKv>& kvs() const { return m_kvs; }                  // file order
     const GgufValue* find(const std::string& key) const;                      // nullptr if absent
     const std::vector<GgufTensorInfo>& tensors() const { return m_tensors; }  // file order
     const GgufTensorInfo* find_tensor(const std::string& name) const;         // nullptr if absent
     const uint8_t* tensor_data(const GgufTensorInfo& t) const;  // t.nbytes valid bytes
+    // The mapping tensor_data points into, for views that must outlive this reader.
+    std::shared_ptr<const MappedFile> mapping() const { return m_file; }
 
     // Typed getters: std::nullopt when the key is absent; FileError(BadValue) naming the key, the
     // type found and the type wanted when the value has another type or does not fit.
@@ -100,7 +103,7 @@ public:
 private:
     void parse();
 
-    MappedFile m_file;
+    std::shared_ptr<const MappedFile> m_file;  // shared with TensorBytes views
     uint32_t m_version = 0;
     uint64_t m_alignment = 32;
     uint64_t m_data_offset = 0;

@@ -5,6 +5,7 @@
 #include "core/io/hf_model.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -243,19 +244,43 @@ const TensorDesc& HfModel::tensor(const std::string& name) const {
     return m_tensors[it->second];
 }
 
-void HfModel::read_f32(const std::string& name, float* dst) const {
+namespace {
+
+// The HF row that holds GGUF row r of a Q/K matrix of `rows` rows in `groups` heads.
+// convert_hf_to_gguf.py permute(): w.reshape(n_head, 2, rows/n_head/2, in).swapaxes(1, 2).
+// Within a head of hd rows, GGUF row 2*j + i is HF row i*hd/2 + j (i in {0, 1}): HF keeps the
+// two halves of each rotated pair hd/2 rows apart, GGUF puts them next to each other.
+int64_t source_row(int64_t r, int64_t rows, int64_t groups) {
+    if (groups == 0) return r;
+    const int64_t hd = rows / groups;
+    const int64_t head = r / hd, within = r % hd;
+    const int64_t j = within / 2, i = within % 2;
+    return head * hd + i * (hd / 2) + j;
+}
+
+}  // namespace
+
+size_t HfModel::readable_index(const std::string& name, const GgmlType** type) const {
     const auto it = m_index.find(name);
     if (it == m_index.end())
         throw FileError(Kind::MissingTensor, "hf: " + m_dir + ": no tensor named '" + name + "'");
     const TensorDesc& desc = m_tensors[it->second];
     const Source& src = m_sources[it->second];
-    const GgmlType* type = ggml_type_by_name(desc.type);
-    if (type == nullptr || type->dequant_row == nullptr ||
+    *type = ggml_type_by_name(desc.type);
+    if (*type == nullptr || (*type)->dequant_row == nullptr ||
         (desc.type != "F32" && desc.type != "F16" && desc.type != "BF16"))
         throw FileError(Kind::Unsupported,
                         "safetensors: " + src.file->path() + ": tensor '" + src.tensor->name +
                             "' has dtype " + desc.type +
                             ", which cannot be read (supported: F32, F16, BF16)");
+    return it->second;
+}
+
+void HfModel::read_f32(const std::string& name, float* dst) const {
+    const GgmlType* type = nullptr;
+    const size_t index = readable_index(name, &type);
+    const TensorDesc& desc = m_tensors[index];
+    const Source& src = m_sources[index];
     const uint8_t* bytes = src.file->data(*src.tensor);
     const int64_t numel = src.tensor->numel;
     if (numel == 0) return;
@@ -269,19 +294,38 @@ void HfModel::read_f32(const std::string& name, float* dst) const {
             for (int64_t i = 0; i < numel; ++i) dst[i] += 1.0f;
         return;
     }
-    // convert_hf_to_gguf.py permute(): w.reshape(n_head, 2, rows/n_head/2, in).swapaxes(1, 2).
-    // Within a head of hd rows, GGUF row 2*j + i is HF row i*hd/2 + j (i in {0, 1}): HF keeps the
-    // two halves of each rotated pair hd/2 rows apart, GGUF puts them next to each other.
-    const int64_t hd = rows / groups;
     parallel_rows(rows, row_len, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const int64_t head = r / hd, within = r % hd;
-            const int64_t j = within / 2, i = within % 2;
-            const int64_t r_src = head * hd + i * (hd / 2) + j;
-            type->dequant_row(bytes + static_cast<size_t>(r_src) * row_bytes, dst + r * row_len,
-                              row_len);
-        }
+        for (int64_t r = begin; r < end; ++r)
+            type->dequant_row(bytes + static_cast<size_t>(source_row(r, rows, groups)) * row_bytes,
+                              dst + r * row_len, row_len);
     });
+}
+
+TensorBytes HfModel::tensor_bytes(const std::string& name) const {
+    const GgmlType* type = nullptr;
+    const size_t index = readable_index(name, &type);
+    const TensorDesc& desc = m_tensors[index];
+    const Source& src = m_sources[index];
+    TensorBytes b;
+    b.type = type;
+    b.n_rows = desc.shape.size() >= 2 ? desc.shape[0] : 1;
+    b.row_len = b.n_rows > 0 ? src.tensor->numel / b.n_rows : 0;
+    b.row_bytes = static_cast<size_t>(b.row_len) * type->block_bytes;
+    const uint8_t* bytes = src.file->data(*src.tensor);
+    if (src.permute_groups == 0) {
+        b.data = bytes;
+        b.owner = src.file->mapping();
+        return b;
+    }
+    // Q/K rows are reordered: a copy in the GGUF order, still in the stored dtype.
+    auto copy = std::make_shared<std::vector<uint8_t>>(b.row_bytes * static_cast<size_t>(b.n_rows));
+    for (int64_t r = 0; r < b.n_rows; ++r)
+        std::memcpy(copy->data() + static_cast<size_t>(r) * b.row_bytes,
+                    bytes + static_cast<size_t>(source_row(r, b.n_rows, src.permute_groups)) * b.row_bytes,
+                    b.row_bytes);
+    b.data = copy->data();
+    b.owner = copy;
+    return b;
 }
 
 std::vector<std::pair<std::string, std::string>> HfModel::metadata_summary() const {

@@ -28,6 +28,7 @@ public:
     bool has_tensor(const std::string& name) const override;
     const TensorDesc& tensor(const std::string& name) const override;
     void read_f32(const std::string& name, float* dst) const override;
+    TensorBytes tensor_bytes(const std::string& name) const override;
     std::vector<std::pair<std::string, std::string>> metadata_summary() const override;
 
 private:
@@ -38,6 +39,9 @@ private:
         bool add_one = false;        // gemma norms: stored as w, read as w + 1 (llama.cpp's layout)
     };
 
+    // Index of a tensor we can read, and its type; FileError for a missing tensor or a dtype
+    // other than F32/F16/BF16.
+    size_t readable_index(const std::string& name, const GgmlType** type) const;
     void read_config();
     void open_weights();
     void read_tokenizer();

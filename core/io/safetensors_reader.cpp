@@ -42,10 +42,10 @@ size_t SafetensorsFile::dtype_size(const std::string& d) {
     return 0;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : m_file(path, "safetensors") {
+SafetensorsFile::SafetensorsFile(const std::string& path) : m_file(std::make_shared<MappedFile>(path, "safetensors")) {
     const std::string w = "safetensors: " + path + ": ";
-    const uint8_t* bytes = m_file.data();
-    const uint64_t size = m_file.size();
+    const uint8_t* bytes = m_file->data();
+    const uint64_t size = m_file->size();
     if (size < 8)
         throw FileError(Kind::Truncated, w + "file is " + std::to_string(size) +
                                              " bytes, too short for the 8-byte header length");
@@ -143,7 +143,7 @@ const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
 }
 
 const uint8_t* SafetensorsFile::data(const SafetensorsTensor& t) const {
-    return m_file.data() + m_data_offset + t.begin;
+    return m_file->data() + m_data_offset + t.begin;
 }
 
 }  // namespace snapkv

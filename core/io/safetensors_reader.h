@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -33,10 +34,12 @@ public:
     // Unsupported (unknown dtype, naming the tensor).
     explicit SafetensorsFile(const std::string& path);
 
-    const std::string& path() const { return m_file.path(); }
+    const std::string& path() const { return m_file->path(); }
     const std::vector<SafetensorsTensor>& tensors() const { return m_tensors; }  // sorted by name
     const SafetensorsTensor* find(const std::string& name) const;  // nullptr if absent
     const uint8_t* data(const SafetensorsTensor& t) const;         // t.end - t.begin bytes
+    // The mapping data() points into, for views that must outlive this object.
+    std::shared_ptr<const MappedFile> mapping() const { return m_file; }
     // The optional "__metadata__" string map.
     const std::vector<std::pair<std::string, std::string>>& metadata() const { return m_metadata; }
 
@@ -44,7 +47,7 @@ public:
     static size_t dtype_size(const std::string& dtype);
 
 private:
-    MappedFile m_file;
+    std::shared_ptr<const MappedFile> m_file;  // shared with TensorBytes views
     uint64_t m_data_offset = 0;
     std::vector<SafetensorsTensor> m_tensors;
     std::unordered_map<std::string, size_t> m_index;
