@@ -8,6 +8,8 @@
 
 #include "core/common/errors.h"
 #include "core/io/model_file.h"
+#include "core/model/decode_ops.h"
+#include "core/quant/qkernels.h"
 
 namespace snapkv {
 
@@ -70,12 +72,28 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
         return t;
     };
     auto read = [&](const std::string& name) { return place(read_host(name)); };
+    // A weight matrix: in the file's format on the CPU when asked and a kernel exists for it
+    // (a view into the mapped file), else dequantized and placed like any tensor.
+    const bool native = opts.native_weights && opts.device.is_cpu();
+    auto read_matrix = [&](const std::string& name) {
+        if (native) {
+            check_cancel(cancel);
+            TensorBytes bytes = file.tensor_bytes(name);
+            if (kernel_supports(*bytes.type)) {
+                WeightMatrix w(std::move(bytes));
+                model->m_weight_bytes += w.bytes();
+                if (progress) progress(++done, total);
+                return w;
+            }
+        }
+        return WeightMatrix(read(name));
+    };
     // Norm weights stay float32: rms_norm multiplies in float32.
     auto read_norm = [&](const std::string& name) { return read(name).to(at::kFloat); };
 
-    model->m_tok_embd = read("token_embd.weight");
+    model->m_tok_embd = read_matrix("token_embd.weight");
     model->m_output_norm = read_norm("output_norm.weight");
-    model->m_output = c.tied_embeddings ? model->m_tok_embd : read("output.weight");
+    model->m_output = c.tied_embeddings ? model->m_tok_embd : read_matrix("output.weight");
     model->m_layers.resize(static_cast<size_t>(c.n_layer));
     const int64_t q_rows = c.n_head * c.head_dim, kv_rows = c.n_head_kv * c.head_dim;
     for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -84,14 +102,14 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
         L.attn_norm = read_norm(p + "attn_norm.weight");
         if (c.fused_qkv) {
             // phi3's attn_qkv: rows [q; k; v], split into three plain [out, in] matrices.
-            at::Tensor qkv = read_host(p + "attn_qkv.weight");                 // [(H + 2 Hkv) D, E]
-            L.wq = place(qkv.narrow(0, 0, q_rows).contiguous());
-            L.wk = place(qkv.narrow(0, q_rows, kv_rows).contiguous());
-            L.wv = place(qkv.narrow(0, q_rows + kv_rows, kv_rows).contiguous());
+            const WeightMatrix qkv = read_matrix(p + "attn_qkv.weight");       // [(H + 2 Hkv) D, E]
+            L.wq = qkv.slice_rows(0, q_rows);
+            L.wk = qkv.slice_rows(q_rows, kv_rows);
+            L.wv = qkv.slice_rows(q_rows + kv_rows, kv_rows);
         } else {
-            L.wq = read(p + "attn_q.weight");
-            L.wk = read(p + "attn_k.weight");
-            L.wv = read(p + "attn_v.weight");
+            L.wq = read_matrix(p + "attn_q.weight");
+            L.wk = read_matrix(p + "attn_k.weight");
+            L.wv = read_matrix(p + "attn_v.weight");
         }
         if (c.qkv_bias) {
             L.bq = read(p + "attn_q.bias");
@@ -102,20 +120,20 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
             L.q_norm = read_norm(p + "attn_q_norm.weight");
             L.k_norm = read_norm(p + "attn_k_norm.weight");
         }
-        L.wo = read(p + "attn_output.weight");
+        L.wo = read_matrix(p + "attn_output.weight");
         if (c.post_norms) L.attn_post_norm = read_norm(p + "post_attention_norm.weight");
         L.ffn_norm = read_norm(p + "ffn_norm.weight");
         if (c.fused_gate_up) {
             // phi3's ffn_up: rows [gate; up] (transformers: gate, up = gate_up.chunk(2); llama.cpp's
             // SWIGLU takes silu of the first half).
-            at::Tensor gate_up = read_host(p + "ffn_up.weight");               // [2F, E]
-            L.w_gate = place(gate_up.narrow(0, 0, c.n_ff).contiguous());
-            L.w_up = place(gate_up.narrow(0, c.n_ff, c.n_ff).contiguous());
+            const WeightMatrix gate_up = read_matrix(p + "ffn_up.weight");    // [2F, E]
+            L.w_gate = gate_up.slice_rows(0, c.n_ff);
+            L.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
         } else {
-            L.w_gate = read(p + "ffn_gate.weight");
-            L.w_up = read(p + "ffn_up.weight");
+            L.w_gate = read_matrix(p + "ffn_gate.weight");
+            L.w_up = read_matrix(p + "ffn_up.weight");
         }
-        L.w_down = read(p + "ffn_down.weight");
+        L.w_down = read_matrix(p + "ffn_down.weight");
         if (c.post_norms) L.ffn_post_norm = read_norm(p + "post_ffw_norm.weight");
 
         // Layers with the same base and scaling share one table.
@@ -158,16 +176,23 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     }
     cache.reserve(T);
 
-    at::Tensor x = m_tok_embd.index_select(0, ids);                                    // [T, E]
+    at::Tensor x = m_tok_embd.gather_rows(ids).to(m_opts.dtype);                       // [T, E]
     if (c.embd_scale != 1.0f) x = x * c.embd_scale;                                    // gemma
     for (int64_t l = 0; l < c.n_layer; ++l) {
         check_cancel(opts.cancel);
         const Layer& L = m_layers[static_cast<size_t>(l)];
         const model_ops::RopeTable& rope = m_ropes[L.rope];
         at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);                            // [T, E]
-        at::Tensor q = dense(h, L.wq, L.bq).view({T, H, D});                           // [T, H, D]
-        at::Tensor k = dense(h, L.wk, L.bk).view({T, Hkv, D});                         // [T, Hkv, D]
-        at::Tensor v = dense(h, L.wv, L.bv).view({T, Hkv, D}).transpose(0, 1);         // [Hkv, T, D]
+        // One pass over the kernel threads for the three products of a decode step.
+        std::vector<at::Tensor> qkv = WeightMatrix::apply_many({&L.wq, &L.wk, &L.wv}, h);
+        if (L.bq.defined()) {
+            qkv[0].add_(L.bq);
+            qkv[1].add_(L.bk);
+            qkv[2].add_(L.bv);
+        }
+        at::Tensor q = qkv[0].view({T, H, D});                                         // [T, H, D]
+        at::Tensor k = qkv[1].view({T, Hkv, D});                                       // [T, Hkv, D]
+        at::Tensor v = qkv[2].view({T, Hkv, D}).transpose(0, 1);                       // [Hkv, T, D]
         if (c.qk_norm) {                                                               // per head, before RoPE
             q = rms_norm(q, L.q_norm, c.rms_eps);
             k = rms_norm(k, L.k_norm, c.rms_eps);
@@ -186,9 +211,16 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         if (c.post_norms) o = rms_norm(o, L.attn_post_norm, c.rms_eps);
         x = x + o;
         h = rms_norm(x, L.ffn_norm, c.rms_eps);
-        at::Tensor gate = dense(h, L.w_gate);                                          // [T, F]
-        gate = c.ffn_act == FfnActivation::GeluTanh ? at::gelu(gate, "tanh") : at::silu(gate);
-        at::Tensor ff = dense(gate * dense(h, L.w_up), L.w_down);                      // [T, E]
+        std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);   // [T, F] each
+        at::Tensor gate = gu[0];
+        if (c.ffn_act == FfnActivation::GeluTanh) {
+            gate = at::gelu(gate, "tanh") * gu[1];
+        } else if (T == 1 && gate.device().is_cpu() && gate.scalar_type() == at::kFloat) {
+            decode_ops::silu_mul_inplace(gate, gu[1]);                                 // one fused pass
+        } else {
+            gate = at::silu(gate) * gu[1];
+        }
+        at::Tensor ff = dense(gate, L.w_down);                                         // [T, E]
         if (c.post_norms) ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
         x = x + ff;
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);

@@ -27,6 +27,7 @@
 #include "core/io/model_config.h"
 #include "core/kv/kv_cache.h"
 #include "core/model/model_ops.h"
+#include "core/model/weight_matrix.h"
 
 namespace snapkv {
 
@@ -35,6 +36,10 @@ class ModelFile;
 struct ModelOptions {
     c10::Device device = c10::Device(c10::kCPU);
     at::ScalarType dtype = at::kFloat;   // float32 on CPU; CUDA also float16 / bfloat16
+    // CPU: keep weight matrices in the file's format (quantized blocks, F16, BF16) and multiply
+    // them with the core/quant kernels; false dequantizes every weight to float32 at load (the
+    // only way on CUDA, where this is ignored).
+    bool native_weights = true;
 };
 
 // What prefill keeps for SnapKV-style selection, per layer (no extra pass).
@@ -63,7 +68,8 @@ struct ForwardOptions {
 
 class LlamaModel {
 public:
-    // Reads and dequantizes every weight onto opts.device in opts.dtype. Throws FileError /
+    // Reads every weight onto opts.device in opts.dtype, matrices in the file's format when
+    // opts.native_weights on the CPU (else dequantized). Throws FileError /
     // InputError, or Cancelled when *cancel becomes true. progress(done, total) per tensor.
     static std::shared_ptr<const LlamaModel> load(
         const ModelFile& file, const ModelOptions& opts = {},
@@ -72,7 +78,7 @@ public:
 
     const ModelConfig& config() const { return m_config; }
     const ModelOptions& options() const { return m_opts; }
-    int64_t weight_bytes() const { return m_weight_bytes; }
+    int64_t weight_bytes() const { return m_weight_bytes; }   // weights in memory, as held there
 
     // A cache for this model: n_head_kv heads per layer, the model's device and dtype.
     KvCache new_cache(int64_t capacity = 256) const;
@@ -85,18 +91,18 @@ public:
 private:
     struct Layer {
         at::Tensor attn_norm;  // [E] float32
-        at::Tensor wq;         // [H*D, E]   (phi3: rows of attn_qkv)
-        at::Tensor wk;         // [Hkv*D, E]
-        at::Tensor wv;         // [Hkv*D, E]
+        WeightMatrix wq;       // [H*D, E]   (phi3: rows of attn_qkv)
+        WeightMatrix wk;       // [Hkv*D, E]
+        WeightMatrix wv;       // [Hkv*D, E]
         at::Tensor bq, bk, bv; // [H*D], [Hkv*D] or undefined
         at::Tensor q_norm;     // [D] float32 or undefined (qk_norm)
         at::Tensor k_norm;     // [D] float32 or undefined
-        at::Tensor wo;         // [E, H*D]
+        WeightMatrix wo;       // [E, H*D]
         at::Tensor attn_post_norm;  // [E] float32 or undefined (post_norms)
         at::Tensor ffn_norm;   // [E] float32
-        at::Tensor w_gate;     // [F, E]     (phi3: first F rows of ffn_up)
-        at::Tensor w_up;       // [F, E]     (phi3: last F rows of ffn_up)
-        at::Tensor w_down;     // [E, F]
+        WeightMatrix w_gate;   // [F, E]     (phi3: first F rows of ffn_up)
+        WeightMatrix w_up;     // [F, E]     (phi3: last F rows of ffn_up)
+        WeightMatrix w_down;   // [E, F]
         at::Tensor ffn_post_norm;   // [E] float32 or undefined (post_norms)
         size_t rope = 0;       // index into m_ropes
     };
@@ -106,9 +112,9 @@ private:
 
     ModelConfig m_config;
     ModelOptions m_opts;
-    at::Tensor m_tok_embd;     // [V, E]
+    WeightMatrix m_tok_embd;   // [V, E]
     at::Tensor m_output_norm;  // [E]
-    at::Tensor m_output;       // [V, E] (token_embd when tied)
+    WeightMatrix m_output;     // [V, E] (token_embd when tied)
     std::vector<model_ops::RopeTable> m_ropes;  // distinct per-layer RoPE tables (1 or 2)
     std::vector<Layer> m_layers;
     int64_t m_weight_bytes = 0;

@@ -11,13 +11,14 @@
 #include <ATen/ATen.h>
 
 #include "core/io/model_config.h"
+#include "core/model/weight_matrix.h"
 
 namespace snapkv::model_ops {
 
 // x @ w^T (+ b): x [T, in], w [out, in], b [out] or undefined -> [T, out]. Every product with a
-// weight matrix goes through here (projections, FFN, output), so that the weight storage can
-// change in one place.
-at::Tensor dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
+// weight matrix goes through here (projections, FFN, output); the storage (dense tensor or the
+// file's blocks) is WeightMatrix's business.
+at::Tensor dense(const at::Tensor& x, const WeightMatrix& w, const at::Tensor& b = {});
 
 // RMSNorm over the last dimension, computed in float32 like ggml_rms_norm and transformers:
 // x [..., n] in the compute dtype, w [n] float32 (gemma's 1 + w already folded in) -> [..., n].

@@ -17,6 +17,8 @@
 #include <c10/core/DeviceType.h>
 #include <torch/version.h>
 
+#include "core/quant/qkernels.h"
+
 #ifdef SNAPKV_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -96,6 +98,7 @@ void init_runtime(int argc, char** argv) {
     at::set_num_threads(threads);
     auto set_blas_threads = blas_symbol<void (*)(int)>("openblas_set_num_threads");
     if (set_blas_threads) set_blas_threads(threads);
+    set_kernel_threads(threads);
 }
 
 RuntimeInfo runtime_info() {
@@ -103,6 +106,7 @@ RuntimeInfo runtime_info() {
     info.intra_op_threads = at::get_num_threads();
     info.cores = static_cast<int>(std::thread::hardware_concurrency());
     info.cpu_features = cpu_feature_list();
+    info.kernel_path = cpu_path_name(active_cpu_path());
     info.torch_version = TORCH_VERSION;
     auto get_core = blas_symbol<char* (*)()>("openblas_get_corename");
     auto get_config = blas_symbol<char* (*)()>("openblas_get_config");

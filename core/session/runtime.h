@@ -21,6 +21,7 @@ struct RuntimeInfo {
     std::string blas;            // "OpenBLAS 0.3.21 ... (core: SkylakeX)" or what LibTorch reports
     std::string blas_core;       // "SkylakeX", "Haswell", "Prescott", ... or "" if not OpenBLAS
     std::string cpu_features;    // "avx512f avx2 fma"
+    std::string kernel_path;     // CPU path of the weight kernels: "avx512", "avx2" or "scalar"
     std::string torch_version;
     bool cuda_available = false;
     std::string cuda_device;     // name of the current CUDA device ("NVIDIA H200"), if any

@@ -1,0 +1,91 @@
+// See decode_ops.h.
+#include "core/model/decode_ops.h"
+
+#include <cmath>
+#include <limits>
+
+namespace snapkv::decode_ops {
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
+    // x: [n, E]; w: [E] -> [n, E]
+    const at::Tensor xc = x.contiguous();
+    const at::Tensor wc = w.contiguous();
+    const int64_t n = xc.size(0), E = xc.size(1);
+    at::Tensor y = at::empty({n, E}, xc.options());
+    const float* xp = xc.data_ptr<float>();
+    const float* wp = wc.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    for (int64_t r = 0; r < n; ++r, xp += E, yp += E) {
+        double sum = 0.0;  // ggml_rms_norm sums the squares in double
+        for (int64_t i = 0; i < E; ++i) sum += static_cast<double>(xp[i] * xp[i]);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(E)) + eps);
+        for (int64_t i = 0; i < E; ++i) yp[i] = (xp[i] * scale) * wp[i];
+    }
+    return y;
+}
+
+RopeAngles rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_factor) {
+    // The tensor operations of model_ops::apply_rope's general path, so the angles are the same
+    // bits: pos * inv_freq rounded in float32, cos / sin in float32, then the factor.
+    const at::Tensor ang = at::full({1, 1}, pos, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) *
+                           inv_freq.to(at::kCPU).unsqueeze(0);                         // [1, half]
+    at::Tensor cos = ang.cos(), sin = ang.sin();
+    if (attn_factor != 1.0) {
+        cos = cos * attn_factor;
+        sin = sin * attn_factor;
+    }
+    cos = cos.contiguous();
+    sin = sin.contiguous();
+    RopeAngles a;
+    a.cos.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
+    a.sin.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
+    return a;
+}
+
+void rope_inplace(at::Tensor& x, const RopeAngles& a, int64_t n_rot, bool neox) {
+    // x: [rows, D]
+    const int64_t rows = x.size(0), D = x.size(1), half = n_rot / 2;
+    float* p = x.data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r, p += D) {
+        for (int64_t i = 0; i < half; ++i) {
+            const float c = a.cos[static_cast<size_t>(i)], s = a.sin[static_cast<size_t>(i)];
+            float* x0 = neox ? p + i : p + 2 * i;
+            float* x1 = neox ? p + i + half : p + 2 * i + 1;
+            const float v0 = *x0, v1 = *x1;
+            *x0 = v0 * c - v1 * s;
+            *x1 = neox ? v1 * c + v0 * s : v0 * s + v1 * c;
+        }
+    }
+}
+
+void scale_mask(at::Tensor& scores, const at::Tensor& positions, int64_t q_pos, double scale, double softcap,
+                int64_t window) {
+    // scores: [Hc, g, S]; positions: [Hc, S]
+    const int64_t Hc = scores.size(0), g = scores.size(1), S = scores.size(2);
+    const int64_t* pp = positions.data_ptr<int64_t>();
+    const int64_t hs = positions.stride(0), ss = positions.stride(1);
+    float* sp = scores.data_ptr<float>();
+    const float fscale = static_cast<float>(scale), fsoftcap = static_cast<float>(softcap);
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    for (int64_t h = 0; h < Hc; ++h) {
+        const int64_t* ph = pp + h * hs;
+        for (int64_t j = 0; j < g; ++j) {
+            float* row = sp + (h * g + j) * S;
+            for (int64_t s = 0; s < S; ++s) {
+                float v = row[s] * fscale;
+                if (softcap > 0.0) v = std::tanh(v / fsoftcap) * fsoftcap;
+                const int64_t p = ph[s * ss];
+                row[s] = (p > q_pos || (window > 0 && p <= q_pos - window)) ? neg_inf : v;
+            }
+        }
+    }
+}
+
+void silu_mul_inplace(at::Tensor& gate, const at::Tensor& up) {
+    const int64_t n = gate.numel();
+    float* gp = gate.data_ptr<float>();
+    const float* up_p = up.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i) gp[i] = gp[i] / (1.0f + std::exp(-gp[i])) * up_p[i];
+}
+
+}  // namespace snapkv::decode_ops

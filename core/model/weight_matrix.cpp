@@ -1,0 +1,159 @@
+// See weight_matrix.h. Dense storage keeps the old products: GEMV for one token on the CPU (a GEMM
+// would first pack the whole matrix), at::linear otherwise.
+#include "core/model/weight_matrix.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/common/errors.h"
+#include "core/quant/qkernels.h"
+
+namespace snapkv {
+
+namespace {
+
+// Values per dequantized tile in the multi-token path: 16 MB of float32 scratch at most per
+// thread, which holds every matrix of a small model whole and bounds the memory of large ones.
+std::atomic<int64_t> g_tile_values{int64_t(4) << 20};
+
+BlockMatrix view(const TensorBytes& b) {
+    BlockMatrix m;
+    m.type = b.type;
+    m.data = b.data;
+    m.n_rows = b.n_rows;
+    m.n_cols = b.row_len;
+    m.row_bytes = b.row_bytes;
+    return m;
+}
+
+// A float32 buffer reused by every multi-token product on this thread.
+float* scratch(int64_t values) {
+    thread_local std::vector<float> buf;
+    if (static_cast<int64_t>(buf.size()) < values) {
+        buf.clear();
+        buf.shrink_to_fit();
+        buf.resize(static_cast<size_t>(values));
+    }
+    return buf.data();
+}
+
+void check_input(const at::Tensor& x, int64_t cols, const char* what) {
+    TORCH_CHECK(x.dim() == 2 && x.size(1) == cols, "weights: ", what, " input must be [T, ", cols, "], got ",
+                x.sizes());
+}
+
+}  // namespace
+
+WeightMatrix::WeightMatrix(at::Tensor w) : m_dense(std::move(w)) {
+    TORCH_CHECK(m_dense.dim() == 2, "weights: a weight matrix must be 2-D, got ", m_dense.sizes());
+    m_rows = m_dense.size(0);
+    m_cols = m_dense.size(1);
+}
+
+WeightMatrix::WeightMatrix(TensorBytes bytes) : m_bytes(std::move(bytes)) {
+    block_matrix(*m_bytes.type, m_bytes.data, m_bytes.n_rows, m_bytes.row_len);  // validates
+    m_rows = m_bytes.n_rows;
+    m_cols = m_bytes.row_len;
+}
+
+std::string WeightMatrix::type_name() const {
+    if (m_dense.defined()) return c10::toString(m_dense.scalar_type());
+    return m_bytes.type != nullptr ? m_bytes.type->name : "";
+}
+
+int64_t WeightMatrix::bytes() const {
+    if (m_dense.defined()) return m_dense.numel() * static_cast<int64_t>(m_dense.element_size());
+    return static_cast<int64_t>(m_bytes.row_bytes) * m_bytes.n_rows;
+}
+
+at::Tensor WeightMatrix::apply(const at::Tensor& x) const {
+    // x: [T, I] -> [T, O]
+    if (m_dense.defined()) {
+        if (x.size(0) != 1 || !x.device().is_cpu()) return at::linear(x, m_dense);
+        return at::mv(m_dense, x.select(0, 0)).unsqueeze(0);
+    }
+    return apply_many({this}, x)[0];
+}
+
+std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightMatrix*>& ws, const at::Tensor& x) {
+    // x: [T, I] -> [T, O_i] per matrix
+    std::vector<at::Tensor> out;
+    out.reserve(ws.size());
+    const bool all_native = std::all_of(ws.begin(), ws.end(), [](const WeightMatrix* w) { return w->native(); });
+    if (!all_native) {
+        for (const WeightMatrix* w : ws) out.push_back(w->apply(x));
+        return out;
+    }
+    const int64_t cols = ws.front()->cols();
+    check_input(x, cols, "native");
+    TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == at::kFloat,
+                "weights: native weights need float32 CPU inputs, got ", x.scalar_type(), " on ", x.device());
+    const at::Tensor xc = x.contiguous();
+    const int64_t T = xc.size(0);
+    if (T == 1) {
+        std::vector<BlockMatrix> ms;
+        std::vector<float*> ys;
+        for (const WeightMatrix* w : ws) {
+            TORCH_CHECK(w->cols() == cols, "weights: apply_many needs matrices of one width");
+            out.push_back(at::empty({1, w->rows()}, xc.options()));
+            ms.push_back(view(w->m_bytes));
+            ys.push_back(out.back().data_ptr<float>());
+        }
+        matvec_many(ms.data(), ys.data(), static_cast<int>(ms.size()), xc.data_ptr<float>());
+        return out;
+    }
+    for (const WeightMatrix* w : ws) {
+        const BlockMatrix m = view(w->m_bytes);
+        const int64_t tile = std::max<int64_t>(1, std::min(m.n_rows, g_tile_values.load() / std::max<int64_t>(cols, 1)));
+        float* buf = scratch(tile * cols);
+        if (tile == m.n_rows) {
+            dequantize(m, 0, m.n_rows, buf);
+            out.push_back(at::linear(xc, at::from_blob(buf, {m.n_rows, cols}, xc.options())));
+            continue;
+        }
+        at::Tensor y = at::empty({T, m.n_rows}, xc.options());  // [T, O]
+        for (int64_t r0 = 0; r0 < m.n_rows; r0 += tile) {
+            const int64_t n = std::min(tile, m.n_rows - r0);
+            dequantize(m, r0, n, buf);
+            y.narrow(1, r0, n).copy_(at::linear(xc, at::from_blob(buf, {n, cols}, xc.options())));
+        }
+        out.push_back(y);
+    }
+    return out;
+}
+
+at::Tensor WeightMatrix::gather_rows(const at::Tensor& ids) const {
+    // ids: [n] -> [n, I]
+    if (m_dense.defined()) return m_dense.index_select(0, ids.to(m_dense.device()));
+    const at::Tensor idc = ids.to(at::kCPU, at::kLong).contiguous();
+    const int64_t n = idc.numel();
+    at::Tensor out = at::empty({n, m_cols}, at::TensorOptions().dtype(at::kFloat));
+    const BlockMatrix m = view(m_bytes);
+    const int64_t* id = idc.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+        TORCH_CHECK(id[i] >= 0 && id[i] < m_rows, "weights: row ", id[i], " outside 0..", m_rows - 1);
+        dequantize(m, id[i], 1, out.data_ptr<float>() + i * m_cols);
+    }
+    return out;
+}
+
+WeightMatrix WeightMatrix::slice_rows(int64_t begin, int64_t n) const {
+    TORCH_CHECK(begin >= 0 && n >= 0 && begin + n <= m_rows, "weights: rows [", begin, ", ", begin + n,
+                ") outside a matrix of ", m_rows, " rows");
+    if (m_dense.defined()) return WeightMatrix(m_dense.narrow(0, begin, n));
+    TensorBytes b = m_bytes;
+    b.data += static_cast<size_t>(begin) * b.row_bytes;
+    b.n_rows = n;
+    return WeightMatrix(std::move(b));
+}
+
+at::Tensor WeightMatrix::to_float() const {
+    if (m_dense.defined()) return m_dense.to(at::kCPU, at::kFloat);
+    at::Tensor out = at::empty({m_rows, m_cols}, at::TensorOptions().dtype(at::kFloat));
+    dequantize(view(m_bytes), 0, m_rows, out.data_ptr<float>());
+    return out;
+}
+
+int64_t WeightMatrix::set_tile_values(int64_t values) { return g_tile_values.exchange(std::max<int64_t>(1, values)); }
+
+}  // namespace snapkv

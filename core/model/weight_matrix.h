@@ -1,0 +1,62 @@
+// A weight matrix [out, in] as the model multiplies it, in one of two storages: a dense LibTorch
+// tensor (float32 on the CPU, or any device and dtype: the dequantize-at-load path), or "native":
+// the file's own blocks (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K), usually a view into
+// the mapped file, on the CPU. Native single-token products run the core/quant kernels (blocks
+// dequantized in registers, float32 accumulation); multi-token products dequantize a tile at a
+// time into a per-thread float32 scratch buffer and call BLAS, so no full float32 copy is kept.
+// Inputs and outputs are float32 on the CPU for native storage.
+//
+// Dimensions: T = tokens (rows of the input), I = in, O = out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "core/io/model_file.h"
+
+namespace snapkv {
+
+class WeightMatrix {
+public:
+    WeightMatrix() = default;
+    // Dense storage: w [O, I] on any device and dtype.
+    explicit WeightMatrix(at::Tensor w);
+    // Native storage over the stored bytes (kept alive by bytes.owner). The type must have a
+    // kernel (InputError otherwise, naming the type).
+    explicit WeightMatrix(TensorBytes bytes);
+
+    bool defined() const { return m_dense.defined() || m_bytes.data != nullptr; }
+    bool native() const { return !m_dense.defined() && m_bytes.data != nullptr; }
+    int64_t rows() const { return m_rows; }  // O
+    int64_t cols() const { return m_cols; }  // I
+    std::string type_name() const;           // "Q4_1", "F16", ...; the dtype for dense storage
+    int64_t bytes() const;                   // bytes of the storage
+    const at::Tensor& dense() const { return m_dense; }  // undefined for native storage
+
+    // x [T, I] -> x @ w^T [T, O]; native storage needs x float32 on the CPU.
+    at::Tensor apply(const at::Tensor& x) const;
+    // Products of one input with several matrices of the same I (q/k/v, gate/up): for a single
+    // token on native storage they share one pass over the kernel threads. -> [T, O_i] each.
+    static std::vector<at::Tensor> apply_many(const std::vector<const WeightMatrix*>& ws, const at::Tensor& x);
+    // Rows ids [n] (int64, CPU or the dense tensor's device) -> [n, I] (embedding lookups).
+    at::Tensor gather_rows(const at::Tensor& ids) const;
+    // Rows [begin, begin + n) as a matrix of the same storage (a view, no copy).
+    WeightMatrix slice_rows(int64_t begin, int64_t n) const;
+    // The whole matrix as float32 [O, I] on the CPU (tests, conversions).
+    at::Tensor to_float() const;
+
+    // Values per dequantized tile of the multi-token path (default 4M: 16 MB of scratch per
+    // thread). Tests lower it to exercise tiling; returns the previous value.
+    static int64_t set_tile_values(int64_t values);
+
+private:
+    at::Tensor m_dense;      // [O, I] or undefined
+    TensorBytes m_bytes;     // native storage: n_rows = O, row_len = I
+    int64_t m_rows = 0;
+    int64_t m_cols = 0;
+};
+
+}  // namespace snapkv
