@@ -26,6 +26,7 @@ struct Common {
     std::string model;
     std::string device = "cpu";
     std::string dtype = "float32";
+    std::string weights = "native";
 };
 
 struct PromptOpts {
@@ -73,6 +74,9 @@ void add_common(CLI::App* c, Common& o) {
     c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
     c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
     c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+    c->add_option("--weights", o.weights,
+                  "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
+        ->capture_default_str();
 }
 
 void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
@@ -182,7 +186,7 @@ ProgressFn stderr_progress(bool quiet) {
 
 std::unique_ptr<Session> open_session(const Common& c, bool quiet) {
     auto s = std::make_unique<Session>();
-    s->load_model(c.model, {c.device, c.dtype}, stderr_progress(quiet));
+    s->load_model(c.model, {c.device, c.dtype, c.weights}, stderr_progress(quiet));
     return s;
 }
 
@@ -212,7 +216,7 @@ void cmd_info(const Common& c, bool as_json) {
                   {"rope_scaling", k.rope_scaling.type}, {"rms_eps", k.rms_eps}, {"qkv_bias", k.qkv_bias},
                   {"tied_embeddings", k.tied_embeddings}, {"tensor_types", types},
                   {"n_tensors", i.tensors.size()}, {"tokenizer", i.tokenizer_kind}, {"chat_template", i.chat_format},
-                  {"weight_bytes", i.weight_bytes}};
+                  {"weights", i.weights}, {"weight_bytes", i.weight_bytes}};
         write_json(j, "");
         return;
     }
@@ -232,7 +236,9 @@ void cmd_info(const Common& c, bool as_json) {
     std::cout << "\n"
               << "tokenizer      " << i.tokenizer_kind << "\n"
               << "chat template  " << i.chat_format << "\n"
-              << "weights        " << human_bytes(i.weight_bytes) << " as float32 on " << i.device << "\n";
+              << "weights        " << human_bytes(i.weight_bytes) << " "
+              << (i.weights == "native" ? "in the file's formats (native)" : "as " + i.dtype) << " on " << i.device
+              << "\n";
 }
 
 void cmd_tokenize(const Common& c, const std::string& text, bool no_bos, bool as_json) {
@@ -312,6 +318,7 @@ void print_runtime() {
     std::cout << "threads        " << ri.intra_op_threads << " intra-op (" << ri.cores << " cores)\n"
               << "BLAS           " << ri.blas << "\n"
               << "CPU features   " << ri.cpu_features << "\n"
+              << "weight kernels " << ri.kernel_path << "\n"
               << "LibTorch       " << ri.torch_version << (ri.cuda_available ? " (CUDA available)" : " (CPU)") << "\n";
     if (ri.cuda_available) std::cout << "GPU            " << ri.cuda_device << " " << ri.cuda_summary << "\n";
 }

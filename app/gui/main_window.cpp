@@ -439,6 +439,7 @@ void MainWindow::restoreSettings() {
     snapkv::LoadOptions o;
     o.device = s.value("model/device", "cpu").toString().toStdString();
     o.dtype = s.value("model/dtype", "float32").toString().toStdString();
+    o.weights = s.value("model/weights", "native").toString().toStdString();
     m_prompt->setLoadOptions(o);
 }
 
@@ -451,6 +452,7 @@ void MainWindow::saveSettings() const {
     s.setValue("compare/max_tokens", m_compare->maxTokens());
     s.setValue("model/device", QString::fromStdString(m_prompt->loadOptions().device));
     s.setValue("model/dtype", QString::fromStdString(m_prompt->loadOptions().dtype));
+    s.setValue("model/weights", QString::fromStdString(m_prompt->loadOptions().weights));
     if (!m_prompt->modelPath().isEmpty()) s.setValue("model/last", m_prompt->modelPath());
 }
 

@@ -4,6 +4,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLocale>
 #include <QMessageBox>
 #include <QTabWidget>
 #include <QTimer>
@@ -176,14 +177,17 @@ void MainWindow::onRetuneApplied(double, const ParamState& params) {
 void MainWindow::onModelLoaded() {
     const auto& m = m_state->model();
     const auto& c = m.config;
-    m_prompt->setModelStatus(QString("%1 · %2 · %3 layers · %4 heads (%5 KV) · context %6 · %7 %8 · %9")
+    const QString weights = QString("weights %1 %2")
+                                .arg(QLocale().formattedDataSize(m.weight_bytes))
+                                .arg(m.weights == "native" ? "native" : QString::fromStdString(m.dtype));
+    m_prompt->setModelStatus(QString("%1 · %2 · %3 layers · %4 heads (%5 KV) · context %6 · %7 %8 · %9 · %10")
                                  .arg(QString::fromStdString(c.name), QString::fromStdString(c.arch))
                                  .arg(c.n_layer)
                                  .arg(c.n_head)
                                  .arg(c.n_head_kv)
                                  .arg(c.n_ctx_train)
                                  .arg(QString::fromStdString(m.device), QString::fromStdString(m.dtype),
-                                      QString::fromStdString(m.chat_format)));
+                                      QString::fromStdString(m.chat_format), weights));
     showBanner(QString());
     updateTitle();
     showInfo(QString("Loaded %1.").arg(QString::fromStdString(c.name)));

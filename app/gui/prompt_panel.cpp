@@ -1,4 +1,4 @@
-// PromptPanel: model/device/dtype row, document editor, question line.
+// PromptPanel: model/device/dtype/weights row, document editor, question line.
 #include "app/gui/prompt_panel.h"
 
 #include <QCheckBox>
@@ -38,8 +38,15 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     m_dtype = new QComboBox;
     m_dtype->setObjectName("dtypeCombo");
     m_dtype->addItems({"float32", "float16", "bfloat16"});
+    m_weights = new QComboBox;
+    m_weights->setObjectName("weightsCombo");
+    m_weights->addItem("native", "native");
+    m_weights->addItem("float32", "f32");
+    m_weights->setToolTip("native: keep the file's weight format in memory (quantized blocks, 16-bit), "
+                          "dequantized on the fly; float32: dequantize every weight at load (CPU)");
     devRow->addWidget(m_device, 1);
     devRow->addWidget(m_dtype, 1);
+    devRow->addWidget(m_weights, 1);
     form->addRow("Device", devRow);
     m_modelStatus = new QLabel;
     m_modelStatus->setWordWrap(true);
@@ -73,6 +80,7 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     connect(openDoc, &QPushButton::clicked, this, &PromptPanel::openDocumentRequested);
     connect(m_device, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
     connect(m_dtype, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
+    connect(m_weights, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
     connect(m_document, &QPlainTextEdit::textChanged, this, [this] {
         const int chars = m_document->document()->characterCount();
         m_docInfo->setText(QString("%1 characters%2")
@@ -88,6 +96,7 @@ snapkv::LoadOptions PromptPanel::loadOptions() const {
     snapkv::LoadOptions o;
     o.device = m_device->currentText().toStdString();
     o.dtype = m_dtype->currentText().toStdString();
+    o.weights = m_weights->currentData().toString().toStdString();
     return o;
 }
 
@@ -96,6 +105,8 @@ void PromptPanel::setLoadOptions(const snapkv::LoadOptions& o) {
     if (d >= 0) m_device->setCurrentIndex(d);
     const int t = m_dtype->findText(QString::fromStdString(o.dtype));
     if (t >= 0) m_dtype->setCurrentIndex(t);
+    const int w = m_weights->findData(QString::fromStdString(o.weights));
+    if (w >= 0) m_weights->setCurrentIndex(w);
 }
 
 void PromptPanel::setCudaAvailable(bool available) {

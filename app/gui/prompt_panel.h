@@ -44,6 +44,7 @@ private:
     QLineEdit* m_model;
     QComboBox* m_device;
     QComboBox* m_dtype;
+    QComboBox* m_weights;
     QLabel* m_modelStatus;
     QPlainTextEdit* m_document;
     QLineEdit* m_question;

@@ -8,7 +8,7 @@ namespace studio {
 namespace {
 
 QString optionsKey(const snapkv::LoadOptions& o) {
-    return QString::fromStdString(o.device + "/" + o.dtype);
+    return QString::fromStdString(o.device + "/" + o.dtype + "/" + o.weights);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
         model["relative_path"] = QDir(relativeTo).relativeFilePath(modelPath);
     model["device"] = QString::fromStdString(load.device);
     model["dtype"] = QString::fromStdString(load.dtype);
+    model["weights"] = QString::fromStdString(load.weights);
     o["model"] = model;
     QJsonObject prompt;
     prompt["document"] = document;
@@ -67,6 +68,7 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
         s.modelPath = QDir::cleanPath(QDir(baseDir).filePath(rel));
     s.load.device = model["device"].toString("cpu").toStdString();
     s.load.dtype = model["dtype"].toString("float32").toStdString();
+    s.load.weights = model["weights"].toString("native").toStdString();
     const QJsonObject prompt = o["prompt"].toObject();
     s.document = prompt["document"].toString();
     s.documentPath = prompt["document_path"].toString();

@@ -29,6 +29,13 @@ at::ScalarType parse_dtype(const std::string& s) {
     throw InputError("dtype '" + s + "' is not known (float32, float16, bfloat16)");
 }
 
+// "native" keeps the file's weight format on the CPU; "f32" dequantizes at load.
+bool parse_weights(const std::string& s) {
+    if (s == "native") return true;
+    if (s == "f32" || s == "float32") return false;
+    throw InputError("weights '" + s + "' is not known (native, f32)");
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -56,6 +63,7 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     ModelOptions mo;
     mo.device = parse_device(opts.device);
     mo.dtype = parse_dtype(opts.dtype);
+    mo.native_weights = parse_weights(opts.weights);
     if (progress) progress("reading " + path, 0, 1);
     auto file = ModelFile::open(path);
     auto tok = Tokenizer::create(file->vocab());
@@ -82,6 +90,7 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     i.chat_format = chat_format_name(m->chat_format);
     i.device = opts.device;
     i.dtype = opts.dtype;
+    i.weights = mo.native_weights && mo.device.is_cpu() ? "native" : "f32";
     i.weight_bytes = m->model->weight_bytes();
     for (const auto& t : m->file->tensors()) i.tensors.push_back({t.name, t.type, t.shape});
     i.metadata = m->file->metadata_summary();

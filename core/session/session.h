@@ -29,6 +29,10 @@ using CancelFlag = const std::atomic<bool>*;
 struct LoadOptions {
     std::string device = "cpu";      // "cpu" | "cuda" | "cuda:N"
     std::string dtype = "float32";   // "float32" | "float16" | "bfloat16" (the last two: CUDA)
+    // "native": weight matrices stay in the file's format (quantized blocks, F16, BF16) on the
+    // CPU, multiplied by kernels that dequantize in registers (activations stay float32);
+    // "f32": every weight dequantized to float32 at load. CUDA always dequantizes at load.
+    std::string weights = "native";
 };
 
 struct TensorSummary {
@@ -45,7 +49,8 @@ struct ModelInfo {
     std::string chat_format;         // detected: raw | chatml | llama2 | llama3 | mistral | gemma | phi3
     std::string device;
     std::string dtype;
-    int64_t weight_bytes = 0;        // on the device, after dequantisation
+    std::string weights;             // "native" or "f32": how the weights are held (see LoadOptions)
+    int64_t weight_bytes = 0;        // weights in memory as held (native: the file's bytes, mapped)
     std::vector<TensorSummary> tensors;
     std::vector<std::pair<std::string, std::string>> metadata;
 };

@@ -95,6 +95,35 @@ TEST_CASE("snapkv info describes the model", "[cli]") {
     CHECK(t.out.find("8 query, 4 key/value") != std::string::npos);
 }
 
+TEST_CASE("snapkv --weights keeps the file's format or dequantizes to float32", "[cli]") {
+    const std::string model = q(data_path("stories260K-Q4_1.gguf"));
+    Result native = run("info --model " + model + " --json");
+    Result f32 = run("info --model " + model + " --weights f32 --json");
+    REQUIRE(native.code == 0);
+    REQUIRE(f32.code == 0);
+    const json jn = json::parse(native.out), jf = json::parse(f32.out);
+    CHECK(jn["weights"] == "native");
+    CHECK(jf["weights"] == "f32");
+    // The file is 289632 bytes; float32 copies of its 260K weights take about 1 MB.
+    CHECK(jn["weight_bytes"].get<int64_t>() < 289632);
+    CHECK(jf["weight_bytes"].get<int64_t>() > 1000000);
+    Result text = run("info --model " + model);
+    CHECK(text.out.find("in the file's formats (native)") != std::string::npos);
+    SECTION("both generate the same greedy text") {
+        const std::string gen = "generate --model " + model + " --prompt 'Once upon a time' --max-tokens 24 --greedy --json";
+        Result a = run(gen), b = run(gen + " --weights f32");
+        REQUIRE(a.code == 0);
+        REQUIRE(b.code == 0);
+        CHECK(json::parse(a.out)["ids"] == json::parse(b.out)["ids"]);
+    }
+    SECTION("an unknown choice is refused, naming it and the choices") {
+        Result r = run("info --model " + model + " --weights q8");
+        CHECK(r.code != 0);
+        CHECK(r.err.find("weights 'q8'") != std::string::npos);
+        CHECK(r.err.find("native, f32") != std::string::npos);
+    }
+}
+
 TEST_CASE("snapkv reports bad input on stderr with a non-zero exit code", "[cli]") {
     SECTION("a missing model file") {
         Result r = run("info --model /nonexistent/model.gguf");
