@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,7 +37,55 @@ int format_of(const GgmlType& type) {
     }
 }
 
-bool needs_block_sums(int format) { return format == kQ4_1 || format == kQ4_K || format == kQ5_K; }
+// Sums of x over each 32-value block: xs [C / 32].
+void block_sums(const float* x, int64_t n_cols, float* xs) {
+    for (int64_t b = 0; b < n_cols / 32; ++b) {
+        float s = 0.0f;
+        for (int j = 0; j < 32; ++j) s += x[32 * b + j];
+        xs[b] = s;
+    }
+}
+
+bool needs_block_sums(int format) {
+    return format == kQ4_0 || format == kQ4_1 || format == kQ4_K || format == kQ5_K;
+}
+
+// The input in every order the kernels of one call read it: x itself, or per format the
+// rearranged copy its prep function makes (made once per call and shared by all rows), plus the
+// per-32 block sums when a format needs them.
+// Buffers live per thread and are reused, so a call allocates nothing once warm.
+struct PreparedInput {
+    const float* x = nullptr;
+    int64_t n = 0;
+    bool have_sums = false;
+    bool have[kFormatCount] = {};
+    std::vector<float> xs;
+    std::vector<float> by_format[kFormatCount];
+
+    // Starts a call on input x [n]; what earlier calls prepared is forgotten.
+    static PreparedInput& start(const float* x, int64_t n) {
+        thread_local PreparedInput in;
+        in.x = x;
+        in.n = n;
+        in.have_sums = false;
+        std::fill(std::begin(in.have), std::end(in.have), false);
+        return in;
+    }
+    void prepare(const KernelTable& table, int format) {
+        if (needs_block_sums(format) && !have_sums) {
+            xs.resize(static_cast<size_t>(n / 32));
+            block_sums(x, n, xs.data());
+            have_sums = true;
+        }
+        if (table.prep[format] != nullptr && !have[format]) {
+            by_format[format].resize(static_cast<size_t>(n));
+            table.prep[format](x, n, by_format[format].data());
+            have[format] = true;
+        }
+    }
+    const float* input(int format) const { return have[format] ? by_format[format].data() : x; }
+    const float* sums() const { return have_sums ? xs.data() : nullptr; }
+};
 
 const KernelTable& table_for(CpuPath path) {
     switch (path) {
@@ -45,15 +94,6 @@ const KernelTable& table_for(CpuPath path) {
         case CpuPath::Avx2: return avx2_kernels();
 #endif
         default: return scalar_kernels();
-    }
-}
-
-// Sums of x over each 32-value block: xs [C / 32].
-void block_sums(const float* x, int64_t n_cols, float* xs) {
-    for (int64_t b = 0; b < n_cols / 32; ++b) {
-        float s = 0.0f;
-        for (int j = 0; j < 32; ++j) s += x[32 * b + j];
-        xs[b] = s;
     }
 }
 
@@ -119,13 +159,11 @@ BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_ro
 
 void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0, int64_t row1) {
     const int f = format_of(*w.type);
-    std::vector<float> xs;
-    if (needs_block_sums(f)) {
-        xs.resize(static_cast<size_t>(w.n_cols / 32));
-        block_sums(x, w.n_cols, xs.data());
-    }
-    table_for(path).matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0,
-                              w.n_cols, x, xs.data(), y);
+    const KernelTable& table = table_for(path);
+    PreparedInput& in = PreparedInput::start(x, w.n_cols);
+    in.prepare(table, f);
+    table.matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols,
+                    in.input(f), in.sums(), y);
 }
 
 void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1) {
@@ -143,29 +181,24 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
     const KernelTable& table = table_for(active_cpu_path());
     const int64_t n_cols = ws[0].n_cols;
     int64_t total = 0;
-    bool sums = false;
+    PreparedInput& in = PreparedInput::start(x, n_cols);
     for (int i = 0; i < count; ++i) {
         if (ws[i].n_cols != n_cols)
             throw InputError("weights: matvec_many needs matrices of one width (" + std::to_string(n_cols) +
                              " and " + std::to_string(ws[i].n_cols) + ")");
         total += ws[i].n_rows;
-        sums = sums || needs_block_sums(format_of(*ws[i].type));
+        in.prepare(table, format_of(*ws[i].type));
     }
-    thread_local std::vector<float> xs;
-    if (sums) {
-        xs.resize(static_cast<size_t>(n_cols / 32));
-        block_sums(x, n_cols, xs.data());
-    }
-    const float* xs_ptr = sums ? xs.data() : nullptr;
     // Rows of the matrices taken as one list: chunk [begin, end) may span several matrices.
     for_chunks(total, row_chunk(total, n_cols), /*spin=*/true, [&](int64_t begin, int64_t end) {
         int64_t base = 0;
         for (int i = 0; i < count && begin < end; ++i) {
             const BlockMatrix& w = ws[i];
             const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
+            const int f = format_of(*w.type);
             if (lo < hi)
-                table.matvec[format_of(*w.type)](w.data + static_cast<size_t>(lo - base) * w.row_bytes,
-                                                 w.row_bytes, hi - lo, n_cols, x, xs_ptr, ys[i] + (lo - base));
+                table.matvec[f](w.data + static_cast<size_t>(lo - base) * w.row_bytes, w.row_bytes, hi - lo, n_cols,
+                                in.input(f), in.sums(), ys[i] + (lo - base));
             base += w.n_rows;
         }
     });
