@@ -139,11 +139,11 @@ struct Kernels {
     // Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
     // (each 64 values use 32 bytes: low nibbles sub-block 2k, high 2k + 1); w = d*sc * q - dmin*mn.
     // Q5_K (176 bytes): the same with 32 bytes qh after the scales holding the fifth bits.
-    template <bool five>
-    static float dot_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+    // Calls fn(i, k, d, dmin, v) for each 64-value quad k of each super-block (starting at value i)
+    // of a Q4_K (five = false) or Q5_K row, v its four unpacked 16-value groups.
+    template <bool five, class F>
+    static inline void k_quads(const uint8_t* p, int64_t n, F fn) {
         constexpr size_t bytes = five ? 176 : 144;
-        vec acc = V::zero();
-        float mins = 0.0f;
         for (int64_t i = 0; i < n; i += 256, p += bytes) {
             const float d = V::h2f(load_u16(p)), dmin = V::h2f(load_u16(p + 2));
             const uint8_t* qh = five ? p + 16 : nullptr;
@@ -151,16 +151,24 @@ struct Kernels {
             for (int k = 0; k < 4; ++k) {
                 q16 v[4];
                 k_quad(qs, qh, k, v);
-                const float* xk = x + i + 64 * k;
-                int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
-                k_scale_min(2 * k, p + 4, &sc1, &mn1);
-                k_scale_min(2 * k + 1, p + 4, &sc2, &mn2);
-                acc = V::fmadd(V::set1(d * static_cast<float>(sc1)), fma16(v[1], xk + 16, fma16(v[0], xk, V::zero())), acc);
-                acc = V::fmadd(V::set1(d * static_cast<float>(sc2)), fma16(v[3], xk + 48, fma16(v[2], xk + 32, V::zero())), acc);
-                mins += dmin * static_cast<float>(mn1) * xs[i / 32 + 2 * k] +
-                        dmin * static_cast<float>(mn2) * xs[i / 32 + 2 * k + 1];
+                fn(i, k, p + 4, d, dmin, v);
             }
         }
+    }
+    template <bool five>
+    static float dot_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        vec acc = V::zero();
+        float mins = 0.0f;
+        k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
+            const float* xk = x + i + 64 * k;
+            int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
+            k_scale_min(2 * k, scales, &sc1, &mn1);
+            k_scale_min(2 * k + 1, scales, &sc2, &mn2);
+            acc = V::fmadd(V::set1(d * static_cast<float>(sc1)), fma16(v[1], xk + 16, fma16(v[0], xk, V::zero())), acc);
+            acc = V::fmadd(V::set1(d * static_cast<float>(sc2)), fma16(v[3], xk + 48, fma16(v[2], xk + 32, V::zero())), acc);
+            mins += dmin * static_cast<float>(mn1) * xs[i / 32 + 2 * k] +
+                    dmin * static_cast<float>(mn2) * xs[i / 32 + 2 * k + 1];
+        });
         return V::hsum(acc) - mins;
     }
     static float dot_q4_k(const uint8_t* p, int64_t n, const float* x, const float* xs) { return dot_k<false>(p, n, x, xs); }
@@ -265,23 +273,15 @@ struct Kernels {
     }
     template <bool five>
     static void deq_k(const uint8_t* p, int64_t n, float* out) {
-        constexpr size_t bytes = five ? 176 : 144;
-        for (int64_t i = 0; i < n; i += 256, p += bytes) {
-            const float d = V::h2f(load_u16(p)), dmin = V::h2f(load_u16(p + 2));
-            const uint8_t* qh = five ? p + 16 : nullptr;
-            const uint8_t* qs = five ? p + 48 : p + 16;
-            for (int k = 0; k < 4; ++k) {
-                q16 v[4];
-                k_quad(qs, qh, k, v);
-                for (int half = 0; half < 2; ++half) {
-                    int sc = 0, mn = 0;
-                    k_scale_min(2 * k + half, p + 4, &sc, &mn);
-                    const float a = d * static_cast<float>(sc), b = dmin * static_cast<float>(mn);
-                    scale_sub16(v[2 * half], a, b, out + i + 64 * k + 32 * half);
-                    scale_sub16(v[2 * half + 1], a, b, out + i + 64 * k + 32 * half + 16);
-                }
+        k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
+            for (int half = 0; half < 2; ++half) {
+                int sc = 0, mn = 0;
+                k_scale_min(2 * k + half, scales, &sc, &mn);
+                const float a = d * static_cast<float>(sc), b = dmin * static_cast<float>(mn);
+                scale_sub16(v[2 * half], a, b, out + i + 64 * k + 32 * half);
+                scale_sub16(v[2 * half + 1], a, b, out + i + 64 * k + 32 * half + 16);
             }
-        }
+        });
     }
     static void deq_q4_k(const uint8_t* p, int64_t n, float* out) { deq_k<false>(p, n, out); }
     static void deq_q5_k(const uint8_t* p, int64_t n, float* out) { deq_k<true>(p, n, out); }
