@@ -3,6 +3,8 @@
 // (gpu_ops.h) when the cache is on CUDA and the kernels are built.
 #include "core/kv/kv_cache.h"
 
+#include <cstring>
+
 #include "core/common/errors.h"
 #include "core/snapkv/gpu_ops.h"
 
@@ -37,6 +39,28 @@ void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     TORCH_CHECK(m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
     if (m_size + t > m_k.size(1)) reserve(std::max(m_size + t, 2 * m_k.size(1)));
     const int64_t g = m_n_heads / hkv;
+    if (t == 1 && m_k.device().is_cpu() && m_k.scalar_type() == at::kFloat && m_k.is_contiguous() &&
+        m_v.is_contiguous() && m_pos.is_contiguous() && k.scalar_type() == at::kFloat &&
+        v.scalar_type() == at::kFloat && k.device().is_cpu() && v.device().is_cpu() && k.stride(2) == 1 &&
+        v.stride(2) == 1) {
+        // One token on the CPU (decode): copy the rows directly; a dozen small LibTorch calls
+        // per layer cost more than the copy itself.
+        const int64_t p = pos.to(at::kCPU).item<int64_t>();
+        const float* kp = k.data_ptr<float>();
+        const float* vp = v.data_ptr<float>();
+        float* kd = m_k.data_ptr<float>();
+        float* vd = m_v.data_ptr<float>();
+        int64_t* pd = m_pos.data_ptr<int64_t>();
+        const int64_t cap = m_k.size(1), D = m_head_dim;
+        for (int64_t h = 0; h < m_n_heads; ++h) {
+            const int64_t src = h / g;  // query-head caches repeat each KV head over its group
+            std::memcpy(kd + (h * cap + m_size) * D, kp + src * k.stride(0), static_cast<size_t>(D) * sizeof(float));
+            std::memcpy(vd + (h * cap + m_size) * D, vp + src * v.stride(0), static_cast<size_t>(D) * sizeof(float));
+            pd[h * cap + m_size] = p;
+        }
+        m_size += 1;
+        return;
+    }
     at::Tensor kk = k, vv = v;  // [Hc, T, D]
     if (g > 1) {
         kk = k.repeat_interleave(g, 0);

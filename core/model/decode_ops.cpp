@@ -1,6 +1,7 @@
 // See decode_ops.h.
 #include "core/model/decode_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -24,11 +25,26 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
     return y;
 }
 
-RopeAngles rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_factor) {
+const RopeAngles& rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_factor) {
+    // Every layer of a decode step asks for the same angles (twice: q and k): keep the last ones
+    // per thread, keyed by the position, the factor and the frequencies themselves.
+    struct Last {
+        int64_t pos = -1;
+        double attn_factor = 0.0;
+        std::vector<float> inv;
+        RopeAngles angles;
+    };
+    thread_local Last last;
+    const at::Tensor f = inv_freq.to(at::kCPU).contiguous();
+    const float* fp = f.data_ptr<float>();
+    const auto half = static_cast<size_t>(f.numel());
+    if (last.pos == pos && last.attn_factor == attn_factor && last.inv.size() == half &&
+        std::equal(last.inv.begin(), last.inv.end(), fp))
+        return last.angles;
     // The tensor operations of model_ops::apply_rope's general path, so the angles are the same
     // bits: pos * inv_freq rounded in float32, cos / sin in float32, then the factor.
     const at::Tensor ang = at::full({1, 1}, pos, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) *
-                           inv_freq.to(at::kCPU).unsqueeze(0);                         // [1, half]
+                           f.unsqueeze(0);                                             // [1, half]
     at::Tensor cos = ang.cos(), sin = ang.sin();
     if (attn_factor != 1.0) {
         cos = cos * attn_factor;
@@ -36,10 +52,12 @@ RopeAngles rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_fact
     }
     cos = cos.contiguous();
     sin = sin.contiguous();
-    RopeAngles a;
-    a.cos.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
-    a.sin.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
-    return a;
+    last.pos = pos;
+    last.attn_factor = attn_factor;
+    last.inv.assign(fp, fp + half);
+    last.angles.cos.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
+    last.angles.sin.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
+    return last.angles;
 }
 
 void rope_inplace(at::Tensor& x, const RopeAngles& a, int64_t n_rot, bool neox) {

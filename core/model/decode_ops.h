@@ -26,7 +26,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps);
 struct RopeAngles {
     std::vector<float> cos, sin;  // [n_rot / 2]
 };
-RopeAngles rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_factor);  // inv_freq [n_rot/2]
+// The reference stays valid until the thread's next call.
+const RopeAngles& rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_factor);  // inv_freq [n_rot/2]
 
 // Rotates the first n_rot dims of each of the rows of x in place: x [rows, D] contiguous float32
 // (a token's heads). neox: pairs (i, i + n_rot/2), else adjacent pairs (2i, 2i + 1).
