@@ -33,7 +33,7 @@ using json = nlohmann::json;
 using namespace snapkv::eval;
 
 struct EvalOpts {
-    std::string model, device = "cpu", dtype = "float32";
+    std::string model, device = "cpu", dtype = "float32", weights = "native";
     std::string policies = "snapkv", budgets = "1024", gqa = "query-head", windows = "32", kernels = "7",
                 poolings = "max";
     bool query_agnostic = false;
@@ -53,6 +53,9 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
     c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
     c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
     c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+    c->add_option("--weights", o.weights,
+                  "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
+        ->capture_default_str();
     c->add_option("--policies", o.policies, "Comma list: snapkv, streaming, h2o, random, pyramid, adakv")
         ->capture_default_str();
     c->add_option("--budgets", o.budgets, "Comma list of budgets C (tokens kept per head, window included)")
@@ -100,7 +103,7 @@ RunOptions run_options(const EvalOpts& o) {
 std::unique_ptr<Session> load(const EvalOpts& o) {
     if (o.max_tokens < 1) throw InputError("--max-tokens: " + std::to_string(o.max_tokens) + " must be at least 1");
     auto s = std::make_unique<Session>();
-    s->load_model(o.model, {o.device, o.dtype});
+    s->load_model(o.model, {o.device, o.dtype, o.weights});
     return s;
 }
 
