@@ -20,6 +20,17 @@ int64_t token_rank(const at::Tensor& logits, int32_t token) {
     return l.gt(l[token]).sum().item<int64_t>();
 }
 
+at::Tensor prefix_important(const at::Tensor& probs, const LayerKv& kv, int64_t prefix, double threshold) {
+    const int64_t S = probs.size(1);
+    at::Tensor pos = kv.positions().select(0, 0).narrow(0, 0, S);                     // [S] (full cache: same on every head)
+    if (S >= prefix && pos[prefix - 1].item<int64_t>() == prefix - 1)
+        return probs.narrow(1, 0, prefix).gt(threshold);                              // slot == position
+    at::Tensor slots = pos.lt(prefix).nonzero().view(-1);                              // [n] slots in the prefix
+    at::Tensor by_pos = at::zeros({probs.size(0), prefix}, probs.options());           // [H, P]
+    by_pos.index_copy_(1, pos.index_select(0, slots), probs.index_select(1, slots));
+    return by_pos.gt(threshold);
+}
+
 CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, LockstepRun full, LockstepRun comp,
                            const GenerationSettings& gen, const HitRateSpec& hits,
                            const std::function<void(int64_t, int64_t)>& progress,
@@ -67,8 +78,8 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
         // Hit rate of this generated token's attention over the prefix (full run).
         if (hits.prefix > 0) {
             for (int64_t l = 0; l < n_layer; ++l) {
-                at::Tensor p = probe.probs[static_cast<size_t>(l)].narrow(1, 0, hits.prefix);  // [H, P]
-                at::Tensor important = p.gt(hits.threshold);                                   // [H, P]
+                at::Tensor important = prefix_important(probe.probs[static_cast<size_t>(l)], full.cache.layer(l),
+                                                        hits.prefix, hits.threshold);          // [H, P]
                 at::Tensor total = important.sum(1);                                           // [H]
                 const at::Tensor& kept = hits.kept[static_cast<size_t>(l)];
                 at::Tensor hit = kept.defined() ? important.logical_and(kept).sum(1) : total;   // [H]

@@ -33,6 +33,12 @@ struct HitRateSpec {
     double threshold = 0.05;             // θ: attention above it marks an important position
 };
 
+// Which prefix positions [0, prefix) the probed query attended above threshold: [H, prefix] bool.
+// probs [H, S] is over the slots of the full run's cache layer kv; a cache trimmed to a sliding
+// window holds positions from its window's start on, so slots are mapped to their positions
+// (positions the cache no longer holds were not attended).
+at::Tensor prefix_important(const at::Tensor& probs, const LayerKv& kv, int64_t prefix, double threshold);
+
 // Returns steps, both runs' ids/text/pieces/decode timing, first divergence and hit rates
 // ([layer][query head], -1 where no position ever exceeded θ). kv_bytes are left to the caller.
 CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, LockstepRun full, LockstepRun comp,

@@ -18,7 +18,7 @@ double ms_since(Clock::time_point t0) {
 
 // The step loop both runs share: sample, record, stop at end-of-generation / length / context,
 // otherwise feed the token back. on_step(step, logits [V], token) sees every sampled token;
-// on_forward(probe) runs after each fed-back token when a probe is requested.
+// on_forward(probe, cache) runs after each fed-back token when a probe is requested.
 template <typename OnStep, typename OnForward>
 RunOutput decode(const LlamaModel& model, const Tokenizer& tok, LockstepRun run, const GenerationSettings& gen,
                  bool with_probe, OnStep&& on_step, OnForward&& on_forward,
@@ -45,7 +45,7 @@ RunOutput decode(const LlamaModel& model, const Tokenizer& tok, LockstepRun run,
         const auto t0 = Clock::now();
         run.logits = model.forward({id}, run.cache, fo);
         ms += ms_since(t0);
-        if (with_probe) on_forward(probe);
+        if (with_probe) on_forward(probe, run.cache);
     }
     out.text = tok.decode(out.ids);
     for (int32_t id : out.ids) out.pieces.push_back(tok.token_to_piece(id, true));
@@ -71,9 +71,10 @@ FullReference run_full_reference(const LlamaModel& model, const Tokenizer& tok, 
         [&](int64_t step, const at::Tensor& logits, int32_t) {
             if (step < kl_steps) ref.step_logits.push_back(logits.to(at::kFloat).clone());   // [V]
         },
-        [&](const AttentionProbe& probe) {
+        [&](const AttentionProbe& probe, const KvCache& cache) {
             for (size_t l = 0; l < n_layer; ++l)
-                important[l].push_back(probe.probs[l].narrow(1, 0, prefix).gt(threshold));  // [H, P]
+                important[l].push_back(prefix_important(probe.probs[l], cache.layer(static_cast<int64_t>(l)),
+                                                        prefix, threshold));               // [H, P]
         },
         progress, cancel);
     if (prefix > 0 && !important.front().empty())
@@ -102,7 +103,7 @@ CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& to
             cs.rank = token_rank(lc, full_ids[static_cast<size_t>(step)]);
             r.steps.push_back(cs);
         },
-        [](const AttentionProbe&) {}, progress, cancel);
+        [](const AttentionProbe&, const KvCache&) {}, progress, cancel);
     const auto& comp_ids = r.compressed.ids;
     const size_t common = std::min(full_ids.size(), comp_ids.size());
     for (size_t i = 0; i < common && r.first_divergence < 0; ++i)

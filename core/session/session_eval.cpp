@@ -27,7 +27,8 @@ RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_
     // The hit rate looks at the prefix before the smallest window any selection may use: the
     // positions a selection can drop. Each compare narrows it to its own window below.
     const int64_t prefix = std::max<int64_t>(0, L - 1);
-    LockstepRun full{st.cache.clone(), st.last_logits};
+    // As in compare(): sliding-window layers hold only what their window reaches.
+    LockstepRun full{m->full_cache(st.cache, L, settings.generation.max_tokens), st.last_logits};
     const int64_t full_bytes = full.cache.bytes();
     auto ref = std::make_shared<FullReference>(with_oom_report("generating", [&] {
         return run_full_reference(*m->model, *m->tok, std::move(full), settings.generation, prefix,

@@ -6,6 +6,7 @@
 // S = cache slots, V = n_vocab, D = head_dim.
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "core/compare/lockstep.h"
 #include "core/model/generator.h"
@@ -116,20 +117,59 @@ const std::vector<LayerScorer>& Session::Impl::scorers(bool query_agnostic) {
     return agnostic_scorers;
 }
 
+namespace {
+
+// First position the next token (at n_tokens) can see in a layer with this sliding window.
+int64_t first_visible(int64_t sliding_window, int64_t n_tokens) {
+    return sliding_window > 0 ? std::max<int64_t>(0, n_tokens - sliding_window + 1) : 0;
+}
+
+// Every cache head keeps [first, n_tokens).
+LayerKeep suffix_keep(int64_t n_heads, int64_t first, int64_t n_tokens) {
+    std::vector<int64_t> slots(static_cast<size_t>(n_tokens - first));
+    std::iota(slots.begin(), slots.end(), first);
+    return LayerKeep(static_cast<size_t>(n_heads), slots);
+}
+
+}  // namespace
+
 std::vector<LayerKeep> Session::Impl::keep_lists(const Selection& sel, int64_t n_tokens) const {
     std::vector<LayerKeep> keep(sel.layers.size());
     const int64_t W = sel.window;
     for (size_t l = 0; l < sel.layers.size(); ++l) {
         const LayerSelection& ls = sel.layers[l];
-        if (!ls.compressed) continue;  // keep the layer whole
+        const int64_t first = first_visible(ls.sliding_window, n_tokens);
+        if (!ls.compressed) {
+            // Whole, or for a sliding layer what its window reaches (one list per KV head).
+            if (first > 0) keep[l] = suffix_keep(model->config().n_head_kv, first, n_tokens);
+            continue;
+        }
         LayerKeep& k = keep[l];
         k.resize(ls.heads.size());
         for (size_t h = 0; h < ls.heads.size(); ++h) {
             k[h] = ls.heads[h].kept;
-            for (int64_t p = n_tokens - W; p < n_tokens; ++p) k[h].push_back(p);
+            for (int64_t p = std::max(n_tokens - W, first); p < n_tokens; ++p) k[h].push_back(p);
         }
     }
     return keep;
+}
+
+KvCache Session::Impl::full_cache(const KvCache& cache, int64_t n_tokens, int64_t extra_capacity) const {
+    const ModelConfig& c = model->config();
+    std::vector<LayerKeep> keep(static_cast<size_t>(c.n_layer));
+    bool any = false;
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+        const int64_t first = first_visible(c.layers[static_cast<size_t>(l)].sliding_window, n_tokens);
+        if (first == 0) continue;
+        keep[static_cast<size_t>(l)] = suffix_keep(c.n_head_kv, first, n_tokens);
+        any = true;
+    }
+    if (!any) {
+        KvCache out = cache.clone();
+        out.reserve(extra_capacity);
+        return out;
+    }
+    return gather_cache(cache, keep, extra_capacity);
 }
 
 PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings& settings,
@@ -186,15 +226,20 @@ std::pair<int64_t, int64_t> Session::kv_bytes(const Selection& sel) const {
     const ModelConfig& c = m->model->config();
     const int64_t elem = static_cast<int64_t>(c10::elementSize(m->model->options().dtype));
     const int64_t per_token_head = c.head_dim * 2 * elem;   // K and V
+    const int64_t L = sel.n_tokens;
     int64_t full = 0, comp = 0;
     for (const auto& ls : sel.layers) {
-        const int64_t layer_full = c.n_head_kv * sel.n_tokens * per_token_head;
+        // A sliding-window layer needs only what the next token can see, compressed or not: both
+        // sides count that, so selecting inside a window claims no memory the layer never used.
+        const int64_t first = first_visible(ls.sliding_window, L);
+        const int64_t layer_full = c.n_head_kv * (L - first) * per_token_head;
         full += layer_full;
         if (!ls.compressed) {
             comp += layer_full;
             continue;
         }
-        for (const auto& h : ls.heads) comp += (static_cast<int64_t>(h.kept.size()) + sel.window) * per_token_head;
+        const int64_t window = L - std::max(L - sel.window, first);
+        for (const auto& h : ls.heads) comp += (static_cast<int64_t>(h.kept.size()) + window) * per_token_head;
     }
     return {full, comp};
 }
@@ -273,7 +318,9 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     if (n_ctx > 0 && L + max_tokens > n_ctx)
         throw InputError("compare: " + std::to_string(L) + " prompt + " + std::to_string(max_tokens) +
                          " new tokens exceed the model's context of " + std::to_string(n_ctx));
-    LockstepRun full{st.cache.clone(), st.last_logits};
+    // The full run holds what a sliding-window runtime would (sliding layers trimmed to their
+    // window), so that its KV bytes are the honest baseline of the compressed run's.
+    LockstepRun full{m->full_cache(st.cache, L, max_tokens), st.last_logits};
     CompressedStart comp = m->start_compressed(sel, max_tokens, cancel);
     const int64_t full_bytes = full.cache.bytes();
     const int64_t comp_bytes = comp.run.cache.bytes();

@@ -58,9 +58,13 @@ struct Plan {
     int64_t n_sel = 0;                      // Hs
     std::vector<int64_t> layer_budget;      // per layer C_l (window included)
     std::vector<bool> layer_compressed;
+    // Per layer the first prefix position the next token can still see: 0, or for a sliding-window
+    // layer max(0, L - sliding_window + 1) (at most P). Policies choose among [reach, P) only.
+    std::vector<int64_t> reach;
+    std::vector<int64_t> sliding_window;    // per layer, 0: none
 
     int64_t kept_count(size_t layer) const {  // k: prefix positions per head (uniform policies)
-        return layer_compressed[layer] ? layer_budget[layer] - window : n_prefix;
+        return layer_compressed[layer] ? layer_budget[layer] - window : n_prefix - reach[layer];
     }
 };
 
@@ -124,8 +128,19 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
     else
         plan.layer_budget.assign(layers.size(), plan.budget);
     // Official rule, FasterDecoding/SnapKV: `if q_len < self.max_capacity_prompt: return` (no
-    // compression); PyramidKV tests the global budget the same way.
+    // compression); PyramidKV tests the global budget the same way. A sliding-window layer holds
+    // only what its window reaches: compressing it means choosing among those positions, and a
+    // layer whose reachable prefix already fits the budget is left as it is (it never used more).
     plan.layer_compressed.assign(layers.size(), n_tokens >= plan.budget);
+    plan.reach.assign(layers.size(), 0);
+    plan.sliding_window.assign(layers.size(), 0);
+    for (size_t l = 0; l < layers.size(); ++l) {
+        const int64_t sw = layers[l].sliding_window();
+        if (sw <= 0) continue;
+        plan.sliding_window[l] = sw;
+        plan.reach[l] = std::min(plan.n_prefix, std::max<int64_t>(0, n_tokens - sw + 1));
+        if (plan.n_prefix - plan.reach[l] <= plan.layer_budget[l] - plan.window) plan.layer_compressed[l] = false;
+    }
     return plan;
 }
 
@@ -149,7 +164,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         // the same values and positions as pool_row + group_rows + top_k_positions below.
         const SelectionParams& p = plan.params;
         const bool compressed = plan.layer_compressed[layer];
-        if (votes.is_cuda() && gpu_kernels_available() &&
+        if (votes.is_cuda() && gpu_kernels_available() && plan.reach[layer] == 0 &&
             (p.policy == Policy::SnapKV || p.policy == Policy::Pyramid) && (compressed || with_scores)) {
             auto pooled_pos = gpu_pool_topk(votes, plan.n_head / plan.n_sel, p.kernel, p.pooling,
                                             compressed ? plan.kept_count(layer) : 0);
@@ -203,12 +218,12 @@ void group_rows(const float* src, int64_t stride, const Plan& plan, float* dst) 
     }
 }
 
-// Share of a head's prefix votes that falls on its kept positions; 1 when the prefix received no
-// attention at all (nothing was lost). Summed in position order in double, so keeping everything
-// gives exactly 1.
-double kept_mass(const float* votes, int64_t n_prefix, const int64_t* kept, int64_t n_kept) {
+// Share of a head's votes on the reachable prefix [reach, P) that falls on its kept positions; 1
+// when that prefix received no attention at all (nothing was lost). Summed in position order in
+// double, so keeping everything gives exactly 1.
+double kept_mass(const float* votes, int64_t reach, int64_t n_prefix, const int64_t* kept, int64_t n_kept) {
     double total = 0.0;
-    for (int64_t t = 0; t < n_prefix; ++t) total += votes[t];
+    for (int64_t t = reach; t < n_prefix; ++t) total += votes[t];
     double on_kept = 0.0;
     for (int64_t i = 0; i < n_kept; ++i) on_kept += votes[kept[i]];
     if (!(total > 0.0)) return 1.0;
@@ -253,12 +268,21 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
         }
     }
 
+    // Policies choose among the reachable prefix [r, P) (all of it but for sliding-window
+    // layers), R positions; their results are shifted back by r.
+    const int64_t r = plan.reach[layer];
+    const int64_t R = P - r;
     std::vector<std::vector<int64_t>> lists(static_cast<size_t>(Hs));
     std::vector<int64_t> local;
     int64_t* kept = kept_out;
     const bool ragged = compressed && p.policy == Policy::AdaKV;
     if (ragged) {
-        lists = adakv_positions(scores.data(), Hs, P, k, p.adakv_alpha);
+        std::vector<float> reachable(static_cast<size_t>(Hs * R));                // [Hs, R]
+        for (int64_t h = 0; h < Hs; ++h)
+            std::copy(scores.data() + h * P + r, scores.data() + (h + 1) * P, reachable.data() + h * R);
+        lists = adakv_positions(reachable.data(), Hs, R, k, p.adakv_alpha);
+        for (auto& list : lists)
+            for (int64_t& pos : list) pos += r;
     } else {
         if (!kept) {
             local.resize(static_cast<size_t>(Hs * k));
@@ -267,21 +291,24 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
         for (int64_t h = 0; h < Hs; ++h) {
             int64_t* row = kept + h * k;
             if (!compressed) {
-                std::iota(row, row + P, int64_t{0});
+                std::iota(row, row + k, r);
                 continue;
             }
             switch (p.policy) {
-            case Policy::Streaming: streaming_positions(P, k, p.n_sink, row); break;
+            // StreamingLLM's sinks are the first tokens: out of a sliding window's reach.
+            case Policy::Streaming: streaming_positions(R, k, r > 0 ? 0 : p.n_sink, row); break;
             case Policy::Random:
-                random_positions(P, k, random_stream_seed(p.seed, int64_t(layer), h), row);
+                random_positions(R, k, random_stream_seed(p.seed, int64_t(layer), h), row);
                 break;
             default:
-                if (in.kept)                                                     // CUDA path
+                if (in.kept)                                                     // CUDA path (r == 0)
                     std::copy(in.kept + h * k, in.kept + (h + 1) * k, row);
                 else
-                    top_k_positions(scores.data() + h * P, P, k, row);
+                    top_k_positions(scores.data() + h * P + r, R, k, row);
                 break;
             }
+            if (r > 0 && !in.kept)
+                for (int64_t i = 0; i < k; ++i) row[i] += r;
         }
     }
     if (!sel) return;
@@ -289,6 +316,8 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     sel->layer = static_cast<int64_t>(layer);
     sel->compressed = compressed;
     sel->budget = plan.layer_budget[layer];
+    sel->sliding_window = plan.sliding_window[layer];
+    sel->first_reachable = r;
     sel->heads.resize(static_cast<size_t>(Hs));
     for (int64_t h = 0; h < Hs; ++h) {
         HeadSelection& hs = sel->heads[size_t(h)];
@@ -296,7 +325,7 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
             hs.kept = std::move(lists[size_t(h)]);
         else
             hs.kept.assign(kept + h * k, kept + (h + 1) * k);
-        hs.kept_mass = kept_mass(votes.data() + h * P, P, hs.kept.data(), int64_t(hs.kept.size()));
+        hs.kept_mass = kept_mass(votes.data() + h * P, r, P, hs.kept.data(), int64_t(hs.kept.size()));
         if (report_votes) {
             // H2O reports its own score (accumulated attention) as the votes.
             const float* v = (p.policy == Policy::H2O ? scores.data() : votes.data()) + h * P;
@@ -424,6 +453,18 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
                    ": every layer keeps budget - window = " +
                    std::to_string(plan.budget - plan.window) +
                    " prefix tokens (KVCache-Factory's uniform branch)";
+
+    std::string sliding;
+    int64_t n_sliding = 0, window_sw = 0;
+    for (size_t l = 0; l < layers.size(); ++l) {
+        if (plan.sliding_window[l] <= 0) continue;
+        sliding += (n_sliding++ ? ", " : "") + std::to_string(l);
+        window_sw = plan.sliding_window[l];
+    }
+    if (n_sliding > 0)
+        sel.note += std::string(sel.note.empty() ? "" : "; ") + "sliding-window layer" +
+                    (n_sliding > 1 ? "s " : " ") + sliding + " (window " + std::to_string(window_sw) +
+                    ") keep only what the next token can see";
 
     const std::vector<LayerInput> inputs = gather_inputs(layers, plan, with_scores, true);
     sel.layers.resize(layers.size());

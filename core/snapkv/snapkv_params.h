@@ -43,13 +43,20 @@ struct HeadSelection {
     std::vector<float> votes;     // [L - W] raw votes (summed window attention); empty if the policy has none
     std::vector<float> pooled;    // [L - W] pooled scores the top-k ran on; empty if none
     std::vector<int64_t> kept;    // sorted, unique prefix positions kept (< L - W); window not listed
-    double kept_mass = 0.0;       // share of the window's attention on the prefix that falls on kept positions
+    double kept_mass = 0.0;       // share of the window's attention on the (reachable) prefix that falls on kept positions
 };
 
 struct LayerSelection {
     int64_t layer = 0;
-    bool compressed = false;      // false when L < budget (official: short prompts are not compressed)
+    bool compressed = false;      // false when L < budget (official: short prompts are not compressed),
+                                  // or when a sliding-window layer's reachable prefix fits the budget
     int64_t budget = 0;           // this layer's budget (PyramidKV varies it per layer)
+    // Sliding-window layers (sliding_window > 0) only ever see their window: the next token (at
+    // position L) sees positions >= L - sliding_window + 1, so nothing older is kept or counted;
+    // first_reachable is that first prefix position (0 for layers that see everything). Votes and
+    // pooled rows still cover the whole prefix (the window queries' real attention).
+    int64_t sliding_window = 0;
+    int64_t first_reachable = 0;
     std::vector<HeadSelection> heads;
 };
 

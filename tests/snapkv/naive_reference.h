@@ -29,6 +29,10 @@ struct NaiveCapture {
     std::vector<float> q;    // [H, Wmax, D]
     std::vector<float> k;    // [Hkv, L, D]
     std::vector<float> h2o;  // [H, L]
+    // The layer's scoring rules (LayerCapture): scale 0 = 1/sqrt(D); softcap 0 = none; a query at
+    // p sees keys p - sliding_window + 1 .. p when sliding_window > 0.
+    double scale = 0.0, softcap = 0.0;
+    int64_t sliding_window = 0;
 };
 
 inline NaiveCapture random_capture(int64_t H, int64_t Hkv, int64_t Wmax, int64_t L, int64_t D,
@@ -56,6 +60,9 @@ inline snapkv::LayerCapture to_layer_capture(const NaiveCapture& c, bool with_h2
     cap.window_queries = to_tensor(c.q, {c.H, c.Wmax, c.D});
     cap.keys = to_tensor(c.k, {c.Hkv, c.L, c.D});
     if (with_h2o) cap.h2o = to_tensor(c.h2o, {c.H, c.L});
+    cap.scale = c.scale;
+    cap.softcap = c.softcap;
+    cap.sliding_window = c.sliding_window;
     return cap;
 }
 
@@ -65,17 +72,20 @@ inline std::vector<double> naive_attention_row(const NaiveCapture& c, int64_t h,
     const int64_t abs_pos = c.L - c.Wmax + qi;  // the query's absolute position
     std::vector<double> logits(static_cast<size_t>(c.L), -std::numeric_limits<double>::infinity());
     double mx = -std::numeric_limits<double>::infinity();
-    for (int64_t t = 0; t <= abs_pos; ++t) {
+    const int64_t first = c.sliding_window > 0 ? std::max<int64_t>(0, abs_pos - c.sliding_window + 1) : 0;
+    for (int64_t t = first; t <= abs_pos; ++t) {
         double dot = 0.0;
         for (int64_t d = 0; d < c.D; ++d)
             dot += double(c.q[size_t((h * c.Wmax + qi) * c.D + d)]) *
                    double(c.k[size_t((kv * c.L + t) * c.D + d)]);
-        logits[size_t(t)] = dot / std::sqrt(double(c.D));
+        double score = c.scale > 0.0 ? dot * c.scale : dot / std::sqrt(double(c.D));
+        if (c.softcap > 0.0) score = c.softcap * std::tanh(score / c.softcap);
+        logits[size_t(t)] = score;
         mx = std::max(mx, logits[size_t(t)]);
     }
     double sum = 0.0;
     std::vector<double> p(static_cast<size_t>(c.L), 0.0);
-    for (int64_t t = 0; t <= abs_pos; ++t) sum += (p[size_t(t)] = std::exp(logits[size_t(t)] - mx));
+    for (int64_t t = first; t <= abs_pos; ++t) sum += (p[size_t(t)] = std::exp(logits[size_t(t)] - mx));
     for (auto& v : p) v /= sum;
     return p;
 }
