@@ -217,6 +217,7 @@ void cmd_info(const Common& c, bool as_json) {
                   {"tied_embeddings", k.tied_embeddings}, {"tensor_types", types},
                   {"n_tensors", i.tensors.size()}, {"tokenizer", i.tokenizer_kind}, {"chat_template", i.chat_format},
                   {"weights", i.weights}, {"weight_bytes", i.weight_bytes}};
+        j["architecture"] = arch_json(k);
         write_json(j, "");
         return;
     }
@@ -231,6 +232,7 @@ void cmd_info(const Common& c, bool as_json) {
               << (k.rope_neox ? "NeoX" : "normal") << " layout, scaling " << k.rope_scaling.type << "\n"
               << "rms eps        " << k.rms_eps << "   qkv bias " << (k.qkv_bias ? "yes" : "no")
               << "   tied embeddings " << (k.tied_embeddings ? "yes" : "no") << "\n"
+              << arch_text(k)
               << "tensors        " << i.tensors.size() << ":";
     for (const auto& [t, n] : types) std::cout << " " << n << " " << t;
     std::cout << "\n"
@@ -425,6 +427,7 @@ json selection_json(Session& s, const Selection& sel, const SelectionParams& p, 
             heads.push_back(std::move(jh));
         }
         layers.push_back({{"layer", ls.layer}, {"compressed", ls.compressed}, {"budget", ls.budget},
+                          {"sliding_window", ls.sliding_window}, {"first_reachable", ls.first_reachable},
                           {"heads", std::move(heads)}});
     }
     auto [full, comp] = s.kv_bytes(sel);
@@ -496,6 +499,7 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
 }  // namespace
 
 void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
+    register_model_commands(app, cancel);
     // Options live as long as the app: one static block per subcommand.
     {
         static Common c;

@@ -2,6 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/io/model_config.h"
 
 namespace CLI {
 class App;
@@ -11,5 +16,10 @@ namespace snapkv::cli {
 
 void register_commands(CLI::App& app, const std::atomic<bool>* cancel);
 void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel);   // commands_eval.cpp
+
+// commands_model.cpp: `logits`, and the architecture part of `info` (text lines / JSON object).
+void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel);
+std::string arch_text(const ModelConfig& config);
+nlohmann::json arch_json(const ModelConfig& config);
 
 }  // namespace snapkv::cli

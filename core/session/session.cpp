@@ -208,6 +208,28 @@ PerplexityOutput Session::perplexity(const std::string& text, int64_t ctx, const
     return out;
 }
 
+LogitsOutput Session::logits(const PromptSpec& prompt, CancelFlag cancel) {
+    m->require_model();
+    LogitsOutput out;
+    out.ids = build_prompt(prompt).ids;
+    if (out.ids.empty()) throw InputError("logits: the prompt is empty (no tokens)");
+    const auto T = static_cast<int64_t>(out.ids.size());
+    const int64_t n_ctx = m->info.config.n_ctx_train;
+    if (n_ctx > 0 && T > n_ctx)
+        throw InputError("logits: " + std::to_string(T) + " tokens exceed the model's context of " +
+                         std::to_string(n_ctx));
+    KvCache cache = m->model->new_cache(T);
+    ForwardOptions fo;
+    fo.all_logits = true;
+    fo.cancel = cancel;
+    const at::Tensor t = with_oom_report("computing logits", [&] {
+        return m->model->forward(out.ids, cache, fo).to(at::kCPU).contiguous();   // [T, V]
+    });
+    out.n_vocab = t.size(1);
+    out.logits.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    return out;
+}
+
 std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_t decode_tokens,
                                      const ProgressFn& progress, CancelFlag cancel) {
     m->require_model();

@@ -91,6 +91,13 @@ struct PerplexityOutput {
     int64_t ctx = 0;
 };
 
+// Logits at every position of a prompt, from an empty cache (`snapkv logits`).
+struct LogitsOutput {
+    std::vector<int32_t> ids;        // the prompt's token ids
+    int64_t n_vocab = 0;
+    std::vector<float> logits;       // float32 [ids.size(), n_vocab], row-major
+};
+
 // Called with (token id, decoded piece) as each token is generated; return false to stop.
 using TokenFn = std::function<bool(int32_t, const std::string&)>;
 
@@ -150,6 +157,8 @@ public:
                               const TokenFn& on_token = {}, CancelFlag cancel = nullptr);
     PerplexityOutput perplexity(const std::string& text, int64_t ctx, const ProgressFn& progress = {},
                                 CancelFlag cancel = nullptr);
+    // One forward pass over the prompt (ids verbatim, or text with the vocab's BOS), every position.
+    LogitsOutput logits(const PromptSpec& prompt, CancelFlag cancel = nullptr);
     // Perplexity of `continuation` after `context`, with the full cache and with the context's
     // cache compressed by `params` (window = the last W context tokens): {full, compressed}.
     std::pair<double, double> continuation_perplexity(const std::string& context, const std::string& continuation,

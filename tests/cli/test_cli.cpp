@@ -2,10 +2,7 @@
 // messages, and the SmolLM2 checks (the model is fetched by scripts/setup.sh).
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
-#include <sys/wait.h>
-
+#include "cli/cli_run.h"
 #include "common/test_util.h"
 
 using json = nlohmann::json;
@@ -13,34 +10,9 @@ using snapkv::test::data_path;
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
-
-// Run the CLI with arguments (already shell-quoted) and capture stdout, stderr and the exit code.
-Result run(const std::string& args) {
-    const std::string err_file = "/tmp/snapkv_cli_test_" + std::to_string(::getpid()) + ".err";
-    const std::string cmd = std::string(SNAPKV_CLI_PATH) + " " + args + " 2>" + err_file;
-    Result r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = ::pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = snapkv::test::read_text(err_file);
-    std::remove(err_file.c_str());
-    return r;
-}
-
-std::string q(const std::string& s) {  // single-quote for the shell
-    std::string o = "'";
-    for (char c : s) o += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-    return o + "'";
-}
+using snapkv::test::cli::q;
+using snapkv::test::cli::Result;
+using snapkv::test::cli::run;
 
 const std::string kStories = data_path("stories260K.gguf");
 

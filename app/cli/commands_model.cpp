@@ -1,0 +1,116 @@
+// Model-level subcommands and the architecture summary of `info`: `snapkv logits` writes the
+// float32 logits at every position of a prompt as JSON, so that any model file can be checked
+// against another implementation (transformers, llama.cpp) position by position. No SnapKV here.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "core/common/errors.h"
+#include "core/session/session.h"
+
+namespace snapkv::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct LogitsOpts {
+    std::string model, device = "cpu", dtype = "float32", weights = "native";
+    std::string ids, prompt, out;
+};
+
+// "1, 2,3" -> {1, 2, 3}; InputError naming the option and the bad item.
+std::vector<int32_t> parse_ids(const std::string& text) {
+    std::vector<int32_t> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+        if (b == std::string::npos) throw InputError("--ids: empty item in '" + text + "'; expected integers separated by commas");
+        item = item.substr(b, e - b + 1);
+        size_t used = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size() || v < 0 || v > INT32_MAX)
+            throw InputError("--ids: '" + item + "' is not a token id; expected integers from 0 separated by commas");
+        out.push_back(static_cast<int32_t>(v));
+    }
+    if (out.empty()) throw InputError("--ids: no token ids given");
+    return out;
+}
+
+void cmd_logits(const LogitsOpts& o, const std::atomic<bool>* cancel) {
+    if (o.ids.empty() == o.prompt.empty()) throw InputError("logits: give exactly one of --ids and --prompt");
+    Session s;
+    s.load_model(o.model, {o.device, o.dtype, o.weights});
+    PromptSpec p;
+    if (!o.ids.empty()) p.ids = parse_ids(o.ids);
+    else p.text = o.prompt;
+    const LogitsOutput r = s.logits(p, cancel);
+    json rows = json::array();
+    for (size_t t = 0; t < r.ids.size(); ++t) {
+        const float* row = r.logits.data() + t * static_cast<size_t>(r.n_vocab);
+        rows.push_back(std::vector<float>(row, row + r.n_vocab));
+    }
+    const std::string text = json{{"ids", r.ids}, {"n_vocab", r.n_vocab}, {"logits", std::move(rows)}}.dump();
+    if (o.out == "-") {
+        std::cout << text << "\n";
+        return;
+    }
+    std::ofstream f(o.out, std::ios::binary);
+    if (!f) throw InputError("--json: cannot write '" + o.out + "'");
+    f << text << "\n";
+    if (!f) throw InputError("--json: writing '" + o.out + "' failed");
+}
+
+}  // namespace
+
+json arch_json(const ModelConfig& c) {
+    json layers = json::array();
+    for (const LayerConfig& lc : c.layers)
+        layers.push_back({{"sliding_window", lc.sliding_window}, {"rope_freq_base", lc.rope_freq_base},
+                          {"rope_scaled", lc.rope_scaled}});
+    return {{"features", model_features(c)},
+            {"sliding_window", c.sliding_window},
+            {"sliding_layers", sliding_layers_text(c)},
+            {"attn_scale", c.attn_scale},
+            {"attn_softcap", c.attn_softcap},
+            {"final_softcap", c.final_softcap},
+            {"qk_norm", c.qk_norm},
+            {"post_norms", c.post_norms},
+            {"ffn_activation", c.ffn_act == FfnActivation::GeluTanh ? "gelu_tanh" : "silu"},
+            {"embd_scale", c.embd_scale},
+            {"layers", layers}};
+}
+
+std::string arch_text(const ModelConfig& c) {
+    const std::vector<std::string> f = model_features(c);
+    if (f.empty()) return "features       none beyond Llama 2's\n";
+    std::string out;
+    for (size_t i = 0; i < f.size(); ++i) out += (i == 0 ? "features       " : "               ") + f[i] + "\n";
+    return out;
+}
+
+void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel) {
+    static LogitsOpts o;
+    auto* cmd = app.add_subcommand("logits", "Float32 logits at every position of a prompt, as JSON");
+    cmd->add_option("--model,-m", o.model, "GGUF file or Hugging Face folder")->required();
+    cmd->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+    cmd->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+    cmd->add_option("--weights", o.weights, "native: the file's weight formats in memory; f32: dequantized at load")
+        ->capture_default_str();
+    cmd->add_option("--ids", o.ids, "Token ids, comma separated (used verbatim)");
+    cmd->add_option("--prompt,-p", o.prompt, "Text, tokenized with the model's vocab (BOS as the vocab says)");
+    cmd->add_option("--json", o.out, "Output file ('-' for stdout): {\"ids\": [...], \"n_vocab\": V, \"logits\": [[...], ...]}")
+        ->required();
+    cmd->callback([cancel] { cmd_logits(o, cancel); });
+}
+
+}  // namespace snapkv::cli

@@ -1,0 +1,46 @@
+// Runs the `snapkv` binary the way a shell does and captures stdout, stderr and the exit code; for
+// the CLI tests only.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "common/test_util.h"
+
+namespace snapkv::test::cli {
+
+struct Result {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Run the CLI with arguments (already shell-quoted) and capture stdout, stderr and the exit code.
+inline Result run(const std::string& args) {
+    const std::string err_file = "/tmp/snapkv_cli_test_" + std::to_string(::getpid()) + ".err";
+    const std::string cmd = std::string(SNAPKV_CLI_PATH) + " " + args + " 2>" + err_file;
+    Result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = snapkv::test::read_text(err_file);
+    std::remove(err_file.c_str());
+    return r;
+}
+
+inline std::string q(const std::string& s) {  // single-quote for the shell
+    std::string o = "'";
+    for (char c : s) o += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+    return o + "'";
+}
+
+}  // namespace snapkv::test::cli
