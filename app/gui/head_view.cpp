@@ -26,6 +26,53 @@ const QColor kThresholdColor("#c01c28");
 const QColor kMarkColor("#b3001b");   // marked tokens (an evaluation's needle), as in the document view
 constexpr double kLogFloor = 1e-6;   // votes can be exactly 0; a log axis needs a positive floor
 
+// A span of key positions shown over both panels (hidden until placed): a rect in the heatmap, one
+// in the score plot (x in key positions, y in the score rect's 0..1 right axis) and a caption there.
+void makeSpan(QCustomPlot* plot, QCPAxisRect* heatRect, QCPAxisRect* scoreRect, const QPen& pen, const QBrush& brush,
+              const QColor& textColor, QCPItemRect** heat, QCPItemRect** scores, QCPItemText** text) {
+    QCPAxis* hx = heatRect->axis(QCPAxis::atBottom);
+    QCPAxis* hy = heatRect->axis(QCPAxis::atLeft);
+    QCPAxis* sx = scoreRect->axis(QCPAxis::atBottom);
+    QCPAxis* sy2 = scoreRect->axis(QCPAxis::atRight);
+    *heat = new QCPItemRect(plot);
+    *scores = new QCPItemRect(plot);
+    for (QCPItemRect* r : {*heat, *scores}) {
+        r->setPen(pen);
+        r->setBrush(brush);
+        r->setLayer("overlay");
+        r->setVisible(false);
+    }
+    (*heat)->setClipAxisRect(heatRect);
+    (*heat)->topLeft->setAxes(hx, hy);
+    (*heat)->bottomRight->setAxes(hx, hy);
+    (*scores)->setClipAxisRect(scoreRect);
+    (*scores)->topLeft->setAxes(sx, sy2);
+    (*scores)->bottomRight->setAxes(sx, sy2);
+    *text = new QCPItemText(plot);
+    (*text)->setClipAxisRect(scoreRect);
+    (*text)->position->setAxes(sx, sy2);
+    (*text)->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    (*text)->setColor(textColor);
+    (*text)->setVisible(false);
+}
+
+// Shows the span over key positions [first, last) (or hides it): heat rect over all W window rows
+// (only when the heatmap has rows), score rect over the full height, caption at (textX, textY).
+void placeSpan(QCPItemRect* heat, QCPItemRect* scores, QCPItemText* text, bool show, int64_t first, int64_t last,
+               int64_t W, double textX, double textY, const QString& label, bool heatShown) {
+    if (show) {
+        heat->topLeft->setCoords(first - 0.5, -0.5);
+        heat->bottomRight->setCoords(last - 0.5, std::max<double>(W, 1) - 0.5);
+        scores->topLeft->setCoords(first - 0.5, 1.0);
+        scores->bottomRight->setCoords(last - 0.5, 0.0);
+        text->position->setCoords(textX, textY);
+        text->setText(label);
+    }
+    heat->setVisible(show && heatShown);
+    scores->setVisible(show);
+    text->setVisible(show);
+}
+
 }  // namespace
 
 HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_state(state) {
@@ -42,6 +89,7 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     top->addWidget(m_headLabel);
     m_stats = new QLabel;
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_stats->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // long text clips, never widens the window
     top->addWidget(m_stats, 1);
 
     m_plot = new QCustomPlot;
@@ -165,26 +213,13 @@ void HeadView::buildPlot() {
     m_windowText->setTextAlignment(Qt::AlignRight);
 
     // The marked span (an evaluation cell's needle) over both panels.
-    m_markHeat = new QCPItemRect(m_plot);
-    m_markScores = new QCPItemRect(m_plot);
-    for (QCPItemRect* r : {m_markHeat, m_markScores}) {
-        r->setPen(QPen(kMarkColor, 1.5));
-        r->setBrush(QColor(179, 0, 27, 40));
-        r->setLayer("overlay");
-        r->setVisible(false);
-    }
-    m_markHeat->setClipAxisRect(m_heatRect);
-    m_markHeat->topLeft->setAxes(hx, hy);
-    m_markHeat->bottomRight->setAxes(hx, hy);
-    m_markScores->setClipAxisRect(m_scoreRect);
-    m_markScores->topLeft->setAxes(sx, sy2);
-    m_markScores->bottomRight->setAxes(sx, sy2);
-    m_markText = new QCPItemText(m_plot);
-    m_markText->setClipAxisRect(m_scoreRect);
-    m_markText->position->setAxes(sx, sy2);
-    m_markText->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    m_markText->setColor(kMarkColor);
-    m_markText->setVisible(false);
+    makeSpan(m_plot, m_heatRect, m_scoreRect, QPen(kMarkColor, 1.5), QColor(179, 0, 27, 40), kMarkColor,
+             &m_markHeat, &m_markScores, &m_markText);
+    // Sliding-window layers: the prefix older than the next token's window, hatched grey.
+    makeSpan(m_plot, m_heatRect, m_scoreRect, QPen(QColor(90, 90, 90), 1.2, Qt::DotLine),
+             QBrush(QColor(120, 120, 120, 60), Qt::BDiagPattern), QColor(70, 70, 70), &m_reachHeat, &m_reachScores,
+             &m_reachText);
+    m_reachText->setBrush(QColor(255, 255, 255, 200));
 
     m_thresholdLine = new QCPItemStraightLine(m_plot);
     m_thresholdLine->setClipAxisRect(m_scoreRect);
@@ -312,18 +347,16 @@ void HeadView::rebuildHeatmap() {
     m_windowText->setVisible(showWindow);
 
     const int64_t m0 = m_state->markedFirst(), m1 = std::min(m_state->markedLast(), m_L);
-    const bool showMark = m0 >= 0 && m0 < m1;
-    if (showMark) {
-        m_markHeat->topLeft->setCoords(m0 - 0.5, -0.5);
-        m_markHeat->bottomRight->setCoords(m1 - 0.5, std::max<double>(m_W, 1) - 0.5);
-        m_markScores->topLeft->setCoords(m0 - 0.5, 1.0);
-        m_markScores->bottomRight->setCoords(m1 - 0.5, 0.0);
-        m_markText->position->setCoords(m1 - 0.5, 0.86);
-        m_markText->setText(" " + (m_state->markedLabel().isEmpty() ? QString("marked") : m_state->markedLabel()));
-    }
-    m_markHeat->setVisible(showMark && !m_rows.empty());
-    m_markScores->setVisible(showMark);
-    m_markText->setVisible(showMark);
+    placeSpan(m_markHeat, m_markScores, m_markText, m0 >= 0 && m0 < m1, m0, m1, m_W, m1 - 0.5, 0.86,
+              " " + (m_state->markedLabel().isEmpty() ? QString("marked") : m_state->markedLabel()), !m_rows.empty());
+
+    // A sliding-window layer: nothing before its first reachable position is kept or counted.
+    const auto* ls = m_state->focusedLayer();
+    const int64_t reach = ls ? ls->first_reachable : 0;
+    placeSpan(m_reachHeat, m_reachScores, m_reachText, reach > 0 && m_L > 0, 0, reach, m_W, -0.5, 0.98,
+              ls ? QString(" sliding window %1: the next token sees positions from %2 on ").arg(ls->sliding_window).arg(reach)
+                 : QString(),
+              !m_rows.empty());
 }
 
 void HeadView::setClusterAlpha(int alpha) {
@@ -432,7 +465,7 @@ void HeadView::rebuildScores() {
     // Kept ticks and cluster shading (uncompressed layers keep every prefix position).
     std::vector<int64_t> kept;
     if (hs) kept = hs->kept;
-    if (ls && !ls->compressed) {
+    if (ls && !ls->compressed && ls->first_reachable == 0) {   // (a sliding layer lists what it reaches)
         kept.resize(static_cast<size_t>(m_P));
         for (int64_t p = 0; p < m_P; ++p) kept[p] = p;
     }
@@ -469,6 +502,9 @@ void HeadView::rebuildScores() {
                     .arg(sel->window)
                     .arg(ls ? ls->budget : sel->budget);
     if (ls && !ls->compressed) s += " · this layer is not compressed";
+    if (ls && ls->sliding_window > 0)
+        s += QString(" · sliding window %1: sees from %2 on").arg(ls->sliding_window).arg(ls->first_reachable);
+    m_stats->setToolTip(s);
     if (hs->votes.empty()) s += " · this policy has no votes";
     m_stats->setText(s);
 }

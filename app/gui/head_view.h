@@ -86,6 +86,9 @@ private:
     QCPItemRect* m_markHeat;         // the marked span (an evaluation's needle)
     QCPItemRect* m_markScores;
     QCPItemText* m_markText;
+    QCPItemRect* m_reachHeat;        // sliding-window layers: the prefix the next token cannot see
+    QCPItemRect* m_reachScores;
+    QCPItemText* m_reachText;
     QCPItemText* m_emptyText;
     QTimer m_renderTimer;
 

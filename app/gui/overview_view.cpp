@@ -33,6 +33,7 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     top->addWidget(m_otherPolicy);
     m_info = new QLabel;
     m_info->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_info->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // long text clips, never widens the window
     top->addWidget(m_info, 1);
 
     m_plot = new QCustomPlot;
@@ -169,6 +170,31 @@ void OverviewView::refresh() {
     m_plot->xAxis->setTicker(ticker(nH));
     m_plot->yAxis->setTicker(ticker(nL));
 
+    // Sliding-window layers only ever see their window: their rows get a dotted frame and "sw" on
+    // the layer axis, and the caption says what that means.
+    const auto* sel = m_state->selection();
+    int nSliding = 0;
+    int64_t slidingWindow = 0;
+    if (sel) {
+        QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
+        const int step = nL > 40 ? 4 : nL > 16 ? 2 : 1;
+        for (int l = 0; l < nL && l < static_cast<int>(sel->layers.size()); ++l) {
+            const int64_t w = sel->layers[l].sliding_window;
+            if (w > 0) {
+                ++nSliding;
+                slidingWindow = w;
+                auto* frame = new QCPItemRect(m_plot);
+                frame->topLeft->setCoords(-0.5, l - 0.5);
+                frame->bottomRight->setCoords(nH - 0.5, l + 0.5);
+                frame->setPen(QPen(QColor("#303030"), 1.4, Qt::DotLine));
+                frame->setBrush(Qt::NoBrush);
+                frame->setClipToAxisRect(true);
+            }
+            if (l % step == 0 || w > 0) labels->addTick(l, w > 0 ? QString("%1 sw").arg(l) : QString::number(l));
+        }
+        if (nSliding > 0) m_plot->yAxis->setTicker(labels);
+    }
+
     // Value labels when a cell has room for "0.00".
     const double cellW = m_plot->axisRect()->width() / double(nH);
     const double cellH = m_plot->axisRect()->height() / double(nL);
@@ -194,11 +220,18 @@ void OverviewView::refresh() {
     m_cursor->bottomRight->setCoords(gh - 0.5 + (d.overviewStat == OverviewStat::HitRate ? span : 1),
                                      m_state->layer() + 0.5);
     m_cursor->setVisible(true);
-    m_info->setText(QString("%1 layers x %2 heads · mean %3 · focused: %4")
-                        .arg(nL)
-                        .arg(nH)
-                        .arg(count ? sum / count : 0.0, 0, 'f', 3)
-                        .arg(describe(m_state->layer(), gh)));
+    QString info = QString("%1 layers x %2 heads · mean %3 · focused: %4")
+                       .arg(nL)
+                       .arg(nH)
+                       .arg(count ? sum / count : 0.0, 0, 'f', 3)
+                       .arg(describe(m_state->layer(), gh));
+    if (nSliding > 0)
+        info += QString(" · sw: sliding window %1").arg(slidingWindow);
+    m_info->setText(info);
+    m_info->setToolTip(nSliding == 0 ? QString()
+                                     : QString("Rows marked sw (dotted) are sliding-window layers: each sees only "
+                                               "its last %1 tokens, so only those are kept or counted.")
+                                           .arg(slidingWindow));
     m_plot->replot();
 }
 
@@ -240,6 +273,12 @@ bool OverviewView::eventFilter(QObject* watched, QEvent* event) {
                            .arg(hs.kept_mass, 0, 'f', 3)
                            .arg(voteEntropy(hs.votes), 0, 'f', 3)
                            .arg(sinkMass(hs.votes, sel->params.n_sink), 0, 'f', 3);
+                const auto& ls = sel->layers[l];
+                if (ls.sliding_window > 0)
+                    tip += QString("\nsliding-window layer (window %1): the next token sees positions from %2 on; "
+                                   "nothing older is kept or counted")
+                               .arg(ls.sliding_window)
+                               .arg(ls.first_reachable);
             }
             tip += "\nclick to inspect this head";
             QToolTip::showText(me->globalPosition().toPoint(), tip, m_plot);
