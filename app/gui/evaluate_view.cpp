@@ -677,11 +677,11 @@ void EvaluateView::drawSweep() {
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     x->setScaleType(QCPAxis::stLogarithmic);
-    QSharedPointer<QCPAxisTickerLog> lt(new QCPAxisTickerLog);
-    lt->setLogBase(2);
-    x->setTicker(lt);
-    x->setNumberFormat("f");
-    x->setNumberPrecision(0);
+    // Ticks at the budgets that were run (a log ticker would label only the powers of two).
+    QSharedPointer<QCPAxisTickerText> bt(new QCPAxisTickerText);
+    for (const auto& s : series)
+        for (const auto& p : s.points) bt->addTick(p.budget, QString::number(p.budget));
+    x->setTicker(bt);
     x->setLabel("budget C: tokens kept per head (log scale)");
     y->setLabel(info.label + "  (line: mean; band: ±1 s.d. over items)");
 
@@ -715,15 +715,18 @@ void EvaluateView::drawSweep() {
                                     .arg(p.n)
                                     .arg(p.worstId)});
         }
+        // The band: translucent, with thin dotted edges so that overlapping bands stay readable.
+        QColor edge = c;
+        edge.setAlpha(150);
         QCPGraph* lower = m_plot->addGraph(x, y);
         lower->setData(bx, lo, true);
-        lower->setPen(Qt::NoPen);
+        lower->setPen(QPen(edge, 1, Qt::DotLine));
         lower->removeFromLegend();
         QCPGraph* upper = m_plot->addGraph(x, y);
         upper->setData(bx, hi, true);
-        upper->setPen(Qt::NoPen);
+        upper->setPen(QPen(edge, 1, Qt::DotLine));
         QColor fill = c;
-        fill.setAlpha(45);
+        fill.setAlpha(28);
         upper->setBrush(fill);
         upper->setChannelFillGraph(lower);
         upper->removeFromLegend();

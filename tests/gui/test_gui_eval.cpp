@@ -216,6 +216,23 @@ TEST_CASE("a sweep draws one curve per policy against the budget", "[gui][eval]"
     CHECK(p->legend != nullptr);
     CHECK(p->legend->itemCount() == 3);   // full cache, snapkv, streaming
     CHECK(qobject_cast<QCPPlottableLegendItem*>(p->legend->item(0))->plottable()->name().startsWith("full cache"));
+    // The budget axis is labelled with the budgets that were run.
+    QCPAxisRect* plotRect = p->axisRects().front();
+    auto ticker = plotRect->axis(QCPAxis::atBottom)->ticker().dynamicCast<QCPAxisTickerText>();
+    REQUIRE(ticker);
+    CHECK(ticker->ticks().keys() == QList<double>{48, 96});
+    // A legend click hides a policy's line and its band; a second click shows them again.
+    auto* item = qobject_cast<QCPPlottableLegendItem*>(p->legend->item(1));
+    REQUIRE(item);
+    int visibleBefore = 0;
+    for (int i = 0; i < p->graphCount(); ++i) visibleBefore += p->graph(i)->visible() ? 1 : 0;
+    Q_EMIT p->legendClick(p->legend, item, nullptr);
+    int visibleAfter = 0;
+    for (int i = 0; i < p->graphCount(); ++i) visibleAfter += p->graph(i)->visible() ? 1 : 0;
+    CHECK(visibleAfter == visibleBefore - 3);
+    CHECK_FALSE(item->plottable()->visible());
+    Q_EMIT p->legendClick(p->legend, item, nullptr);
+    CHECK(item->plottable()->visible());
     // Clicking near a point opens the worst item of that point.
     QCPAxisRect* rect = p->axisRects().front();
     const auto& pt = curves[0].points[0];
