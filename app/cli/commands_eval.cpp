@@ -249,17 +249,9 @@ void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_lengt
     no.chat_format = o.chat_format;
     auto s = load(o);
     no.chat = use_chat(*s, o);
-    if (!lengths.empty()) {
-        no.lengths = parse_int_list(lengths, "--lengths");
-    } else {
-        // Default: 5 lengths doubling up to the model's context (less the answer) or --max-length.
-        int64_t cap = s->model_info().config.n_ctx_train - o.max_tokens;
-        if (max_length > 0) cap = cap > 0 ? std::min(cap, max_length) : max_length;
-        if (cap <= 0) throw InputError("--lengths: the model does not say its context; give --lengths or --max-length");
-        NeedleOptions probe = no;
-        probe.lengths = {cap};
-        no.lengths = NeedleTask::default_lengths(cap, NeedleTask(*s, probe, o.max_tokens).min_length());
-    }
+    // Default: 5 lengths doubling up to the model's context (less the answer) or --max-length.
+    no.lengths = !lengths.empty() ? parse_int_list(lengths, "--lengths")
+                                  : NeedleTask::default_lengths(*s, no, o.max_tokens, max_length);
     NeedleTask task(*s, no, o.max_tokens);
     const std::vector<Row> rows = run_and_write(*s, task, ro, o, cancel);
     print_needle_maps(rows, task.options(), ro);

@@ -159,10 +159,10 @@ void EvalWorker::run(const EvalJob& job, const EvalCancelPtr& cancel) {
             se::NeedleOptions no;
             no.needle = se::find_needle(se::load_needles(nf), job.needle.toStdString(), nf);
             no.haystack = haystackOf(job.haystack);
-            no.lengths = job.lengths;
             no.depths = job.depths;
             no.chat = chat;
             no.seed = job.axes.seed;
+            no.lengths = !job.lengths.empty() ? job.lengths : se::NeedleTask::default_lengths(s, no, job.maxTokens);
             task = std::make_unique<se::NeedleTask>(s, no, job.maxTokens);
         } else {
             task = std::make_unique<se::SweepTask>(s, se::load_qa_set(setPathOf(job.setPath)), chat, "", job.maxTokens);

@@ -178,10 +178,18 @@ NeedleOptions needle_options_from_settings(const json& st, Haystack haystack) {
     return o;
 }
 
-std::vector<int64_t> NeedleTask::default_lengths(int64_t cap, int64_t minimum) {
+std::vector<int64_t> NeedleTask::default_lengths(const Session& s, const NeedleOptions& options, int64_t max_tokens,
+                                                 int64_t cap) {
+    const int64_t n_ctx = s.model_info().config.n_ctx_train;
+    int64_t top = n_ctx > 0 ? n_ctx - max_tokens : 0;
+    if (cap > 0) top = top > 0 ? std::min(top, cap) : cap;
+    if (top <= 0) throw InputError("--lengths: the model does not say its context; give --lengths or --max-length");
+    NeedleOptions probe = options;
+    probe.lengths = {top};
+    const int64_t minimum = NeedleTask(s, probe, max_tokens).min_length();
     std::vector<int64_t> out;
     for (int64_t div : {16, 8, 4, 2, 1}) {
-        const int64_t n = cap / div;
+        const int64_t n = top / div;
         if (n > minimum && (out.empty() || out.back() != n)) out.push_back(n);
     }
     return out;

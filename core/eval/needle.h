@@ -63,8 +63,10 @@ public:
     CellPrompt prepare(const Session& s, int64_t cell) const override;
 
     const NeedleOptions& options() const { return m_opt; }
-    // Default lengths: 5 lengths doubling up to `cap` tokens (cap/16 .. cap), above the minimum.
-    static std::vector<int64_t> default_lengths(int64_t cap, int64_t minimum);
+    // Default lengths: 5 lengths doubling up to the model's context less max_tokens, or up to `cap`
+    // when that is smaller (0 = no cap): cap/16 .. cap, those above the needle's minimum.
+    static std::vector<int64_t> default_lengths(const Session& s, const NeedleOptions& options, int64_t max_tokens,
+                                                int64_t cap = 0);
     int64_t min_length() const { return m_min_length; }
 
 private:

@@ -96,6 +96,23 @@ TEST_CASE("needle documents have exactly the requested number of tokens and the 
     }
 }
 
+TEST_CASE("default needle lengths double up to the context less the answer, or a cap", "[eval]") {
+    Session& s = stories();
+    const NeedleOptions o = needle_options({}, {50});
+    CHECK(NeedleTask::default_lengths(s, o, 8) == std::vector<int64_t>{127, 255, 510, 1020, 2040});
+    CHECK(NeedleTask::default_lengths(s, o, 8, 1000) == std::vector<int64_t>{62, 125, 250, 500, 1000});
+    // Lengths the needle and question alone do not fit in are left out.
+    NeedleOptions one = o;
+    one.lengths = {400};
+    const int64_t minimum = NeedleTask(s, one, 8).min_length();
+    REQUIRE(minimum > 25);
+    REQUIRE(minimum < 100);
+    const std::vector<int64_t> small = NeedleTask::default_lengths(s, o, 8, 400);
+    CHECK(small.front() > minimum);
+    CHECK(small.back() == 400);
+    CHECK(small.size() == (minimum < 50 ? 4u : 3u));
+}
+
 TEST_CASE("bad needle grids are refused with the value and the allowed range", "[eval]") {
     Session& s = stories();
     CHECK_THROWS_WITH(NeedleTask(s, needle_options({128}, {0, 120}), 8), Contains("depth 120") && Contains("0..100"));
