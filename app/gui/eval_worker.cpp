@@ -114,7 +114,7 @@ EvalWorker::~EvalWorker() = default;
 
 snapkv::Session& EvalWorker::session(const QString& modelPath, const snapkv::LoadOptions& load) {
     if (modelPath.isEmpty()) throw snapkv::InputError("no model: open a model first (File > Open Model)");
-    const QString key = modelPath + "|" + QString::fromStdString(load.device + "|" + load.dtype);
+    const QString key = modelPath + "|" + QString::fromStdString(load.device + "|" + load.dtype + "|" + load.weights);
     if (!m_session) m_session = std::make_unique<snapkv::Session>();   // born on this thread
     if (m_loaded != key || !m_session->has_model()) {
         Q_EMIT progressed("loading model", 0, 1);
