@@ -2,9 +2,11 @@
 //   1. pool each of the G vote rows of the group (max / avg / none, stride 1, padding K / 2) and
 //      average them -> the pooled row (kept in `pooled` or the workspace; it stays in L2)
 //   2. radix select on the order-preserving 32-bit keys of the pooled scores, 8 bits per pass from
-//      the top, to find the k-th best key T and how many entries equal to T are still needed
-//   3. one pass in position order: keep every key > T and the first needed keys == T (ties to the
-//      lower position), written compacted -> positions are sorted by construction
+//      the top, to find the k-th best key T, how many entries equal to T there are and how many of
+//      them are still needed
+//   3. one pass in position order: keep every key > T and the needed keys == T (the first ones for
+//      TieOrder::Earlier, the last ones for Later), written compacted -> positions are sorted by
+//      construction
 // The CPU reference is selector.h pool_scores / top_k_positions (std::nth_element under the same
 // total order). Rows are independent; nothing is sorted and nothing is sent back to the host.
 //
@@ -66,6 +68,7 @@ struct Params {
     int64_t kernel;       // K
     PoolKind pooling;
     int64_t k;
+    bool ties_later;      // keep the last needed ties instead of the first
     float* pooled;        // [R, P]
     int64_t* positions;   // [R, k]
 };
@@ -75,6 +78,7 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
     __shared__ int warp_sums[kWarps];
     __shared__ unsigned int s_digit;
     __shared__ long long s_need;
+    __shared__ long long s_equal;   // entries matching the prefix and this pass's digit
 
     const int64_t r = blockIdx.x;
     const int64_t P = p.n_prefix;
@@ -144,6 +148,7 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
             }
             s_digit = static_cast<unsigned int>(d);
             s_need = need - above;
+            s_equal = hist[d];
         }
         __syncthreads();
         prefix |= s_digit << shift;
@@ -151,7 +156,13 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
         need = s_need;
         __syncthreads();   // s_digit / s_need / hist are rewritten by the next pass
     }
-    const uint32_t kth = prefix;   // the k-th largest key; `need` entries equal to it are kept
+    // The k-th largest key; `need` of the `n_equal` entries equal to it are kept (after the last
+    // pass the entries matching the whole prefix are exactly those equal to kth).
+    const uint32_t kth = prefix;
+    const long long n_equal = s_equal;
+    // Ties taken are those whose rank among the ties (in position order) is in [first_tie,
+    // first_tie + need): the first `need` ones, or the last.
+    const long long first_tie = p.ties_later ? n_equal - need : 0;
 
     // 3. Compaction in position order.
     long long written = 0, ties_seen = 0;
@@ -162,7 +173,8 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
         const bool tie = t < P && u == kth;
         int n_ties = 0;
         const int tie_rank = block_exclusive_sum(tie ? 1 : 0, warp_sums, &n_ties);
-        const bool take = above || (tie && ties_seen + tie_rank < need);
+        const long long rank = ties_seen + tie_rank;
+        const bool take = above || (tie && rank >= first_tie && rank < first_tie + need);
         int n_take = 0;
         const int slot = block_exclusive_sum(take ? 1 : 0, warp_sums, &n_take);
         if (take) out[written + slot] = t;
@@ -214,6 +226,7 @@ void pool_topk(const PoolTopkShape& shape, const float* votes, int64_t* position
     p.kernel = shape.pooling == PoolKind::None ? 1 : shape.kernel;
     p.pooling = shape.pooling;
     p.k = shape.k;
+    p.ties_later = shape.ties == TieOrder::Later;
     p.pooled = pooled ? pooled : reinterpret_cast<float*>(scratch.data());
     p.positions = positions;
     const auto rows = static_cast<unsigned int>(shape.n_rows / shape.group);

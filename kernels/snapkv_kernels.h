@@ -25,6 +25,8 @@ namespace snapkv::kernels {
 enum class DType { Float32, Float16, BFloat16 };
 // Mirrors snapkv::Pooling (core/snapkv/snapkv_params.h) without depending on core.
 enum class PoolKind { Max, Avg, None };
+// Mirrors snapkv::TieBreak: which of equal scores a top-k keeps, the earlier or the later positions.
+enum class TieOrder { Earlier, Later };
 
 class KernelError : public std::runtime_error {
 public:
@@ -76,7 +78,8 @@ void window_votes(const VotesShape& shape, const void* queries, DType query_dtyp
 // F.max_pool1d; avg: zero padding counted, divided by K, F.avg_pool1d's defaults; none: the votes),
 // then optionally the mean over G consecutive pooled rows (kvpress KvHead mode: pool per query head,
 // average the G heads of a KV group), then the k best positions of each resulting row in increasing
-// position order. Ties go to the lower position; NaN ranks like -inf; -0 equals +0.
+// position order. Ties go to the later positions (TieOrder::Later, torch.topk's choice in every
+// tied case compared) or to the earlier ones; NaN ranks like -inf; -0 equals +0.
 struct PoolTopkShape {
     int64_t n_rows = 0;    // N rows of votes (H)
     int64_t n_prefix = 0;  // P
@@ -84,6 +87,7 @@ struct PoolTopkShape {
     int64_t kernel = 1;    // K: odd, 1 <= K <= P (not read for PoolKind::None)
     PoolKind pooling = PoolKind::Max;
     int64_t k = 0;         // positions kept per output row, 0 <= k <= P (C - W)
+    TieOrder ties = TieOrder::Later;
 };
 
 size_t pool_topk_workspace_bytes(const PoolTopkShape& shape);  // 0 when `pooled` is given

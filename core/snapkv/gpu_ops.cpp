@@ -116,7 +116,7 @@ at::Tensor gpu_votes(const at::Tensor& q, const at::Tensor& k, int64_t n_tokens,
 }
 
 std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel,
-                                                Pooling pooling, int64_t k) {
+                                                Pooling pooling, int64_t k, TieBreak tie) {
     // votes: [N, P]
     TORCH_CHECK(votes.dim() == 2 && votes.is_cuda(), "gpu_pool_topk: votes must be a [N, P] CUDA tensor, got ",
                 votes.sizes(), " on ", votes.device());
@@ -124,7 +124,8 @@ std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t
                 " must divide the ", votes.size(0), " vote rows");
     c10::cuda::CUDAGuard device(votes.device());
     at::Tensor v = votes.to(at::kFloat).contiguous();                      // [N, P]
-    kn::PoolTopkShape s{v.size(0), v.size(1), group, kernel, pool_kind(pooling), k};
+    kn::PoolTopkShape s{v.size(0), v.size(1), group, kernel, pool_kind(pooling), k,
+                        tie == TieBreak::Earlier ? kn::TieOrder::Earlier : kn::TieOrder::Later};
     at::Tensor pos = at::empty({s.n_rows / group, k}, v.options().dtype(at::kLong));  // [N / G, k]
     at::Tensor pooled = at::empty({s.n_rows / group, s.n_prefix}, v.options());     // [N / G, P]
     launch("gpu_pool_topk", [&] {

@@ -1,6 +1,6 @@
 // Per-head steps of the eviction policies over raw CPU arrays (see policies.h). Top-k finds the
-// k-th best score with std::nth_element, then keeps what lies above it and the earliest ties in
-// branch-free passes: O(P) per head, no full sort. Does no validation of its own.
+// k-th best score with std::nth_element, then keeps what lies above it and the ties the TieBreak
+// asks for (earliest or latest) in branch-free passes: O(P) per head, no full sort. Does no validation of its own.
 //
 // Dimensions: Hs = heads selected, P = prefix length L - W, k = prefix positions kept per head.
 #include "core/snapkv/policies.h"
@@ -18,11 +18,12 @@ namespace {
 inline float rank_key(float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; }
 
 // Among the i in [0, n) with mark[i] == 0, sets mark[i] = 1 for the k best: higher score first,
-// on equal scores the lower index (for flat [Hs, P] indices: the lower head, then the lower
-// position). Finds the k-th best score with nth_element over plain floats, then one pass in index
-// order keeps everything above it and the first of the ties: O(n), and the tie rule holds exactly
-// whatever nth_element does.
-void mark_best(const float* scores, int64_t n, int64_t k, uint8_t* mark) {
+// on equal scores the lower index (Earlier) or the higher one (Later); for flat [Hs, P] indices that
+// is the lower / higher head, then the earlier / later position. Finds the k-th best score with
+// nth_element over plain floats, then one pass keeps everything above it and one pass in index
+// order (Earlier) or reverse index order (Later) the first of the ties: O(n), and the tie rule holds
+// exactly whatever nth_element does.
+void mark_best(const float* scores, int64_t n, int64_t k, TieBreak tie, uint8_t* mark) {
     if (k <= 0) return;
     // Candidates' keys, compacted without branches (the loops below are branch-free or rarely
     // taken: random scores would otherwise mispredict on every other element).
@@ -41,14 +42,19 @@ void mark_best(const float* scores, int64_t n, int64_t k, uint8_t* mark) {
     int64_t above = 0;  // only keys[0 .. k-1) can be above the k-th
     for (int64_t j = 0; j < k - 1; ++j) above += keys[size_t(j)] > kth;
     for (int64_t i = 0; i < n; ++i) mark[i] |= static_cast<uint8_t>(rank_key(scores[i]) > kth);
-    // Then the first k - above of the ties, in index order (those above kth are marked already,
+    // Then the first k - above of the ties in the tie order (those above kth are marked already,
     // so an unmarked candidate equal to kth is a tie).
     int64_t ties = k - above;
-    for (int64_t i = 0; i < n && ties > 0; ++i)
+    auto take_tie = [&](int64_t i) {
         if (!mark[i] && rank_key(scores[i]) == kth) {
             mark[i] = 1;
             --ties;
         }
+    };
+    if (tie == TieBreak::Earlier)
+        for (int64_t i = 0; i < n && ties > 0; ++i) take_tie(i);
+    else
+        for (int64_t i = n - 1; i >= 0 && ties > 0; --i) take_tie(i);
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -122,14 +128,14 @@ void pool_row(const float* __restrict x, int64_t n_prefix, int64_t kernel, Pooli
     }
 }
 
-void top_k_positions(const float* scores, int64_t n_prefix, int64_t k, int64_t* out) {
+void top_k_positions(const float* scores, int64_t n_prefix, int64_t k, TieBreak tie, int64_t* out) {
     if (k >= n_prefix) {
         std::iota(out, out + n_prefix, int64_t{0});
         return;
     }
     if (k <= 0) return;
     std::vector<uint8_t> keep(static_cast<size_t>(n_prefix), 0);
-    mark_best(scores, n_prefix, k, keep.data());
+    mark_best(scores, n_prefix, k, tie, keep.data());
     // Emit in position order, branch-free into a scratch row (one slot past the last kept).
     std::vector<int64_t> rows(static_cast<size_t>(n_prefix) + 1);
     int64_t o = 0;
@@ -179,16 +185,17 @@ int64_t adakv_floor(int64_t k, double alpha) {
 }
 
 std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads,
-                                                  int64_t n_prefix, int64_t k, double alpha) {
+                                                  int64_t n_prefix, int64_t k, double alpha,
+                                                  TieBreak tie) {
     k = std::min(k, n_prefix);
     const int64_t floor_k = std::min(adakv_floor(k, alpha), k);
     std::vector<uint8_t> keep(static_cast<size_t>(n_heads * n_prefix), 0);  // [Hs, P]
     // 1. Every head's own top floor_k (the reference's sorted_attn_score[..., :floor_capacity]).
     for (int64_t h = 0; h < n_heads; ++h)
-        mark_best(scores + h * n_prefix, n_prefix, floor_k, keep.data() + h * n_prefix);
+        mark_best(scores + h * n_prefix, n_prefix, floor_k, tie, keep.data() + h * n_prefix);
     // 2. One top-k over what is left of all heads, Hs * (k - floor_k) slots (the reference's topk
     //    over sorted_attn_score[..., floor_capacity:] flattened across heads).
-    mark_best(scores, n_heads * n_prefix, n_heads * (k - floor_k), keep.data());
+    mark_best(scores, n_heads * n_prefix, n_heads * (k - floor_k), tie, keep.data());
 
     std::vector<std::vector<int64_t>> kept(static_cast<size_t>(n_heads));
     for (int64_t h = 0; h < n_heads; ++h) {

@@ -21,9 +21,10 @@ namespace snapkv {
 void pool_row(const float* x, int64_t n_prefix, int64_t kernel, Pooling pooling, float* out);
 
 // The k best of scores[0..P) written to out[0..k) in increasing position order. Ties: on equal
-// scores the lower position wins, so results never depend on the sort implementation (torch.topk
-// gives no such guarantee); NaN ranks below every number. k >= P keeps all P positions.
-void top_k_positions(const float* scores, int64_t n_prefix, int64_t k, int64_t* out);
+// scores the earlier (TieBreak::Earlier) or the later (TieBreak::Later) position wins, exactly, so
+// results never depend on the sort implementation (torch.topk documents no order; it kept the
+// later ones in every tied case compared); NaN ranks below every number. k >= P keeps all P.
+void top_k_positions(const float* scores, int64_t n_prefix, int64_t k, TieBreak tie, int64_t* out);
 
 // StreamingLLM (Xiao et al. 2023; kvpress streaming_llm_press.py): the n_sink first prefix
 // positions and the k - n_sink most recent ones. Requires 0 <= n_sink <= k <= P.
@@ -40,10 +41,12 @@ uint64_t random_stream_seed(uint64_t seed, int64_t layer, int64_t head);
 // kvpress adakv_press.py keeps as its "alpha_safeguard": of the Hs * k slots of a layer every head
 // first keeps its top floor(alpha * k) positions (floor_capacity = int(base_capacity * floor)),
 // then the remaining Hs * (k - floor) slots go to one top-k over all heads' remaining scores.
-// Ties as top_k_positions, across heads the lower head wins (the reference's flattened order).
+// Ties as top_k_positions; across heads by the flattened [Hs, P] index (the reference's flattened
+// order): Earlier prefers the lower head, Later the higher head, then the later position.
 // scores: [Hs, P] row-major. Returns Hs sorted position lists; their sizes sum to Hs * k.
 std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads,
-                                                  int64_t n_prefix, int64_t k, double alpha);
+                                                  int64_t n_prefix, int64_t k, double alpha,
+                                                  TieBreak tie);
 // floor(alpha * k) as the reference computes it: Python int() of a non-negative float.
 int64_t adakv_floor(int64_t k, double alpha);
 

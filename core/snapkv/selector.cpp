@@ -167,7 +167,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         if (votes.is_cuda() && gpu_kernels_available() && plan.reach[layer] == 0 &&
             (p.policy == Policy::SnapKV || p.policy == Policy::Pyramid) && (compressed || with_scores)) {
             auto pooled_pos = gpu_pool_topk(votes, plan.n_head / plan.n_sel, p.kernel, p.pooling,
-                                            compressed ? plan.kept_count(layer) : 0);
+                                            compressed ? plan.kept_count(layer) : 0, p.tie_break);
             if (with_scores) {
                 in.pooled_owner = cpu_float(pooled_pos.first);                 // [Hs, P]
                 in.pooled = in.pooled_owner.data_ptr<float>();
@@ -280,7 +280,7 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
         std::vector<float> reachable(static_cast<size_t>(Hs * R));                // [Hs, R]
         for (int64_t h = 0; h < Hs; ++h)
             std::copy(scores.data() + h * P + r, scores.data() + (h + 1) * P, reachable.data() + h * R);
-        lists = adakv_positions(reachable.data(), Hs, R, k, p.adakv_alpha);
+        lists = adakv_positions(reachable.data(), Hs, R, k, p.adakv_alpha, p.tie_break);
         for (auto& list : lists)
             for (int64_t& pos : list) pos += r;
     } else {
@@ -304,7 +304,7 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
                 if (in.kept)                                                     // CUDA path (r == 0)
                     std::copy(in.kept + h * k, in.kept + (h + 1) * k, row);
                 else
-                    top_k_positions(scores.data() + h * P + r, R, k, row);
+                    top_k_positions(scores.data() + h * P + r, R, k, p.tie_break, row);
                 break;
             }
             if (r > 0 && !in.kept)
@@ -363,7 +363,7 @@ at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling
     return out.to(scores.device());
 }
 
-at::Tensor top_k_positions(const at::Tensor& scores, int64_t k) {
+at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie) {
     if (!scores.defined() || scores.dim() != 2)
         throw InputError("top_k_positions: scores must be a 2-D [N, P] tensor");
     if (k < 0)
@@ -375,7 +375,7 @@ at::Tensor top_k_positions(const at::Tensor& scores, int64_t k) {
     const int64_t kk = std::min(k, n_prefix);
     at::Tensor out = at::empty({n, kk}, at::TensorOptions().dtype(at::kLong));  // [N, k]
     for (int64_t r = 0; r < n; ++r)
-        snapkv::top_k_positions(s.data_ptr<float>() + r * n_prefix, n_prefix, kk,
+        snapkv::top_k_positions(s.data_ptr<float>() + r * n_prefix, n_prefix, kk, tie,
                                 out.data_ptr<int64_t>() + r * kk);
     return out;
 }

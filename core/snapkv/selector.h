@@ -25,9 +25,10 @@ namespace snapkv {
 // 1 <= K <= P (for none as well, so a setting valid for one pooling is valid for all).
 at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling);
 
-// The k best positions of every row, in increasing position order, ties to the lower position:
+// The k best positions of every row, in increasing position order, ties to the later position
+// (TieBreak::Later, the default, as torch.topk kept them) or to the earlier one:
 // scores [N, P] (any device) -> [N, min(k, P)] int64 on the CPU.
-at::Tensor top_k_positions(const at::Tensor& scores, int64_t k);
+at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie = TieBreak::Later);
 
 // C: params.budget, or in the ratio form (params.ratio >= 0, kvpress) int(L * (1 - ratio)), the
 // truncation of Python's int(). Throws InputError for a ratio outside [0, 1).

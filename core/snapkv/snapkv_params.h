@@ -16,6 +16,12 @@ enum class Pooling { Max, Avg, None };
 // KvHead:    kvpress, pooled scores averaged over the query heads of a KV group, one selection
 //            per KV head, the cache keeps n_head_kv heads.
 enum class GqaMode { QueryHead, KvHead };
+// Which of equal scores a top-k keeps. With max pooling a run of up to K positions shares exactly one
+// score, so ties at the budget boundary are common. Later: the later positions of a tied run (what
+// torch.topk returned in every tied case of FasterDecoding/SnapKV and kvpress compared so far);
+// Earlier: the earlier ones. For AdaKV's top-k across heads the order is the flat [head, position]
+// index: Later prefers the higher head, then the later position.
+enum class TieBreak { Earlier, Later };
 
 struct SelectionParams {
     Policy policy = Policy::SnapKV;
@@ -29,6 +35,7 @@ struct SelectionParams {
     uint64_t seed = 42;           // Random policy
     int64_t pyramid_beta = 20;    // PyramidKV (KVCache-Factory) beta
     double adakv_alpha = 0.2;     // AdaKV floor: each head keeps at least alpha * (C - W) prefix tokens
+    TieBreak tie_break = TieBreak::Later;   // top-k among equal scores (snapkv, pyramid, adakv, h2o)
 };
 
 std::string policy_name(Policy p);       // "snapkv", "streaming", "h2o", "random", "pyramid", "adakv"
@@ -37,6 +44,8 @@ std::string pooling_name(Pooling p);     // "max", "avg", "none"
 Pooling parse_pooling(const std::string& s);
 std::string gqa_mode_name(GqaMode m);    // "query-head", "kv-head"
 GqaMode parse_gqa_mode(const std::string& s);
+std::string tie_break_name(TieBreak t);  // "earlier", "later"
+TieBreak parse_tie_break(const std::string& s);
 
 // One head's selection (a query head in QueryHead mode, a KV head in KvHead mode).
 struct HeadSelection {
@@ -69,5 +78,13 @@ struct Selection {
     std::string note;             // e.g. "prompt of 812 tokens is shorter than the budget 1024: not compressed"
     std::vector<LayerSelection> layers;
 };
+
+// Plain words for a selection whose cache is larger than the full one, empty otherwise. On a GQA
+// model (n_head > n_head_kv) per-query-head selection (official SnapKV) stores the kept tokens of
+// every query head separately while the full cache holds only the n_head_kv heads they share, so
+// the "compressed" cache grows whenever C * n_head > L * n_head_kv. The note gives both sizes, the
+// reason and the two ways out (per KV head, or the largest budget that shrinks the cache).
+std::string cache_growth_note(const Selection& sel, int64_t n_head, int64_t n_head_kv, int64_t bytes_full,
+                              int64_t bytes_kept);
 
 }  // namespace snapkv

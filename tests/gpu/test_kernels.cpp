@@ -131,8 +131,10 @@ struct GpuSelection {
 
 // pool_topk on votes [N, P] (CPU float32), with or without the pooled output.
 GpuSelection gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel,
-                           snapkv::Pooling pooling, int64_t k, bool want_pooled = true) {
+                           snapkv::Pooling pooling, int64_t k, snapkv::TieBreak tie,
+                           bool want_pooled = true) {
     kn::PoolTopkShape s;
+    s.ties = tie == snapkv::TieBreak::Earlier ? kn::TieOrder::Earlier : kn::TieOrder::Later;
     s.n_rows = votes.size(0);
     s.n_prefix = votes.size(1);
     s.group = group;
@@ -302,7 +304,8 @@ void check_capture(const Captured& c, const std::vector<int64_t>& windows, int64
                 INFO("group " << group);
                 const at::Tensor want_pooled = cpu_pooled(want_votes, group, 7, snapkv::Pooling::Max);
                 const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, kk);
-                const GpuSelection got = gpu_pool_topk(got_votes, group, 7, snapkv::Pooling::Max, kk);
+                const GpuSelection got =
+                    gpu_pool_topk(got_votes, group, 7, snapkv::Pooling::Max, kk, snapkv::TieBreak::Later);
                 CHECK_TENSORS_CLOSE(got.pooled, want_pooled, 1e-6, votes_rtol);
                 CHECK_SELECTION(got.positions, want_pos, want_pooled, 10 * votes_rtol);
                 if (group != 1) continue;
@@ -454,13 +457,14 @@ TEST_CASE("pool_topk equals pool_scores and top_k_positions on exact inputs, tie
                                 std::vector<int64_t>{2, 50, 1, 3, 0},          // k = 0
                                 std::vector<int64_t>{2, 50, 2, 3, 50},         // k = P
                                 std::vector<int64_t>{8, 131000, 4, 7, 3968});  // long rows
+    const auto tie = GENERATE(snapkv::TieBreak::Earlier, snapkv::TieBreak::Later);
     const int64_t N = case_[0], P = case_[1], G = case_[2], K = case_[3], k = case_[4];
     INFO("pooling " << snapkv::pooling_name(pooling) << ", N " << N << ", P " << P << ", G " << G << ", K "
-                    << K << ", k " << k);
+                    << K << ", k " << k << ", ties " << snapkv::tie_break_name(tie));
     const at::Tensor votes = quantised_votes(N, P, 5);
     const at::Tensor want_pooled = cpu_pooled(votes, G, K, pooling);
-    const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, k);
-    const GpuSelection got = gpu_pool_topk(votes, G, K, pooling, k);
+    const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, k, tie);
+    const GpuSelection got = gpu_pool_topk(votes, G, K, pooling, k, tie);
     if (pooling != snapkv::Pooling::Avg || G == 1) {
         // Max / none: exact values, sums of at most 4 multiples of 1/16 and one division; avg of a
         // single row: one exact window sum and one division. Bit-identical to the CPU.
@@ -472,23 +476,33 @@ TEST_CASE("pool_topk equals pool_scores and top_k_positions on exact inputs, tie
         CHECK_SELECTION(got.positions, want_pos, want_pooled, 1e-6);
     }
     // Without the pooled output the workspace takes it; same selection.
-    CHECK(at::equal(gpu_pool_topk(votes, G, K, pooling, k, false).positions, want_pos));
+    CHECK(at::equal(gpu_pool_topk(votes, G, K, pooling, k, tie, false).positions, want_pos));
 }
 
-TEST_CASE("pool_topk ranks NaN like -inf, -0 like +0, and breaks ties to the lower position",
+TEST_CASE("pool_topk ranks NaN like -inf, -0 like +0, and breaks ties to the earlier or later position",
           "[gpu][kernels][topk]") {
     REQUIRE_GPU();
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
     std::vector<float> v{nan, -inf, -0.0f, 0.0f, 1.0f, nan, -1.0f, 1.0f, -inf, 0.0f, 2.0f, -0.0f};
     const at::Tensor votes = at::from_blob(v.data(), {1, int64_t(v.size())}, at::kFloat).clone();
-    for (int64_t k = 0; k <= votes.size(1); ++k) {
-        INFO("k " << k);
-        std::vector<int64_t> want(static_cast<size_t>(k));
-        snapkv::top_k_positions(v.data(), votes.size(1), k, want.data());
-        const GpuSelection got = gpu_pool_topk(votes, 1, 1, snapkv::Pooling::None, k);
-        const at::Tensor g = got.positions.contiguous();
-        CHECK(std::vector<int64_t>(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + k) == want);
-    }
+    for (const auto tie : {snapkv::TieBreak::Earlier, snapkv::TieBreak::Later})
+        for (int64_t k = 0; k <= votes.size(1); ++k) {
+            INFO("k " << k << ", ties " << snapkv::tie_break_name(tie));
+            std::vector<int64_t> want(static_cast<size_t>(k));
+            snapkv::top_k_positions(v.data(), votes.size(1), k, tie, want.data());
+            const GpuSelection got = gpu_pool_topk(votes, 1, 1, snapkv::Pooling::None, k, tie);
+            const at::Tensor g = got.positions.contiguous();
+            CHECK(std::vector<int64_t>(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + k) == want);
+        }
+    // Hand-made: one tied run of 5 after max pooling, 3 of them needed.
+    const std::vector<float> run{0, 1, 0, 0, 9, 0, 0, 0, 0, 1};   // max pool K 5: 9 at 2..6
+    const at::Tensor rv = at::from_blob(const_cast<float*>(run.data()), {1, 10}, at::kFloat).clone();
+    auto kept = [&](snapkv::TieBreak tie) {
+        const at::Tensor g = gpu_pool_topk(rv, 1, 5, snapkv::Pooling::Max, 3, tie).positions.contiguous();
+        return std::vector<int64_t>(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + 3);
+    };
+    CHECK(kept(snapkv::TieBreak::Earlier) == std::vector<int64_t>{2, 3, 4});
+    CHECK(kept(snapkv::TieBreak::Later) == std::vector<int64_t>{4, 5, 6});
 }
 
 TEST_CASE("pool_topk on continuous scores agrees up to near-ties", "[gpu][kernels][topk]") {
@@ -498,7 +512,7 @@ TEST_CASE("pool_topk on continuous scores agrees up to near-ties", "[gpu][kernel
     const at::Tensor votes = at::rand({16, 20000}, at::kFloat).pow(4);   // skewed, like votes
     const at::Tensor want_pooled = cpu_pooled(votes, G, 9, pooling);
     const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, 2000);
-    const GpuSelection got = gpu_pool_topk(votes, G, 9, pooling, 2000);
+    const GpuSelection got = gpu_pool_topk(votes, G, 9, pooling, 2000, snapkv::TieBreak::Later);
     CHECK_TENSORS_CLOSE(got.pooled, want_pooled, 0.0, 1e-6);
     CHECK_SELECTION(got.positions, want_pos, want_pooled, 1e-6);
 }

@@ -130,12 +130,15 @@ inline Rows naive_group(const Rows& rows, int64_t Hkv, snapkv::GqaMode mode) {
     return out;
 }
 
-// Full sort by (score desc, position asc), first k, back in position order.
-inline std::vector<int64_t> naive_top_k(const std::vector<double>& s, int64_t k) {
+// Full sort by (score desc, position asc for TieBreak::Earlier / desc for Later), first k, back in
+// position order.
+inline std::vector<int64_t> naive_top_k(const std::vector<double>& s, int64_t k,
+                                        snapkv::TieBreak tie = snapkv::TieBreak::Later) {
     std::vector<int64_t> idx(s.size());
     std::iota(idx.begin(), idx.end(), int64_t{0});
+    const bool later = tie == snapkv::TieBreak::Later;
     std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-        return s[size_t(a)] > s[size_t(b)] || (s[size_t(a)] == s[size_t(b)] && a < b);
+        return s[size_t(a)] > s[size_t(b)] || (s[size_t(a)] == s[size_t(b)] && (later ? a > b : a < b));
     });
     idx.resize(size_t(std::min<int64_t>(k, int64_t(s.size()))));
     std::sort(idx.begin(), idx.end());
@@ -146,8 +149,9 @@ inline std::vector<int64_t> naive_top_k(const std::vector<double>& s, int64_t k)
 // reference score lies within eps of the k-th best score (float vs double rounding may order near
 // ties either way). `near_ties` counts those exceptions.
 inline bool same_top_k(const std::vector<int64_t>& got, const std::vector<double>& ref, int64_t k,
-                       double eps, int64_t* near_ties = nullptr) {
-    const std::vector<int64_t> want = naive_top_k(ref, k);
+                       double eps, int64_t* near_ties = nullptr,
+                       snapkv::TieBreak tie = snapkv::TieBreak::Later) {
+    const std::vector<int64_t> want = naive_top_k(ref, k, tie);
     if (got.size() != want.size()) return false;
     double kth = std::numeric_limits<double>::infinity();
     for (int64_t p : want) kth = std::min(kth, ref[size_t(p)]);

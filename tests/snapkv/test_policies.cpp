@@ -223,18 +223,26 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
         // Hs = 2, P = 6, k = 3, alpha = 0.34: floor = int(3 * 0.34) = 1, 2 * (3 - 1) = 4 shared.
         const std::vector<float> s{9, 8, 7, 6, 5, 4,    // head 0
                                    1, 0, 0, 0, 0, 2};   // head 1
-        const auto kept = adakv_positions(s.data(), 2, 6, 3, 0.34);
+        const auto kept = adakv_positions(s.data(), 2, 6, 3, 0.34, TieBreak::Later);
         CHECK(kept[0] == std::vector<int64_t>{0, 1, 2, 3, 4});  // floor {0} + 8, 7, 6, 5
         CHECK(kept[1] == std::vector<int64_t>{5});              // floor only
     }
-    SECTION("ties across heads go to the lower head, then the lower position") {
+    SECTION("ties across heads follow the flat [head, position] order of the tie-break") {
         const std::vector<float> s(8, 1.0f);  // Hs = 2, P = 4, all equal
-        const auto kept = adakv_positions(s.data(), 2, 4, 2, 0.0);
+        // Earlier: the lower head, then the earlier position.
+        const auto kept = adakv_positions(s.data(), 2, 4, 2, 0.0, TieBreak::Earlier);
         CHECK(kept[0] == std::vector<int64_t>{0, 1, 2, 3});
         CHECK(kept[1].empty());
-        const auto floored = adakv_positions(s.data(), 2, 4, 2, 0.5);  // floor 1 each, 2 shared
+        const auto floored = adakv_positions(s.data(), 2, 4, 2, 0.5, TieBreak::Earlier);  // floor 1 each
         CHECK(floored[0] == std::vector<int64_t>{0, 1, 2});
         CHECK(floored[1] == std::vector<int64_t>{0});
+        // Later: the higher head, then the later position.
+        const auto late = adakv_positions(s.data(), 2, 4, 2, 0.0, TieBreak::Later);
+        CHECK(late[0].empty());
+        CHECK(late[1] == std::vector<int64_t>{0, 1, 2, 3});
+        const auto late_floored = adakv_positions(s.data(), 2, 4, 2, 0.5, TieBreak::Later);
+        CHECK(late_floored[0] == std::vector<int64_t>{3});
+        CHECK(late_floored[1] == std::vector<int64_t>{1, 2, 3});
     }
     SECTION("alpha = 1 is SnapKV") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 13);
@@ -257,8 +265,14 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
         p.adakv_alpha = 0.2;
         const int64_t k = 44, floor_k = adakv_floor(k, 0.2), P = 184;
         CHECK(floor_k == 8);
-        for (GqaMode gqa : {GqaMode::QueryHead, GqaMode::KvHead}) {
+        for (const auto& [gqa, tie] : {std::pair{GqaMode::QueryHead, TieBreak::Earlier},
+                                       std::pair{GqaMode::QueryHead, TieBreak::Later},
+                                       std::pair{GqaMode::KvHead, TieBreak::Earlier},
+                                       std::pair{GqaMode::KvHead, TieBreak::Later}}) {
+            INFO(gqa_mode_name(gqa) << ", ties " << tie_break_name(tie));
             p.gqa = gqa;
+            p.tie_break = tie;
+            const bool later = tie == TieBreak::Later;
             const Selection sel = select(scorers, p);
             for (const LayerSelection& ls : sel.layers) {
                 // Naive reference on the reported pooled scores: per-head floor, then the best of
@@ -269,14 +283,17 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
                     const std::vector<double> s(ls.heads[h].pooled.begin(), ls.heads[h].pooled.end());
                     std::vector<int64_t> order(static_cast<size_t>(P));
                     std::iota(order.begin(), order.end(), int64_t{0});
-                    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return s[size_t(a)] > s[size_t(b)]; });
+                    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+                        return s[size_t(a)] > s[size_t(b)] || (s[size_t(a)] == s[size_t(b)] && (later ? a > b : a < b));
+                    });
                     for (int64_t i = 0; i < P; ++i) {
                         if (i < floor_k) want[h].push_back(order[size_t(i)]);
                         else rest.emplace_back(s[size_t(order[size_t(i)])], int64_t(h) * P + order[size_t(i)]);
                     }
                 }
-                std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
-                    return a.first > b.first || (a.first == b.first && a.second < b.second);
+                std::sort(rest.begin(), rest.end(), [later](const auto& a, const auto& b) {
+                    return a.first > b.first ||
+                           (a.first == b.first && (later ? a.second > b.second : a.second < b.second));
                 });
                 for (size_t i = 0; i < ls.heads.size() * size_t(k - floor_k); ++i)
                     want[size_t(rest[i].second / P)].push_back(rest[i].second % P);

@@ -106,30 +106,63 @@ TEST_CASE("a kernel that is even, not positive or longer than the prefix is an i
     }
 }
 
-TEST_CASE("top-k keeps the best scores in position order and breaks ties to the lower position",
+TEST_CASE("top-k keeps the best scores in position order and breaks ties by the tie-break setting",
           "[snapkv]") {
-    SECTION("three equal best scores, two slots: the two lowest positions") {
-        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 2)) == std::vector<int64_t>{1, 2});
+    const TieBreak E = TieBreak::Earlier, Lt = TieBreak::Later;
+    SECTION("the default is later, torch.topk's choice in the official and kvpress runs") {
+        CHECK(SelectionParams{}.tie_break == Lt);
+        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 2)) == std::vector<int64_t>{2, 4});
+    }
+    SECTION("three equal best scores, two slots") {
+        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 2, E)) == std::vector<int64_t>{1, 2});
+        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 2, Lt)) == std::vector<int64_t>{2, 4});
     }
     SECTION("one slot among equals") {
-        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 1)) == std::vector<int64_t>{1});
+        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 1, E)) == std::vector<int64_t>{1});
+        CHECK(as_vector(top_k_positions(row({1, 2, 2, 0, 2}), 1, Lt)) == std::vector<int64_t>{4});
     }
     SECTION("all equal") {
-        CHECK(as_vector(top_k_positions(row({5, 5, 5, 5}), 2)) == std::vector<int64_t>{0, 1});
+        CHECK(as_vector(top_k_positions(row({5, 5, 5, 5}), 2, E)) == std::vector<int64_t>{0, 1});
+        CHECK(as_vector(top_k_positions(row({5, 5, 5, 5}), 2, Lt)) == std::vector<int64_t>{2, 3});
+    }
+    SECTION("scores above the tie are kept whatever the order; only the tied slots move") {
+        // 9 beats everything; three 4s compete for the two remaining slots.
+        CHECK(as_vector(top_k_positions(row({4, 9, 4, 1, 4}), 3, E)) == std::vector<int64_t>{0, 1, 2});
+        CHECK(as_vector(top_k_positions(row({4, 9, 4, 1, 4}), 3, Lt)) == std::vector<int64_t>{1, 2, 4});
+    }
+    SECTION("a tied run after max pooling: earlier keeps its start, later its end") {
+        // Max pooling K = 5 spreads the 9 over positions 2..6: a run of 5 equal scores, 3 slots.
+        at::Tensor pooled = pool_scores(row({0, 1, 0, 0, 9, 0, 0, 0, 0, 1}), 5, Pooling::Max);
+        CHECK(as_vector(top_k_positions(pooled, 3, E)) == std::vector<int64_t>{2, 3, 4});
+        CHECK(as_vector(top_k_positions(pooled, 3, Lt)) == std::vector<int64_t>{4, 5, 6});
+    }
+    SECTION("a tie at the boundary after a max pooling takes the earlier or the later cluster") {
+        at::Tensor pooled = pool_scores(row({0, 0, 9, 0, 0, 0, 9, 0}), 3, Pooling::Max);
+        CHECK(as_vector(top_k_positions(pooled, 4, E)) == std::vector<int64_t>{1, 2, 3, 5});
+        CHECK(as_vector(top_k_positions(pooled, 4, Lt)) == std::vector<int64_t>{3, 5, 6, 7});
+    }
+    SECTION("the tie-break names parse and print") {
+        CHECK(parse_tie_break("earlier") == E);
+        CHECK(parse_tie_break("later") == Lt);
+        CHECK(tie_break_name(E) == "earlier");
+        CHECK(tie_break_name(Lt) == "later");
+        CHECK_THAT(input_error_of([] { parse_tie_break("first"); }),
+                   Contains("'first'") && Contains("allowed: earlier, later"));
     }
     SECTION("the result is in position order, not score order") {
         CHECK(as_vector(top_k_positions(row({0, 9, 1, 8, 7}), 3)) ==
               std::vector<int64_t>{1, 3, 4});
     }
-    SECTION("a tie at the boundary after a max pooling takes the earlier cluster") {
-        at::Tensor pooled = pool_scores(row({0, 0, 9, 0, 0, 0, 9, 0}), 3, Pooling::Max);
-        CHECK(as_vector(top_k_positions(pooled, 4)) == std::vector<int64_t>{1, 2, 3, 5});
-    }
     SECTION("NaN ranks below every number") {
         const float nan = std::numeric_limits<float>::quiet_NaN();
         const float inf = std::numeric_limits<float>::infinity();
-        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 2)) ==
+        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 2, TieBreak::Earlier)) ==
               std::vector<int64_t>{1, 2});
+        // NaN ties with -inf: the tie-break picks between them.
+        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 3, TieBreak::Earlier)) ==
+              std::vector<int64_t>{0, 1, 2});
+        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 3, TieBreak::Later)) ==
+              std::vector<int64_t>{1, 2, 3});
         CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 4)) ==
               std::vector<int64_t>{0, 1, 2, 3});
     }

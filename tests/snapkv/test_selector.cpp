@@ -5,6 +5,7 @@
 // Dimensions: H = n_head, Hkv = n_head_kv, Hs = heads selected, L = prompt tokens, Wmax =
 // captured window, W = window, K = kernel, C = budget, P = L - W.
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,79 @@ TEST_CASE("snapkv selection equals the naive loop reference", "[snapkv]") {
             CHECK(lean.layers[l].heads[h].kept_mass == sel.layers[l].heads[h].kept_mass);
         }
     (void)P;
+}
+
+TEST_CASE("the tie-break setting decides which tied positions every ranking policy keeps", "[snapkv]") {
+    // Max pooling with a wide kernel makes runs of exactly equal pooled scores, so the boundary of
+    // the budget falls inside a tied run in most heads.
+    const Model m = random_model(3, 6, 2, 16, 160, 16, 4242u);
+    const Policy policy = GENERATE(Policy::SnapKV, Policy::Pyramid, Policy::AdaKV);
+    const GqaMode gqa = GENERATE(GqaMode::QueryHead, GqaMode::KvHead);
+    CAPTURE(policy_name(policy), gqa_mode_name(gqa));
+    SelectionParams p;
+    p.policy = policy;
+    p.gqa = gqa;
+    p.window = 16;
+    p.kernel = 15;
+    p.pooling = Pooling::Max;
+    p.budget = 56;
+    p.tie_break = TieBreak::Earlier;
+    const Selection early = select(m.scorers, p);
+    p.tie_break = TieBreak::Later;
+    const Selection late = select(m.scorers, p);
+    CHECK(early.params.tie_break == TieBreak::Earlier);
+    CHECK(late.params.tie_break == TieBreak::Later);
+    int64_t tied_heads = 0, differing = 0;
+    for (size_t l = 0; l < late.layers.size(); ++l)
+        for (size_t h = 0; h < late.layers[l].heads.size(); ++h) {
+            const HeadSelection& e = early.layers[l].heads[h];
+            const HeadSelection& t = late.layers[l].heads[h];
+            REQUIRE(t.pooled == e.pooled);   // same scores, only the choice among ties differs
+            differing += e.kept != t.kept;
+            if (policy == Policy::AdaKV) continue;   // ragged: checked through differing only
+            const std::vector<double> pooled(t.pooled.begin(), t.pooled.end());
+            const int64_t k = int64_t(t.kept.size());
+            CHECK(e.kept == naive_top_k(pooled, k, TieBreak::Earlier));
+            CHECK(t.kept == naive_top_k(pooled, k, TieBreak::Later));
+            tied_heads += naive_top_k(pooled, k, TieBreak::Earlier) != naive_top_k(pooled, k, TieBreak::Later);
+        }
+    CHECK(differing > 0);
+    if (policy != Policy::AdaKV) CHECK(tied_heads == differing);
+    // The positions-only path agrees with select() for both orders.
+    if (policy != Policy::AdaKV)
+        for (TieBreak tie : {TieBreak::Earlier, TieBreak::Later}) {
+            p.tie_break = tie;
+            const Selection& want = tie == TieBreak::Earlier ? early : late;
+            const std::vector<at::Tensor> pos = select_positions(m.scorers, p);
+            for (size_t l = 0; l < pos.size(); ++l)
+                CHECK(at::equal(pos[l], kept_positions(want.layers[l])));
+        }
+}
+
+TEST_CASE("h2o breaks ties of its accumulated attention by the tie-break setting", "[snapkv]") {
+    // Equal H2O scores are rare in real attention; this checks the setting reaches its top-k by
+    // giving every position the same score (uniform attention rows).
+    const int64_t H = 2, Hkv = 2, L = 40, D = 8, Wmax = 8;
+    NaiveCapture c = random_capture(H, Hkv, Wmax, L, D, 7u, 2.5f);
+    LayerCapture lc = to_layer_capture(c, true);
+    lc.h2o = at::ones({H, L}, at::kFloat);                                    // [H, L]
+    std::vector<LayerScorer> scorers;
+    scorers.emplace_back(lc);
+    SelectionParams p;
+    p.policy = Policy::H2O;
+    p.window = 8;
+    p.budget = 18;   // 10 of the 32 prefix positions
+    p.tie_break = TieBreak::Earlier;
+    const Selection e = select(scorers, p);
+    p.tie_break = TieBreak::Later;
+    const Selection t = select(scorers, p);
+    std::vector<int64_t> first(10), last(10);
+    std::iota(first.begin(), first.end(), int64_t{0});
+    std::iota(last.begin(), last.end(), int64_t{22});
+    for (size_t h = 0; h < 2; ++h) {
+        CHECK(e.layers[0].heads[h].kept == first);
+        CHECK(t.layers[0].heads[h].kept == last);
+    }
 }
 
 TEST_CASE("kv-head mode equals query-head mode when every query head has its own KV head",
