@@ -17,12 +17,13 @@ echo
 echo "== SnapKV retune latency, 8K-token prompt"
 long="$(mktemp)"
 cp "$text" "$long"
-"$B" bench --model "$M" --retune --lengths 8000 --prompt-file "$long" --window 32 --kernel 7 --budget 1024
+"$B" bench --model "$M" --retune --lengths 8000 --prompt-file "$long" --window 32 --kernel 7 --budget 1024 \
+  --gqa query-head
 rm -f "$long"
 echo
-echo "== full vs compressed decode, C = 1024"
+echo "== full vs compressed decode, C = 1024: per query head (official), then per KV head (the default)"
 "$B" bench --model "$M" --compress --prompt-file "$text" --lengths 2048,4096,8000 --window 32 --kernel 7 \
-  --pooling max --budget 1024 --decode 32
+  --pooling max --budget 1024 --gqa query-head --decode 32
 echo
 "$B" bench --model "$M" --compress --prompt-file "$text" --lengths 2048,4096,8000 --window 32 --kernel 7 \
   --pooling max --budget 1024 --gqa kv-head --decode 32

@@ -42,7 +42,10 @@ struct SelectOpts {
     int64_t budget = 1024;
     double ratio = -1;
     std::string policy = "snapkv";
-    std::string gqa = "query-head";
+    // kv-head by default, as the desktop app: on a GQA model the cache really shrinks. query-head
+    // is the official code's choice (one selection per query head), one option away.
+    std::string gqa = "kv-head";
+    std::string tie_break = "later";
     bool query_agnostic = false;
     int64_t sink = 4;
     uint64_t seed = 42;
@@ -101,7 +104,13 @@ void add_select(CLI::App* c, SelectOpts& o) {
     c->add_option("--budget", o.budget, "Budget C: tokens kept per head, window included")->capture_default_str();
     c->add_option("--ratio", o.ratio, "kvpress form: keep int(L*(1-ratio)) tokens instead of --budget");
     c->add_option("--policy", o.policy, "snapkv, streaming, h2o, random, pyramid or adakv")->capture_default_str();
-    c->add_option("--gqa", o.gqa, "query-head (official) or kv-head (kvpress)")->capture_default_str();
+    c->add_option("--gqa", o.gqa,
+                  "kv-head (one selection per KV head, the cache shrinks; kvpress) or query-head (one per "
+                  "query head, official SnapKV; on a GQA model the cache can grow)")
+        ->capture_default_str();
+    c->add_option("--tie-break", o.tie_break,
+                  "Which of equal scores top-k keeps: later (as torch.topk did in the official code) or earlier")
+        ->capture_default_str();
     c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
     c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
     c->add_option("--seed", o.seed, "Seed of the random policy (and of sampling)")->capture_default_str();
@@ -153,6 +162,7 @@ SelectionParams make_params(const SelectOpts& o) {
     p.budget = o.budget;
     p.ratio = o.ratio;
     p.gqa = parse_gqa_mode(o.gqa);
+    p.tie_break = parse_tie_break(o.tie_break);
     p.n_sink = o.sink;
     p.seed = o.seed;
     return p;
@@ -162,6 +172,7 @@ SelectionParams make_params(const SelectOpts& o) {
 json params_json(const SelectionParams& p, const Selection* sel, bool query_agnostic) {
     json j = {{"policy", policy_name(p.policy)}, {"window", p.window}, {"kernel", p.kernel},
               {"pooling", pooling_name(p.pooling)}, {"budget", p.budget}, {"gqa", gqa_mode_name(p.gqa)},
+              {"tie_break", tie_break_name(p.tie_break)},
               {"query_agnostic", query_agnostic}, {"sink", p.n_sink}, {"seed", p.seed}};
     if (p.ratio >= 0) j["ratio"] = p.ratio;
     if (sel) j["effective_budget"] = sel->budget;
@@ -411,6 +422,12 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
     std::cout << s->retune_benchmark(make_params(so));
 }
 
+// Why the compressed cache (comp bytes) is larger than the full one, or "".
+std::string growth_note(Session& s, const Selection& sel, int64_t full, int64_t comp) {
+    const ModelConfig& c = s.model_info().config;
+    return cache_growth_note(sel, c.n_head, c.n_head_kv, full, comp);
+}
+
 json selection_json(Session& s, const Selection& sel, const SelectionParams& p, bool agnostic) {
     const PrefillSummary& sum = s.prefill_summary();
     std::vector<int32_t> tokens(sum.ids.begin(), sum.ids.begin() + sel.n_tokens);
@@ -433,7 +450,8 @@ json selection_json(Session& s, const Selection& sel, const SelectionParams& p, 
     auto [full, comp] = s.kv_bytes(sel);
     return {{"n_tokens", sel.n_tokens}, {"n_prompt_tokens", sum.n_tokens}, {"tokens", tokens},
             {"params", params_json(p, &sel, agnostic)}, {"window", sel.window}, {"compressed", sel.compressed},
-            {"note", sel.note}, {"layers", std::move(layers)}, {"kv_bytes", {{"full", full}, {"compressed", comp}}}};
+            {"note", sel.note}, {"layers", std::move(layers)}, {"kv_bytes", {{"full", full}, {"compressed", comp}}},
+            {"cache_note", growth_note(s, sel, full, comp)}};
 }
 
 void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out,
@@ -446,6 +464,8 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     Selection sel = s->select(p, so.query_agnostic, true);
     write_json(selection_json(*s, sel, p, so.query_agnostic), out);
     if (!sel.note.empty()) std::cerr << "note: " << sel.note << "\n";
+    const auto [full, comp] = s->kv_bytes(sel);
+    if (const std::string g = growth_note(*s, sel, full, comp); !g.empty()) std::cerr << "note: " << g << "\n";
 }
 
 void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go, double theta,
@@ -468,16 +488,20 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     };
     json steps = json::array();
     for (const auto& st : r.steps) steps.push_back({{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}});
+    // The selection the compressed run used (cheap to redo): its budget and L explain a larger cache.
+    const std::string cache_note =
+        growth_note(*s, s->select(p, r.query_agnostic, false), r.full.kv_bytes, r.compressed.kv_bytes);
     json j = {{"full", run(r.full)}, {"compressed", run(r.compressed)}, {"steps", steps},
               {"first_divergence", r.first_divergence < 0 ? json(nullptr) : json(r.first_divergence)},
               {"hit_rate", r.hit_rate}, {"hit_threshold", theta}, {"params", params_json(p, nullptr, r.query_agnostic)},
-              {"prefill_ms", r.prefill_ms}, {"note", r.note}};
+              {"prefill_ms", r.prefill_ms}, {"note", r.note}, {"cache_note", cache_note}};
     write_json(j, out);
     if (!quiet) {
         std::cerr << "full:       " << r.full.text << "\ncompressed: " << r.compressed.text << "\n";
         std::cerr << "KV bytes " << human_bytes(r.full.kv_bytes) << " -> " << human_bytes(r.compressed.kv_bytes)
                   << "; first divergence: " << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
                   << "\n";
+        if (!cache_note.empty()) std::cerr << "note: " << cache_note << "\n";
     }
 }
 

@@ -144,3 +144,86 @@ TEST_CASE("SmolLM2 answers the capital of France with Paris in chat mode", "[cli
     json j = json::parse(r.out);
     CHECK(j["text"].get<std::string>().find("Paris") != std::string::npos);
 }
+
+TEST_CASE("snapkv selects per KV head by default and says why per query head grows the cache and takes --tie-break",
+          "[cli]") {
+    // stories260K: 8 query heads share 4 KV heads. A budget above L * 4 / 8 tokens shrinks the cache
+    // per KV head but grows it per query head.
+    const std::string base = "analyze --model " + q(kStories) + " --prompt " +
+                             q(snapkv::test::read_text(data_path("reference/ppl-text.txt")).substr(0, 1500)) +
+                             " --window 16 --kernel 7 --json -";
+    Result r = run(base + " --budget 400");
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    const int64_t L = j["n_tokens"].get<int64_t>();
+    REQUIRE(L > 400);
+    REQUIRE(400 * 8 > L * 4);
+    CHECK(j["params"]["gqa"] == "kv-head");
+    CHECK(j["params"]["tie_break"] == "later");
+    CHECK(j["layers"][0]["heads"].size() == 4);
+    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() < j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["cache_note"] == "");
+    CHECK(r.err.find("note:") == std::string::npos);
+
+    r = run(base + " --budget 400 --gqa query-head");
+    REQUIRE(r.code == 0);
+    j = json::parse(r.out);
+    CHECK(j["layers"][0]["heads"].size() == 8);
+    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
+    const std::string note = j["cache_note"].get<std::string>();
+    CHECK(note.find("each of the 8 query heads") != std::string::npos);
+    CHECK(note.find("the 4 KV heads") != std::string::npos);
+    CHECK(note.find("at most " + std::to_string((L * 4 - 1) / 8) + " tokens") != std::string::npos);
+    CHECK(r.err.find("note: the compressed cache") != std::string::npos);
+
+    // Ties: the two orders keep the same number of tokens, differing only where pooled scores tie.
+    r = run(base + " --budget 120 --tie-break earlier");
+    REQUIRE(r.code == 0);
+    const json early = json::parse(r.out);
+    CHECK(early["params"]["tie_break"] == "earlier");
+    r = run(base + " --budget 120 --tie-break later");
+    REQUIRE(r.code == 0);
+    const json late = json::parse(r.out);
+    int differing = 0;
+    for (size_t l = 0; l < late["layers"].size(); ++l)
+        for (size_t h = 0; h < late["layers"][l]["heads"].size(); ++h) {
+            const auto a = late["layers"][l]["heads"][h]["selected"].get<std::vector<int64_t>>();
+            const auto b = early["layers"][l]["heads"][h]["selected"].get<std::vector<int64_t>>();
+            CHECK(a.size() == b.size());
+            differing += a != b;
+        }
+    CHECK(differing > 0);
+
+    r = run(base + " --tie-break first");
+    CHECK(r.code != 0);
+    CHECK(r.err.find("first") != std::string::npos);
+    CHECK(r.err.find("earlier, later") != std::string::npos);
+    for (const char* sub : {"analyze", "compare", "bench", "perplexity"}) {
+        INFO(sub);
+        CHECK(run(std::string(sub) + " --help").out.find("--tie-break") != std::string::npos);
+    }
+}
+
+TEST_CASE("SmolLM2 default setting compresses the bundled essay while the official one grows it and says why",
+          "[cli][smollm2]") {
+    const std::string model = snapkv::test::smollm2_path();
+    INFO("SmolLM2 is fetched by scripts/setup.sh (datasets/fetch_model.sh); expected at " << model);
+    REQUIRE(snapkv::test::file_exists(model));
+    const std::string doc = std::string(SNAPKV_DATASETS_DIR) + "/sample_document.md";
+    const std::string question = snapkv::test::read_text(std::string(SNAPKV_DATASETS_DIR) + "/sample_question.txt");
+    const std::string base = "analyze --model " + q(model) + " --doc " + q(doc) + " --question " + q(question) +
+                             " --chat --json -";
+    Result r = run(base);   // the defaults: W 32, K 7, max pooling, C 1024, per KV head
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    CHECK(j["n_tokens"].get<int64_t>() > 2000);
+    CHECK(j["params"]["gqa"] == "kv-head");
+    CHECK(j["params"]["budget"] == 1024);
+    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() * 2 < j["kv_bytes"]["full"].get<int64_t>() * 1.1);
+    CHECK(j["cache_note"] == "");
+    r = run(base + " --gqa query-head");   // official SnapKV: 9 query heads stored, 3 KV heads in the full cache
+    REQUIRE(r.code == 0);
+    j = json::parse(r.out);
+    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["cache_note"].get<std::string>().find("each of the 9 query heads") != std::string::npos);
+}
