@@ -24,12 +24,22 @@ struct AppOptions {
     std::optional<int> kernel;
     QString pooling;
     QString policy;
+    QString gqa;             // query-head | kv-head
+    QString tieBreak;        // earlier | later
     int walkthroughStep = 0; // 1-based: open the walkthrough at this step after the run
     int benchRetune = 0;     // hidden: time N budget changes after the run and print the timings
+    bool maxTokensSet = false;
     QString error;           // set when the command line is invalid
+
+    // A headless run: a screenshot or a benchmark, no person watching.
+    bool headless() const { return !screenshot.isEmpty() || benchRetune > 0; }
+    // Whether options other than files decide what the window shows (parameters, a session):
+    // such runs must not overwrite the settings a plain start restores.
+    bool overridesSettings() const;
 };
 
-// Parses QCoreApplication::arguments(); prints --help/--version itself and exits there.
+// Parses QCoreApplication::arguments(); prints --help/--version itself and exits there. Every value
+// is checked here (ranges, names), so that a bad one is refused before anything loads.
 AppOptions parseOptions(const QStringList& arguments);
 
 // Default model: $SNAPKV_MODEL, then models/<default> under the working directory, next to the
@@ -38,7 +48,7 @@ QString defaultModelPath();
 QString defaultModelFileName();
 // A file under datasets/ looked up the same way; empty if not found.
 QString findDatasetFile(const QString& name);
-// Reads a UTF-8 text file; nullopt with *error on failure.
+// Reads a UTF-8 text file; nullopt with *error on failure (missing, a folder, unreadable, binary).
 std::optional<QString> readTextFile(const QString& path, QString* error);
 
 }  // namespace studio

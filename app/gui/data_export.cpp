@@ -1,12 +1,14 @@
-// Plot and data export.
+// Plot and data export: everything is rendered into memory first, then written by saveBytes
+// (temporary file + rename), so a failed export never leaves a cut file in place of a good one.
 #include "app/gui/data_export.h"
 
+#include <QBuffer>
 #include <QFileInfo>
+#include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QPainter>
 #include <QPdfWriter>
-#include <QSaveFile>
 #include <QSvgGenerator>
 #include <QWidget>
 
@@ -15,20 +17,13 @@
 #include <cmath>
 
 #include "app/gui/analysis_state.h"
+#include "app/gui/atomic_write.h"
 #include "app/gui/head_stats.h"
 
 namespace studio {
 
 namespace {
 
-bool writeText(const QString& path, const QByteArray& bytes, QString* error) {
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
-        *error = QString("cannot write %1: %2").arg(path, f.errorString());
-        return false;
-    }
-    return true;
-}
 
 QString csvField(QString s) {
     if (s.contains(',') || s.contains('"') || s.contains('\n') || s.contains('\r')) {
@@ -63,6 +58,34 @@ QJsonObject runJson(const snapkv::RunOutput& r) {
 
 }  // namespace
 
+namespace {
+
+// Renders into memory with `draw(painter, device)`; the caller saves the bytes atomically.
+template <typename Draw>
+bool renderPdf(QSizeF pagePoints, QByteArray* out, Draw&& draw) {
+    QBuffer buffer(out);
+    if (!buffer.open(QIODevice::WriteOnly)) return false;
+    QPdfWriter pdf(&buffer);
+    pdf.setCreator("SnapKV Studio");
+    pdf.setPageLayout(QPageLayout(QPageSize(pagePoints, QPageSize::Point, QString(), QPageSize::ExactMatch),
+                                  QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+    return draw(pdf);
+}
+
+template <typename Draw>
+bool renderSvg(QSize size, QByteArray* out, Draw&& draw) {
+    QBuffer buffer(out);
+    if (!buffer.open(QIODevice::WriteOnly)) return false;
+    QSvgGenerator gen;
+    gen.setOutputDevice(&buffer);
+    gen.setSize(size);
+    gen.setViewBox(QRect(QPoint(0, 0), size));
+    gen.setTitle("SnapKV Studio plot");
+    return draw(gen);
+}
+
+}  // namespace
+
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, int width, int height) {
     if (!plot) {
         *error = "this view has no plot to export";
@@ -71,62 +94,72 @@ bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, int widt
     const QString suffix = QFileInfo(path).suffix().toLower();
     const int w = width > 0 ? width : plot->width();
     const int h = height > 0 ? height : plot->height();
+    QByteArray bytes;
     bool ok = false;
     if (suffix == "png") {
-        ok = plot->savePng(path, w, h, 2.0);
+        QBuffer buffer(&bytes);
+        ok = buffer.open(QIODevice::WriteOnly) && plot->toPixmap(w, h, 2.0).save(&buffer, "PNG");
     } else if (suffix == "pdf") {
-        ok = plot->savePdf(path, w, h, QCP::epNoCosmetic);
-    } else if (suffix == "svg") {
-        QSvgGenerator gen;
-        gen.setFileName(path);
-        gen.setSize(QSize(w, h));
-        gen.setViewBox(QRect(0, 0, w, h));
-        gen.setTitle("SnapKV Studio plot");
-        QCPPainter painter;
-        if (painter.begin(&gen)) {
+        ok = renderPdf(QSizeF(w, h), &bytes, [&](QPdfWriter& pdf) {
+            QCPPainter painter;
+            if (!painter.begin(&pdf)) return false;
+            painter.setMode(QCPPainter::pmVectorized);
+            painter.setMode(QCPPainter::pmNoCaching);
+            painter.setMode(QCPPainter::pmNonCosmetic);   // line widths scale with the page
+            painter.setWindow(0, 0, w, h);                // plot pixels onto the whole page
             plot->toPainter(&painter, w, h);
-            ok = painter.end();
-        }
+            return painter.end();
+        });
+    } else if (suffix == "svg") {
+        ok = renderSvg(QSize(w, h), &bytes, [&](QSvgGenerator& gen) {
+            QCPPainter painter;
+            if (!painter.begin(&gen)) return false;
+            plot->toPainter(&painter, w, h);
+            return painter.end();
+        });
     } else {
         *error = QString("unknown plot format \".%1\": use .png, .svg or .pdf").arg(suffix);
         return false;
     }
-    if (!ok) *error = QString("cannot write %1").arg(path);
-    return ok;
+    if (!ok) {
+        *error = QString("cannot render the plot for %1").arg(path);
+        return false;
+    }
+    return saveBytes(path, bytes, error);
 }
 
 bool exportWidget(QWidget* widget, const QString& path, QString* error) {
     const QString suffix = QFileInfo(path).suffix().toLower();
+    QByteArray bytes;
     bool ok = false;
     if (suffix == "png") {
-        ok = widget->grab().save(path, "PNG");
+        QBuffer buffer(&bytes);
+        ok = buffer.open(QIODevice::WriteOnly) && widget->grab().save(&buffer, "PNG");
     } else if (suffix == "svg") {
-        QSvgGenerator gen;
-        gen.setFileName(path);
-        gen.setSize(widget->size());
-        gen.setViewBox(widget->rect());
-        QPainter p;
-        if (p.begin(&gen)) {
+        ok = renderSvg(widget->size(), &bytes, [&](QSvgGenerator& gen) {
+            QPainter p;
+            if (!p.begin(&gen)) return false;
             widget->render(&p);
-            ok = p.end();
-        }
+            return p.end();
+        });
     } else if (suffix == "pdf") {
-        QPdfWriter pdf(path);
-        pdf.setPageSize(QPageSize(widget->size(), QPageSize::Point));
-        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-        QPainter p;
-        if (p.begin(&pdf)) {
+        ok = renderPdf(QSizeF(widget->size()), &bytes, [&](QPdfWriter& pdf) {
+            QPainter p;
+            if (!p.begin(&pdf)) return false;
             const double s = double(pdf.width()) / std::max(1, widget->width());
             p.scale(s, s);
             widget->render(&p);
-            ok = p.end();
-        }
+            return p.end();
+        });
     } else {
         *error = QString("unknown format \".%1\": use .png, .svg or .pdf").arg(suffix);
         return false;
     }
-    if (!ok) *error = QString("cannot write %1").arg(path);
-    return ok;
+    if (!ok) {
+        *error = QString("cannot render the view for %1").arg(path);
+        return false;
+    }
+    return saveBytes(path, bytes, error);
 }
 
 QString focusedHeadCsv(const AnalysisState& state) {
@@ -197,6 +230,7 @@ QJsonObject analysisJson(const AnalysisState& state) {
         if (auto r = state.retune()) {
             s["kv_bytes_full"] = static_cast<qint64>(r->kvBytesFull);
             s["kv_bytes_kept"] = static_cast<qint64>(r->kvBytesKept);
+            s["cache_note"] = r->cacheNote;
         }
         QJsonArray layers;
         for (const auto& ls : sel->layers) {
@@ -256,8 +290,8 @@ QJsonObject analysisJson(const AnalysisState& state) {
 
 bool exportData(const AnalysisState& state, const QString& path, QString* error) {
     const QString suffix = QFileInfo(path).suffix().toLower();
-    if (suffix == "csv") return writeText(path, focusedHeadCsv(state).toUtf8(), error);
-    if (suffix == "json") return writeText(path, QJsonDocument(analysisJson(state)).toJson(QJsonDocument::Indented), error);
+    if (suffix == "csv") return saveBytes(path, focusedHeadCsv(state).toUtf8(), error);
+    if (suffix == "json") return saveBytes(path, QJsonDocument(analysisJson(state)).toJson(QJsonDocument::Indented), error);
     *error = QString("unknown data format \".%1\": use .csv or .json").arg(suffix);
     return false;
 }

@@ -1,6 +1,6 @@
 // Export of the current plot (PNG, SVG, PDF) and of the current data (CSV for the focused head,
 // JSON for everything: parameters, votes, pooled scores, kept positions per head, both generations
-// and the comparison metrics). Reads AnalysisState; writes files; nothing else.
+// and the comparison metrics). Reads AnalysisState; writes files atomically (saveBytes); nothing else.
 #pragma once
 
 #include <QJsonObject>
@@ -12,6 +12,7 @@ class QWidget;
 namespace studio {
 
 class AnalysisState;
+
 
 // By suffix: .png, .svg, .pdf. width/height 0 = the plot's current size.
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, int width = 0, int height = 0);

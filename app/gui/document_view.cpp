@@ -72,7 +72,7 @@ DocumentView::DocumentView(AnalysisState* state, QWidget* parent) : LazyView(par
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
     layout->addWidget(m_legend);
-    layout->addWidget(m_text, 1);
+    layout->addWidget(wrapWithEmptyState(m_text), 1);
 
     connect(m_mode, qOverload<int>(&QComboBox::activated), this, [this](int i) {
         DisplaySettings d = m_state->display();
@@ -143,9 +143,14 @@ void DocumentView::render() {
     m_text->clear();
     m_charStart.clear();
     if (!m_state->hasPrefill()) {
-        m_text->setPlainText("Press Run: the prompt appears here token by token, shaded by what the cache keeps.");
+        setEmptyState("No prompt yet",
+                      "Press Run (F5): the prompt appears here token by token, each token shaded by whether the "
+                      "focused head's cache keeps it (or, per the choice above, by its votes or by how many heads "
+                      "keep it).",
+                      true);
         return;
     }
+    setEmptyState(QString());
     const auto& pre = m_state->prefill();
     const auto& d = m_state->display();
     const bool heatMode = d.documentMode != DocumentMode::HeadSelection;

@@ -14,6 +14,9 @@
 
 namespace studio {
 
+// Tokens a comparison may generate: the compare view's spin box, session files and --max-tokens.
+constexpr int kMaxNewTokens = 4096;
+
 // Softmax rows of the observation-window queries of one head over the keys.
 struct AttentionRows {
     int64_t layer = 0;
@@ -39,6 +42,7 @@ struct RetuneResult {
     AttentionPtr attention;      // null if the focused head could not be read
     int64_t kvBytesFull = 0;
     int64_t kvBytesKept = 0;
+    QString cacheNote;           // why the kept cache is larger than the full one, or empty
     double selectMs = 0;
 };
 using RetunePtr = std::shared_ptr<const RetuneResult>;

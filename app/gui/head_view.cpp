@@ -100,7 +100,7 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
-    layout->addWidget(m_plot, 1);
+    layout->addWidget(wrapWithEmptyState(m_plot), 1);
 
     m_renderTimer.setSingleShot(true);
     m_renderTimer.setInterval(0);
@@ -296,6 +296,14 @@ std::vector<int64_t> HeadView::keptPositions() const {
 }
 
 void HeadView::refresh() {
+    if (!m_state->selection())
+        setEmptyState("No head to show yet",
+                      "Press Run (F5) to prefill the document. The focused head then appears here: the attention of "
+                      "the observation window's queries to every prefix token, the votes they add up to, the pooled "
+                      "scores, and the clusters the budget keeps.",
+                      true);
+    else
+        setEmptyState(QString());
     syncFocusControls();
     rebuildHeatmap();
     rebuildScores();

@@ -1,4 +1,5 @@
-// Command-line configuration and the headless run/screenshot/bench driver.
+// Command-line configuration and the headless run/screenshot/bench driver (see headless.h for the
+// rule that keeps it from ever waiting on nothing).
 #include "app/gui/headless.h"
 
 #include <QApplication>
@@ -10,6 +11,7 @@
 #include <cstdio>
 
 #include "app/gui/analysis_state.h"
+#include "app/gui/atomic_write.h"
 #include "app/gui/compare_view.h"
 #include "app/gui/document_view.h"
 #include "app/gui/evaluate_view.h"
@@ -27,63 +29,75 @@ namespace {
 constexpr int kShotWidth = 1600;
 constexpr int kShotHeight = 1000;
 
-void say(const QString& s) {
+// One line on stderr: newlines inside a message (a library's text) become spaces.
+void say(QString s) {
+    s.replace('\n', ' ');
     std::fprintf(stderr, "snapkv-studio: %s\n", s.toLocal8Bit().constData());
     std::fflush(stderr);
 }
 }  // namespace
 
-bool configureWindow(MainWindow& w, const AppOptions& o) {
+bool configureWindow(MainWindow& w, const AppOptions& o, QString* error) {
+    // Every refusal below goes through MainWindow::showError (errorShown); *error keeps the text.
+    auto failed = [&] {
+        *error = w.lastError();
+        return false;
+    };
     if (!o.session.isEmpty()) {
-        if (!w.loadSession(o.session)) return false;
+        if (!w.loadSession(o.session)) return failed();
     } else {
         const QString model = !o.model.isEmpty() ? o.model : defaultModelPath();
         w.setModelPath(model.isEmpty() ? QString() : QFileInfo(model).absoluteFilePath());
         const QString doc = !o.document.isEmpty() ? o.document : findDatasetFile("sample_document.md");
-        if (!doc.isEmpty() && !w.openDocument(doc)) return false;
+        if (!doc.isEmpty() && !w.openDocument(doc)) return failed();
         if (!o.question.isEmpty()) {
-            if (!w.setQuestionFromArg(o.question)) return false;
+            if (!w.setQuestionFromArg(o.question)) return failed();
         } else if (const QString q = findDatasetFile("sample_question.txt"); !q.isEmpty()) {
-            w.setQuestionFromArg(q);
+            if (!w.setQuestionFromArg(q)) return failed();
         }
     }
+    // Names and ranges were checked by parseOptions; parse_* cannot throw on them.
     ParamState p = w.parameterPanel()->state();
-    try {
-        if (o.budget) p.sel.budget = *o.budget, p.useRatio = false;
-        if (o.window) p.sel.window = *o.window;
-        if (o.kernel) p.sel.kernel = *o.kernel;
-        if (!o.pooling.isEmpty()) p.sel.pooling = snapkv::parse_pooling(o.pooling.toStdString());
-        if (!o.policy.isEmpty()) p.sel.policy = snapkv::parse_policy(o.policy.toStdString());
-    } catch (const snapkv::Error& e) {
-        say(QString::fromUtf8(e.what()));
+    if (o.budget) p.sel.budget = *o.budget, p.useRatio = false;
+    if (o.window) p.sel.window = *o.window;
+    if (o.kernel) p.sel.kernel = *o.kernel;
+    if (!o.pooling.isEmpty()) p.sel.pooling = snapkv::parse_pooling(o.pooling.toStdString());
+    if (!o.policy.isEmpty()) p.sel.policy = snapkv::parse_policy(o.policy.toStdString());
+    if (!o.gqa.isEmpty()) p.sel.gqa = snapkv::parse_gqa_mode(o.gqa.toStdString());
+    if (!o.tieBreak.isEmpty()) p.sel.tie_break = snapkv::parse_tie_break(o.tieBreak.toStdString());
+    if (const QString problem = p.check(); !problem.isEmpty()) {
+        // E.g. a --window larger than the saved budget: say which values clash.
+        *error = "the parameters do not fit together: " + problem;
         return false;
     }
     if (p != w.parameterPanel()->state()) w.parameterPanel()->setState(p, false);
     if (!o.results.isEmpty()) {
-        QString error;
-        if (!w.evaluateView()->loadResults(o.results, &error)) {
-            say("cannot show the results: " + error);
+        QString why;
+        if (!w.evaluateView()->loadResults(o.results, &why)) {
+            *error = "cannot show the results: " + why;
             return false;
         }
         w.showView("evaluate");
     }
     if (!o.view.isEmpty()) w.showView(o.view);
-    if (o.maxTokens > 0) w.compareView()->setMaxTokens(o.maxTokens);
+    if (o.maxTokensSet) w.compareView()->setMaxTokens(o.maxTokens);
     return true;
 }
 
 HeadlessDriver::HeadlessDriver(MainWindow* window, const AppOptions& options, QObject* parent)
     : QObject(parent), m_window(window), m_options(options) {
     auto* c = m_window->controller();
-    connect(c, &RunController::runFinished, this, &HeadlessDriver::onRunFinished);
-    connect(c, &RunController::compareFinished, this, &HeadlessDriver::finish);
-    connect(c, &RunController::failed, this, [this](const QString& task, const QString& msg) {
-        fail(QString("%1 failed: %2").arg(task, msg));
+    // Errors: everything the window shows, and cancellations (which it only notes).
+    connect(m_window, &MainWindow::errorShown, this, [this](const QString& message, const QString& title) {
+        fail(title.isEmpty() ? message : title + ": " + message);
     });
     connect(c, &RunController::cancelled, this, [this](const QString& task) { fail(task + " cancelled"); });
+    // Completions.
+    connect(c, &RunController::runFinished, this, &HeadlessDriver::onRunFinished);
+    connect(c, &RunController::compareFinished, this, &HeadlessDriver::onCompareFinished);
     connect(c, &RunController::noteIssued, this, [](const QString& note) { say(note); });
     connect(m_window, &MainWindow::retuneTimed, this, [this](double select, double total) {
-        if (m_benchLeft <= 0) return;
+        if (m_stage != Stage::Benchmarking || m_benchLeft <= 0) return;
         QElapsedTimer t;
         t.start();
         // Worst case: every view redrawn, not just the visible one.
@@ -99,79 +113,137 @@ HeadlessDriver::HeadlessDriver(MainWindow* window, const AppOptions& options, QO
     });
 }
 
+bool HeadlessDriver::configure() {
+    QString error;
+    if (!configureWindow(*m_window, m_options, &error)) {
+        fail(error.isEmpty() ? QString("the command line could not be applied") : error);
+        return false;
+    }
+    return !m_done;   // an error shown while configuring (errorShown) has ended the run already
+}
+
 void HeadlessDriver::start() {
+    if (m_done) return;
+    if (!m_options.run) {   // e.g. a results file in the Evaluate tab: nothing to prefill
+        finish();
+        return;
+    }
     if (m_window->promptPanel()->modelPath().isEmpty()) {
         fail(QString("no model: pass --model or put %1 under models/").arg(defaultModelFileName()));
         return;
     }
-    // A session that had results is already running again (MainWindow::loadSession).
+    m_stage = Stage::Running;
+    // A session that had results is running again already (MainWindow::loadSession).
     if (m_window->controller()->busy()) return;
-    if (m_options.run) m_window->run();
-    else finish();
+    if (!m_window->run()) {
+        fail("the run was refused");   // the reason was printed through errorShown
+        return;
+    }
+    expectBusy("the run");
+}
+
+void HeadlessDriver::expectBusy(const QString& what) {
+    if (m_done) return;
+    if (!m_window->controller()->busy())
+        fail(QString("internal error: %1 started no work, so nothing would end this run").arg(what));
 }
 
 void HeadlessDriver::onRunFinished() {
-    if (m_done) return;
-    if (m_options.benchRetune > 0 && m_benchLeft == 0 && m_benchTotals.isEmpty()) {
-        m_benchLeft = m_options.benchRetune;
-        benchStep();
+    if (m_done || m_stage != Stage::Running) return;
+    if (m_options.benchRetune > 0) {
+        startBench();
         return;
     }
     if (m_options.view == "compare") {
-        m_window->generate(m_options.maxTokens);
+        m_stage = Stage::Generating;
+        if (!m_window->generate(m_options.maxTokens)) {
+            fail("generation was refused");
+            return;
+        }
+        expectBusy("generate");
         return;
     }
     finish();
 }
 
+void HeadlessDriver::onCompareFinished() {
+    if (m_done || m_stage != Stage::Generating) return;
+    finish();
+}
+
+void HeadlessDriver::startBench() {
+    m_stage = Stage::Benchmarking;
+    m_benchLeft = m_options.benchRetune;
+    benchStep();
+}
+
 void HeadlessDriver::benchStep() {
+    if (m_done) return;
     if (m_benchLeft <= 0) {
-        auto median = [](QList<double> v) {
-            std::sort(v.begin(), v.end());
-            return v.isEmpty() ? 0.0 : v[v.size() / 2];
-        };
-        const int n = m_window->state()->hasPrefill() ? static_cast<int>(m_window->state()->prefill().n_tokens) : 0;
-        QStringList samples;
-        for (int i = 0; i < m_benchTotals.size(); ++i)
-            samples << QString("[%1, %2, %3]")
-                           .arg(m_benchSelects[i], 0, 'f', 1)
-                           .arg(m_benchTotals[i], 0, 'f', 1)
-                           .arg(m_benchAllViews[i], 0, 'f', 1);
-        std::printf("{\"tokens\": %d, \"changes\": %d, \"select_ms_median\": %.1f, "
-                    "\"edit_to_visible_view_ms_median\": %.1f, \"edit_to_all_views_ms_median\": %.1f, "
-                    "\"throttle_ms\": %d, \"samples_select_visible_all\": [%s]}\n",
-                    n, static_cast<int>(m_benchTotals.size()), median(m_benchSelects), median(m_benchTotals),
-                    median(m_benchAllViews), m_window->parameterPanel()->debounceMs(),
-                    samples.join(", ").toLocal8Bit().constData());
-        std::fflush(stdout);
-        m_benchTotals << -1;   // mark done
-        onRunFinished();
+        printBench();
+        if (m_options.view == "compare") {
+            m_stage = Stage::Running;   // the compare screenshot after the timings
+            onRunFinished();
+            return;
+        }
+        finish();
         return;
     }
     // Alternate between two budgets below the prompt length so every change re-selects.
     auto* panel = m_window->parameterPanel();
     const int64_t L = m_window->state()->prefill().n_tokens;
     const int64_t b = (m_benchLeft % 2) ? std::max<int64_t>(64, L / 4) : std::max<int64_t>(96, L / 2);
+    const ParamState before = panel->state();
     panel->edit(ParameterPanel::FBudget, static_cast<double>(b));
+    if (panel->state() == before) {
+        fail(QString("bench-retune: setting the budget to %1 changed nothing (budget %2)").arg(b).arg(before.sel.budget));
+        return;
+    }
     panel->flush();
+    if (!m_done && !m_window->controller()->retunePending())
+        fail("internal error: a budget edit queued no retune, so nothing would end this run");
+}
+
+void HeadlessDriver::printBench() {
+    auto median = [](QList<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.isEmpty() ? 0.0 : v[v.size() / 2];
+    };
+    const int n = m_window->state()->hasPrefill() ? static_cast<int>(m_window->state()->prefill().n_tokens) : 0;
+    QStringList samples;
+    for (int i = 0; i < m_benchTotals.size(); ++i)
+        samples << QString("[%1, %2, %3]")
+                       .arg(m_benchSelects[i], 0, 'f', 1)
+                       .arg(m_benchTotals[i], 0, 'f', 1)
+                       .arg(m_benchAllViews[i], 0, 'f', 1);
+    std::printf("{\"tokens\": %d, \"changes\": %d, \"select_ms_median\": %.1f, "
+                "\"edit_to_visible_view_ms_median\": %.1f, \"edit_to_all_views_ms_median\": %.1f, "
+                "\"throttle_ms\": %d, \"samples_select_visible_all\": [%s]}\n",
+                n, static_cast<int>(m_benchTotals.size()), median(m_benchSelects), median(m_benchTotals),
+                median(m_benchAllViews), m_window->parameterPanel()->debounceMs(),
+                samples.join(", ").toLocal8Bit().constData());
+    std::fflush(stdout);
 }
 
 void HeadlessDriver::fail(const QString& message) {
     if (m_done) return;
     m_done = true;
-    say(message);
+    m_stage = Stage::Done;
+    say("error: " + message);
     Q_EMIT finished(1);
 }
 
 void HeadlessDriver::finish() {
     if (m_done) return;
-    m_done = true;
+    m_stage = Stage::Saving;
     if (!m_options.view.isEmpty()) m_window->showView(m_options.view);
     if (m_options.walkthroughStep > 0) {
         m_window->startWalkthrough();
         m_window->walkthrough()->setStep(m_options.walkthroughStep - 1);
     }
     if (m_options.screenshot.isEmpty()) {
+        m_done = true;
+        m_stage = Stage::Done;
         Q_EMIT finished(0);
         return;
     }
@@ -184,13 +256,16 @@ void HeadlessDriver::finish() {
     m_window->compareView()->refreshNow();
     m_window->evaluateView()->refreshNow();
     QTimer::singleShot(50, this, [this] {
+        if (m_done) return;
         QApplication::processEvents();
         const QImage img = m_window->grab().toImage();
-        if (img.isNull() || !img.save(m_options.screenshot)) {
-            say(QString("cannot write the screenshot %1").arg(m_options.screenshot));
-            Q_EMIT finished(1);
+        QString error;
+        if (!saveImage(img, m_options.screenshot, &error)) {
+            fail("cannot save the screenshot: " + error);
             return;
         }
+        m_done = true;
+        m_stage = Stage::Done;
         say(QString("screenshot %1 (%2x%3)").arg(m_options.screenshot).arg(img.width()).arg(img.height()));
         Q_EMIT finished(0);
     });

@@ -27,17 +27,19 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "snapkv-studio: %s\n", options.error.toLocal8Bit().constData());
         return 2;
     }
-    const bool headless = !options.screenshot.isEmpty() || options.benchRetune > 0;
+    const bool headless = options.headless();
     studio::MainWindow window;
     window.setInteractive(!headless);
     window.setAutoTruncate(headless);
-    if (!studio::configureWindow(window, options)) {
-        if (headless) return 1;
-    }
-    window.resize(1600, 1000);
-    window.show();
+    // Runs driven by command-line options leave the saved settings and recent files alone.
+    window.setPersistSettings(!options.overridesSettings());
     if (headless) {
+        // The driver listens before anything is loaded, so every error (a bad document, a broken
+        // session) ends the run with its reason on stderr and exit code 1.
         studio::HeadlessDriver driver(&window, options);
+        if (!driver.configure()) return 1;
+        window.resize(1600, 1000);
+        window.show();
         QObject::connect(&driver, &studio::HeadlessDriver::finished, &app, [&](int code) {
             window.close();
             QApplication::exit(code);
@@ -45,6 +47,11 @@ int main(int argc, char** argv) {
         QTimer::singleShot(0, &driver, &studio::HeadlessDriver::start);
         return app.exec();
     }
+    // Bad files show in the window; parameters that clash are only said here (the defaults stay).
+    if (QString error; !studio::configureWindow(window, options, &error))
+        std::fprintf(stderr, "snapkv-studio: %s\n", error.toLocal8Bit().constData());
+    window.resize(1600, 1000);
+    window.show();
     if (options.walkthroughStep > 0) {
         // The walkthrough runs the pipeline itself when nothing is prefilled yet.
         const int step = options.walkthroughStep - 1;

@@ -317,7 +317,7 @@ void MainWindow::connectController() {
     connect(m_controller, &RunController::retuneFailed, this, [this](const QString& msg) {
         m_lastError = msg;
         m_statusText->setText("Parameters not applied: " + msg);
-        Q_EMIT errorShown(msg);
+        Q_EMIT errorShown(msg, "Parameters not applied");
     });
     connect(m_controller, &RunController::cancelled, this,
             [this](const QString& task) { showInfo(QString("Cancelled (%1). The previous results are kept.").arg(task)); });
@@ -347,6 +347,8 @@ void MainWindow::connectController() {
     connect(m_params, &ParameterPanel::paramsChanged, this, &MainWindow::onParamsChanged);
     connect(m_state, &AnalysisState::prefillChanged, this, &MainWindow::onPrefillChanged);
     connect(m_compare, &CompareView::generateRequested, this, [this](int n) { generate(n); });
+    for (LazyView* v : std::initializer_list<LazyView*>{m_overview, m_head, m_document, m_compare})
+        connect(v, &LazyView::runRequested, this, [this] { run(); });
     connect(m_prompt, &PromptPanel::browseModelRequested, this, &MainWindow::onOpenModel);
     connect(m_prompt, &PromptPanel::openDocumentRequested, this, &MainWindow::onOpenDocument);
     connect(m_walk, &Walkthrough::stepShown, this, &MainWindow::onWalkthroughStep);
@@ -406,7 +408,7 @@ void MainWindow::showBanner(const QString& text) {
 void MainWindow::showError(const QString& title, const QString& message) {
     m_lastError = message;
     m_statusText->setText(title + ": " + message);
-    Q_EMIT errorShown(message);
+    Q_EMIT errorShown(message, title);
     if (!m_interactive || m_closing) return;
     // Non-modal (open(), not exec()): the window keeps working and tests can read and close it.
     if (m_dialog) m_dialog->close();
@@ -430,24 +432,31 @@ void MainWindow::restoreSettings() {
         try {
             m_params->setState(ParamState::fromJson(params.object()), false);
         } catch (const snapkv::Error&) {
-            // Settings from an older version with an unknown name: keep the defaults.
+            // Settings from an older version, or invalid ones an older version saved (a window no
+            // prefill captures): keep the defaults rather than fail every run.
         }
     }
     const QJsonDocument display = QJsonDocument::fromJson(s.value("display").toByteArray());
     if (display.isObject()) m_state->setDisplay(DisplaySettings::fromJson(display.object()));
     m_compare->setMaxTokens(s.value("compare/max_tokens", 64).toInt());
     snapkv::LoadOptions o;
-    o.device = s.value("model/device", "cpu").toString().toStdString();
-    o.dtype = s.value("model/dtype", "float32").toString().toStdString();
-    o.weights = s.value("model/weights", "native").toString().toStdString();
+    const QString device = s.value("model/device", "cpu").toString();
+    const QString dtype = s.value("model/dtype", "float32").toString();
+    if (device == "cpu" || device.startsWith("cuda")) o.device = device.toStdString();
+    if (QStringList{"float32", "float16", "bfloat16"}.contains(dtype)) o.dtype = dtype.toStdString();
+    const QString weights = s.value("model/weights", "native").toString();
+    if (QStringList{"native", "f32"}.contains(weights)) o.weights = weights.toStdString();
     m_prompt->setLoadOptions(o);
 }
 
 void MainWindow::saveSettings() const {
+    if (!m_persist) return;
     QSettings s;
     s.setValue("window/geometry", saveGeometry());
     s.setValue("window/state", saveState());
-    s.setValue("params", QJsonDocument(m_params->state().toJson()).toJson(QJsonDocument::Compact));
+    // Parameters no prompt can make valid would fail the next start's every run: not saved.
+    if (m_params->state().check().isEmpty())
+        s.setValue("params", QJsonDocument(m_params->state().toJson()).toJson(QJsonDocument::Compact));
     s.setValue("display", QJsonDocument(m_state->display().toJson()).toJson(QJsonDocument::Compact));
     s.setValue("compare/max_tokens", m_compare->maxTokens());
     s.setValue("model/device", QString::fromStdString(m_prompt->loadOptions().device));
@@ -457,7 +466,7 @@ void MainWindow::saveSettings() const {
 }
 
 void MainWindow::addRecent(const QString& key, const QString& path) {
-    if (path.isEmpty()) return;
+    if (path.isEmpty() || !m_persist) return;
     QSettings s;
     QStringList l = s.value(key).toStringList();
     const QString abs = QFileInfo(path).absoluteFilePath();

@@ -49,6 +49,11 @@ public:
     bool interactive() const { return m_interactive; }
     // Headless: a prompt longer than the context is truncated without asking.
     void setAutoTruncate(bool on) { m_autoTruncate = on; }
+    // Whether closing saves parameters, display and layout to QSettings and opening files adds them
+    // to the recent lists. Off for runs driven by command-line options (headless runs, parameter
+    // overrides, --session): they must not change what the next plain start restores.
+    void setPersistSettings(bool on) { m_persist = on; }
+    bool persistSettings() const { return m_persist; }
 
     // Actions, callable from tests and the headless driver.
     void setModelPath(const QString& path);
@@ -57,9 +62,13 @@ public:
     void setDocumentText(const QString& text);
     void setQuestion(const QString& question);
     bool setQuestionFromArg(const QString& textOrPath);
-    void run();
+    // run() and generate() return false when they refused at once (no model, empty document,
+    // nothing prefilled): the error has been shown (errorShown) and no job was queued. True means
+    // a job was queued and will end in runFinished/compareFinished, failed, cancelled or
+    // contextExceeded.
+    bool run();
     void cancel();
-    void generate(int maxTokens = -1);
+    bool generate(int maxTokens = -1);
     bool showView(const QString& name);                  // overview | head | document | compare
     QString currentViewName() const;
     bool saveSession(const QString& path);
@@ -87,7 +96,8 @@ public:
     QList<QAction*> shortcutActions() const;
 
 Q_SIGNALS:
-    void errorShown(const QString& message);
+    // Every error the window shows (dialog or not): what went wrong and the dialog's title.
+    void errorShown(const QString& message, const QString& title);
     // Slider change to repainted views: selectMs in the worker, totalMs from the first edit
     // (debounce included) to the visible view redrawn.
     void retuneTimed(double selectMs, double totalMs);
@@ -123,7 +133,7 @@ private:
     void updateTitle();
     void showBanner(const QString& text);
     void updateActions();
-    void runWith(bool truncateToFit);
+    bool runWith(bool truncateToFit);
 
     void onOpenModel();
     void onOpenDocument();
@@ -177,6 +187,7 @@ private:
 
     bool m_interactive = true;
     bool m_autoTruncate = false;
+    bool m_persist = true;
     bool m_closing = false;
     QString m_lastError;
     double m_pendingEditMs = 0;

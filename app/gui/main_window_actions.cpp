@@ -87,19 +87,23 @@ bool MainWindow::setQuestionFromArg(const QString& textOrPath) {
 
 // ---- running ----
 
-void MainWindow::run() { runWith(m_autoTruncate); }
+bool MainWindow::run() { return runWith(m_autoTruncate); }
 
-void MainWindow::runWith(bool truncateToFit) {
+bool MainWindow::runWith(bool truncateToFit) {
     if (m_prompt->modelPath().isEmpty()) {
         showError("No model",
                   QString("No model is open. Use File > Open Model (Ctrl+Shift+O) or drop a .gguf file on the window. "
                           "The default model models/%1 was not found.")
                       .arg(defaultModelFileName()));
-        return;
+        return false;
     }
     if (m_prompt->document().trimmed().isEmpty()) {
-        showError("No document", "The document is empty. Paste some text or open a file (Ctrl+O).");
-        return;
+        const QString from = m_prompt->documentPath().isEmpty() ? QString()
+                                                                : QString(" (%1)").arg(m_prompt->documentPath());
+        showError("No document", QString("The document%1 is empty: there is nothing to compress. Paste some text "
+                                         "or open a file (Ctrl+O), then press Run.")
+                                     .arg(from));
+        return false;
     }
     m_params->flush();
     RunRequest r;
@@ -110,6 +114,7 @@ void MainWindow::runWith(bool truncateToFit) {
     r.truncateToFit = truncateToFit;
     r.reserveTokens = m_compare->maxTokens();
     m_controller->run(r);
+    return true;
 }
 
 void MainWindow::cancel() { m_controller->cancel(); }
@@ -134,10 +139,10 @@ void MainWindow::openEvalCell(const EvalCellPrompt& cell) {
     run();
 }
 
-void MainWindow::generate(int maxTokens) {
+bool MainWindow::generate(int maxTokens) {
     if (!m_state->hasPrefill()) {
         showError("Nothing to generate from", "Press Run first: the prompt must be prefilled before generating.");
-        return;
+        return false;
     }
     if (maxTokens > 0) m_compare->setMaxTokens(maxTokens);
     snapkv::GenerationSettings g;
@@ -145,6 +150,7 @@ void MainWindow::generate(int maxTokens) {
     m_params->flush();
     m_controller->compare(g);
     showView("compare");
+    return true;
 }
 
 void MainWindow::onParamsChanged(const ParamState& params) {
@@ -157,10 +163,19 @@ void MainWindow::onParamsChanged(const ParamState& params) {
 void MainWindow::onRetuneApplied(double, const ParamState& params) {
     // Time only the result computed for the edit (not an older one still arriving), and stop the
     // clock once the views have redrawn: this timer is queued after their own refresh timers.
-    if (auto r = m_state->retune(); r && r->kvBytesFull > 0)
-        m_statusText->setText(QString("%1 · KV cache %2 → %3 (%4x smaller)")
+    if (auto r = m_state->retune(); r && r->kvBytesFull > 0) {
+        const bool larger = r->kvBytesKept > r->kvBytesFull;
+        const double factor = larger ? double(r->kvBytesKept) / r->kvBytesFull
+                                     : r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept : 0.0;
+        m_statusText->setText(QString("%1 · KV cache %2 → %3 (%4x %5)")
                                   .arg(m_state->params().summary(), humanBytes(r->kvBytesFull), humanBytes(r->kvBytesKept))
-                                  .arg(r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept : 0.0, 0, 'f', 2));
+                                  .arg(factor, 0, 'f', 2)
+                                  .arg(!larger ? "smaller"
+                                       : r->selection && r->selection->params.gqa == snapkv::GqaMode::QueryHead
+                                           ? "larger: query heads stored separately, see Parameters"
+                                           : "larger"));
+        m_params->setCacheReport(r->kvBytesFull, r->kvBytesKept, r->cacheNote);
+    }
     if (!m_editParams || params != *m_editParams) return;
     m_editParams.reset();
     QTimer::singleShot(0, this, [this] {
@@ -195,6 +210,7 @@ void MainWindow::onModelLoaded() {
 
 void MainWindow::onPrefillChanged() {
     if (m_state->hasPrefill()) m_params->setLimits(m_state->prefill().max_window, m_state->prefill().n_tokens);
+    else m_params->setCacheReport(0, 0, QString());
     updateActions();
 }
 
@@ -204,12 +220,14 @@ void MainWindow::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) 
                             .arg(nTokens)
                             .arg(nCtx)
                             .arg(reserve);
-    m_lastError = msg;
-    Q_EMIT errorShown(msg);
     if (m_autoTruncate) {
+        // Not an error: the run goes on with a shorter document (the prefill's note says so).
+        showInfo(msg);
         runWith(true);
         return;
     }
+    m_lastError = msg;
+    Q_EMIT errorShown(msg, "Document too long");
     if (!m_interactive) return;
     if (m_dialog) m_dialog->close();
     m_dialog = new QMessageBox(QMessageBox::Question, "Document too long", msg, QMessageBox::Yes | QMessageBox::No, this);

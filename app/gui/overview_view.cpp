@@ -65,7 +65,7 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
-    layout->addWidget(m_plot, 1);
+    layout->addWidget(wrapWithEmptyState(m_plot), 1);
 
     connect(m_stat, qOverload<int>(&QComboBox::activated), this, &OverviewView::onStatChosen);
     connect(m_otherPolicy, qOverload<int>(&QComboBox::activated), this, &OverviewView::onOtherPolicyChosen);
@@ -128,17 +128,26 @@ void OverviewView::refresh() {
     const QString statName = overviewStatNames().at(static_cast<int>(d.overviewStat));
     m_scale->axis()->setLabel(statName);
     if (nL == 0 || nH == 0) {
+        // No empty axes and colour scale: a panel says what to do.
         m_map->data()->clear();
         m_cursor->setVisible(false);
+        m_info->clear();
         if (d.overviewStat == OverviewStat::HitRate && m_state->selection())
-            m_info->setText("Hit rates come from a comparison: open Compare and press Generate & compare.");
+            setEmptyState("Hit rates need a comparison",
+                          "Open Compare and press Generate & compare (Ctrl+G). The hit rate of a head is the share "
+                          "of the positions its generated tokens attend to (attention above the threshold) that the "
+                          "selection kept.");
         else if (d.overviewStat == OverviewStat::Overlap && m_state->selection())
-            m_info->setText("Computing the other policy's selection...");
+            setEmptyState("Computing the other policy's selection…");
         else
-            m_info->setText("Press Run to prefill the document and select.");
-        m_plot->replot();
+            setEmptyState("No results yet",
+                          "Press Run (F5) to load the model, prefill the document and select what the cache keeps. "
+                          "Each cell will then be one attention head (layers down, heads across), coloured by the "
+                          "statistic chosen above; click a cell to inspect that head.",
+                          true);
         return;
     }
+    setEmptyState(QString());
     m_map->data()->setSize(nH, nL);
     m_map->data()->setRange(QCPRange(0, std::max(nH - 1, 1)), QCPRange(0, std::max(nL - 1, 1)));
     double lo = INFINITY, hi = -INFINITY, sum = 0;

@@ -11,8 +11,18 @@
 
 namespace studio {
 
+// The app's default selection: SnapKV with the official window 32, kernel 7, max pooling and
+// C 1024, but one selection per KV head (kvpress's GQA handling), so that on a GQA model the cache
+// really shrinks (per query head it would keep n_head / n_head_kv times more than the full cache
+// holds, e.g. 1.46x on SmolLM2 with the bundled 2.1K-token essay). Ties to the later position.
+snapkv::SelectionParams defaultSelectionParams();
+
+// The largest window the app can select with: its prefill captures the queries of the last 128
+// prompt tokens (snapkv::PrefillSettings' default).
+int64_t appMaxWindow();
+
 struct ParamState {
-    snapkv::SelectionParams sel;     // sel.ratio is ignored here; see useRatio/ratio
+    snapkv::SelectionParams sel = defaultSelectionParams();   // sel.ratio is ignored; see useRatio/ratio
     bool useRatio = false;           // budget as a compression ratio (kvpress) instead of tokens
     double ratio = 0.5;              // share of tokens evicted when useRatio
     bool queryAgnostic = false;      // compress the context alone (question not seen)
@@ -21,7 +31,15 @@ struct ParamState {
     // The parameters core expects (ratio set or cleared according to useRatio).
     snapkv::SelectionParams toSelectionParams() const;
     QJsonObject toJson() const;
-    static ParamState fromJson(const QJsonObject& o);   // missing keys keep their defaults
+    // Missing keys keep their defaults; a key of the wrong type, an unknown name or a value that is
+    // never valid (check()) throws snapkv::InputError naming "<prefix>.<key>", the value and what is
+    // allowed.
+    static ParamState fromJson(const QJsonObject& o, const QString& prefix = "params");
+    // The first value that no prompt can make valid (window outside 1..appMaxWindow(), an even or
+    // non-positive kernel, budget < 2, ratio outside [0, 1), theta outside (0, 1], negative sinks,
+    // pyramid beta < 1, adakv alpha outside [0, 1]) as "<name>: <value> ...; allowed ...", or "".
+    // Limits that depend on the prompt (W < L, C > W, K <= L - W) are core's validate_params.
+    QString check() const;
     bool operator==(const ParamState& o) const;
     bool operator!=(const ParamState& o) const { return !(*this == o); }
     QString summary() const;         // "snapkv W32 K7 max C1024"
@@ -33,8 +51,9 @@ struct Preset {
     ParamState state;
 };
 
-// Official SnapKV (W 32, K 7, max pooling, C 1024/2048/4096, one selection per query head) and
-// kvpress's SnapKVPress (W 64, K 5, average pooling, ratio, pooled scores averaged per KV group).
+// The app's default (SnapKV per KV head, C 1024), official SnapKV (W 32, K 7, max pooling,
+// C 1024/2048/4096, one selection per query head) and kvpress's SnapKVPress (W 64, K 5, average
+// pooling, ratio, pooled scores averaged per KV group).
 QList<Preset> presets();
 
 QStringList policyNames();          // in Policy enum order

@@ -144,8 +144,18 @@ void ParameterPanel::buildUi() {
     m_gqa->setObjectName("gqaCombo");
     m_gqa->addItem("per query head (official)");
     m_gqa->addItem("per KV head (kvpress)");
-    m_gqa->setToolTip("Grouped-query attention: select per query head (keys repeated) or once per KV group");
+    m_gqa->setToolTip("Grouped-query attention: select per query head (keys repeated; on a GQA model each query "
+                      "head stores its own kept tokens, so the cache can grow) or once per KV group (the cache "
+                      "shrinks)");
     form->addRow("GQA", m_gqa);
+
+    m_tieBreak = new QComboBox;
+    m_tieBreak->setObjectName("tieBreakCombo");
+    m_tieBreak->addItem("later position first (official)");
+    m_tieBreak->addItem("earlier position first");
+    m_tieBreak->setToolTip("Max pooling gives runs of up to K positions the same score; at the budget's edge the "
+                           "top-k keeps the later (as torch.topk did in the official code) or the earlier ones");
+    form->addRow("Ties", m_tieBreak);
 
     m_query = new QComboBox;
     m_query->setObjectName("queryCombo");
@@ -188,12 +198,18 @@ void ParameterPanel::buildUi() {
     m_summary = new QLabel;
     m_summary->setWordWrap(true);
     m_summary->setStyleSheet("color:#555");
+    m_cache = new QLabel;
+    m_cache->setObjectName("cacheReport");
+    m_cache->setWordWrap(true);
+    m_cache->setTextFormat(Qt::RichText);
+    m_cache->hide();
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     layout->addLayout(form);
     layout->addLayout(undoRow);
     layout->addWidget(m_summary);
+    layout->addWidget(m_cache);
     layout->addStretch(1);
 
     setLimits(128, 8192);
@@ -206,6 +222,7 @@ void ParameterPanel::buildUi() {
     onCombo(m_pooling, FPooling);
     onCombo(m_budgetMode, FBudgetMode);
     onCombo(m_gqa, FGqa);
+    onCombo(m_tieBreak, FTieBreak);
     onCombo(m_query, FQuery);
     // Slider and spin box mirror each other; the spin box is the source of truth.
     connect(m_windowSlider, &QSlider::valueChanged, m_window, &QSpinBox::setValue);
@@ -247,6 +264,7 @@ ParamState ParameterPanel::readWidgets() const {
     s.sel.budget = m_budget->value();
     s.ratio = m_ratio->value();
     s.sel.gqa = m_gqa->currentIndex() == 1 ? snapkv::GqaMode::KvHead : snapkv::GqaMode::QueryHead;
+    s.sel.tie_break = m_tieBreak->currentIndex() == 1 ? snapkv::TieBreak::Earlier : snapkv::TieBreak::Later;
     s.queryAgnostic = m_query->currentIndex() == 1;
     s.hitThreshold = m_hit->value();
     s.sel.n_sink = m_sink->value();
@@ -256,7 +274,7 @@ ParamState ParameterPanel::readWidgets() const {
 void ParameterPanel::writeWidgets(const ParamState& s) {
     m_writing = true;
     const QList<QWidget*> all = {m_policy, m_windowSlider, m_window, m_kernel, m_pooling, m_budgetMode, m_budgetSlider,
-                                 m_budget, m_ratioSlider, m_ratio, m_gqa, m_query, m_hit, m_sink};
+                                 m_budget, m_ratioSlider, m_ratio, m_gqa, m_tieBreak, m_query, m_hit, m_sink};
     for (QWidget* w : all) w->blockSignals(true);
     m_policy->setCurrentIndex(static_cast<int>(s.sel.policy));
     m_window->setValue(static_cast<int>(s.sel.window));
@@ -269,6 +287,7 @@ void ParameterPanel::writeWidgets(const ParamState& s) {
     m_ratio->setValue(s.ratio);
     m_ratioSlider->setValue(static_cast<int>(std::lround(s.ratio * 100)));
     m_gqa->setCurrentIndex(s.sel.gqa == snapkv::GqaMode::KvHead ? 1 : 0);
+    m_tieBreak->setCurrentIndex(s.sel.tie_break == snapkv::TieBreak::Earlier ? 1 : 0);
     m_query->setCurrentIndex(s.queryAgnostic ? 1 : 0);
     m_hit->setValue(s.hitThreshold);
     m_sink->setValue(static_cast<int>(s.sel.n_sink));
@@ -296,6 +315,7 @@ void ParameterPanel::updateEnabled() {
                         m_state.sel.policy == snapkv::Policy::AdaKV;
     m_kernel->setEnabled(scored && m_state.sel.pooling != snapkv::Pooling::None);
     m_pooling->setEnabled(scored);
+    m_tieBreak->setEnabled(scored || m_state.sel.policy == snapkv::Policy::H2O);
     m_form->setRowVisible(m_budgetRow, !m_state.useRatio);
     m_form->setRowVisible(m_ratioRow, m_state.useRatio);
     m_summary->setText(m_state.summary());
@@ -361,6 +381,7 @@ void ParameterPanel::edit(Field field, double value) {
     case FBudget: m_budget->setValue(v); break;
     case FRatio: m_ratio->setValue(value); break;
     case FGqa: m_gqa->setCurrentIndex(v); break;
+    case FTieBreak: m_tieBreak->setCurrentIndex(v); break;
     case FQuery: m_query->setCurrentIndex(v); break;
     case FHit: m_hit->setValue(value); break;
     case FSink: m_sink->setValue(v); break;
@@ -370,5 +391,32 @@ void ParameterPanel::edit(Field field, double value) {
         break;
     }
 }
+
+void ParameterPanel::setCacheReport(qint64 bytesFull, qint64 bytesKept, const QString& growthNote) {
+    if (bytesFull <= 0) {
+        m_cache->clear();
+        m_cache->hide();
+        return;
+    }
+    auto mib = [](qint64 b) { return QString::number(b / double(qint64(1) << 20), 'f', 1) + " MiB"; };
+    const double ratio = bytesKept > 0 ? double(bytesFull) / double(bytesKept) : 0.0;
+    QString text = QString("<b>KV cache</b> %1 full &rarr; %2 kept").arg(mib(bytesFull), mib(bytesKept));
+    if (bytesKept > bytesFull) {
+        text += QString(" <b style='color:#b3261e'>(%1x larger)</b>").arg(double(bytesKept) / double(bytesFull), 0, 'f', 2);
+        if (!growthNote.isEmpty()) {
+            QString why = growthNote.toHtmlEscaped();
+            why[0] = why[0].toUpper();
+            text += "<br><span style='color:#b3261e'>" + why + ".</span>";
+        }
+    } else if (bytesKept == bytesFull) {
+        text += " (nothing evicted)";
+    } else {
+        text += QString(" (%1x smaller)").arg(ratio, 0, 'f', 2);
+    }
+    m_cache->setText(text);
+    m_cache->show();
+}
+
+QString ParameterPanel::cacheReport() const { return m_cache->text(); }
 
 }  // namespace studio

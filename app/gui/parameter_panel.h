@@ -1,5 +1,6 @@
-// The live-tuning panel: policy, window, kernel, pooling, budget (tokens or ratio), GQA mode,
-// query-aware vs query-agnostic, hit-rate threshold, sink count; presets; undo/redo through a
+// The live-tuning panel: policy, window, kernel, pooling, budget (tokens or ratio), GQA mode, tie
+// break, query-aware vs query-agnostic, hit-rate threshold, sink count; presets; the KV cache the
+// selection keeps (and why, when it grows); undo/redo through a
 // QUndoStack (one drag of one control is one step). Edits are throttled (the newest state every
 // 120 ms during a drag) and announced with paramsChanged; the panel never talks to the session.
 #pragma once
@@ -25,7 +26,8 @@ class ParameterPanel : public QWidget {
     Q_OBJECT
 public:
     // Which control an edit came from: consecutive edits of the same one merge in the undo stack.
-    enum Field { FPolicy = 1, FWindow, FKernel, FPooling, FBudgetMode, FBudget, FRatio, FGqa, FQuery, FHit, FSink, FPreset };
+    enum Field { FPolicy = 1, FWindow, FKernel, FPooling, FBudgetMode, FBudget, FRatio, FGqa, FQuery, FHit, FSink, FPreset,
+                 FTieBreak };
 
     explicit ParameterPanel(QWidget* parent = nullptr);
 
@@ -47,6 +49,12 @@ public:
 
     // Pushed by the undo command; applies a state to the widgets and schedules an announcement.
     void applyState(const ParamState& s);
+
+    // The KV cache the current selection keeps, next to the parameters that decide it: full and
+    // kept bytes, and when the kept cache is the larger one, the reason (core's cache_growth_note).
+    // bytesFull <= 0 clears it (nothing selected yet).
+    void setCacheReport(qint64 bytesFull, qint64 bytesKept, const QString& growthNote);
+    QString cacheReport() const;
 
 Q_SIGNALS:
     void paramsChanged(const studio::ParamState& state);
@@ -78,10 +86,12 @@ private:
     QSlider* m_ratioSlider;
     QDoubleSpinBox* m_ratio;
     QComboBox* m_gqa;
+    QComboBox* m_tieBreak;
     QComboBox* m_query;
     QDoubleSpinBox* m_hit;
     QSpinBox* m_sink;
     QLabel* m_summary;
+    QLabel* m_cache;
     QFormLayout* m_form;
     QWidget* m_budgetRow;
     QWidget* m_ratioRow;

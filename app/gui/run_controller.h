@@ -43,6 +43,8 @@ public:
     void shutdown();
 
     bool busy() const { return !m_long.empty(); }
+    // A retune is computing or waiting: retuneApplied or retuneFailed will follow.
+    bool retunePending() const { return m_retuneInFlight != 0 || m_retunePending.has_value(); }
     // Whether the next run() would prefill again (prompt, model or capture settings changed).
     bool needsPrefill(const RunRequest& request) const;
     QString overlapPolicy() const;       // the overlap policy the overview currently needs, or ""

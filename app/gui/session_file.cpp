@@ -5,13 +5,19 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
-#include <QSaveFile>
+#include <QRegularExpression>
+
+#include "app/gui/atomic_write.h"
+#include "app/gui/gui_types.h"
+#include "app/gui/json_fields.h"
+#include "core/common/errors.h"
 
 namespace studio {
 
 namespace {
 constexpr const char* kFormat = "snapkv-studio-session";
 constexpr int kVersion = 1;
+constexpr qint64 kMaxSessionBytes = qint64(256) << 20;   // documents are at most a few MB
 }  // namespace
 
 QJsonObject SessionFile::toJson(const QString& relativeTo) const {
@@ -50,71 +56,89 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
 
 std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QString& baseDir, QString* error) {
     if (o["format"].toString() != kFormat) {
-        *error = QString("not a SnapKV Studio session (the \"format\" field is \"%1\", expected \"%2\")")
-                     .arg(o["format"].toString(), kFormat);
+        *error = QString("not a SnapKV Studio session (the \"format\" field is %1, expected \"%2\")")
+                     .arg(o.contains("format") ? "\"" + o["format"].toVariant().toString() + "\"" : "missing", kFormat);
         return std::nullopt;
     }
-    if (o["version"].toInt() != kVersion) {
+    if (!o["version"].isDouble() || o["version"].toDouble() != kVersion) {
         *error = QString("session version %1 is not supported (this app reads version %2)")
-                     .arg(o["version"].toInt())
+                     .arg(o.contains("version") ? o["version"].toVariant().toString() : "(missing)")
                      .arg(kVersion);
         return std::nullopt;
     }
-    SessionFile s;
-    const QJsonObject model = o["model"].toObject();
-    s.modelPath = model["path"].toString();
-    const QString rel = model["relative_path"].toString();
-    if (!QFileInfo::exists(s.modelPath) && !rel.isEmpty() && QFileInfo::exists(QDir(baseDir).filePath(rel)))
-        s.modelPath = QDir::cleanPath(QDir(baseDir).filePath(rel));
-    s.load.device = model["device"].toString("cpu").toStdString();
-    s.load.dtype = model["dtype"].toString("float32").toStdString();
-    s.load.weights = model["weights"].toString("native").toStdString();
-    const QJsonObject prompt = o["prompt"].toObject();
-    s.document = prompt["document"].toString();
-    s.documentPath = prompt["document_path"].toString();
-    s.question = prompt["question"].toString();
-    s.chat = prompt["chat"].toBool(true);
     try {
-        s.params = ParamState::fromJson(o["params"].toObject());
+        SessionFile s;
+        const JsonFields top(o, QString());
+        const JsonFields model(top.object("model"), "model");
+        s.modelPath = model.string("path", QString());
+        const QString rel = model.string("relative_path", QString());
+        if (!QFileInfo::exists(s.modelPath) && !rel.isEmpty() && QFileInfo::exists(QDir(baseDir).filePath(rel)))
+            s.modelPath = QDir::cleanPath(QDir(baseDir).filePath(rel));
+        s.load.device = model.string("device", "cpu").toStdString();
+        static const QRegularExpression kDevice("^(cpu|cuda|cuda:[0-9]{1,3})$");
+        if (!kDevice.match(QString::fromStdString(s.load.device)).hasMatch())
+            model.fail("device", "is not a device; allowed: cpu, cuda, cuda:N");
+        s.load.dtype = model.choice("dtype", "float32", {"float32", "float16", "bfloat16"}).toStdString();
+        s.load.weights = model.choice("weights", "native", {"native", "f32"}).toStdString();
+        const JsonFields prompt(top.object("prompt"), "prompt");
+        s.document = prompt.string("document", QString());
+        s.documentPath = prompt.string("document_path", QString());
+        s.question = prompt.string("question", QString());
+        s.chat = prompt.boolean("chat", true);
+        s.params = ParamState::fromJson(top.object("params"), "params");
+        s.display = DisplaySettings::fromJson(top.object("display"));
+        const JsonFields focus(top.object("focus"), "focus");
+        s.layer = static_cast<int>(focus.integer("layer", 0, 0, 1 << 20));
+        s.head = static_cast<int>(focus.integer("head", 0, 0, 1 << 20));
+        s.view = top.choice("view", "overview", {"overview", "head", "document", "compare", "evaluate"});
+        s.maxTokens = static_cast<int>(top.integer("max_tokens", 64, 1, kMaxNewTokens));
+        s.ran = top.boolean("ran", false);
+        const JsonFields window(top.object("window"), "window");
+        s.geometry = QByteArray::fromBase64(window.string("geometry", QString()).toLatin1());
+        s.windowState = QByteArray::fromBase64(window.string("state", QString()).toLatin1());
+        return s;
     } catch (const snapkv::Error& e) {
-        *error = QString("bad parameter in the session: %1").arg(QString::fromUtf8(e.what()));
+        *error = QString("bad value in the session: %1").arg(QString::fromUtf8(e.what()));
         return std::nullopt;
     }
-    s.display = DisplaySettings::fromJson(o["display"].toObject());
-    s.layer = o["focus"].toObject()["layer"].toInt();
-    s.head = o["focus"].toObject()["head"].toInt();
-    s.view = o["view"].toString("overview");
-    s.maxTokens = o["max_tokens"].toInt(64);
-    s.ran = o["ran"].toBool(false);
-    s.geometry = QByteArray::fromBase64(o["window"].toObject()["geometry"].toString().toLatin1());
-    s.windowState = QByteArray::fromBase64(o["window"].toObject()["state"].toString().toLatin1());
-    return s;
 }
 
 bool SessionFile::save(const QString& path, QString* error) const {
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly)) {
-        *error = QString("cannot write %1: %2").arg(path, f.errorString());
-        return false;
-    }
-    f.write(QJsonDocument(toJson(QFileInfo(path).absolutePath())).toJson(QJsonDocument::Indented));
-    if (!f.commit()) {
-        *error = QString("cannot write %1: %2").arg(path, f.errorString());
-        return false;
-    }
-    return true;
+    // Atomic: a failed save leaves the old session untouched.
+    return saveBytes(path, QJsonDocument(toJson(QFileInfo(path).absolutePath())).toJson(QJsonDocument::Indented),
+                     error);
 }
 
 std::optional<SessionFile> SessionFile::read(const QString& path, QString* error) {
+    if (QFileInfo(path).isDir()) {
+        *error = QString("cannot open the session %1: it is a folder, not a file").arg(path);
+        return std::nullopt;
+    }
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) {
-        *error = QString("cannot open %1: %2").arg(path, f.errorString());
+        *error = QString("cannot open the session %1: %2").arg(path, f.errorString());
+        return std::nullopt;
+    }
+    const QByteArray bytes = f.read(kMaxSessionBytes + 1);
+    if (bytes.size() > kMaxSessionBytes) {
+        *error = QString("the session %1 is larger than %2 MiB; a session holds one document and its settings")
+                     .arg(path)
+                     .arg(kMaxSessionBytes >> 20);
+        return std::nullopt;
+    }
+    if (bytes.trimmed().isEmpty()) {
+        *error = QString("the session %1 is empty").arg(path);
         return std::nullopt;
     }
     QJsonParseError pe;
-    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
-    if (pe.error != QJsonParseError::NoError || !doc.isObject()) {
+    const QJsonDocument doc = QJsonDocument::fromJson(bytes, &pe);
+    if (pe.error != QJsonParseError::NoError) {
         *error = QString("%1 is not valid JSON (%2 at byte %3)").arg(path, pe.errorString()).arg(pe.offset);
+        return std::nullopt;
+    }
+    if (!doc.isObject()) {
+        *error = QString("%1 is not a SnapKV Studio session: it holds a JSON %2, not an object")
+                     .arg(path, doc.isArray() ? "array" : "value");
         return std::nullopt;
     }
     return fromJson(doc.object(), QFileInfo(path).absolutePath(), error);

@@ -161,6 +161,9 @@ RetunePtr SessionWorker::doRetune(const RetuneJob& job) {
     const auto bytes = s.kv_bytes(*sel);
     out->kvBytesFull = bytes.first;
     out->kvBytesKept = bytes.second;
+    const auto& cfg = s.model_info().config;
+    out->cacheNote = QString::fromStdString(
+        snapkv::cache_growth_note(*sel, cfg.n_head, cfg.n_head_kv, bytes.first, bytes.second));
     if (!sel->layers.empty()) {
         AttentionJob a;
         a.id = job.id;

@@ -33,7 +33,10 @@ QList<WalkthroughStep> walkthroughSteps() {
          "head", "topk"},
         {"6. Compressed cache",
          "Only the kept tokens' keys and values stay in the cache; the rest are evicted. In the document, green is "
-         "kept, grey evicted, blue the window. The cache shrinks by the compression ratio.",
+         "kept, grey evicted, blue the window. The cache shrinks by the compression ratio. On a model whose "
+         "query heads share KV heads (grouped-query attention), the default selects once per KV head; the "
+         "official code selects per query head and stores each one's kept tokens separately, which can make the "
+         "cache larger than the full one (the Parameters panel says so).",
          "document", "document"},
         {"7. Generation",
          "Generate with the full and the compressed cache side by side: differing tokens are shaded, the first "

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QEventLoop>
 #include <QFile>
+#include <QProcess>
 #include <QTimer>
 
 #include "app/gui/analysis_state.h"
@@ -28,8 +29,11 @@ std::unique_ptr<studio::MainWindow> makeWindow(int budget, bool interactive) {
     w->setModelPath(modelPath());
     w->setDocumentText(storyText());
     w->setQuestion("What did Lily find on the beach?");
+    // Per query head (official SnapKV), so that tests address query heads 0..7; the app's default
+    // is per KV head ("The default setting shrinks the cache ...").
     studio::ParamState p;
     p.sel.budget = budget;
+    p.sel.gqa = snapkv::GqaMode::QueryHead;
     w->parameterPanel()->setState(p, false);
     w->compareView()->setMaxTokens(8);
     w->resize(1400, 900);
@@ -107,6 +111,35 @@ Outcome editAndWait(studio::MainWindow& w, studio::ParameterPanel::Field field, 
     QObject::disconnect(b);
     settle();
     return out;
+}
+
+QString studioPath() { return QString(SNAPKV_STUDIO_PATH); }
+
+ProcessResult runStudio(const QStringList& args, const QString& configHome, int timeoutMs,
+                        std::function<void()> childSetup) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    env.insert("XDG_CONFIG_HOME", configHome);
+    env.remove("SNAPKV_MODEL");
+    p.setProcessEnvironment(env);
+    if (childSetup) p.setChildProcessModifier(childSetup);
+    p.start(studioPath(), args);
+    ProcessResult r;
+    if (!p.waitForStarted(30000)) {
+        r.err = "did not start: " + p.errorString();
+        return r;
+    }
+    if (!p.waitForFinished(timeoutMs)) {
+        r.hung = true;
+        p.kill();
+        p.waitForFinished(10000);
+    } else if (p.exitStatus() == QProcess::NormalExit) {
+        r.code = p.exitCode();
+    }
+    r.out = QString::fromLocal8Bit(p.readAllStandardOutput());
+    r.err = QString::fromLocal8Bit(p.readAllStandardError());
+    return r;
 }
 
 void settle() {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 
+#include <functional>
 #include <memory>
 
 #include "app/gui/main_window.h"
@@ -16,7 +18,8 @@ QString guiDataPath(const QString& name);       // tests/gui/data/<name>
 QString storyText();
 QString modelPath();                            // tests/data/stories260K.gguf
 
-// A shown, non-interactive window with the model path, the short story and a question set.
+// A shown, non-interactive window with the model path, the short story and a question set;
+// budget C, one selection per query head, the other parameters at their defaults.
 std::unique_ptr<studio::MainWindow> makeWindow(int budget = 64, bool interactive = false);
 
 struct Outcome {
@@ -32,5 +35,17 @@ Outcome generateAndWait(studio::MainWindow& w, int maxTokens, int timeoutMs = 12
 Outcome editAndWait(studio::MainWindow& w, studio::ParameterPanel::Field field, double value, int timeoutMs = 60000);
 // Process events until the lazy views have redrawn.
 void settle();
+
+// snapkv-studio run as a separate process (headless runs), with its settings under configHome.
+struct ProcessResult {
+    int code = -1;            // exit code; -1 when it crashed or hung
+    bool hung = false;        // still running after the timeout (then killed)
+    QString out;
+    QString err;
+};
+// childSetup runs in the child between fork and exec (e.g. setrlimit); may be empty.
+ProcessResult runStudio(const QStringList& args, const QString& configHome, int timeoutMs = 120000,
+                        std::function<void()> childSetup = {});
+QString studioPath();
 
 }  // namespace guitest

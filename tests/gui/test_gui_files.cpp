@@ -1,7 +1,8 @@
 // Sessions and exports: a saved session re-loads into the same selections; plots and data export
-// to every format.
+// to every format; a failed write keeps the old file; session files are read strictly.
 #include <catch2/catch.hpp>
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -9,6 +10,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
+
+#include <csignal>
+#include <functional>
+#include <sys/resource.h>
 
 #include "app/gui/analysis_state.h"
 #include "app/gui/compare_view.h"
@@ -114,4 +119,118 @@ TEST_CASE("Plots export as PNG, SVG and PDF, data as CSV and JSON", "[gui]") {
     CHECK(o["comparison"].toObject()["steps"].toArray().size() == 4);
     CHECK_FALSE(w->exportCurrentData(dir.filePath("x.xlsx")));
     CHECK(w->lastError().contains("use .csv or .json"));
+}
+
+namespace {
+
+QByteArray fileBytes(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// While alive, writes past `bytes` in any file fail with EFBIG, as on a full disk.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(rlim_t bytes) {
+        getrlimit(RLIMIT_FSIZE, &m_old);
+        m_oldHandler = std::signal(SIGXFSZ, SIG_IGN);
+        const rlimit lim{bytes, m_old.rlim_max};
+        setrlimit(RLIMIT_FSIZE, &lim);
+    }
+    ~FileSizeLimit() {
+        setrlimit(RLIMIT_FSIZE, &m_old);
+        std::signal(SIGXFSZ, m_oldHandler);
+    }
+
+private:
+    rlimit m_old{};
+    void (*m_oldHandler)(int) = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("A failed export or session save says why and leaves the previous file untouched", "[gui]") {
+    QTemporaryDir dir;
+    auto w = makeWindow(64);
+    REQUIRE(runAndWait(*w).what == "finished");
+    REQUIRE(w->showView("overview"));
+    settle();
+    struct Target {
+        QString path;
+        std::function<bool(const QString&)> write;
+    };
+    const std::vector<Target> targets = {
+        {dir.filePath("plot.png"), [&](const QString& p) { return w->exportCurrentPlot(p); }},
+        {dir.filePath("plot.svg"), [&](const QString& p) { return w->exportCurrentPlot(p); }},
+        {dir.filePath("plot.pdf"), [&](const QString& p) { return w->exportCurrentPlot(p); }},
+        {dir.filePath("data.json"), [&](const QString& p) { return w->exportCurrentData(p); }},
+        {dir.filePath("head.csv"), [&](const QString& p) { return w->exportCurrentData(p); }},
+        {dir.filePath("s.snapkv.json"), [&](const QString& p) { return w->saveSession(p); }},
+    };
+    // Good files first, each well above the limit below.
+    std::vector<QByteArray> good;
+    for (const Target& t : targets) {
+        REQUIRE(t.write(t.path));
+        good.push_back(fileBytes(t.path));
+        REQUIRE(good.back().size() > 2048);
+    }
+    const int filesBefore = QDir(dir.path()).entryList(QDir::Files).size();
+    {
+        const FileSizeLimit full(1024);
+        for (size_t i = 0; i < targets.size(); ++i) {
+            INFO(targets[i].path.toStdString());
+            CHECK_FALSE(targets[i].write(targets[i].path));
+            CHECK(w->lastError().contains(targets[i].path));
+            CHECK(fileBytes(targets[i].path) == good[i]);
+        }
+    }
+    CHECK(QDir(dir.path()).entryList(QDir::Files).size() == filesBefore);   // no temporary files left
+    // A folder that does not exist: the reason names the path.
+    CHECK_FALSE(w->exportCurrentPlot(dir.filePath("missing/plot.png")));
+    CHECK(w->lastError().contains("missing/plot.png"));
+}
+
+TEST_CASE("Session files are read strictly and wrong types or names or ranges are refused by name", "[gui]") {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("s.snapkv.json");
+    QJsonObject o{{"format", "snapkv-studio-session"}, {"version", 1},
+                  {"model", QJsonObject{{"path", modelPath()}, {"device", "cpu"}, {"dtype", "float32"}}},
+                  {"prompt", QJsonObject{{"document", "Some text."}, {"question", "Q?"}}},
+                  {"params", QJsonObject{{"window", 8}, {"tie_break", "earlier"}, {"gqa", "query-head"}}}};
+    auto readWith = [&](const QJsonObject& doc, QString* error) {
+        QFile f(path);
+        REQUIRE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(QJsonDocument(doc).toJson());
+        f.close();
+        return studio::SessionFile::read(path, error);
+    };
+    QString error;
+    const auto ok = readWith(o, &error);
+    REQUIRE(ok.has_value());
+    CHECK(ok->params.sel.window == 8);
+    CHECK(ok->params.sel.tie_break == snapkv::TieBreak::Earlier);
+    CHECK(ok->params.sel.gqa == snapkv::GqaMode::QueryHead);
+    auto refused = [&](const char* section, const char* key, const QJsonValue& v) {
+        QJsonObject bad = o;
+        QJsonObject inner = bad[section].toObject();
+        inner[key] = v;
+        bad[section] = inner;
+        QString e;
+        CHECK_FALSE(readWith(bad, &e).has_value());
+        return e;
+    };
+    CHECK(refused("params", "window", "abc").contains("params.window: \"abc\" is not a whole number"));
+    CHECK(refused("params", "window", 0).contains("window: 0 is out of range"));
+    CHECK(refused("params", "window", 1000).contains("window: 1000 is out of range; allowed 1..128"));
+    CHECK(refused("params", "budget", 2.5).contains("params.budget"));
+    CHECK(refused("params", "tie_break", "first").contains("params.tie_break"));
+    CHECK(refused("params", "use_ratio", "yes").contains("params.use_ratio: \"yes\" is not true or false"));
+    CHECK(refused("params", "hit_threshold", 0).contains("hit_threshold: 0 is out of range"));
+    CHECK(refused("model", "device", "bogus").contains("model.device: \"bogus\""));
+    CHECK(refused("model", "dtype", "int8").contains("model.dtype: \"int8\" is not allowed; allowed: float32"));
+    CHECK(refused("prompt", "document", 42).contains("prompt.document: 42 is not a string"));
+    QJsonObject badView = o;
+    badView["view"] = "everything";
+    CHECK_FALSE(readWith(badView, &error).has_value());
+    CHECK(error.contains("view: \"everything\" is not allowed"));
 }

@@ -5,6 +5,9 @@
 #include <QSignalSpy>
 #include <QUndoStack>
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <set>
 
 #include "app/gui/analysis_state.h"
@@ -94,11 +97,37 @@ TEST_CASE("Every parameter re-selects without a new prefill and the views follow
     }
     SECTION("GQA per KV head: one selection per KV head, everywhere") {
         REQUIRE(editAndWait(*w, F::FGqa, 1).ok);
+        CHECK(state->selection()->params.gqa == snapkv::GqaMode::KvHead);
         CHECK(state->nHeads() == cfg.n_head_kv);
         w->showView("overview");
         settle();
         w->overviewView()->refreshNow();
         CHECK(static_cast<int64_t>(w->overviewView()->grid().front().size()) == cfg.n_head_kv);
+    }
+    SECTION("tie break: earlier positions first changes only tied choices") {
+        const auto later = *state->selection();
+        CHECK(later.params.tie_break == snapkv::TieBreak::Later);
+        REQUIRE(editAndWait(*w, F::FTieBreak, 1).ok);
+        const auto& earlier = *state->selection();
+        CHECK(earlier.params.tie_break == snapkv::TieBreak::Earlier);
+        int differing = 0;
+        for (size_t l = 0; l < later.layers.size(); ++l)
+            for (size_t h = 0; h < later.layers[l].heads.size(); ++h) {
+                const auto& a = later.layers[l].heads[h];
+                const auto& b = earlier.layers[l].heads[h];
+                REQUIRE(a.kept.size() == b.kept.size());
+                if (a.kept == b.kept) continue;
+                ++differing;
+                // Both keep everything above the k-th score; they differ only among positions
+                // whose pooled score equals it.
+                float kth = INFINITY;
+                for (int64_t p : a.kept) kth = std::min(kth, a.pooled[size_t(p)]);
+                std::vector<int64_t> diff;
+                std::set_symmetric_difference(a.kept.begin(), a.kept.end(), b.kept.begin(), b.kept.end(),
+                                              std::back_inserter(diff));
+                for (int64_t p : diff) CHECK(a.pooled[size_t(p)] == kth);
+            }
+        CHECK(differing > 0);   // max pooling (K 7) makes tied runs: some head has one at its edge
     }
     SECTION("query-agnostic: the selection sees only the context") {
         REQUIRE(editAndWait(*w, F::FQuery, 1).ok);
@@ -123,7 +152,7 @@ TEST_CASE("Every parameter re-selects without a new prefill and the views follow
         CHECK(state->comparison()->hit_rate != low);
     }
     SECTION("preset: kvpress's window 64, kernel 5, average pooling, ratio") {
-        REQUIRE(editAndWait(*w, F::FPreset, 4).ok);
+        REQUIRE(editAndWait(*w, F::FPreset, 5).ok);
         const auto& p = state->selection()->params;
         CHECK(p.window == 64);
         CHECK(p.kernel == 5);

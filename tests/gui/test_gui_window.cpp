@@ -1,11 +1,15 @@
 // The main window end to end on stories260K: run, every view, generation, cancel, corrupt model,
-// a document longer than the context.
+// a document longer than the context, empty states, an empty document, the cache report, settings.
 #include <catch2/catch.hpp>
 
 #include <QAction>
 #include <QApplication>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
 #include <QSignalSpy>
 #include <QUrl>
 #include <QMessageBox>
@@ -20,6 +24,7 @@
 #include "app/gui/document_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/overview_view.h"
+#include "app/gui/parameter_panel.h"
 #include "app/gui/prompt_panel.h"
 #include "app/gui/run_controller.h"
 #include "app/gui/shortcuts_dialog.h"
@@ -315,4 +320,137 @@ TEST_CASE("Two quick runs of the same prompt prefill once", "[gui]") {
     for (int i = 0; i < 2 && finished.count() < 2; ++i) finished.wait(60000);
     CHECK(finished.count() == 2);
     CHECK(prefills == 1);
+}
+
+TEST_CASE("Before the first Run every view says what to do instead of showing empty axes", "[gui]") {
+    auto w = makeWindow(64);
+    struct View {
+        const char* name;
+        studio::LazyView* view;
+        QWidget* content;
+    };
+    const std::vector<View> views = {{"overview", w->overviewView(), w->overviewView()->plot()},
+                                     {"head", w->headView(), w->headView()->plot()},
+                                     {"document", w->documentView(), w->documentView()->textView()},
+                                     {"compare", w->compareView(), w->compareView()->plot()}};
+    for (const View& v : views) {
+        INFO(v.name);
+        REQUIRE(w->showView(v.name));
+        settle();
+        v.view->refreshNow();
+        CHECK(v.view->emptyStateShown());
+        CHECK(v.view->emptyStateText().contains("Press Run (F5)"));
+        CHECK_FALSE(v.content->isVisible());   // no empty axes, no 0..1 colour scale
+    }
+    // The empty state's button runs.
+    REQUIRE(w->showView("overview"));
+    settle();
+    auto* button = w->overviewView()->findChild<QPushButton*>("emptyStateAction");
+    REQUIRE(button != nullptr);
+    CHECK(button->isVisible());
+    button->click();
+    REQUIRE(w->controller()->busy());
+    REQUIRE(waitRun(*w).what == "finished");
+    for (const View& v : views) {
+        INFO(v.name);
+        REQUIRE(w->showView(v.name));
+        settle();
+        v.view->refreshNow();
+        if (std::string(v.name) == "compare") {
+            CHECK(v.view->emptyStateShown());   // until Generate & compare
+            CHECK(v.view->emptyStateText().contains("Generate & compare"));
+        } else {
+            CHECK_FALSE(v.view->emptyStateShown());
+            CHECK(v.content->isVisible());
+        }
+    }
+    REQUIRE(generateAndWait(*w, 4).ok);
+    w->compareView()->refreshNow();
+    CHECK_FALSE(w->compareView()->emptyStateShown());
+    CHECK(w->compareView()->plot()->isVisible());
+}
+
+TEST_CASE("An empty document gets a plain message and leaves the window ready", "[gui]") {
+    auto w = makeWindow(64, /*interactive=*/true);
+    w->setDocumentText("  \n ");
+    CHECK_FALSE(w->run());
+    settle();
+    CHECK(w->lastError().contains("document"));
+    CHECK(w->lastError().contains("empty"));
+    auto* box = w->findChild<QMessageBox*>("errorDialog");
+    REQUIRE(box != nullptr);
+    CHECK(box->windowTitle() == "No document");
+    CHECK_FALSE(w->controller()->busy());
+    box->close();
+    CHECK_FALSE(w->generate(4));   // nothing prefilled: refused at once, not queued
+    CHECK_FALSE(w->controller()->busy());
+    if (auto* b = w->findChild<QMessageBox*>("errorDialog")) b->close();
+    w->setDocumentText(storyText());
+    CHECK(runAndWait(*w).what == "finished");
+}
+
+TEST_CASE("The default setting shrinks the cache and per query head the panel says why it grows", "[gui]") {
+    // The default is a preset of its own, one selection per KV head; the official one is a click away.
+    const auto ps = studio::presets();
+    REQUIRE(ps.size() >= 2);
+    CHECK(ps.front().state == studio::ParamState{});
+    CHECK(ps.front().name.contains("default"));
+    CHECK(studio::ParamState{}.sel.gqa == snapkv::GqaMode::KvHead);
+    CHECK(ps.at(1).name.startsWith("Official SnapKV"));
+    CHECK(ps.at(1).state.sel.gqa == snapkv::GqaMode::QueryHead);
+
+    auto w = makeWindow(64);
+    w->parameterPanel()->setState(studio::ParamState{}, false);   // the app's default
+    REQUIRE(runAndWait(*w).what == "finished");
+    const int64_t L = w->state()->prefill().n_tokens;
+    const auto& cfg = w->state()->model().config;
+    REQUIRE(cfg.n_head > cfg.n_head_kv);   // stories260K: 8 query heads, 4 KV heads
+    REQUIRE(w->state()->selection()->params.gqa == snapkv::GqaMode::KvHead);
+    // A budget between L * Hkv / H and L: per KV head it shrinks the cache, per query head it grows it.
+    const int64_t C = L * 3 / 4;
+    REQUIRE(editAndWait(*w, studio::ParameterPanel::FBudget, double(C)).ok);
+    auto r = w->state()->retune();
+    REQUIRE(r);
+    CHECK(r->kvBytesKept < r->kvBytesFull);
+    CHECK(r->cacheNote.isEmpty());
+    CHECK(w->parameterPanel()->cacheReport().contains("smaller"));
+    REQUIRE(editAndWait(*w, studio::ParameterPanel::FGqa, 0).ok);
+    r = w->state()->retune();
+    CHECK(r->kvBytesKept > r->kvBytesFull);
+    const QString report = w->parameterPanel()->cacheReport();
+    INFO(report.toStdString());
+    CHECK(report.contains("larger"));
+    CHECK(report.contains(QString("each of the %1 query heads").arg(cfg.n_head)));
+    CHECK(report.contains(QString("the %1 KV heads").arg(cfg.n_head_kv)));
+    CHECK(report.contains(QString("at most %1 tokens").arg((L * cfg.n_head_kv - 1) / cfg.n_head)));
+}
+
+TEST_CASE("Settings never keep or restore parameters that no prompt can make valid", "[gui]") {
+    auto savedParams = [] { return QJsonDocument::fromJson(QSettings().value("params").toByteArray()).object(); };
+    SECTION("a poisoned setting (an older version saved a window of 100000) is not restored") {
+        QSettings().setValue("params", QJsonDocument(QJsonObject{{"window", 100000}, {"budget", 300}}).toJson());
+        studio::MainWindow w;
+        CHECK(w.parameterPanel()->state() == studio::ParamState{});
+    }
+    SECTION("invalid parameters are not saved over valid ones") {
+        {
+            studio::MainWindow w;
+            studio::ParamState good;
+            good.sel.window = 16;
+            good.sel.budget = 200;
+            w.parameterPanel()->setState(good, false);
+            w.close();
+        }
+        REQUIRE(savedParams()["window"].toInt() == 16);
+        {
+            studio::MainWindow w;
+            CHECK(w.parameterPanel()->state().sel.window == 16);
+            studio::ParamState bad = w.parameterPanel()->state();
+            bad.sel.window = 100000;
+            w.parameterPanel()->setState(bad, false);
+            w.close();
+        }
+        CHECK(savedParams()["window"].toInt() == 16);
+    }
+    QSettings().remove("params");
 }
