@@ -35,7 +35,7 @@ using namespace snapkv::eval;
 struct EvalOpts {
     std::string model, device = "cpu", dtype = "float32", weights = "native";
     std::string policies = "snapkv", budgets = "1024", gqa = "query-head", windows = "32", kernels = "7",
-                poolings = "max";
+                poolings = "max", tie_break = "later";
     bool query_agnostic = false;
     int64_t sink = 4;
     uint64_t seed = 42;
@@ -64,6 +64,9 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
     c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
     c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
     c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
+    c->add_option("--tie-break", o.tie_break,
+                  "Which of equal scores top-k keeps: later (as torch.topk did in the official code) or earlier")
+        ->capture_default_str();
     c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
     c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
     c->add_option("--seed", o.seed, "Seed of the random policy and of the pass keys")->capture_default_str();
@@ -90,6 +93,7 @@ RunOptions run_options(const EvalOpts& o) {
     a.query_agnostic = o.query_agnostic;
     a.n_sink = o.sink;
     a.seed = o.seed;
+    a.tie_break = o.tie_break;
     RunOptions r;
     r.configs = expand_configs(a);
     r.generation.max_tokens = o.max_tokens;

@@ -84,6 +84,12 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     for (const auto& g : a.gqa) gqa.push_back(parse_gqa_mode(g));
     std::vector<Pooling> poolings;
     for (const auto& p : a.poolings) poolings.push_back(parse_pooling(p));
+    TieBreak tie = TieBreak::Later;
+    try {
+        tie = parse_tie_break(a.tie_break);
+    } catch (const InputError& e) {
+        throw InputError(std::string("--tie-break: ") + e.what());
+    }
 
     std::vector<EvalConfig> out;
     EvalConfig full;
@@ -105,6 +111,7 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
                             c.params.pooling = policy_uses_pooling(pol) ? pool : poolings.front();
                             c.params.n_sink = a.n_sink;
                             c.params.seed = a.seed;
+                            c.params.tie_break = tie;
                             c.query_agnostic = a.query_agnostic;
                             if (seen.insert(config_json(c).dump()).second) out.push_back(c);
                         }
@@ -115,13 +122,15 @@ nlohmann::json config_json(const EvalConfig& c) {
     using json = nlohmann::json;
     if (c.full)
         return {{"policy", "full"}, {"budget", nullptr}, {"window", nullptr}, {"kernel", nullptr},
-                {"pooling", nullptr}, {"gqa", nullptr}, {"query_agnostic", nullptr}};
+                {"pooling", nullptr}, {"gqa", nullptr}, {"tie_break", nullptr}, {"query_agnostic", nullptr}};
     const SelectionParams& p = c.params;
     const bool pools = policy_uses_pooling(p.policy);
     json j = {{"policy", policy_name(p.policy)}, {"budget", p.budget}, {"window", p.window},
               {"kernel", pools ? json(p.kernel) : json(nullptr)},
               {"pooling", pools ? json(pooling_name(p.pooling)) : json(nullptr)},
-              {"gqa", gqa_mode_name(p.gqa)}, {"query_agnostic", c.query_agnostic}};
+              {"gqa", gqa_mode_name(p.gqa)},
+              {"tie_break", pools || p.policy == Policy::H2O ? json(tie_break_name(p.tie_break)) : json(nullptr)},
+              {"query_agnostic", c.query_agnostic}};
     if (p.policy == Policy::Streaming) j["sink"] = p.n_sink;
     if (p.policy == Policy::Random) j["seed"] = p.seed;
     return j;
@@ -142,6 +151,8 @@ EvalConfig config_from_json(const nlohmann::json& j) {
         if (j.contains("kernel") && !j["kernel"].is_null()) p.kernel = j["kernel"].get<int64_t>();
         if (j.contains("pooling") && !j["pooling"].is_null()) p.pooling = parse_pooling(j["pooling"].get<std::string>());
         p.gqa = parse_gqa_mode(j.at("gqa").get<std::string>());
+        if (j.contains("tie_break") && !j["tie_break"].is_null())
+            p.tie_break = parse_tie_break(j["tie_break"].get<std::string>());
         if (j.contains("sink")) p.n_sink = j["sink"].get<int64_t>();
         if (j.contains("seed")) p.seed = j["seed"].get<uint64_t>();
         c.query_agnostic = j.value("query_agnostic", false);
@@ -161,6 +172,8 @@ std::string config_label(const EvalConfig& c) {
         if (p.pooling != Pooling::Max) s += " " + pooling_name(p.pooling);
     }
     if (p.gqa != GqaMode::QueryHead) s += " " + gqa_mode_name(p.gqa);
+    if (p.tie_break == TieBreak::Earlier && (policy_uses_pooling(p.policy) || p.policy == Policy::H2O))
+        s += " ties-earlier";
     if (c.query_agnostic) s += " q-agnostic";
     return s;
 }

@@ -32,6 +32,7 @@ struct GridAxes {
     bool query_agnostic = false;
     int64_t n_sink = 4;
     uint64_t seed = 42;
+    std::string tie_break = "later";   // one for the whole grid: earlier | later
 };
 
 // Full first, then the cross product in the order above (policy outermost). Options a policy does
@@ -42,7 +43,7 @@ std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 bool policy_uses_pooling(Policy p);
 
 // Row fields of a configuration: policy ("full"), budget (null for full), window, kernel, pooling,
-// gqa, query_agnostic (nulls where they do not apply).
+// gqa, tie_break, query_agnostic (nulls where they do not apply).
 nlohmann::json config_json(const EvalConfig& c);
 std::string config_label(const EvalConfig& c);
 // The configuration a row or the settings' "configs" entry describes (inverse of config_json).

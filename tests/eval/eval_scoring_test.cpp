@@ -96,6 +96,18 @@ TEST_CASE("the configuration grid starts with the full cache and collapses unuse
         a.policies = {"snapkv", "lru"};
         CHECK_THROWS_WITH(expand_configs(a), Contains("lru") && Contains("streaming"));
     }
+    SECTION("the tie break applies to every ranking configuration and reads back") {
+        CHECK(c[1].params.tie_break == snapkv::TieBreak::Later);
+        CHECK(config_json(c[1])["tie_break"] == "later");
+        CHECK(config_json(c[5])["tie_break"].is_null());   // streaming ranks nothing
+        a.tie_break = "earlier";
+        const std::vector<EvalConfig> e = expand_configs(a);
+        CHECK(e[1].params.tie_break == snapkv::TieBreak::Earlier);
+        CHECK(config_label(e[1]) == "snapkv C64 K5 ties-earlier");
+        CHECK(config_from_json(config_json(e[1])).params.tie_break == snapkv::TieBreak::Earlier);
+        a.tie_break = "first";
+        CHECK_THROWS_WITH(expand_configs(a), Contains("--tie-break") && Contains("earlier, later"));
+    }
 }
 
 TEST_CASE("comma lists and shards parse or say what is wrong", "[eval]") {
