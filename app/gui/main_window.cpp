@@ -445,7 +445,7 @@ void MainWindow::restoreSettings() {
     if (device == "cpu" || device.startsWith("cuda")) o.device = device.toStdString();
     if (QStringList{"float32", "float16", "bfloat16"}.contains(dtype)) o.dtype = dtype.toStdString();
     const QString weights = s.value("model/weights", "native").toString();
-    if (QStringList{"native", "f32"}.contains(weights)) o.weights = weights.toStdString();
+    if (QStringList{"native", "f32", "float32"}.contains(weights)) o.weights = weights.toStdString();
     m_prompt->setLoadOptions(o);
 }
 

@@ -79,7 +79,7 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
         if (!kDevice.match(QString::fromStdString(s.load.device)).hasMatch())
             model.fail("device", "is not a device; allowed: cpu, cuda, cuda:N");
         s.load.dtype = model.choice("dtype", "float32", {"float32", "float16", "bfloat16"}).toStdString();
-        s.load.weights = model.choice("weights", "native", {"native", "f32"}).toStdString();
+        s.load.weights = model.choice("weights", "native", {"native", "f32", "float32"}).toStdString();
         const JsonFields prompt(top.object("prompt"), "prompt");
         s.document = prompt.string("document", QString());
         s.documentPath = prompt.string("document_path", QString());
