@@ -4,10 +4,11 @@
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv (query heads per KV head), L = prompt tokens,
 // Wmax = captured window (queries of the last Wmax prompt positions), W = window (W <= Wmax, W < L),
-// D = head_dim.
+// D = head_dim, S = checkpoint stride, Nc = checkpoints (Wmax / S, rounded down).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <ATen/ATen.h>
 
@@ -16,7 +17,8 @@ namespace snapkv {
 // Filled by the model during prefill; float32 (other floating types are converted), CPU or CUDA.
 struct LayerCapture {
     at::Tensor window_queries;   // [H, Wmax, D] post-RoPE queries of the last Wmax prompt positions
-    at::Tensor keys;             // [Hkv, L, D] post-RoPE keys of all L prompt positions
+    at::Tensor keys;             // [Hkv, L, D] post-RoPE keys of all L prompt positions (may be a
+                                 // view into a KV cache buffer: only its rows are read)
     at::Tensor h2o;              // [H, L] attention each key received, summed over all L prompt
                                  // queries (causal): H2O's score; may be undefined
     // How the model scores this layer (transformers' eager attention, the order matters):
@@ -37,16 +39,19 @@ struct LayerCapture {
 // votes to keys its window queries cannot see.
 //
 // A probability row depends on its query only, not on W (query i of Wmax sits at absolute
-// position L - Wmax + i and sees keys <= L - Wmax + i whatever the window). So the constructor
-// computes the rows of all Wmax queries once and keeps their suffix sums over rows,
-//   m_suffix[h, i, t] = sum_{j >= i} p[h, j, t],
-// and votes(W) is the slice m_suffix[:, Wmax - W, :L - W]. Memory: H * Wmax * L floats per layer
-// (9 * 128 * 8192 * 4 B = 38 MB); never L x L.
+// position L - Wmax + i and sees keys <= L - Wmax + i whatever the window), so votes(W) is the sum
+// of the last W rows. Keeping every row's running sum ([H, Wmax, L] floats: 1.1 GB for SmolLM2 at
+// 8K tokens, 9 GB for a 1B model at 32K) cost more than the weights, so the constructor keeps only
+// checkpoints: the float32 sums of the last S, 2S, ..., Nc*S rows ([H, Nc, L], Nc <= 8), and
+// votes(W) adds the W mod S rows above the nearest checkpoint, recomputed from the captured
+// queries and keys (at most S - 1 rows per head: one small matmul + softmax). Every sum is
+// accumulated in float32 in the same order as a full running sum, so votes stay float32-accurate
+// (no differences of sums). The votes of the last window asked for are kept, so retuning kernel,
+// pooling, budget or policy at a fixed window costs no recomputation. Never L x L.
 //
 // CUDA path: when the capture is on a CUDA device and core was built with the kernels
-// (gpu_kernels_available(), head_dim <= 256), no suffix cache is built (it would be 604 MB per
-// layer at L = 128K) and every votes(W) runs kernels/window_votes on the capture instead;
-// has_suffix_sums() is then false and suffix_sums() throws.
+// (gpu_kernels_available(), head_dim <= 256), no checkpoints are built and votes(W) runs
+// kernels/window_votes on the capture instead.
 class LayerScorer {
 public:
     // Throws InputError when the capture's tensors are missing or their shapes disagree.
@@ -59,30 +64,42 @@ public:
     int64_t head_dim() const { return m_head_dim; }      // D
     int64_t sliding_window() const { return m_capture.sliding_window; }  // 0: none
 
-    // [H, L - W] float32 on the capture's device: window attention summed over the W window
-    // queries, on the prefix keys. A copy of the cached slice (CUDA path: the fused kernel's
-    // result, equal up to float summation order). Throws InputError unless
-    // 1 <= W <= Wmax and W < L.
+    // [H, L - W] float32 on the capture's device, contiguous: window attention summed over the W
+    // window queries, on the prefix keys (CUDA path: the fused kernel's result, equal up to float
+    // summation order). The tensor is the scorer's cache of the last window: read it, do not
+    // modify it. Throws InputError unless 1 <= W <= Wmax and W < L. Thread-safe.
     at::Tensor votes(int64_t window) const;
     // [W, L] float32 on the capture's device: the softmax rows of query head `head` for the last W
     // prompt positions over all L keys (zeros where the causal mask hides a key); for heatmaps.
-    // Recomputed from the capture (exact rows, not differences of suffix sums).
+    // Recomputed from the capture.
     at::Tensor window_attention(int64_t head, int64_t window) const;
 
     const LayerCapture& capture() const { return m_capture; }
     bool has_h2o() const { return m_capture.h2o.defined(); }
-    // False on the CUDA path (see above): votes(W) is computed by the fused kernel on each call.
-    bool has_suffix_sums() const { return !m_fused_votes; }
-    // [H, Wmax, L] the cached suffix sums described above (read-only use). Throws snapkv::Error
-    // on the CUDA path, where they are not kept; check has_suffix_sums() first.
-    const at::Tensor& suffix_sums() const;
+    // S: windows that are multiples of it read a checkpoint without recomputing any row; 0 on the
+    // CUDA path (no checkpoints).
+    int64_t checkpoint_stride() const { return m_stride; }
+    // Bytes the scorer holds beyond its capture: checkpoints plus the last window's votes.
+    int64_t cache_bytes() const;
+
+    // The stride and checkpoint count a capture of Wmax queries gets (S >= 16, Nc <= 8).
+    static int64_t stride_for(int64_t max_window);
+    static int64_t checkpoints_for(int64_t max_window) { return max_window / stride_for(max_window); }
 
 private:
     void check_window(int64_t window, const char* where) const;
+    // [H, count, L] float32 softmax rows of window queries first .. first + count - 1 (0-based in
+    // Wmax) over all keys, causal mask applied.
+    at::Tensor window_rows(int64_t first, int64_t count) const;
+    at::Tensor compute_votes(int64_t window) const;   // [H, L - W]
+
+    struct LastVotes;   // mutex + window + votes of the last call
 
     LayerCapture m_capture;
-    at::Tensor m_suffix;   // [H, Wmax, L] float32; undefined on the CUDA path
-    bool m_fused_votes = false;  // CUDA path: votes(W) calls gpu_votes, no m_suffix
+    at::Tensor m_checkpoints;    // [H, Nc, L] float32: [:, m - 1] = sum of the last m * S rows
+    int64_t m_stride = 0;        // S (0 on the CUDA path)
+    bool m_fused_votes = false;  // CUDA path: votes(W) calls gpu_votes
+    std::shared_ptr<LastVotes> m_last;
     int64_t m_n_tokens = 0;
     int64_t m_max_window = 0;
     int64_t m_n_head = 0;

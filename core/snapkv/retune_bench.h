@@ -1,5 +1,6 @@
 // Times the retunes a user makes while tuning live (kernel, pooling, budget, window, policy, GQA
-// mode) over already built LayerScorers and returns a text table (median ms per step), for
+// mode) over already built LayerScorers and returns a text table (first-call and median ms per
+// step), for
 // `snapkv bench --retune`. It measures select() only: prefill and LayerScorer construction are
 // not part of a retune and are not timed here.
 #pragma once

@@ -71,7 +71,7 @@ struct Plan {
 // A layer's inputs as CPU float rows, gathered with ATen before the parallel region: row h of the
 // votes at votes + h * votes_stride (P floats), likewise h2o.
 struct LayerInput {
-    at::Tensor votes_owner;      // [H, Wmax, L] the scorer's cache, or [H, P] a CPU copy of it
+    at::Tensor votes_owner;      // [H, P] the scorer's votes (CPU), or a CPU copy of them
     const float* votes = nullptr;
     int64_t votes_stride = 0;
     at::Tensor h2o_owner;        // [H, L] CPU float
@@ -127,11 +127,14 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
             pyramid_layer_budgets(plan.budget, plan.window, n_tokens, n_layer, p.pyramid_beta);
     else
         plan.layer_budget.assign(layers.size(), plan.budget);
-    // Official rule, FasterDecoding/SnapKV: `if q_len < self.max_capacity_prompt: return` (no
-    // compression); PyramidKV tests the global budget the same way. A sliding-window layer holds
-    // only what its window reaches: compressing it means choosing among those positions, and a
-    // layer whose reachable prefix already fits the budget is left as it is (it never used more).
-    plan.layer_compressed.assign(layers.size(), n_tokens >= plan.budget);
+    // FasterDecoding/SnapKV returns early when `q_len < self.max_capacity_prompt`; at q_len == C
+    // it "compresses" by keeping all L - W prefix tokens, and in query-head mode that copies each
+    // KV head to every query head of its group: a cache G times the full one with nothing evicted.
+    // So here a prompt that fits the budget (L <= C) is simply not compressed, like kvpress at
+    // compression_ratio 0. PyramidKV tests the global budget the same way. A sliding-window layer
+    // holds only what its window reaches: compressing it means choosing among those positions, and
+    // a layer whose reachable prefix already fits the budget is left as it is (it never used more).
+    plan.layer_compressed.assign(layers.size(), n_tokens > plan.budget);
     plan.reach.assign(layers.size(), 0);
     plan.sliding_window.assign(layers.size(), 0);
     for (size_t l = 0; l < layers.size(); ++l) {
@@ -150,13 +153,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
                         bool for_select) {
     LayerInput in;
     const int64_t P = plan.n_prefix;
-    if (s.has_suffix_sums() && s.suffix_sums().device().is_cpu() && s.suffix_sums().is_contiguous()) {
-        // Read the cached row Wmax - W in place: row h starts at h * Wmax * L.
-        const at::Tensor& suffix = s.suffix_sums();                            // [H, Wmax, L]
-        in.votes_owner = suffix;
-        in.votes = suffix.data_ptr<float>() + (s.max_window() - plan.window) * s.n_tokens();
-        in.votes_stride = s.max_window() * s.n_tokens();
-    } else {
+    {
         at::Tensor votes = s.votes(plan.window);                               // [H, P] on the device
         bool cpu_votes = true;
 #ifdef SNAPKV_HAVE_CUDA
@@ -351,7 +348,7 @@ at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling
         throw InputError("pool_scores: scores must be a 2-D [N, P] tensor, got " +
                          std::string(scores.defined() ? std::to_string(scores.dim()) + "-D"
                                                       : "none"));
-    check_kernel(kernel, scores.size(1));
+    if (pooling != Pooling::None) check_kernel(kernel, scores.size(1));
     c10::InferenceMode guard;
     // One implementation for select() and for callers: the row loops of policies.h, on the CPU.
     at::Tensor x = cpu_float(scores);                                         // [N, P]
@@ -417,7 +414,8 @@ void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_win
                          std::to_string(W) + " (the budget counts the window); allowed > " +
                          std::to_string(W));
     }
-    if (policy_pools(p.policy)) check_kernel(p.kernel, n_tokens - W);
+    // No pooling reads no kernel: any value is fine then (issue 8 #14: --kernel 2 with none).
+    if (policy_pools(p.policy) && p.pooling != Pooling::None) check_kernel(p.kernel, n_tokens - W);
     if (p.policy == Policy::Streaming && (p.n_sink < 0 || p.n_sink > C - W))
         throw InputError("n_sink: " + std::to_string(p.n_sink) +
                          " is out of range; allowed 0.." + std::to_string(C - W) +
@@ -441,11 +439,10 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
     sel.n_tokens = plan.n_tokens;
     sel.window = plan.window;
     sel.budget = plan.budget;
-    sel.compressed = plan.n_tokens >= plan.budget;
+    sel.compressed = plan.n_tokens > plan.budget;
     if (!sel.compressed)
-        sel.note = "prompt of " + std::to_string(plan.n_tokens) +
-                   " tokens is shorter than the budget " + std::to_string(plan.budget) +
-                   ": not compressed";
+        sel.note = "prompt of " + std::to_string(plan.n_tokens) + " tokens fits in the budget " +
+                   std::to_string(plan.budget) + ": nothing to evict, not compressed";
     else if (p.policy == Policy::Pyramid && !pyramid_is_graded(plan.budget, plan.window, plan.n_tokens))
         sel.note = "pyramid: prompt of " + std::to_string(plan.n_tokens) +
                    " tokens is shorter than 2 * (budget - window) = " +

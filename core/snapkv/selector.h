@@ -22,7 +22,7 @@ namespace snapkv {
 // SnapKV's clustering (snapkv_utils.py: F.max_pool1d / F.avg_pool1d, stride 1, padding K // 2):
 // max: padding never wins (-inf padding); avg: count_include_pad, zeros counted, divided by K;
 // none: the input itself. scores: [N, P] float32 -> [N, P]. Throws InputError unless K is odd and
-// 1 <= K <= P (for none as well, so a setting valid for one pooling is valid for all).
+// 1 <= K <= P (none ignores K).
 at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling);
 
 // The k best positions of every row, in increasing position order, ties to the later position
@@ -36,13 +36,13 @@ int64_t effective_budget(const SelectionParams& p, int64_t n_tokens);
 
 // Throws InputError (naming the parameter, its value and what is allowed) unless:
 // 1 <= W <= Wmax, W < L, C > W (C counts the window), and, for the policies that pool (snapkv,
-// pyramid, adakv; any pooling), K odd with 1 <= K <= L - W; streaming 0 <= n_sink <= C - W;
+// pyramid, adakv) with max or avg pooling, K odd with 1 <= K <= L - W; streaming 0 <= n_sink <= C - W;
 // pyramid beta >= 1; adakv 0 <= alpha <= 1.
 void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_window);
 
-// Runs the policy on every layer. L < C leaves a layer uncompressed (FasterDecoding/SnapKV:
-// `if q_len < max_capacity_prompt: return`): all L - W prefix positions are listed as kept and
-// Selection.note says so. with_scores fills HeadSelection.votes / pooled (Hs x P floats per layer);
+// Runs the policy on every layer. L <= C leaves a layer uncompressed (FasterDecoding/SnapKV:
+// `if q_len < max_capacity_prompt: return`; at L == C nothing would be evicted either): all
+// L - W prefix positions are listed as kept and Selection.note says so. with_scores fills HeadSelection.votes / pooled (Hs x P floats per layer);
 // kept and kept_mass are always filled. Throws InputError for bad parameters or mismatched layers.
 Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p,
                  bool with_scores = true);

@@ -56,7 +56,7 @@ TEST_CASE("votes equal the naive loop reference for every window", "[snapkv]") {
     }
 }
 
-TEST_CASE("votes from the cached suffix sums equal a direct recomputation for every window",
+TEST_CASE("votes from the checkpoints and recomputed rows equal a direct recomputation for every window",
           "[snapkv]") {
     const NaiveCapture c = random_capture(6, 2, 32, 300, 32, 11, 3.0f);
     const LayerCapture cap = to_layer_capture(c);
@@ -165,4 +165,40 @@ TEST_CASE("captures in another floating type are scored in float32", "[snapkv]")
     LayerScorer a(cap), b(other);
     CHECK(b.votes(4).scalar_type() == at::kFloat);
     CHECK_TENSORS_CLOSE(b.votes(4), a.votes(4), 1e-6, 1e-5);
+}
+
+TEST_CASE("the scorer keeps a few float32 checkpoints, not a running sum per window row",
+          "[snapkv]") {
+    // Issue 8 #4: the [H, Wmax, L] running sums were 1.1 GB for SmolLM2 at 8K tokens. With
+    // Wmax = 128 the scorer keeps 8 checkpoint rows per head (1/16 of that) plus the last window's
+    // votes, and every window still gets the exact float32 votes.
+    const int64_t H = 4, Hkv = 2, Wmax = 128, L = 600, D = 16;
+    const NaiveCapture c = random_capture(H, Hkv, Wmax, L, D, 21, 2.0f);
+    const LayerCapture cap = to_layer_capture(c);
+    LayerScorer scorer(cap);
+    CHECK(scorer.checkpoint_stride() == 16);
+    const int64_t full_running_sums = H * Wmax * L * 4;
+    CHECK(scorer.cache_bytes() == H * 8 * L * 4);
+    for (int64_t W = 1; W <= Wmax; ++W) {
+        INFO("window " << W);
+        CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
+    }
+    CHECK(scorer.cache_bytes() == H * 8 * L * 4 + H * (L - Wmax) * 4);
+    CHECK(scorer.cache_bytes() * 10 < full_running_sums);
+}
+
+TEST_CASE("a captured window above 128 spreads at most 8 checkpoints over it", "[snapkv]") {
+    const NaiveCapture c = random_capture(2, 1, 300, 420, 8, 4, 2.0f);
+    const LayerCapture cap = to_layer_capture(c);
+    LayerScorer scorer(cap);
+    CHECK(scorer.checkpoint_stride() == 38);   // ceil(300 / 8)
+    CHECK(LayerScorer::checkpoints_for(300) == 7);
+    for (int64_t W : {1, 37, 38, 39, 76, 150, 266, 299, 300}) {
+        INFO("window " << W);
+        CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
+    }
+    // Asking again for a window returns its kept votes; another window replaces them.
+    at::Tensor a = scorer.votes(100);
+    CHECK(scorer.votes(100).is_same(a));
+    CHECK_FALSE(scorer.votes(101).is_same(a));
 }
