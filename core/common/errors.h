@@ -8,9 +8,30 @@
 
 namespace snapkv {
 
+// Control bytes other than newline and tab, written as \xNN. Messages quote names and values
+// read from files: an embedded NUL would end what() early (and the rest of the message with it),
+// other control bytes would reach the terminal.
+inline std::string printable_message(const std::string& msg) {
+    static const char* const hex = "0123456789abcdef";
+    std::string out;
+    out.reserve(msg.size());
+    for (const char ch : msg) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
+
 class Error : public std::runtime_error {
 public:
-    using std::runtime_error::runtime_error;
+    explicit Error(const std::string& msg) : std::runtime_error(printable_message(msg)) {}
+    explicit Error(const char* msg) : Error(std::string(msg)) {}
 };
 
 // A model, tokenizer or document file that cannot be read as what it claims to be.

@@ -11,6 +11,7 @@
 #include "core/common/errors.h"
 #include "core/io/arch_tensors.h"
 #include "core/io/dequant.h"
+#include "core/io/tensor_checks.h"
 
 namespace snapkv {
 
@@ -69,6 +70,9 @@ GgufModel::GgufModel(const std::string& path) : m_reader(path) {
         const auto it = m_index.find(name);
         return it == m_index.end() ? nullptr : &m_tensors[it->second];
     });
+    std::vector<std::string> names;
+    for (const TensorDesc& t : m_tensors) names.push_back(t.name);
+    check_layer_blocks(m_config.n_layer, keys.n_layer, m_reader.where(), names, gguf_block_index);
 }
 
 void GgufModel::read_config() {
@@ -345,11 +349,14 @@ const GgufTensorInfo& GgufModel::readable_tensor(const std::string& name) const 
 void GgufModel::read_f32(const std::string& name, float* dst) const {
     const GgufTensorInfo& t = readable_tensor(name);
     const int64_t row_len = t.ne[0];
+    check_finite(m_reader.where(), "'" + name + "'", *t.type, m_reader.tensor_data(t), t.numel);
     dequantize_rows(*t.type, m_reader.tensor_data(t), dst, t.numel / row_len, row_len);
 }
 
 TensorBytes GgufModel::tensor_bytes(const std::string& name) const {
     const GgufTensorInfo& t = readable_tensor(name);
+    // Native weights are never dequantized as a whole, so they are scanned here instead.
+    check_finite(m_reader.where(), "'" + name + "'", *t.type, m_reader.tensor_data(t), t.numel);
     TensorBytes b;
     b.type = t.type;
     b.data = m_reader.tensor_data(t);

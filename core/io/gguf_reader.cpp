@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/common/errors.h"
+#include "core/io/tensor_checks.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "gguf_reader reads little-endian files with plain loads: a big-endian host needs byte swaps"
@@ -436,6 +437,29 @@ void GgufReader::parse() {
                 tw + "offset " + std::to_string(t.offset) + " + " + std::to_string(t.nbytes) +
                     " bytes runs past the end of the file (" + std::to_string(size) +
                     " bytes; tensor data starts at byte " + std::to_string(m_data_offset) + ")");
+    }
+    // Two tensors sharing bytes, or a tensor whose type was changed to one of another size,
+    // would read garbage. ggml (gguf.cpp) requires the tensors to follow each other in info order,
+    // each at the previous end padded to the alignment; overlaps get their own message first.
+    std::vector<ByteRange> ranges;
+    ranges.reserve(m_tensors.size());
+    for (const GgufTensorInfo& t : m_tensors) ranges.push_back({t.name, t.offset, t.offset + t.nbytes});
+    check_no_overlap(where, std::move(ranges));
+    uint64_t expected = 0;
+    for (size_t i = 0; i < m_tensors.size(); ++i) {
+        const GgufTensorInfo& t = m_tensors[i];
+        if (t.offset != expected)
+            throw FileError(Kind::BadValue,
+                            where + "tensor " + quoted(t.name) + ": offset " + std::to_string(t.offset) +
+                                ", expected " + std::to_string(expected) +
+                                (i == 0 ? std::string(" (the first tensor starts the data section)")
+                                        : " (right after " + quoted(m_tensors[i - 1].name) + ", " +
+                                              std::string(m_tensors[i - 1].type->name) + " " +
+                                              shape_text(m_tensors[i - 1].ne) +
+                                              ", padded to the alignment " + std::to_string(m_alignment) +
+                                              ")") +
+                                ": tensor data must follow the tensor infos' order and sizes");
+        expected = t.offset + (t.nbytes + m_alignment - 1) / m_alignment * m_alignment;
     }
 }
 

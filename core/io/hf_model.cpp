@@ -18,6 +18,8 @@
 #include "core/io/arch_tensors.h"
 #include "core/io/dequant.h"
 #include "core/io/hf_config.h"
+#include "core/io/json_text.h"
+#include "core/io/tensor_checks.h"
 #include "core/io/tokenizer_json.h"
 
 namespace snapkv {
@@ -30,15 +32,7 @@ namespace {
 using Kind = FileError::Kind;
 
 json read_json_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FileError(Kind::Io, "hf: " + path + ": cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    try {
-        return json::parse(ss.str());
-    } catch (const json::exception& e) {
-        throw FileError(Kind::BadJson, "hf: " + path + ": not valid JSON: " + e.what());
-    }
+    return snapkv::read_json_file(path, "hf: " + path + ": ");   // nesting limited (json_text.h)
 }
 
 }  // namespace
@@ -82,6 +76,10 @@ HfModel::HfModel(const std::string& dir) : m_dir(dir) {
             const std::optional<std::string> hf = gguf_to_hf_name(name, m_config.arch);
             return "'" + name + "'" + (hf ? " ('" + *hf + "')" : std::string());
         });
+    std::vector<std::string> hf_names;
+    for (const auto& shard : m_shards)
+        for (const SafetensorsTensor& t : shard->tensors()) hf_names.push_back(t.name);
+    check_layer_blocks(m_config.n_layer, keys.n_layer, "hf: " + cfg_path + ": ", hf_names, hf_block_index);
 
     auto ends_with = [](const std::string& n, const char* tail) {
         const size_t k = std::char_traits<char>::length(tail);
@@ -284,6 +282,7 @@ void HfModel::read_f32(const std::string& name, float* dst) const {
     const uint8_t* bytes = src.file->data(*src.tensor);
     const int64_t numel = src.tensor->numel;
     if (numel == 0) return;
+    check_finite("safetensors: " + src.file->path() + ": ", "'" + src.tensor->name + "'", *type, bytes, numel);
     const int64_t rows = desc.shape.size() >= 2 ? desc.shape[0] : 1;
     const int64_t row_len = numel / rows;
     const size_t row_bytes = static_cast<size_t>(row_len) * type->block_bytes;
@@ -312,6 +311,8 @@ TensorBytes HfModel::tensor_bytes(const std::string& name) const {
     b.row_len = b.n_rows > 0 ? src.tensor->numel / b.n_rows : 0;
     b.row_bytes = static_cast<size_t>(b.row_len) * type->block_bytes;
     const uint8_t* bytes = src.file->data(*src.tensor);
+    check_finite("safetensors: " + src.file->path() + ": ", "'" + src.tensor->name + "'", *type, bytes,
+                 src.tensor->numel);
     if (src.permute_groups == 0) {
         b.data = bytes;
         b.owner = src.file->mapping();

@@ -1,7 +1,7 @@
 // safetensors parsing (format: huggingface/safetensors README): the header is parsed with
-// nlohmann::json after its length has been checked against the file; each entry's byte range must
-// equal numel x dtype size and lie inside the data. Overlap between tensors is not checked (it is
-// harmless for reading). Dtypes beyond F32/F16/BF16 are accepted here only so the header can be
+// nlohmann::json (nesting limited) after its length has been checked against the file; each
+// entry's byte range must equal numel x dtype size and lie inside the data, and no two entries
+// may share bytes. Dtypes beyond F32/F16/BF16 are accepted here only so the header can be
 // validated; hf_model refuses them for tensors it needs.
 #include "core/io/safetensors_reader.h"
 
@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/errors.h"
+#include "core/io/json_text.h"
+#include "core/io/tensor_checks.h"
 
 namespace snapkv {
 
@@ -62,12 +64,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : m_file(std::make_sha
     m_data_offset = 8 + header_len;
     const uint64_t data_size = size - m_data_offset;
 
-    json header;
-    try {
-        header = json::parse(bytes + 8, bytes + 8 + header_len);
-    } catch (const json::exception& e) {
-        throw FileError(Kind::BadJson, w + "header is not valid JSON: " + e.what());
-    }
+    // Nesting limited: '__metadata__' values are dumped, which recurses per level (json_text.h).
+    const json header = parse_json_text(
+        std::string_view(reinterpret_cast<const char*>(bytes) + 8, static_cast<size_t>(header_len)),
+        w + "header is ");   // "header is not valid JSON: ...", "header is JSON nested ..."
     if (!header.is_object())
         throw FileError(Kind::BadJson, w + "header is a JSON " + std::string(header.type_name()) +
                                            ", expected an object");
@@ -135,6 +135,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : m_file(std::make_sha
         m_index.emplace(t.name, m_tensors.size());  // JSON object keys are unique after parsing
         m_tensors.push_back(std::move(t));
     }
+    // Tensors sharing bytes would read each other's data (the safetensors library refuses them).
+    std::vector<ByteRange> ranges;
+    ranges.reserve(m_tensors.size());
+    for (const SafetensorsTensor& t : m_tensors) ranges.push_back({t.name, t.begin, t.end});
+    check_no_overlap(w, std::move(ranges));
 }
 
 const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/errors.h"
+#include "core/io/json_text.h"
 
 namespace snapkv {
 namespace {
@@ -54,17 +55,7 @@ struct Source {
 };
 
 json parse_file(const std::string& path, const std::string& label) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw FileError(FileError::Kind::Io, label + " '" + path + "': cannot open: " + std::strerror(errno));
-    }
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    try {
-        return json::parse(buf.str());
-    } catch (const json::parse_error& e) {
-        throw FileError(FileError::Kind::BadJson, label + " '" + path + "': not valid JSON: " + e.what());
-    }
+    return read_json_file(path, label + " '" + path + "': ");   // nesting limited (json_text.h)
 }
 
 // Flattens {"type":"Sequence", <list_key>: [...]} into its steps; null gives none.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -434,5 +435,67 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
         std::filesystem::remove(folder + "/model.safetensors");
         folder_error(folder, Kind::Io,
                      {"neither model.safetensors nor model.safetensors.index.json"});
+    }
+}
+
+TEST_CASE("HF folders that lie are refused: more layers than num_hidden_layers, NaN weights, "
+          "shared bytes, deep JSON",
+          "[safetensors][checks]") {
+    // Issue 8 #13 and #2, for the Hugging Face reader.
+    TempDir dir;
+    SECTION("num_hidden_layers smaller than the layers in the file") {
+        TinySpec spec;
+        spec.n_layer = 2;
+        const auto gguf = ModelFile::open(tiny_gguf(dir, spec));
+        const std::string folder = dir.file("hf2");
+        std::filesystem::create_directories(folder);
+        write_hf_folder(*gguf, folder, HfOptions());
+        CHECK_NOTHROW(ModelFile::open(folder));
+        json cfg = json::parse(read_file(folder + "/config.json"));
+        cfg["num_hidden_layers"] = 1;
+        write_text(folder + "/config.json", cfg.dump());
+        folder_error(folder, Kind::BadValue,
+                     {"config.json", "tensor 'model.layers.1.", "belongs to block 1",
+                      "'num_hidden_layers' = 1"});
+    }
+    SECTION("a NaN weight is refused when read, with the name the file uses") {
+        const std::string folder = tiny_hf_folder(dir);
+        std::vector<StTensor> all = read_back(folder + "/model.safetensors");
+        for (StTensor& t : all)
+            if (t.name == "model.layers.0.mlp.up_proj.weight") {
+                const float inf = std::numeric_limits<float>::infinity();
+                std::memcpy(&t.data[4 * 7], &inf, 4);
+            }
+        write_file(folder + "/model.safetensors", safetensors_bytes(all));
+        const auto m = ModelFile::open(folder);
+        std::vector<float> buf(64 * 32);
+        require_file_error([&] { m->read_f32("blk.0.ffn_up.weight", buf.data()); }, Kind::BadValue,
+                           {"tensor 'model.layers.0.mlp.up_proj.weight' (F32)",
+                            "NaN or infinite value at element 7"});
+    }
+    SECTION("two entries sharing bytes") {
+        const std::string path = dir.file("a.safetensors");
+        write_file(path, build_raw(R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+                                      "b": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}})",
+                                   24));
+        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadValue,
+                           {"tensors 'a' (bytes 0..16) and 'b' (bytes 8..24) overlap"});
+    }
+    SECTION("config.json nested 100000 levels deep") {
+        const std::string folder = tiny_hf_folder(dir);
+        json cfg = json::parse(read_file(folder + "/config.json"));
+        std::string text = cfg.dump();
+        text.pop_back();   // the closing brace
+        text += ", \"deep\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+        write_text(folder + "/config.json", text);
+        folder_error(folder, Kind::BadJson, {"config.json: JSON nested more than 64 levels deep"});
+    }
+    SECTION("a safetensors __metadata__ nested 100000 levels deep") {
+        const std::string path = dir.file("m.safetensors");
+        write_file(path, build_raw("{\"__metadata__\": {\"x\": " + std::string(100000, '[') +
+                                       std::string(100000, ']') + "}}",
+                                   0));
+        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson,
+                           {"header is JSON nested more than 64 levels deep"});
     }
 }
