@@ -1,6 +1,7 @@
 // See generator.h.
 #include "core/model/generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -23,8 +24,11 @@ GenerateResult generate(const LlamaModel& model, const Tokenizer& tok, const std
     if (n_ctx > 0 && cache.n_past() + static_cast<int64_t>(prompt.size()) > n_ctx)
         throw InputError("generate: prompt of " + std::to_string(prompt.size()) +
                          " tokens does not fit the model's context of " + std::to_string(n_ctx) + " tokens");
+    if (opts.max_tokens < 0) throw InputError("generate: max tokens must be >= 0");
     auto t0 = std::chrono::steady_clock::now();
-    cache.reserve(static_cast<int64_t>(prompt.size()) + opts.max_tokens);
+    // Room for what can be generated: decoding stops at the context (2^62 tokens must not size it).
+    const int64_t room = n_ctx > 0 ? n_ctx - cache.n_past() - static_cast<int64_t>(prompt.size()) : opts.max_tokens;
+    cache.reserve(static_cast<int64_t>(prompt.size()) + std::min(opts.max_tokens, room));
     ForwardOptions fo;
     fo.cancel = opts.cancel;
     at::Tensor logits = model.forward(prompt, cache, fo);
@@ -40,7 +44,7 @@ GenerateResult generate_from(const LlamaModel& model, const Tokenizer& tok, at::
     Sampler sampler(opts.sampling);
     GenerateResult r;
     const int64_t n_ctx = model.config().n_ctx_train;
-    cache.reserve(opts.max_tokens);
+    cache.reserve(n_ctx > 0 ? std::min(opts.max_tokens, std::max<int64_t>(n_ctx - cache.n_past(), 0)) : opts.max_tokens);
     auto t0 = std::chrono::steady_clock::now();
     r.stop_reason = "length";
     for (int64_t i = 0; i < opts.max_tokens; ++i) {

@@ -50,8 +50,9 @@ struct PerplexityResult {
     int64_t scored_per_chunk = 0;
 };
 
-// llama.cpp's llama-perplexity: tokens (BOS first) cut into n_ctx-token chunks, each chunk's
-// first token replaced by BOS and evaluated from an empty cache; the second half is scored.
+// llama.cpp's llama-perplexity: tokens cut into n_ctx-token chunks, each evaluated from an empty
+// cache with its first token replaced by bos_id (pass -1 when the model does not add BOS: llama.cpp
+// replaces it only when llama_vocab_get_add_bos says so); the second half is scored.
 PerplexityResult perplexity(const LlamaModel& model, const std::vector<int32_t>& tokens, int32_t bos_id,
                             int64_t n_ctx, const std::function<void(int64_t, int64_t)>& progress = {},
                             const std::atomic<bool>* cancel = nullptr);

@@ -14,10 +14,12 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
+#include <c10/util/Exception.h>
 #include <c10/core/DeviceType.h>
 #include <torch/version.h>
 
 #include "core/quant/qkernels.h"
+#include "core/session/memory_estimate.h"
 
 #ifdef SNAPKV_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -155,6 +157,34 @@ int64_t peak_device_memory_bytes() {
 #else
     return 0;
 #endif
+}
+
+std::string out_of_memory_text(const std::string& message) {
+    const std::string first_line = message.substr(0, message.find('\n'));
+    if (message.find("out of memory") != std::string::npos) {   // CUDA: keep LibTorch's numbers
+        const size_t at = first_line.find("out of memory");
+        return first_line.substr(at == std::string::npos ? 0 : at);
+    }
+    const std::string cpu = "tried to allocate ";
+    const size_t at = message.find(cpu);
+    if (message.find("can't allocate memory") == std::string::npos || at == std::string::npos) return {};
+    const long long bytes = std::atoll(message.c_str() + at + cpu.size());
+    std::string text = "could not allocate " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
+    try {
+        const AvailableMemory a = available_memory("cpu");
+        if (a.bytes >= 0) text += "; " + format_bytes(a.bytes) + " is available (" + a.source + ")";
+    } catch (const std::exception&) {
+        // a malformed SNAPKV_MEMORY_LIMIT: the allocation failure is what matters here
+    }
+    return text;
+}
+
+std::string describe_exception(const std::exception& e) {
+    std::string msg = e.what();
+    if (const auto* c10e = dynamic_cast<const c10::Error*>(&e)) msg = c10e->what_without_backtrace();
+    const std::string oom = out_of_memory_text(msg);
+    if (!oom.empty()) return "out of memory: " + oom;
+    return "internal error: " + msg.substr(0, msg.find('\n'));
 }
 
 }  // namespace snapkv

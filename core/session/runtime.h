@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 
 namespace snapkv {
@@ -35,5 +36,16 @@ RuntimeInfo runtime_info();
 // allocator's cached free blocks or the CUDA context. 0 in CPU-only builds and before any CUDA use.
 void reset_peak_device_memory();
 int64_t peak_device_memory_bytes();
+
+// LibTorch's allocation failures ("DefaultCPUAllocator: can't allocate memory: you tried to
+// allocate N bytes ...", "CUDA out of memory. Tried to allocate ...") as one plain line with the
+// numbers: "could not allocate 12.0 GiB (12884901888 bytes); 3.1 GiB is available (MemAvailable
+// in /proc/meminfo)". Empty when message is not an allocation failure.
+std::string out_of_memory_text(const std::string& message);
+
+// One line for an exception that is not a snapkv::Error (those speak for themselves): an
+// allocation failure as above prefixed "out of memory: ", anything else "internal error: " and
+// the first line of the library's message, without its backtrace.
+std::string describe_exception(const std::exception& e);
 
 }  // namespace snapkv

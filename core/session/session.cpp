@@ -53,6 +53,26 @@ void Session::Impl::require_prefill() const {
 
 std::string Session::Impl::piece(int32_t id) const { return tok->token_to_piece(id, true); }
 
+MemoryEstimate Session::Impl::estimate(const RunShape& run) const {
+    require_model();
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(model->options().dtype));
+    return estimate_memory(model->config(), model->weight_bytes(), elem, run);
+}
+
+void Session::Impl::check_fits(int64_t n_prompt, int64_t n_new, const MemoryEstimate& e, const std::string& what,
+                               const std::string& hint) const {
+    const int64_t n_ctx = model->config().n_ctx_train;
+    const std::string need = "about " + format_bytes(e.extra()) + " beyond the weights";
+    if (n_prompt > n_ctx)
+        throw InputError(what + " has " + std::to_string(n_prompt) + " tokens, more than the model's context of " +
+                         std::to_string(n_ctx) + " tokens (it would need " + need + ")" + hint);
+    if (n_new > n_ctx - n_prompt)   // no overflow: n_prompt <= n_ctx
+        throw InputError(what + "'s " + std::to_string(n_prompt) + " tokens + " + std::to_string(n_new) +
+                         " new tokens exceed the model's context of " + std::to_string(n_ctx) +
+                         " tokens; allowed: at most " + std::to_string(n_ctx - n_prompt) + " new tokens" + hint);
+    require_memory(e, snapkv::available_memory(info.device), what + " (" + std::to_string(n_prompt) + " tokens)", hint);
+}
+
 Session::Session() : m(std::make_unique<Impl>()) {}
 Session::~Session() = default;
 
@@ -97,6 +117,22 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
 }
 
 bool Session::has_model() const { return m->model != nullptr; }
+
+MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings,
+                                                bool two_parts) const {
+    RunShape run;
+    run.n_tokens = n_tokens;
+    run.cache_slots = n_tokens + 256;   // run_prefill's cache
+    run.max_window = std::max<int64_t>(settings.max_window, 1);
+    run.h2o = settings.h2o;
+    run.two_parts = two_parts;
+    return m->estimate(run);
+}
+
+AvailableMemory Session::available_memory() const {
+    m->require_model();
+    return snapkv::available_memory(m->info.device);
+}
 
 ModelInfo Session::model_info() const {
     m->require_model();
@@ -171,9 +207,19 @@ PromptTokens Session::build_prompt(const PromptSpec& spec) const {
 GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSettings& s,
                                    const TokenFn& on_token, CancelFlag cancel) {
     m->require_model();
+    if (s.max_tokens < 0)
+        throw InputError("generate: max tokens " + std::to_string(s.max_tokens) + " must be >= 0");
     GenerationOutput out;
     out.prompt_ids = build_prompt(prompt).ids;
-    KvCache cache = m->model->new_cache(static_cast<int64_t>(out.prompt_ids.size()) + s.max_tokens);
+    const auto L = static_cast<int64_t>(out.prompt_ids.size());
+    // Generation stops at the context: size the cache for what can actually be generated.
+    const int64_t n_ctx = m->model->config().n_ctx_train;
+    const int64_t n_new = L <= n_ctx ? std::min(s.max_tokens, n_ctx - L) : 0;
+    RunShape run;
+    run.n_tokens = L;
+    run.cache_slots = L + n_new;
+    m->check_fits(L, -1, m->estimate(run), "the prompt", ": shorten it");
+    KvCache cache = with_oom_report("allocating the KV cache", [&] { return m->model->new_cache(L + n_new); });
     GenerateOptions go;
     go.max_tokens = s.max_tokens;
     go.sampling = {s.greedy, s.temperature, s.top_k, s.top_p, s.seed};
@@ -181,7 +227,7 @@ GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSet
     go.cancel = cancel;
     // The end-of-generation token is reported with an empty piece: it is not part of the text.
     if (on_token) go.on_token = [&](int32_t id) { return on_token(id, m->tok->is_eog(id) ? std::string() : m->piece(id)); };
-    GenerateResult r = snapkv::generate(*m->model, *m->tok, out.prompt_ids, cache, go);
+    GenerateResult r = with_oom_report("generating", [&] { return snapkv::generate(*m->model, *m->tok, out.prompt_ids, cache, go); });
     out.ids = r.ids;
     out.text = m->tok->decode(r.ids);
     out.stop_reason = r.stop_reason;
@@ -196,9 +242,18 @@ PerplexityOutput Session::perplexity(const std::string& text, int64_t ctx, const
     m->require_model();
     if (text.empty()) throw InputError("perplexity: the text is empty");
     const std::vector<int32_t> ids = m->tok->encode(text, true, true);
-    PerplexityResult r = snapkv::perplexity(*m->model, ids, m->tok->bos_id(), ctx, [&](int64_t d, int64_t t) {
-        if (progress) progress("perplexity", d, t);
-    }, cancel);
+    RunShape run;
+    run.n_tokens = ctx;
+    run.cache_slots = ctx;
+    run.all_logits = true;
+    if (ctx >= 1) m->check_fits(ctx, -1, m->estimate(run), "a perplexity chunk", ": use a smaller --ctx");
+    // llama.cpp's perplexity puts BOS first in each chunk only when the model adds BOS.
+    const int32_t bos = m->tok->add_bos() ? m->tok->bos_id() : -1;
+    PerplexityResult r = with_oom_report("computing perplexity", [&] {
+        return snapkv::perplexity(*m->model, ids, bos, ctx, [&](int64_t d, int64_t t) {
+            if (progress) progress("perplexity", d, t);
+        }, cancel);
+    });
     PerplexityOutput out;
     out.ppl = r.ppl;
     out.chunks = r.chunk_ppl;
@@ -238,13 +293,19 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
         "The history of the region is long and varied. Farmers grew wheat and barley along the river, "
         "traders carried salt and cloth across the mountains, and scholars kept careful records of "
         "the seasons, the harvests and the stars. ", false, false);
+    if (decode_tokens < 0)
+        throw InputError("bench: decode tokens " + std::to_string(decode_tokens) + " must be >= 0");
+    // Every length is checked before the first one runs.
+    for (int64_t n : lengths) {
+        if (n < 1) throw InputError("bench: prompt length " + std::to_string(n) + " must be positive");
+        RunShape run;
+        run.n_tokens = n;
+        run.cache_slots = n + std::min(decode_tokens, m->info.config.n_ctx_train);
+        m->check_fits(n, decode_tokens, m->estimate(run), "bench: a prompt", ": use shorter --lengths or fewer --decode tokens");
+    }
     std::vector<BenchRow> rows;
     int64_t step = 0;
     for (int64_t n : lengths) {
-        if (n < 1) throw InputError("bench: prompt length " + std::to_string(n) + " must be positive");
-        if (m->info.config.n_ctx_train > 0 && n + decode_tokens > m->info.config.n_ctx_train)
-            throw InputError("bench: " + std::to_string(n) + " + " + std::to_string(decode_tokens) +
-                             " tokens exceed the model's context of " + std::to_string(m->info.config.n_ctx_train));
         std::vector<int32_t> prompt;
         if (m->tok->add_bos() && m->tok->bos_id() >= 0) prompt.push_back(m->tok->bos_id());
         while (static_cast<int64_t>(prompt.size()) < n) prompt.push_back(base[prompt.size() % base.size()]);

@@ -17,6 +17,7 @@
 #include "core/common/errors.h"
 #include "core/io/model_config.h"
 #include "core/compare/compare_types.h"
+#include "core/session/memory_estimate.h"
 #include "core/snapkv/snapkv_params.h"
 #include "core/tokenizer/chat_template.h"
 
@@ -104,6 +105,8 @@ using TokenFn = std::function<bool(int32_t, const std::string&)>;
 struct PrefillSettings {
     int64_t max_window = 128;        // queries captured per layer: windows up to this retune freely
     bool h2o = true;                 // accumulate H2O scores (attention received over all queries)
+    int64_t new_tokens = 0;          // tokens to generate after this prefill (compare): the prompt
+                                     // plus these must fit the context, checked before prefill
 };
 
 // What a prefill produced, for display.
@@ -114,6 +117,8 @@ struct PrefillSummary {
     double prefill_ms = 0;
     double scorer_ms = 0;            // building the per-layer score caches
     int64_t kv_bytes_full = 0;
+    int64_t capture_bytes = 0;       // kept for retunes: window queries, H2O scores, float32 key
+                                     // copies and the scorers' caches (measured, all layers)
     std::vector<int32_t> ids;
     std::vector<std::string> pieces; // display text of each token
 };
@@ -152,7 +157,17 @@ public:
     std::string decode(const std::vector<int32_t>& ids) const;
     PromptTokens build_prompt(const PromptSpec& spec) const;
 
+    // ---- memory ----
+    // What a prefill with capture of n_tokens would allocate (weights already resident), and the
+    // free memory of the model's device. prefill(), generate(), perplexity(), bench() and
+    // compare() check their own estimate against it and throw InputError, with the numbers,
+    // before allocating anything that would not fit.
+    MemoryEstimate estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings = {},
+                                           bool two_parts = false) const;
+    AvailableMemory available_memory() const;
+
     // ---- plain runtime ----
+    // Stops at the model's context: the cache is sized for min(max_tokens, context - prompt).
     GenerationOutput generate(const PromptSpec& prompt, const GenerationSettings& settings,
                               const TokenFn& on_token = {}, CancelFlag cancel = nullptr);
     PerplexityOutput perplexity(const std::string& text, int64_t ctx, const ProgressFn& progress = {},

@@ -11,6 +11,7 @@
 #include "core/io/model_file.h"
 #include "core/kv/kv_cache.h"
 #include "core/model/llama_model.h"
+#include "core/session/runtime.h"
 #include "core/session/session.h"
 #include "core/snapkv/layer_scorer.h"
 #include "core/tokenizer/tokenizer.h"
@@ -53,6 +54,13 @@ struct Session::Impl {
 
     void require_model() const;
     void require_prefill() const;
+    // Estimate of a run on the loaded model (memory_estimate.h).
+    MemoryEstimate estimate(const RunShape& run) const;
+    // Throws InputError, before anything is allocated, when n_prompt tokens (plus n_new to be
+    // generated; n_new < 0: none) exceed the model's context, or when the run's estimate exceeds
+    // the free memory. what: "the prompt", "a chunk"; hint ends the message (": shorten ...").
+    void check_fits(int64_t n_prompt, int64_t n_new, const MemoryEstimate& estimate, const std::string& what,
+                    const std::string& hint) const;
     PrefillState run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
                              const ProgressFn& progress, CancelFlag cancel) const;
     const std::vector<LayerScorer>& scorers(bool query_agnostic);
@@ -70,17 +78,18 @@ struct Session::Impl {
 
 std::vector<LayerScorer> build_scorers(const std::vector<LayerCapture>& captures);
 
-// Runs f; a device out-of-memory error from LibTorch becomes a snapkv::Error that keeps LibTorch's
-// numbers (bytes requested, free) and says what to try instead. Other errors pass unchanged.
+// Runs f; an allocation failure from LibTorch (CPU or device) becomes a snapkv::Error that keeps
+// the numbers (bytes requested, free) and says what to try instead, not "[enforce fail at
+// alloc_cpu.cpp]". Other errors pass unchanged.
 template <typename F>
 auto with_oom_report(const char* what, F&& f) -> decltype(f()) {
     try {
         return f();
     } catch (const c10::Error& e) {
-        const std::string msg = e.what_without_backtrace();
-        if (msg.find("out of memory") == std::string::npos) throw;
-        throw Error(std::string("out of device memory while ") + what + ": " + msg.substr(0, msg.find('\n')) +
-                    ". Try a shorter document, float16/bfloat16, or the CPU.");
+        const std::string oom = out_of_memory_text(e.what_without_backtrace());
+        if (oom.empty()) throw;
+        throw Error(std::string("out of memory while ") + what + ": " + oom +
+                    ". Free memory, or try a shorter prompt, a smaller model, or float16/bfloat16 on a GPU.");
     }
 }
 

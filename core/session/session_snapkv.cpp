@@ -4,8 +4,10 @@
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
 // S = cache slots, V = n_vocab, D = head_dim.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "core/compare/lockstep.h"
@@ -21,9 +23,31 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Keys of the first n slots of a fresh cache, contiguous: [Hkv, n, D].
+// Keys of the first n slots of a fresh cache: [Hkv, n, D], a view into the cache's buffer when it
+// is float32 (no copy: the prefill state keeps that cache unchanged for as long as the scorers
+// live), a float32 copy otherwise.
 at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
-    return cache.layer(layer).keys().narrow(1, 0, n).to(at::kFloat).contiguous();
+    return cache.layer(layer).keys().narrow(1, 0, n).to(at::kFloat);
+}
+
+// Bytes the prefill state keeps for retunes beyond the cache: window queries, H2O scores, key
+// tensors that are not views of the cache (float32 copies of a 16-bit cache), scorer caches.
+int64_t capture_bytes(const PrefillState& st, const std::vector<LayerScorer>& scorers) {
+    auto own = [&](const at::Tensor& t, int64_t layer) -> int64_t {
+        if (!t.defined()) return 0;
+        const at::Tensor cache_keys = st.cache.layer(layer).keys();
+        if (t.is_alias_of(cache_keys)) return 0;
+        return t.numel() * static_cast<int64_t>(t.element_size());
+    };
+    int64_t bytes = 0;
+    for (const auto* captures : {&st.aware, &st.agnostic})
+        for (size_t l = 0; l < captures->size(); ++l) {
+            const LayerCapture& c = (*captures)[l];
+            const auto li = static_cast<int64_t>(l);
+            bytes += own(c.window_queries, li) + own(c.h2o, li) + own(c.keys, li);
+        }
+    for (const LayerScorer& sc : scorers) bytes += sc.cache_bytes();
+    return bytes;
 }
 
 }  // namespace
@@ -41,12 +65,19 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     const ModelConfig& c = model->config();
     const auto L = static_cast<int64_t>(prompt.ids.size());
     if (L == 0) throw InputError("the prompt is empty (no tokens)");
-    if (c.n_ctx_train > 0 && L > c.n_ctx_train)
-        throw InputError("the prompt has " + std::to_string(L) + " tokens, more than the model's context of " +
-                         std::to_string(c.n_ctx_train) + " tokens: shorten the document");
     if (settings.max_window < 1) throw InputError("max window " + std::to_string(settings.max_window) + " must be >= 1");
+    if (settings.new_tokens < 0)
+        throw InputError("new tokens " + std::to_string(settings.new_tokens) + " must be >= 0");
     const int64_t Lc = std::clamp<int64_t>(prompt.n_context, 1, L);
     const bool two_parts = Lc < L;
+    // Lengths and memory first: nothing is allocated for a prompt that cannot run.
+    RunShape shape;
+    shape.n_tokens = L;
+    shape.cache_slots = L + 256;
+    shape.max_window = settings.max_window;
+    shape.h2o = settings.h2o;
+    shape.two_parts = two_parts;
+    check_fits(L, settings.new_tokens, estimate(shape), "the prompt", ": shorten the document");
 
     PrefillState st;
     st.prompt = prompt;
@@ -187,6 +218,7 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
     s.max_window = scorers.empty() ? 0 : scorers.front().max_window();
     s.prefill_ms = st.prefill_ms;
     s.kv_bytes_full = st.cache.bytes();
+    s.capture_bytes = capture_bytes(st, scorers);
     s.ids = pt.ids;
     for (int32_t id : pt.ids) s.pieces.push_back(m->piece(id));
     // Commit: a cancelled or failed prefill leaves the previous one intact.
@@ -245,7 +277,18 @@ std::pair<int64_t, int64_t> Session::kv_bytes(const Selection& sel) const {
 }
 
 std::string Session::retune_benchmark(const SelectionParams& base) {
-    return run_retune_benchmark(m->scorers(false), base);
+    const std::vector<LayerScorer>& scorers = m->scorers(false);
+    // What capture costs next to what any run holds (issue 8 #4: at most 25 % at 8K tokens).
+    const int64_t weights = m->model->weight_bytes();
+    const int64_t kv = m->summary.kv_bytes_full;
+    const int64_t capture = capture_bytes(*m->state, scorers);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "capture overhead %s (window queries, H2O scores, scorer caches) = %.1f%% of weights %s + "
+                  "full KV cache %s\n",
+                  format_bytes(capture).c_str(), 100.0 * double(capture) / double(std::max<int64_t>(weights + kv, 1)),
+                  format_bytes(weights).c_str(), format_bytes(kv).c_str());
+    return line + run_retune_benchmark(scorers, base);
 }
 
 }  // namespace snapkv
@@ -314,10 +357,11 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
     const int64_t max_tokens = settings.generation.max_tokens;
     if (max_tokens < 1) throw InputError("compare: max tokens " + std::to_string(max_tokens) + " must be >= 1");
-    const int64_t n_ctx = m->model->config().n_ctx_train;
-    if (n_ctx > 0 && L + max_tokens > n_ctx)
-        throw InputError("compare: " + std::to_string(L) + " prompt + " + std::to_string(max_tokens) +
-                         " new tokens exceed the model's context of " + std::to_string(n_ctx));
+    RunShape shape;
+    shape.n_tokens = 1;
+    shape.cache_slots = L + std::min(max_tokens, m->model->config().n_ctx_train);   // no overflow
+    shape.caches = 2;                  // the full cache's copy and the compressed one
+    m->check_fits(L, max_tokens, m->estimate(shape), "compare: the prompt", ": ask for fewer new tokens");
     // The full run holds what a sliding-window runtime would (sliding layers trimmed to their
     // window), so that its KV bytes are the honest baseline of the compressed run's.
     LockstepRun full{m->full_cache(st.cache, L, max_tokens), st.last_logits};
@@ -353,7 +397,8 @@ std::pair<double, double> Session::continuation_perplexity(const std::string& co
     PrefillSettings ps;
     ps.max_window = params.window;
     ps.h2o = params.policy == Policy::H2O;
-    PrefillState st = m->run_prefill(pt, ps, progress, cancel);
+    ps.new_tokens = static_cast<int64_t>(cont.size());   // the continuation is fed after the context
+    PrefillState st = with_oom_report("running prefill", [&] { return m->run_prefill(pt, ps, progress, cancel); });
     std::vector<LayerScorer> scorers = build_scorers(st.aware);
     Selection sel = snapkv::select(scorers, params, false);
     const auto extra = static_cast<int64_t>(cont.size());

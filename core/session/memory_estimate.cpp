@@ -1,0 +1,178 @@
+// See memory_estimate.h. Shapes per layer, with T = tokens of the forward call, S = cache slots,
+// E = n_embd, F = n_ff, H = n_head, Hkv = n_head_kv, D = head_dim, V = n_vocab, Wmax = captured
+// window, Nc = scorer checkpoints, Sc = checkpoint stride, Q = attention query chunk (512).
+#include "core/session/memory_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#ifdef SNAPKV_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>   // cudaMemGetInfo (cuda_runtime_api.h)
+#endif
+
+#include "core/common/errors.h"
+#include "core/snapkv/layer_scorer.h"
+
+namespace snapkv {
+namespace {
+
+// Saturating arithmetic: absurd requests (2^62 tokens) must give a huge estimate, not a wrap.
+int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) return INT64_MAX;
+    return r;
+}
+
+int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) return INT64_MAX;
+    return r;
+}
+
+int64_t prod(std::initializer_list<int64_t> xs) {
+    int64_t r = 1;
+    for (int64_t x : xs) r = sat_mul(r, std::max<int64_t>(x, 0));
+    return r;
+}
+
+constexpr int64_t kAttnChunk = 512;   // ForwardOptions::attn_chunk
+
+// "12G", "512M", "1048576" -> bytes; -1 when it does not parse.
+int64_t parse_size(const std::string& s) {
+    if (s.empty()) return -1;
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() || !(v >= 0) || !std::isfinite(v)) return -1;
+    std::string unit(end);
+    if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+    if (!unit.empty() && (unit.back() == 'i')) unit.pop_back();
+    double mult = 1;
+    if (unit.empty()) mult = 1;
+    else if (unit == "K" || unit == "k") mult = 1024.0;
+    else if (unit == "M" || unit == "m") mult = 1024.0 * 1024;
+    else if (unit == "G" || unit == "g") mult = 1024.0 * 1024 * 1024;
+    else if (unit == "T" || unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
+    else return -1;
+    const double bytes = v * mult;
+    return bytes >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(bytes);
+}
+
+}  // namespace
+
+std::string format_bytes(int64_t b) {
+    char buf[32];
+    if (b >= (int64_t(1) << 40)) std::snprintf(buf, sizeof buf, "%.1f TiB", double(b) / double(int64_t(1) << 40));
+    else if (b >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
+    else if (b >= (int64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(int64_t(1) << 20));
+    else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
+    else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+    return buf;
+}
+
+std::string MemoryEstimate::breakdown() const {
+    std::string s = "KV cache " + format_bytes(kv_cache);
+    if (capture > 0) s += ", capture " + format_bytes(capture);
+    if (scorer > 0) s += ", scorer " + format_bytes(scorer);
+    s += ", activations " + format_bytes(activations);
+    return s;
+}
+
+MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64_t elem_bytes,
+                               const RunShape& run) {
+    MemoryEstimate m;
+    m.weights = weight_bytes;
+    const int64_t T = std::max<int64_t>(run.n_tokens, 1);
+    const int64_t S = std::max(run.cache_slots, T);
+    const int64_t n_layer = c.n_layer, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
+
+    // KV cache (kv_cache.cpp): K and V [Hkv, S, D] in the model dtype + positions [Hkv, S] int64.
+    const int64_t per_layer_kv = sat_add(prod({2, Hkv, S, D, elem_bytes}), prod({Hkv, S, 8}));
+    m.kv_cache = prod({std::max<int64_t>(run.caches, 1), n_layer, per_layer_kv});
+
+    // One layer of the forward pass (llama_model.cpp): the residual, the norm, q/k/v and their
+    // RoPE temporaries, the attention output, the three [T, F] MLP products, all float32 at
+    // worst; attention per chunk of Q queries: scores + probabilities (float32) + mask (bool)
+    // over the S slots. Plus the logits.
+    const int64_t per_token = sat_add(sat_add(prod({3, c.n_embd}), prod({4, H, D})),
+                                      sat_add(prod({4, Hkv, D}), prod({4, c.n_ff})));
+    const int64_t layer_act = prod({4, T, per_token});
+    const int64_t attn = prod({H, std::min(T, kAttnChunk), S, 9});
+    // All logits: [T, V] float32, the double copy perplexity makes and its log-sum-exp input.
+    const int64_t logits = run.all_logits ? prod({T, c.n_vocab, 4 + 8 + 8}) : prod({c.n_vocab, 8});
+    m.activations = sat_add(sat_add(layer_act, attn), logits);
+
+    if (run.max_window > 0) {
+        const int64_t W = std::min(run.max_window, T);
+        const int64_t parts = run.two_parts ? 2 : 1;
+        // Window queries [H, Wmax, D] per layer (and the context's own), H2O scores [H, L]
+        // (the whole prompt's and the context's), float32 key copies only for 16-bit caches.
+        int64_t cap = prod({parts, n_layer, H, W, D, 4});
+        if (run.h2o) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
+        if (elem_bytes != 4) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, D, 4}));
+        m.capture = cap;
+        // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per
+        // layer; while one layer is built: rows [H, Sc, L], their scores and the running sum.
+        const int64_t nc = LayerScorer::checkpoints_for(W);
+        const int64_t stride = LayerScorer::stride_for(W);
+        m.scorer = sat_add(prod({n_layer, H, nc + 1, T, 4}), prod({H, 2 * stride + 1, T, 4}));
+    }
+    return m;
+}
+
+AvailableMemory available_memory(const std::string& device) {
+    AvailableMemory a;
+    if (device.rfind("cuda", 0) == 0) {
+#ifdef SNAPKV_HAVE_CUDA
+        int index = 0;
+        if (device.size() > 5) index = std::atoi(device.c_str() + 5);
+        int previous = 0;
+        size_t free_b = 0, total_b = 0;
+        if (cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(index) == cudaSuccess &&
+            cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+            a.bytes = static_cast<int64_t>(free_b);
+            a.source = "free memory on " + device;
+        }
+        cudaSetDevice(previous);
+        cudaGetLastError();   // clear a failed query: the check is skipped, nothing else changes
+#endif
+    } else {
+        std::ifstream in("/proc/meminfo");
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("MemAvailable:", 0) != 0) continue;
+            std::istringstream ss(line.substr(13));
+            long long kb = -1;
+            if (ss >> kb && kb >= 0) {
+                a.bytes = sat_mul(kb, 1024);
+                a.source = "MemAvailable in /proc/meminfo";
+            }
+            break;
+        }
+    }
+    if (const char* env = std::getenv("SNAPKV_MEMORY_LIMIT")) {
+        const int64_t limit = parse_size(env);
+        if (limit < 0)
+            throw InputError("SNAPKV_MEMORY_LIMIT='" + std::string(env) +
+                             "' is not a size; allowed: bytes, or a number with K, M, G or T");
+        if (a.bytes < 0 || limit < a.bytes) {
+            a.bytes = limit;
+            a.source = "SNAPKV_MEMORY_LIMIT=" + std::string(env);
+        }
+    }
+    return a;
+}
+
+void require_memory(const MemoryEstimate& e, const AvailableMemory& a, const std::string& what,
+                    const std::string& hint) {
+    if (a.bytes < 0 || e.extra() <= a.bytes) return;
+    throw InputError(what + " needs about " + format_bytes(e.extra()) + " (" +
+                     std::to_string(e.extra()) + " bytes) beyond the " + format_bytes(e.weights) +
+                     " of weights (" + e.breakdown() + ") but only " + format_bytes(a.bytes) +
+                     " is available (" + a.source + ")" + hint);
+}
+
+}  // namespace snapkv
