@@ -49,5 +49,6 @@ if [ -x "$build_dir/app/gui/snapkv-studio" ] && [ -n "${DISPLAY:-}${WAYLAND_DISP
   exec "$build_dir/app/gui/snapkv-studio" --model "$model" --document "$doc" --question "$question"
 fi
 echo "== no display: running the pipeline from the command line (snapkv compare on the bundled document)"
+mkdir -p "$here/out"
 exec "$build_dir/app/cli/snapkv" compare --model "$model" --doc "$doc" --question "$question" --chat \
   --window 32 --kernel 7 --pooling max --budget 512 --max-tokens 48 --greedy --json "$here/out/compare.json"

@@ -14,6 +14,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/cli_checks.h"
+#include "core/common/atomic_file.h"
 #include "core/session/runtime.h"
 #include "core/session/session.h"
 
@@ -33,6 +35,8 @@ struct PromptOpts {
     std::string prompt, prompt_file, doc, question;
     bool chat = false;
     std::string chat_format;
+    const CLI::Option* prompt_opt = nullptr;   // to tell --prompt "" from no --prompt
+    bool prompt_given() const { return prompt_opt != nullptr && prompt_opt->count() > 0; }
 };
 
 struct SelectOpts {
@@ -49,41 +53,51 @@ struct SelectOpts {
     bool query_agnostic = false;
     int64_t sink = 4;
     uint64_t seed = 42;
-    int64_t max_window = 0;
+    int64_t max_window = 0;                    // 0: max(128, W)
 };
 
-
-std::string read_file(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(std::string(what) + " '" + path + "' cannot be opened");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+// Upper bounds that only catch absurd values (a real setting is far below them).
+constexpr int64_t kMaxBudgetOption = int64_t(1) << 40;
+constexpr int64_t kMaxLengthOption = int64_t(1) << 26;   // the largest context arch_tensors allows
 
 void write_json(const json& j, const std::string& out) {
     // Invalid UTF-8 in generated text (a token split inside a character) is replaced, not fatal.
-    const std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
-    if (out.empty() || out == "-") {
-        std::cout << text << "\n";
-        return;
-    }
-    std::ofstream f(out, std::ios::binary);
-    if (!f) throw InputError("cannot write JSON output '" + out + "'");
-    f << text << "\n";
+    write_output(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+// Options that contradict each other, checked before the model is loaded (exit code 2).
+void check_select(const SelectOpts& o) {
+    if (o.pooling != "none" && o.kernel % 2 == 0)
+        usage_error("--kernel", "must be odd with " + o.pooling +
+                                    " pooling (the window is centred on each position; got " +
+                                    std::to_string(o.kernel) + "); --pooling none ignores it");
+    if (o.ratio < 0 && o.budget <= o.window)
+        usage_error("--budget", std::to_string(o.budget) + " must be larger than --window " +
+                                    std::to_string(o.window) + " (the budget counts the window)");
+    if (o.policy == "streaming" && o.ratio < 0 && o.sink > o.budget - o.window)
+        usage_error("--sink", std::to_string(o.sink) + " must be at most --budget minus --window (" +
+                                  std::to_string(o.budget - o.window) + ")");
+}
+
+int64_t max_window_of(const SelectOpts& o) {
+    return std::max<int64_t>(o.max_window > 0 ? o.max_window : 128, o.window);
 }
 
 void add_common(CLI::App* c, Common& o) {
     c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
     c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
-    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")
+        ->capture_default_str()
+        ->check(one_of({"float32", "float16", "bfloat16", "f32", "f16", "bf16"}));
     c->add_option("--weights", o.weights,
                   "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(one_of({"native", "f32", "float32"}));
 }
 
 void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
-    auto* p = c->add_option("--prompt,-p", o.prompt, "Prompt text");
+    auto* p = c->add_option("--prompt,-p", o.prompt, "Prompt text (\"\" starts from BOS alone)");
+    o.prompt_opt = p;
     auto* f = c->add_option("--prompt-file,-f", o.prompt_file, "Read the prompt from a file");
     p->excludes(f);
     if (with_doc) {
@@ -94,35 +108,52 @@ void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
         q->excludes(p)->excludes(f);
     }
     c->add_flag("--chat", o.chat, "Wrap the prompt in the model's chat template");
-    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral, gemma, phi3");
+    c->add_option("--chat-format", o.chat_format,
+                  "Override the detected template: raw, chatml, llama2, llama3, mistral, gemma, phi3")
+        ->check(one_of({"raw", "chatml", "llama2", "llama3", "mistral", "gemma", "phi3"}));
 }
 
 void add_select(CLI::App* c, SelectOpts& o) {
-    c->add_option("--window", o.window, "Observation window W")->capture_default_str();
-    c->add_option("--kernel", o.kernel, "Pooling kernel K (odd)")->capture_default_str();
-    c->add_option("--pooling", o.pooling, "max, avg or none")->capture_default_str();
-    c->add_option("--budget", o.budget, "Budget C: tokens kept per head, window included")->capture_default_str();
-    c->add_option("--ratio", o.ratio, "kvpress form: keep int(L*(1-ratio)) tokens instead of --budget");
-    c->add_option("--policy", o.policy, "snapkv, streaming, h2o, random, pyramid or adakv")->capture_default_str();
+    c->add_option("--window", o.window, "Observation window W")->capture_default_str()->check(integer_in(1, kMaxLengthOption));
+    c->add_option("--kernel", o.kernel, "Pooling kernel K (odd; ignored by --pooling none)")
+        ->capture_default_str()
+        ->check(integer_in(1, kMaxLengthOption));
+    c->add_option("--pooling", o.pooling, "max, avg or none")->capture_default_str()->check(one_of({"max", "avg", "none"}));
+    c->add_option("--budget", o.budget, "Budget C: tokens kept per head, window included")
+        ->capture_default_str()
+        ->check(integer_in(2, kMaxBudgetOption));
+    c->add_option("--ratio", o.ratio, "kvpress form: keep int(L*(1-ratio)) tokens instead of --budget")
+        ->check(number_in(0.0, 1.0, false, true));
+    c->add_option("--policy", o.policy, "snapkv, streaming, h2o, random, pyramid or adakv")
+        ->capture_default_str()
+        ->check(one_of({"snapkv", "streaming", "h2o", "random", "pyramid", "adakv"}));
     c->add_option("--gqa", o.gqa,
                   "kv-head (one selection per KV head, the cache shrinks; kvpress) or query-head (one per "
                   "query head, official SnapKV; on a GQA model the cache can grow)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(one_of({"query-head", "kv-head"}));
     c->add_option("--tie-break", o.tie_break,
                   "Which of equal scores top-k keeps: later (as torch.topk did in the official code) or earlier")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(one_of({"later", "earlier"}));
     c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
-    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
+    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str()->check(integer_in(0, kMaxLengthOption));
     c->add_option("--seed", o.seed, "Seed of the random policy (and of sampling)")->capture_default_str();
-    c->add_option("--max-window", o.max_window, "Queries captured per layer (default: max(128, W))");
+    c->add_option("--max-window", o.max_window, "Queries captured per layer (default: max(128, W))")
+        ->check(integer_in(1, kMaxLengthOption));
 }
 
-void add_gen(CLI::App* c, GenerationSettings& o) {
-    c->add_option("--max-tokens,-n", o.max_tokens, "Tokens to generate")->capture_default_str();
+// min_tokens: 0 for generate (prompt only), 1 for compare (something to compare).
+void add_gen(CLI::App* c, GenerationSettings& o, int64_t min_tokens) {
+    c->add_option("--max-tokens,-n", o.max_tokens, "Tokens to generate (generation stops at the context)")
+        ->capture_default_str()
+        ->check(integer_in(min_tokens, INT64_MAX));   // any count: generation stops at the context
     c->add_flag("--greedy", o.greedy, "Greedy decoding (argmax)");
-    c->add_option("--temperature", o.temperature, "Sampling temperature")->capture_default_str();
-    c->add_option("--top-k", o.top_k, "Top-k (0 = off)")->capture_default_str();
-    c->add_option("--top-p", o.top_p, "Top-p (1 = off)")->capture_default_str();
+    c->add_option("--temperature", o.temperature, "Sampling temperature")
+        ->capture_default_str()
+        ->check(number_in(0.0, 1e6, false, false));
+    c->add_option("--top-k", o.top_k, "Top-k (0 = off)")->capture_default_str()->check(integer_in(0, int64_t(1) << 31));
+    c->add_option("--top-p", o.top_p, "Top-p (1 = off)")->capture_default_str()->check(number_in(0.0, 1.0, true, false));
     c->add_option("--sample-seed", o.seed, "Sampling seed")->capture_default_str();
     c->add_flag("--no-stop{false}", o.stop_at_eog, "Do not stop at the end-of-generation token");
 }
@@ -138,16 +169,16 @@ GenerationSettings cli_generation_defaults() {
 PromptSpec make_prompt(const PromptOpts& o) {
     PromptSpec s;
     if (!o.doc.empty()) {
-        s.document = read_file(o.doc, "document");
+        s.document = read_text_file(o.doc, "document");
         s.question = o.question;
         if (s.document.empty()) throw InputError("document '" + o.doc + "' is empty");
     } else if (!o.prompt_file.empty()) {
-        s.text = read_file(o.prompt_file, "prompt file");
+        s.text = read_text_file(o.prompt_file, "prompt file");
     } else {
         s.text = o.prompt;
     }
-    if (s.text.empty() && s.document.empty() && !o.chat)
-        throw InputError("no prompt: give --prompt, --prompt-file or --doc with --question");
+    if (s.text.empty() && s.document.empty() && !o.chat && !o.prompt_given() && o.prompt_file.empty())
+        usage_error("--prompt", "no prompt: give --prompt, --prompt-file or --doc with --question");
     s.chat = o.chat;
     s.chat_format = o.chat_format;
     return s;
@@ -276,6 +307,14 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSetting
         return true;
     };
     PromptSpec spec = make_prompt(po);
+    if (spec.text.empty() && spec.document.empty() && !spec.chat) {
+        // An empty prompt starts from BOS alone, as llama.cpp does (llama2.c's golden output is
+        // defined that way); a model that adds no BOS has nothing to start from.
+        spec.ids = s->tokenize("", true, true);
+        if (spec.ids.empty())
+            throw InputError("the prompt is empty and this model adds no BOS token, so there is nothing to "
+                             "generate from; give a prompt");
+    }
     GenerationOutput out = s->generate(spec, go, stream, cancel);
     if (as_json) {
         write_json({{"prompt_ids", out.prompt_ids}, {"ids", out.ids}, {"text", out.text},
@@ -300,7 +339,7 @@ std::pair<std::string, std::string> split_text(const std::string& t) {
 void cmd_perplexity(const Common& c, const std::string& file, int64_t ctx, bool compress, const SelectOpts& so,
                     bool as_json, const std::atomic<bool>* cancel) {
     auto s = open_session(c, as_json);
-    const std::string text = read_file(file, "text file");
+    const std::string text = read_text_file(file, "text file");
     if (compress) {
         auto [context, continuation] = split_text(text);
         SelectionParams p = make_params(so);
@@ -339,7 +378,7 @@ void print_runtime() {
 // A benchmark prompt of exactly n tokens: BOS (if the vocab adds one), then the text's tokens,
 // repeated as often as needed.
 PromptSpec repeated_prompt(Session& s, const PromptOpts& po, int64_t n) {
-    const std::string text = po.prompt_file.empty() ? po.prompt : read_file(po.prompt_file, "prompt file");
+    const std::string text = po.prompt_file.empty() ? po.prompt : read_text_file(po.prompt_file, "prompt file");
     if (text.empty()) throw InputError("this benchmark needs --prompt or --prompt-file (the text to repeat)");
     const std::vector<int32_t> base = s.tokenize(text, false, true);
     if (base.empty()) throw InputError("the benchmark text has no tokens");
@@ -363,8 +402,9 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
     for (int64_t n : lengths) {
         const PromptSpec spec = repeated_prompt(s, po, n);
         PrefillSettings ps;
-        ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+        ps.max_window = max_window_of(so);
         ps.h2o = p.policy == Policy::H2O;
+        ps.new_tokens = decode;
         reset_peak_device_memory();
         const PrefillSummary sum = s.prefill(spec, ps, stderr_progress(false), cancel);
         const int64_t peak_prefill = peak_device_memory_bytes();
@@ -414,7 +454,7 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
         return;
     }
     PrefillSettings ps;
-    ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+    ps.max_window = max_window_of(so);
     const PromptSpec spec = repeated_prompt(*s, po, lengths.back());
     PrefillSummary sum = s->prefill(spec, ps, stderr_progress(false), cancel);
     std::cout << "prompt " << sum.n_tokens << " tokens: prefill " << std::fixed << std::setprecision(0)
@@ -456,11 +496,14 @@ json selection_json(Session& s, const Selection& sel, const SelectionParams& p, 
 
 void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out,
                  const std::atomic<bool>* cancel) {
+    check_select(so);
+    const PromptSpec spec = make_prompt(po);
+    if (!out.empty() && out != "-") create_parent_dirs(out);   // fail before the prefill, not after
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
     PrefillSettings ps;
-    ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
-    s->prefill(make_prompt(po), ps, stderr_progress(out.empty() || out == "-"), cancel);
+    ps.max_window = max_window_of(so);
+    s->prefill(spec, ps, stderr_progress(out.empty() || out == "-"), cancel);
     Selection sel = s->select(p, so.query_agnostic, true);
     write_json(selection_json(*s, sel, p, so.query_agnostic), out);
     if (!sel.note.empty()) std::cerr << "note: " << sel.note << "\n";
@@ -470,13 +513,17 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
 
 void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go, double theta,
                  const std::string& out, const std::atomic<bool>* cancel) {
+    check_select(so);
+    const PromptSpec spec = make_prompt(po);
+    if (!out.empty() && out != "-") create_parent_dirs(out);   // fail before the prefill, not after
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
     PrefillSettings ps;
-    ps.max_window = std::max<int64_t>(so.max_window > 0 ? so.max_window : 128, so.window);
+    ps.max_window = max_window_of(so);
     ps.h2o = p.policy == Policy::H2O;
+    ps.new_tokens = go.max_tokens;   // prompt + new tokens are checked against the context first
     const bool quiet = out.empty() || out == "-";
-    s->prefill(make_prompt(po), ps, stderr_progress(quiet), cancel);
+    s->prefill(spec, ps, stderr_progress(quiet), cancel);
     CompareSettings cs;
     cs.generation = go;
     cs.query_agnostic = so.query_agnostic;
@@ -510,13 +557,19 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
     std::stringstream ss(s);
     std::string item;
     while (std::getline(ss, item, ',')) {
+        size_t used = 0;
+        long long v = 0;
         try {
-            out.push_back(std::stoll(item));
+            v = std::stoll(item, &used);
         } catch (...) {
-            throw InputError("--lengths: '" + item + "' is not a number");
+            used = 0;
         }
+        if (used == 0 || used != item.size() || v < 1 || v > kMaxLengthOption)
+            usage_error("--lengths", "'" + item + "' is not a prompt length (an integer from 1 to " +
+                                         std::to_string(kMaxLengthOption) + ")");
+        out.push_back(v);
     }
-    if (out.empty()) throw InputError("--lengths is empty");
+    if (out.empty()) usage_error("--lengths", "is empty; give lengths like 128,512");
     return out;
 }
 
@@ -552,7 +605,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         auto* cmd = app.add_subcommand("generate", "Generate text with the full cache");
         add_common(cmd, c);
         add_prompt(cmd, po, false);
-        add_gen(cmd, go);
+        add_gen(cmd, go, 0);
         cmd->add_flag("--json", as_json, "Print JSON with prompt_ids, ids, text, prefill_ms, decode_ms");
         cmd->callback([cancel] { cmd_generate(c, po, go, as_json, cancel); });
     }
@@ -565,13 +618,16 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         auto* cmd = app.add_subcommand("perplexity", "llama.cpp-style perplexity, or of a continuation under compression");
         add_common(cmd, c);
         cmd->add_option("--file,-f", file, "Text file")->required();
-        cmd->add_option("--ctx,-c", ctx, "Chunk size in tokens")->capture_default_str();
+        cmd->add_option("--ctx,-c", ctx, "Chunk size in tokens")->capture_default_str()->check(integer_in(4, kMaxLengthOption));
         cmd->add_flag("--compress", compress,
                       "Split the text at its middle; score the second half after the first, with the full cache and "
                       "with the first half's cache compressed by the selection options");
         add_select(cmd, so);
         cmd->add_flag("--json", as_json, "Print JSON");
-        cmd->callback([cancel] { cmd_perplexity(c, file, ctx, compress, so, as_json, cancel); });
+        cmd->callback([cancel] {
+            if (compress) check_select(so);
+            cmd_perplexity(c, file, ctx, compress, so, as_json, cancel);
+        });
     }
     {
         static Common c;
@@ -583,14 +639,20 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         auto* cmd = app.add_subcommand("bench", "Prefill and decode speed, or (--retune) SnapKV retune latency");
         add_common(cmd, c);
         cmd->add_option("--lengths", lengths, "Prompt lengths, comma separated")->capture_default_str();
-        cmd->add_option("--decode", decode, "Tokens decoded after each prefill")->capture_default_str();
+        cmd->add_option("--decode", decode, "Tokens decoded after each prefill")
+            ->capture_default_str()
+            ->check(integer_in(0, kMaxLengthOption));
         cmd->add_flag("--retune", retune,
                       "Time selection retunes on a prompt of the last --lengths tokens (the prompt text repeated)");
         cmd->add_flag("--compress", compress,
                       "Full vs compressed decode speed and KV bytes at each length (the prompt text is repeated)");
         add_prompt(cmd, po, true);
         add_select(cmd, so);
-        cmd->callback([cancel] { cmd_bench(c, parse_lengths(lengths), decode, retune, compress, po, so, cancel); });
+        cmd->callback([cancel] {
+            const std::vector<int64_t> ls = parse_lengths(lengths);
+            if (retune || compress) check_select(so);
+            cmd_bench(c, ls, decode, retune, compress, po, so, cancel);
+        });
     }
     {
         static Common c;
@@ -615,8 +677,10 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         add_common(cmd, c);
         add_prompt(cmd, po, true);
         add_select(cmd, so);
-        add_gen(cmd, go);
-        cmd->add_option("--hit-threshold", theta, "θ: attention above it marks an important position")->capture_default_str();
+        add_gen(cmd, go, 1);
+        cmd->add_option("--hit-threshold", theta, "θ: attention above it marks an important position")
+            ->capture_default_str()
+            ->check(number_in(0.0, 1.0, true, true));
         cmd->add_option("--json", out, "Output file ('-' for stdout)")->required();
         cmd->callback([cancel] { cmd_compare(c, po, so, go, theta, out, cancel); });
     }

@@ -1,6 +1,7 @@
 // `snapkv`: the command-line twin of SnapKV Studio. Every subcommand is a thin layer over
 // core/session (the GUI's API): parse options, call the session, print text or JSON.
-// Errors go to stderr with exit code 1 (2 for usage errors, from CLI11).
+// Errors go to stderr with exit code 1; usage errors (options CLI11 refuses, or that contradict
+// each other) exit 2 whatever CLI11's own code for the kind; Ctrl-C exits 130.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -33,15 +34,19 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        const int code = app.exit(e);   // prints help, or the error with a hint
+        return code == 0 ? 0 : 2;       // CLI11 uses 100+ per kind of parse error
     } catch (const snapkv::Cancelled&) {
         std::cerr << "snapkv: cancelled\n";
         return 130;
     } catch (const snapkv::Error& e) {
         std::cerr << "snapkv: error: " << e.what() << "\n";
         return 1;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "snapkv: error: out of memory\n";
+        return 1;
     } catch (const std::exception& e) {
-        std::cerr << "snapkv: internal error: " << e.what() << "\n";
+        std::cerr << "snapkv: error: " << snapkv::describe_exception(e) << "\n";
         return 1;
     }
     return 0;

@@ -1,5 +1,6 @@
-// Runs the `snapkv` binary the way a shell does and captures stdout, stderr and the exit code; for
-// the CLI tests only.
+// Runs the `snapkv` binary the way a shell script would and captures stdout, stderr and the exit
+// code, for the CLI tests. An optional shell prefix sets the environment or limits first
+// ("SNAPKV_MEMORY_LIMIT=1M", "ulimit -f 1;"). Test-only.
 #pragma once
 
 #include <array>
@@ -20,15 +21,15 @@ struct Result {
     std::string err;
 };
 
-// Run the CLI with arguments (already shell-quoted) and capture stdout, stderr and the exit code.
-inline Result run(const std::string& args) {
+// Run the CLI with arguments (already shell-quoted) after `prefix` (shell text, may be empty).
+inline Result run_with(const std::string& prefix, const std::string& args) {
     const std::string err_file = "/tmp/snapkv_cli_test_" + std::to_string(::getpid()) + ".err";
-    const std::string cmd = std::string(SNAPKV_CLI_PATH) + " " + args + " 2>" + err_file;
+    const std::string cmd = prefix + " " + std::string(SNAPKV_CLI_PATH) + " " + args + " 2>" + err_file;
     Result r;
     FILE* p = ::popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
     std::array<char, 4096> buf{};
-    size_t n;
+    size_t n = 0;
     while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
     const int status = ::pclose(p);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -36,6 +37,9 @@ inline Result run(const std::string& args) {
     std::remove(err_file.c_str());
     return r;
 }
+
+// Run the CLI with arguments (already shell-quoted) and capture stdout, stderr and the exit code.
+inline Result run(const std::string& args) { return run_with("", args); }
 
 inline std::string q(const std::string& s) {  // single-quote for the shell
     std::string o = "'";
