@@ -79,7 +79,11 @@ HfModel::HfModel(const std::string& dir) : m_dir(dir) {
     std::vector<std::string> hf_names;
     for (const auto& shard : m_shards)
         for (const SafetensorsTensor& t : shard->tensors()) hf_names.push_back(t.name);
-    check_layer_blocks(m_config.n_layer, keys.n_layer, "hf: " + cfg_path + ": ", hf_names, hf_block_index);
+    check_layer_blocks(m_config.n_layer, keys.n_layer, "hf: " + cfg_path + ": ", hf_names,
+                       [this](const std::string& name) -> std::optional<int64_t> {
+                           const std::optional<std::string> g = hf_to_gguf_name(name, m_config.arch);
+                           return g ? gguf_block_index(*g) : std::nullopt;
+                       });
 
     auto ends_with = [](const std::string& n, const char* tail) {
         const size_t k = std::char_traits<char>::length(tail);

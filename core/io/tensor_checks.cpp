@@ -126,7 +126,6 @@ std::optional<int64_t> index_after(const std::string& name, const std::string& p
 }  // namespace
 
 std::optional<int64_t> gguf_block_index(const std::string& name) { return index_after(name, "blk."); }
-std::optional<int64_t> hf_block_index(const std::string& name) { return index_after(name, "model.layers."); }
 
 void check_layer_blocks(int64_t n_layer, const std::string& n_layer_key, const std::string& where,
                         const std::vector<std::string>& names,

@@ -42,9 +42,8 @@ void check_layer_blocks(int64_t n_layer, const std::string& n_layer_key, const s
                         const std::vector<std::string>& names,
                         const std::function<std::optional<int64_t>(const std::string&)>& block_of);
 
-// "blk.12.attn_q.weight" -> 12 (GGUF names); "model.layers.12.mlp.up_proj.weight" -> 12 (HF).
+// "blk.12.attn_q.weight" -> 12; nullopt for tensors outside the blocks (GGUF names).
 std::optional<int64_t> gguf_block_index(const std::string& name);
-std::optional<int64_t> hf_block_index(const std::string& name);
 
 struct ByteRange {
     std::string name;
