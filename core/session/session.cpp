@@ -118,6 +118,15 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
 
 bool Session::has_model() const { return m->model != nullptr; }
 
+void Session::Impl::check_generation_fits(int64_t n_prompt, int64_t max_tokens) const {
+    if (max_tokens < 1) throw InputError("max tokens " + std::to_string(max_tokens) + " must be >= 1");
+    RunShape shape;
+    shape.n_tokens = 1;
+    shape.cache_slots = n_prompt + std::min(max_tokens, model->config().n_ctx_train);   // no overflow
+    shape.caches = 2;   // the full cache's copy and the compressed one
+    check_fits(n_prompt, max_tokens, estimate(shape), "the prompt", ": ask for fewer new tokens");
+}
+
 MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings,
                                                 bool two_parts) const {
     RunShape run;

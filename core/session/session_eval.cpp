@@ -5,24 +5,13 @@
 #include "core/session/session_impl.h"
 
 namespace snapkv {
-namespace {
-
-void check_room(const LlamaModel& model, int64_t n_prompt, int64_t max_tokens) {
-    if (max_tokens < 1) throw InputError("max tokens " + std::to_string(max_tokens) + " must be >= 1");
-    const int64_t n_ctx = model.config().n_ctx_train;
-    if (n_ctx > 0 && n_prompt + max_tokens > n_ctx)
-        throw InputError(std::to_string(n_prompt) + " prompt + " + std::to_string(max_tokens) +
-                         " new tokens exceed the model's context of " + std::to_string(n_ctx));
-}
-
-}  // namespace
 
 RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_steps, const ProgressFn& progress,
                                     CancelFlag cancel) {
     m->require_prefill();
     const PrefillState& st = *m->state;
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
-    check_room(*m->model, L, settings.generation.max_tokens);
+    m->check_generation_fits(L, settings.generation.max_tokens);
     if (kl_steps < 0) throw InputError("kl steps " + std::to_string(kl_steps) + " must be >= 0");
     // The hit rate looks at the prefix before the smallest window any selection may use: the
     // positions a selection can drop. Each compare narrows it to its own window below.

@@ -61,6 +61,9 @@ struct Session::Impl {
     // the free memory. what: "the prompt", "a chunk"; hint ends the message (": shorten ...").
     void check_fits(int64_t n_prompt, int64_t n_new, const MemoryEstimate& estimate, const std::string& what,
                     const std::string& hint) const;
+    // check_fits for max_tokens (>= 1) generated after the prefill, by a full and a compressed
+    // cache at once (compare, evaluation grids).
+    void check_generation_fits(int64_t n_prompt, int64_t max_tokens) const;
     PrefillState run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
                              const ProgressFn& progress, CancelFlag cancel) const;
     const std::vector<LayerScorer>& scorers(bool query_agnostic);

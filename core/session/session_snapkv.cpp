@@ -356,12 +356,7 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     Selection sel = select(params, agnostic, false);
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
     const int64_t max_tokens = settings.generation.max_tokens;
-    if (max_tokens < 1) throw InputError("compare: max tokens " + std::to_string(max_tokens) + " must be >= 1");
-    RunShape shape;
-    shape.n_tokens = 1;
-    shape.cache_slots = L + std::min(max_tokens, m->model->config().n_ctx_train);   // no overflow
-    shape.caches = 2;                  // the full cache's copy and the compressed one
-    m->check_fits(L, max_tokens, m->estimate(shape), "compare: the prompt", ": ask for fewer new tokens");
+    m->check_generation_fits(L, max_tokens);
     // The full run holds what a sliding-window runtime would (sliding layers trimmed to their
     // window), so that its KV bytes are the honest baseline of the compressed run's.
     LockstepRun full{m->full_cache(st.cache, L, max_tokens), st.last_logits};
