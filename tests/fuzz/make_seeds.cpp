@@ -1,0 +1,105 @@
+// Writes the starting corpus of each fuzz target from the test suite's own file builders (a tiny
+// llama and qwen2 GGUF, their safetensors and config.json, tokenizer.json of both families, a
+// session file) into DIR/<target>/. tests/fuzz/run.sh adds the stories260K GGUFs of tests/data.
+// Usage: make_seeds DIR
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/gguf_model.h"
+#include "tests/common/hf_format.h"
+#include "tests/io/gguf_test_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace snapkv;
+using namespace snapkv::test;
+
+void put(const fs::path& path, const std::string& bytes) {
+    fs::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+    if (!out) {
+        std::fprintf(stderr, "make_seeds: cannot write %s\n", path.c_str());
+        std::exit(1);
+    }
+}
+
+std::string str(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+
+// A byte-level BPE tokenizer.json (GPT-2 / SmolLM2 family) with a handful of tokens and merges.
+json byte_level_tokenizer() {
+    return json::parse(R"({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [{"id": 0, "content": "<|endoftext|>", "single_word": false, "lstrip": false,
+                          "rstrip": false, "normalized": false, "special": true}],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": true},
+            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+                  "vocab": {"<|endoftext|>": 0, "H": 1, "e": 2, "l": 3, "o": 4, "\u0120": 5, "w": 6, "r": 7,
+                            "d": 8, "!": 9, "He": 10, "ll": 11, "Hell": 12, "Hello": 13, "\u0120w": 14},
+                  "merges": ["H e", "l l", "He ll", "Hell o", "\u0120 w"]}
+    })");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: make_seeds DIR\n");
+        return 2;
+    }
+    const fs::path dir = argv[1];
+    for (const char* arch : {"llama", "qwen2"}) {
+        TinySpec spec;
+        spec.arch = arch;
+        spec.n_layer = 2;
+        const GgufWriter g = tiny_model(spec);
+        const fs::path gguf = dir / "gguf" / (std::string("tiny_") + arch + ".gguf");
+        put(gguf, str(g.build()));
+
+        GgufModel m(gguf.string());
+        put(dir / "config" / (std::string(arch) + ".json"),
+            hf_config_json(m.config(), arch, false, "float32").dump(2));
+        std::vector<StTensor> tensors;
+        for (const TensorDesc& t : m.tensors()) {
+            if (tensors.size() == 4) break;
+            std::vector<float> v(t.nbytes / 4);
+            m.read_f32(t.name, v.data());
+            tensors.push_back({hf_tensor_name(t.name), "F32", t.shape, f32_bytes(v)});
+        }
+        put(dir / "safetensors" / (std::string(arch) + ".safetensors"), str(safetensors_bytes(tensors)));
+        if (std::string(arch) == "llama")
+            put(dir / "tokenizer" / "spm.json", spm_tokenizer_json(m.vocab()).dump());
+    }
+    put(dir / "tokenizer" / "byte_level.json", byte_level_tokenizer().dump());
+    json gemma = {{"model_type", "gemma3_text"}, {"hidden_size", 64}, {"intermediate_size", 128},
+                  {"num_hidden_layers", 6}, {"num_attention_heads", 4}, {"num_key_value_heads", 1},
+                  {"head_dim", 16}, {"vocab_size", 300}, {"max_position_embeddings", 2048},
+                  {"sliding_window", 512}, {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0},
+                  {"query_pre_attn_scalar", 16}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}};
+    put(dir / "config" / "gemma3.json", gemma.dump(2));
+    const json session = {
+        {"format", "snapkv-studio-session"}, {"version", 1},
+        {"model", {{"path", "/models/m.gguf"}, {"relative_path", "m.gguf"}, {"device", "cpu"}, {"dtype", "float32"}}},
+        {"prompt", {{"document", "A short document.\n"}, {"document_path", "doc.md"}, {"question", "What?"}, {"chat", true}}},
+        {"params", {{"policy", "snapkv"}, {"window", 32}, {"kernel", 7}, {"pooling", "max"}, {"budget", 1024},
+                    {"gqa", "kv-head"}, {"sink", 4}, {"seed", 42}}},
+        {"display", {{"colormap", "viridis"}, {"log", false}}},
+        {"focus", {{"layer", 3}, {"head", 1}}}, {"view", "overview"}, {"max_tokens", 48}, {"ran", true},
+        {"window", {{"geometry", ""}, {"state", ""}}}};
+    put(dir / "session" / "session.json", session.dump(2));
+    return 0;
+}
