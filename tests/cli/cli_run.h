@@ -1,5 +1,5 @@
-// Runs the `snapkv` binary the way a shell script would and captures stdout, stderr and the exit
-// code, for the CLI tests. An optional shell prefix sets the environment or limits first
+// Runs the `snapkv` binary (or any shell command line) the way a shell script would and captures
+// stdout, stderr and the exit code, for the CLI tests. An optional shell prefix sets the environment or limits first
 // ("SNAPKV_MEMORY_LIMIT=1M", "ulimit -f 1;"). Test-only.
 #pragma once
 
@@ -21,12 +21,11 @@ struct Result {
     std::string err;
 };
 
-// Run the CLI with arguments (already shell-quoted) after `prefix` (shell text, may be empty).
-inline Result run_with(const std::string& prefix, const std::string& args) {
+// Runs a shell command line (in a subshell) and captures its stdout, stderr and exit code.
+inline Result run_shell(const std::string& cmd) {
     const std::string err_file = "/tmp/snapkv_cli_test_" + std::to_string(::getpid()) + ".err";
-    const std::string cmd = prefix + " " + std::string(SNAPKV_CLI_PATH) + " " + args + " 2>" + err_file;
     Result r;
-    FILE* p = ::popen(cmd.c_str(), "r");
+    FILE* p = ::popen(("(" + cmd + ") 2>" + err_file).c_str(), "r");
     REQUIRE(p != nullptr);
     std::array<char, 4096> buf{};
     size_t n = 0;
@@ -38,7 +37,11 @@ inline Result run_with(const std::string& prefix, const std::string& args) {
     return r;
 }
 
-// Run the CLI with arguments (already shell-quoted) and capture stdout, stderr and the exit code.
+// Run the CLI with arguments (already shell-quoted) after `prefix` (shell text, may be empty).
+inline Result run_with(const std::string& prefix, const std::string& args) {
+    return run_shell(prefix + " " + std::string(SNAPKV_CLI_PATH) + " " + args);
+}
+
 inline Result run(const std::string& args) { return run_with("", args); }
 
 inline std::string q(const std::string& s) {  // single-quote for the shell

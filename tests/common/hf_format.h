@@ -169,4 +169,45 @@ inline nlohmann::json spm_tokenizer_json(const VocabData& v) {
     return tj;
 }
 
+// One entry of tokenizer.json's added_tokens: a special token.
+inline nlohmann::json added_token(int32_t id, const std::string& content) {
+    nlohmann::json t = nlohmann::json::parse(R"({"single_word": false, "lstrip": false, "rstrip": false,
+                             "normalized": false, "special": true})");
+    t["id"] = id;
+    t["content"] = content;
+    return t;
+}
+
+// SmolLM2's tokenizer.json layout for a byte-level GGUF vocab; merges alternate between the
+// "a b" and the ["a", "b"] spellings so both are read.
+inline nlohmann::json byte_level_tokenizer_json(const VocabData& v) {
+    nlohmann::json vocab = nlohmann::json::object();
+    for (size_t i = 0; i < v.tokens.size(); ++i) vocab[v.tokens[i]] = i;
+    nlohmann::json merges = nlohmann::json::array();
+    for (size_t i = 0; i < v.merges.size(); ++i) {
+        const std::string& m = v.merges[i];
+        const size_t space = m.find(' ', 1);
+        if (i % 2 == 0) merges.push_back(m);
+        else merges.push_back(nlohmann::json::array({m.substr(0, space), m.substr(space + 1)}));
+    }
+    nlohmann::json added = nlohmann::json::array();
+    for (size_t i = 0; i < v.tokens.size(); ++i) {
+        if (v.types[i] == 3) added.push_back(added_token(int32_t(i), v.tokens[i]));
+    }
+    nlohmann::json tj = nlohmann::json::parse(R"({
+        "version": "1.0",
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": true},
+            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "byte_fallback": false}
+    })");
+    tj["added_tokens"] = added;
+    tj["model"]["vocab"] = vocab;
+    tj["model"]["merges"] = merges;
+    return tj;
+}
+
 }  // namespace snapkv::test

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/cli_run.h"
 #include "common/temp_dir.h"
 #include "common/test_util.h"
 
@@ -22,25 +23,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
-
-Result sh(const std::string& cmd, const snapkv::test::TempDir& dir) {
-    const std::string err_file = dir.file("stderr.txt");
-    Result r;
-    FILE* p = ::popen(("(" + cmd + ") 2>" + err_file).c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = ::pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = snapkv::test::read_text(err_file);
-    return r;
-}
+using snapkv::test::cli::Result;
+using snapkv::test::cli::run_shell;
 
 const std::string kCli = SNAPKV_CLI_PATH;
 const std::string kGrid = " --model " + snapkv::test::data_path("stories260K.gguf") +
@@ -65,7 +49,7 @@ std::vector<json> rows_without_timing(const std::string& path) {
 TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]") {
     snapkv::test::TempDir dir;
     const std::string whole = dir.file("whole.jsonl");
-    Result r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --out " + whole, dir);
+    Result r = run_shell(kCli + " needle" + kGrid + " --max-tokens 5 --out " + whole);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("18 rows written"));
     // The three shards run at the same time through the Slurm array script, as three array tasks
@@ -78,11 +62,11 @@ TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]")
                   kGrid + " --max-tokens 5 & ";
         parts += " " + dir.file("parts/part-" + std::to_string(i) + ".jsonl");
     }
-    r = sh(shards + "wait", dir);
+    r = run_shell(shards + "wait");
     REQUIRE(r.code == 0);
     for (int i = 0; i < 3; ++i)
         CHECK(rows_without_timing(dir.file("parts/part-" + std::to_string(i) + ".jsonl")).size() == 6);
-    r = sh(env + "bash " + cluster + "merge.sbatch", dir);
+    r = run_shell(env + "bash " + cluster + "merge.sbatch");
     INFO(r.err);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("merged 18 rows from 3 files"));
@@ -94,11 +78,11 @@ TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]")
         CHECK(a[i] == b[i]);
     }
     // (checked here, not in SECTIONs, so that the runs above happen once)
-    r = sh(kCli + " merge --out " + dir.file("dup.jsonl") + parts + " " + dir.file("parts/part-0.jsonl"), dir);
+    r = run_shell(kCli + " merge --out " + dir.file("dup.jsonl") + parts + " " + dir.file("parts/part-0.jsonl"));
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Contains("is in both"));
-    r = sh(kCli + " merge --out " + dir.file("two.jsonl") + " " + dir.file("parts/part-0.jsonl") + " " +
-               dir.file("parts/part-1.jsonl"), dir);
+    r = run_shell(kCli + " merge --out " + dir.file("two.jsonl") + " " + dir.file("parts/part-0.jsonl") + " " +
+               dir.file("parts/part-1.jsonl"));
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Contains("6 of 18 rows") && Contains("--allow-partial"));
 }
@@ -106,17 +90,17 @@ TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]")
 TEST_CASE("rerunning with the same --out computes only the missing rows", "[eval][cli]") {
     snapkv::test::TempDir dir;
     const std::string out = dir.file("r.jsonl");
-    Result r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --shard 1/2 --out " + out, dir);
+    Result r = run_shell(kCli + " needle" + kGrid + " --max-tokens 5 --shard 1/2 --out " + out);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("9 rows written"));
-    r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --out " + out, dir);
+    r = run_shell(kCli + " needle" + kGrid + " --max-tokens 5 --out " + out);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("9 rows written") && Contains("3 cells run, 3 already done"));
-    r = sh(kCli + " needle" + kGrid + " --max-tokens 5 --out " + out, dir);
+    r = run_shell(kCli + " needle" + kGrid + " --max-tokens 5 --out " + out);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("0 rows written") && Contains("0 cells run, 6 already done"));
     // Other settings into the same file are refused.
-    r = sh(kCli + " needle" + kGrid + " --max-tokens 6 --out " + out, dir);
+    r = run_shell(kCli + " needle" + kGrid + " --max-tokens 6 --out " + out);
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Contains("other settings") && Contains("max_tokens: 6 here, 5 there"));
 }
@@ -148,7 +132,7 @@ TEST_CASE("Ctrl-C stops a run with its finished rows intact", "[eval][cli]") {
         CHECK(kept >= 2);
         CHECK(kept < 18);
     }
-    Result r = sh(cmd, dir);
+    Result r = run_shell(cmd);
     REQUIRE(r.code == 0);
     CHECK(rows_without_timing(out).size() == 18);
 }
@@ -173,7 +157,7 @@ TEST_CASE("bad evaluation options fail with messages that name the problem", "[e
     };
     for (const auto& c : cases) {
         INFO("snapkv " << c.args);
-        const Result r = sh(kCli + " " + c.args, dir);
+        const Result r = run_shell(kCli + " " + c.args);
         CHECK(r.code == 1);
         CHECK_THAT(r.err, Contains(c.message));
     }

@@ -34,24 +34,16 @@ void put(const fs::path& path, const std::string& bytes) {
 
 std::string str(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
 
-// A byte-level BPE tokenizer.json (GPT-2 / SmolLM2 family) with a handful of tokens and merges.
-json byte_level_tokenizer() {
-    return json::parse(R"({
-        "version": "1.0", "truncation": null, "padding": null,
-        "added_tokens": [{"id": 0, "content": "<|endoftext|>", "single_word": false, "lstrip": false,
-                          "rstrip": false, "normalized": false, "special": true}],
-        "normalizer": null,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Digits", "individual_digits": true},
-            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
-                  "vocab": {"<|endoftext|>": 0, "H": 1, "e": 2, "l": 3, "o": 4, "\u0120": 5, "w": 6, "r": 7,
-                            "d": 8, "!": 9, "He": 10, "ll": 11, "Hell": 12, "Hello": 13, "\u0120w": 14},
-                  "merges": ["H e", "l l", "He ll", "Hell o", "\u0120 w"]}
-    })");
+// A byte-level vocabulary (GPT-2 / SmolLM2 family) of a handful of tokens and merges.
+VocabData byte_level_vocab() {
+    VocabData v;
+    v.model = "gpt2";
+    v.tokens = {"<|endoftext|>", "H", "e", "l", "o", "\xc4\xa0", "w", "r", "d", "!", "He", "ll", "Hell", "Hello",
+                "\xc4\xa0w"};
+    v.types.assign(v.tokens.size(), 1);
+    v.types[0] = 3;
+    v.merges = {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w"};
+    return v;
 }
 
 }  // namespace
@@ -84,7 +76,7 @@ int main(int argc, char** argv) {
         if (std::string(arch) == "llama")
             put(dir / "tokenizer" / "spm.json", spm_tokenizer_json(m.vocab()).dump());
     }
-    put(dir / "tokenizer" / "byte_level.json", byte_level_tokenizer().dump());
+    put(dir / "tokenizer" / "byte_level.json", byte_level_tokenizer_json(byte_level_vocab()).dump());
     json gemma = {{"model_type", "gemma3_text"}, {"hidden_size", 64}, {"intermediate_size", 128},
                   {"num_hidden_layers", 6}, {"num_attention_heads", 4}, {"num_key_value_heads", 1},
                   {"head_dim", 16}, {"vocab_size", 300}, {"max_position_embeddings", 2048},

@@ -16,46 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-json added_token(int32_t id, const std::string& content) {
-    json t = json::parse(R"({"single_word": false, "lstrip": false, "rstrip": false,
-                             "normalized": false, "special": true})");
-    t["id"] = id;
-    t["content"] = content;
-    return t;
-}
-
-// SmolLM2's tokenizer.json layout for a byte-level GGUF vocab; merges alternate between the
-// "a b" and the ["a", "b"] spellings so both are read.
-json byte_level_tokenizer_json(const VocabData& v) {
-    json vocab = json::object();
-    for (size_t i = 0; i < v.tokens.size(); ++i) vocab[v.tokens[i]] = i;
-    json merges = json::array();
-    for (size_t i = 0; i < v.merges.size(); ++i) {
-        const std::string& m = v.merges[i];
-        const size_t space = m.find(' ', 1);
-        if (i % 2 == 0) merges.push_back(m);
-        else merges.push_back(json::array({m.substr(0, space), m.substr(space + 1)}));
-    }
-    json added = json::array();
-    for (size_t i = 0; i < v.tokens.size(); ++i) {
-        if (v.types[i] == 3) added.push_back(added_token(int32_t(i), v.tokens[i]));
-    }
-    json tj = json::parse(R"({
-        "version": "1.0",
-        "normalizer": null,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Digits", "individual_digits": true},
-            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-        "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "byte_fallback": false}
-    })");
-    tj["added_tokens"] = added;
-    tj["model"]["vocab"] = vocab;
-    tj["model"]["merges"] = merges;
-    return tj;
-}
-
 // A tiny byte-level file with the given pre_tokenizer and post_processor.
 json tiny_byte_level(const json& pre_tokenizer, const json& post_processor = nullptr) {
     json tj = json::parse(R"({
