@@ -135,7 +135,7 @@ void add_select(CLI::App* c, SelectOpts& o) {
     c->add_option("--tie-break", o.tie_break,
                   "Which of equal scores top-k keeps: later (as torch.topk did in the official code) or earlier")
         ->capture_default_str()
-        ->check(one_of({"later", "earlier"}));
+        ->check(one_of({"earlier", "later"}));
     c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
     c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str()->check(integer_in(0, kMaxLengthOption));
     c->add_option("--seed", o.seed, "Seed of the random policy (and of sampling)")->capture_default_str();

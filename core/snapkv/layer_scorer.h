@@ -42,7 +42,7 @@ struct LayerCapture {
 // position L - Wmax + i and sees keys <= L - Wmax + i whatever the window), so votes(W) is the sum
 // of the last W rows. Keeping every row's running sum ([H, Wmax, L] floats: 1.1 GB for SmolLM2 at
 // 8K tokens, 9 GB for a 1B model at 32K) cost more than the weights, so the constructor keeps only
-// checkpoints: the float32 sums of the last S, 2S, ..., Nc*S rows ([H, Nc, L], Nc <= 8), and
+// checkpoints: the float32 sums of the last S, 2S, ..., Nc*S rows ([H, Nc, L], Nc <= 4), and
 // votes(W) adds the W mod S rows above the nearest checkpoint, recomputed from the captured
 // queries and keys (at most S - 1 rows per head: one small matmul + softmax). Every sum is
 // accumulated in float32 in the same order as a full running sum, so votes stay float32-accurate
@@ -82,7 +82,7 @@ public:
     // Bytes the scorer holds beyond its capture: checkpoints plus the last window's votes.
     int64_t cache_bytes() const;
 
-    // The stride and checkpoint count a capture of Wmax queries gets (S >= 16, Nc <= 8).
+    // The stride and checkpoint count a capture of Wmax queries gets (S >= 32, Nc <= 4).
     static int64_t stride_for(int64_t max_window);
     static int64_t checkpoints_for(int64_t max_window) { return max_window / stride_for(max_window); }
 

@@ -170,30 +170,30 @@ TEST_CASE("captures in another floating type are scored in float32", "[snapkv]")
 TEST_CASE("the scorer keeps a few float32 checkpoints, not a running sum per window row",
           "[snapkv]") {
     // Issue 8 #4: the [H, Wmax, L] running sums were 1.1 GB for SmolLM2 at 8K tokens. With
-    // Wmax = 128 the scorer keeps 8 checkpoint rows per head (1/16 of that) plus the last window's
+    // Wmax = 128 the scorer keeps 4 checkpoint rows per head (1/32 of that) plus the last window's
     // votes, and every window still gets the exact float32 votes.
     const int64_t H = 4, Hkv = 2, Wmax = 128, L = 600, D = 16;
     const NaiveCapture c = random_capture(H, Hkv, Wmax, L, D, 21, 2.0f);
     const LayerCapture cap = to_layer_capture(c);
     LayerScorer scorer(cap);
-    CHECK(scorer.checkpoint_stride() == 16);
+    CHECK(scorer.checkpoint_stride() == 32);
     const int64_t full_running_sums = H * Wmax * L * 4;
-    CHECK(scorer.cache_bytes() == H * 8 * L * 4);
+    CHECK(scorer.cache_bytes() == H * 4 * L * 4);
     for (int64_t W = 1; W <= Wmax; ++W) {
         INFO("window " << W);
         CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
     }
-    CHECK(scorer.cache_bytes() == H * 8 * L * 4 + H * (L - Wmax) * 4);
+    CHECK(scorer.cache_bytes() == H * 4 * L * 4 + H * (L - Wmax) * 4);
     CHECK(scorer.cache_bytes() * 10 < full_running_sums);
 }
 
-TEST_CASE("a captured window above 128 spreads at most 8 checkpoints over it", "[snapkv]") {
+TEST_CASE("a captured window above 128 spreads at most 4 checkpoints over it", "[snapkv]") {
     const NaiveCapture c = random_capture(2, 1, 300, 420, 8, 4, 2.0f);
     const LayerCapture cap = to_layer_capture(c);
     LayerScorer scorer(cap);
-    CHECK(scorer.checkpoint_stride() == 38);   // ceil(300 / 8)
-    CHECK(LayerScorer::checkpoints_for(300) == 7);
-    for (int64_t W : {1, 37, 38, 39, 76, 150, 266, 299, 300}) {
+    CHECK(scorer.checkpoint_stride() == 75);   // ceil(300 / 4)
+    CHECK(LayerScorer::checkpoints_for(300) == 4);
+    for (int64_t W : {1, 37, 74, 75, 76, 150, 151, 266, 299, 300}) {
         INFO("window " << W);
         CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
     }
