@@ -89,11 +89,13 @@ TEST_CASE("the prefill memory estimate covers what a prefill keeps", "[session][
     p.budget = 200;
     s.select(p);   // fills the scorers' votes of window 20
     const ModelConfig& c = s.model_info().config;
-    // Checkpoints: Wmax 128, stride 16 -> 8 rows of L floats per head and layer.
-    const int64_t checkpoints = c.n_layer * c.n_head * 8 * sum.n_tokens * 4;
+    // Checkpoints: Wmax 128, stride 32 -> 4 rows of L floats per head and layer.
+    const int64_t checkpoints = c.n_layer * c.n_head * 4 * sum.n_tokens * 4;
     CHECK(sum.capture_bytes > checkpoints);
     CHECK(sum.capture_bytes <= est.capture + est.scorer);
-    CHECK(est.capture + est.scorer < 2 * sum.capture_bytes);
+    // The estimate also counts the rows one layer's scorer holds while it is built ([H, 2S+1, L]),
+    // which on this 5-layer model are as large as everything kept afterwards.
+    CHECK(est.capture + est.scorer < 3 * sum.capture_bytes);
     CHECK(est.kv_cache >= sum.kv_bytes_full);
     CHECK(est.weights == s.model_info().weight_bytes);
 }
