@@ -34,7 +34,7 @@ using namespace snapkv::eval;
 
 struct EvalOpts {
     std::string model, device = "cpu", dtype = "float32", weights = "native";
-    std::string policies = "snapkv", budgets = "1024", gqa = "query-head", windows = "32", kernels = "7",
+    std::string policies = "snapkv", budgets = "1024", gqa = "kv-head", windows = "32", kernels = "7",
                 poolings = "max", tie_break = "later";
     bool query_agnostic = false;
     int64_t sink = 4;
@@ -60,7 +60,7 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
         ->capture_default_str();
     c->add_option("--budgets", o.budgets, "Comma list of budgets C (tokens kept per head, window included)")
         ->capture_default_str();
-    c->add_option("--gqa", o.gqa, "Comma list: query-head, kv-head")->capture_default_str();
+    c->add_option("--gqa", o.gqa, "Comma list: kv-head (default: one selection per KV head, the cache shrinks), query-head (official)")->capture_default_str();
     c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
     c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
     c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();

@@ -55,7 +55,7 @@ QString configLabel(const json& c, bool withBudget) {
         s += QString(" K%1").arg(c["kernel"].get<int64_t>());
     if (c.contains("pooling") && c["pooling"].is_string() && c["pooling"] != "max")
         s += " " + QString::fromStdString(c["pooling"].get<std::string>());
-    if (c.contains("gqa") && c["gqa"].is_string() && c["gqa"] != "query-head")
+    if (c.contains("gqa") && c["gqa"].is_string() && c["gqa"] != "kv-head")
         s += " " + QString::fromStdString(c["gqa"].get<std::string>());
     if (c.value("query_agnostic", false) == true) s += " q-agnostic";
     return s;

@@ -191,7 +191,7 @@ void EvaluateView::buildForm() {
     m_windows = lineEdit("32", "Observation windows W");
     m_kernels = lineEdit("7", "Pooling kernels K (odd)");
     m_poolings = lineEdit("max", "max, avg, none");
-    m_gqa = lineEdit("query-head", "query-head (official), kv-head (kvpress)");
+    m_gqa = lineEdit("kv-head", "kv-head (default: the cache shrinks), query-head (official)");
     auto* row1 = new QHBoxLayout;
     row1->addWidget(m_policies, 2);
     row1->addWidget(new QLabel("budgets"));

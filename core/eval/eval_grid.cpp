@@ -171,7 +171,7 @@ std::string config_label(const EvalConfig& c) {
         if (p.kernel != 7) s += " K" + std::to_string(p.kernel);
         if (p.pooling != Pooling::Max) s += " " + pooling_name(p.pooling);
     }
-    if (p.gqa != GqaMode::QueryHead) s += " " + gqa_mode_name(p.gqa);
+    if (p.gqa != GqaMode::KvHead) s += " " + gqa_mode_name(p.gqa);   // labels name what is not the default
     if (p.tie_break == TieBreak::Earlier && (policy_uses_pooling(p.policy) || p.policy == Policy::H2O))
         s += " ties-earlier";
     if (c.query_agnostic) s += " q-agnostic";

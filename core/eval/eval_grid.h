@@ -25,7 +25,7 @@ struct EvalConfig {
 struct GridAxes {
     std::vector<std::string> policies{"snapkv"};
     std::vector<int64_t> budgets{1024};
-    std::vector<std::string> gqa{"query-head"};
+    std::vector<std::string> gqa{"kv-head"};   // the app's default: the cache shrinks
     std::vector<int64_t> windows{32};
     std::vector<int64_t> kernels{7};
     std::vector<std::string> poolings{"max"};

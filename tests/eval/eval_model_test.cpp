@@ -191,8 +191,9 @@ TEST_CASE("the needle runner writes one row per cell and configuration with the 
             CHECK(r["kv_bytes"] == r["kv_bytes_full"]);
         } else {
             CHECK(r["budget"] == 48);
-            // Query-head mode keeps n_head (8) heads of 48 slots against n_head_kv (4) of L.
-            CHECK(r["kv_bytes"].get<int64_t>() * r["length"].get<int64_t>() == r["kv_bytes_full"].get<int64_t>() * 96);
+            // KV-head mode (the default) keeps n_head_kv (4) heads of 48 slots against 4 of L.
+            CHECK(r["gqa"] == "kv-head");
+            CHECK(r["kv_bytes"].get<int64_t>() * r["length"].get<int64_t>() == r["kv_bytes_full"].get<int64_t>() * 48);
             CHECK(r["needle_kept_layers"].size() == 5);   // stories260K: 5 layers
             CHECK(r["agree_full"].get<double>() >= 0.0);
             CHECK(r["agree_full"].get<double>() <= 1.0);
