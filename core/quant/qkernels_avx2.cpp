@@ -74,23 +74,39 @@ inline __m256 dot_q4_block(const uint8_t* qs, const float* xp) {
 }
 // Q4_0: d * (q - 8) = d * q - 8 d, with the -8 d folded into the block sums of x.
 float dot_q4_0(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
-    __m256 acc = _mm256_setzero_ps();
-    float off = 0.0f;
-    for (int64_t i = 0; i < n; i += 32, p += 18, xp += 32) {
-        const float d = half_at(p);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), dot_q4_block(p + 2, xp), acc);
-        off += d * xs[i / 32];
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();   // two chains, as in dot_q4_1
+    float off0 = 0.0f, off1 = 0.0f;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64, p += 36, xp += 64) {
+        const float d0 = half_at(p), d1 = half_at(p + 18);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0), dot_q4_block(p + 2, xp), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1), dot_q4_block(p + 20, xp + 32), acc1);
+        off0 += d0 * xs[i / 32];
+        off1 += d1 * xs[i / 32 + 1];
     }
-    return hsum8(acc) - 8.0f * off;
+    if (i < n) {
+        const float d = half_at(p);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), dot_q4_block(p + 2, xp), acc0);
+        off0 += d * xs[i / 32];
+    }
+    return hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * (off0 + off1);
 }
 float dot_q4_1(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
-    for (int64_t i = 0; i < n; i += 32, p += 20, xp += 32) {
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc);
-        mins += half_at(p + 2) * xs[i / 32];
+    // Two blocks per step into two accumulators: the loop-carried FMA chains run side by side.
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float mins0 = 0.0f, mins1 = 0.0f;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64, p += 40, xp += 64) {
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p + 20)), dot_q4_block(p + 24, xp + 32), acc1);
+        mins0 += half_at(p + 2) * xs[i / 32];
+        mins1 += half_at(p + 22) * xs[i / 32 + 1];
     }
-    return hsum8(acc) + mins;
+    if (i < n) {
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc0);
+        mins0 += half_at(p + 2) * xs[i / 32];
+    }
+    return hsum8(_mm256_add_ps(acc0, acc1)) + (mins0 + mins1);
 }
 
 // Q8_0: lane j of vector k holds byte 4j + k (sign-extended by shifting it to the top and back).
@@ -99,17 +115,23 @@ void prep_q8(const float* x, int64_t n, float* out) {
         for (int k = 0; k < 4; ++k)
             for (int j = 0; j < 8; ++j) out[b + 8 * k + j] = x[b + 4 * j + k];
 }
+inline __m256 dot_q8_block(const uint8_t* qs, const float* xp) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+    __m256 s0 = _mm256_mul_ps(to_f(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)), _mm256_loadu_ps(xp));
+    __m256 s1 = _mm256_mul_ps(to_f(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)), _mm256_loadu_ps(xp + 8));
+    s0 = _mm256_fmadd_ps(to_f(_mm256_srai_epi32(_mm256_slli_epi32(v, 8), 24)), _mm256_loadu_ps(xp + 16), s0);
+    s1 = _mm256_fmadd_ps(to_f(_mm256_srai_epi32(v, 24)), _mm256_loadu_ps(xp + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
 float dot_q8_0(const uint8_t* p, int64_t n, const float* xp, const float*) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n; i += 32, p += 34, xp += 32) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-        __m256 s0 = _mm256_mul_ps(to_f(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)), _mm256_loadu_ps(xp));
-        __m256 s1 = _mm256_mul_ps(to_f(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)), _mm256_loadu_ps(xp + 8));
-        s0 = _mm256_fmadd_ps(to_f(_mm256_srai_epi32(_mm256_slli_epi32(v, 8), 24)), _mm256_loadu_ps(xp + 16), s0);
-        s1 = _mm256_fmadd_ps(to_f(_mm256_srai_epi32(v, 24)), _mm256_loadu_ps(xp + 24), s1);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), _mm256_add_ps(s0, s1), acc);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();   // two chains, as in dot_q4_1
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64, p += 68, xp += 64) {
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q8_block(p + 2, xp), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p + 34)), dot_q8_block(p + 36, xp + 32), acc1);
     }
-    return hsum8(acc);
+    if (i < n) acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q8_block(p + 2, xp), acc0);
+    return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
 template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
