@@ -73,8 +73,8 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
         {"window 32", set_window(32)},
         {"window 64", set_window(64)},
         {"window 128", set_window(128)},
-        {"window 47", set_window(47)},     // 15 rows above a checkpoint: the most recomputed
-        {"window 127", set_window(127)},
+        {"window 47", set_window(47)},     // 15 rows above a checkpoint (stride 32)
+        {"window 127", set_window(127)},   // 31 rows above one: the most recomputed
         {"window " + std::to_string(base.window) + " (base)", set_window(base.window)},
         {"policy streaming", set_policy(Policy::Streaming)},
         {"policy h2o", set_policy(Policy::H2O)},
