@@ -3,6 +3,8 @@
 // only) and called only when cpu_features.h reports those features.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "core/quant/qkernels_impl.h"
 #include "core/quant/qkernels_x86_bytes.h"
 
@@ -96,12 +98,21 @@ float dot_q4_1(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float mins0 = 0.0f, mins1 = 0.0f;
     int64_t i = 0;
+    // Both blocks' scales and minimums convert in one F16C op: [d0, m0, d1, m1]; lanes 0 and 1 of
+    // mins hold the two chains' minimum sums (lanes 2 and 3 add m * 0).
+    __m128 mins = _mm_setzero_ps();
     for (; i + 64 <= n; i += 64, p += 40, xp += 64) {
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p + 20)), dot_q4_block(p + 24, xp + 32), acc1);
-        mins0 += half_at(p + 2) * xs[i / 32];
-        mins1 += half_at(p + 22) * xs[i / 32 + 1];
+        uint32_t dm0, dm1;
+        std::memcpy(&dm0, p, 4);
+        std::memcpy(&dm1, p + 20, 4);
+        const __m128 dm = _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(dm1), static_cast<int>(dm0)));
+        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(dm), dot_q4_block(p + 4, xp), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehl_ps(dm, dm)), dot_q4_block(p + 24, xp + 32), acc1);
+        const __m128 xs2 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(xs + i / 32)));
+        mins = _mm_fmadd_ps(_mm_shuffle_ps(dm, dm, _MM_SHUFFLE(3, 1, 3, 1)), xs2, mins);
     }
+    mins0 = _mm_cvtss_f32(mins);
+    mins1 = _mm_cvtss_f32(_mm_shuffle_ps(mins, mins, 1));
     if (i < n) {
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc0);
         mins0 += half_at(p + 2) * xs[i / 32];
