@@ -23,6 +23,7 @@
 #include "app/gui/run_controller.h"
 #include "app/gui/session_file.h"
 #include "app/gui/walkthrough.h"
+#include "core/session/memory_estimate.h"
 
 #include <qcustomplot.h>
 
@@ -31,10 +32,7 @@ namespace studio {
 namespace {
 const QStringList kViewNames = {"overview", "head", "document", "compare", "evaluate"};
 
-QString humanBytes(int64_t b) {
-    if (b >= (int64_t(1) << 20)) return QString("%1 MiB").arg(b / double(int64_t(1) << 20), 0, 'f', 1);
-    return QString("%1 KiB").arg(b / 1024.0, 0, 'f', 1);
-}
+QString humanBytes(int64_t b) { return QString::fromStdString(snapkv::format_bytes(b)); }
 }  // namespace
 
 // ---- inputs ----

@@ -1,6 +1,8 @@
 // ParameterPanel: form widgets <-> ParamState, undo commands, debounce.
 #include "app/gui/parameter_panel.h"
 
+#include "core/session/memory_estimate.h"
+
 #include <QComboBox>
 #include <QDateTime>
 #include <QDoubleSpinBox>
@@ -398,11 +400,8 @@ void ParameterPanel::setCacheReport(qint64 bytesFull, qint64 bytesKept, const QS
         m_cache->hide();
         return;
     }
-    // MiB for real models; KiB below 1 MiB, so tiny models do not read "0.0 MiB kept".
-    auto mib = [](qint64 b) {
-        if (b < (qint64(1) << 20)) return QString::number(b / 1024.0, 'f', 1) + " KiB";
-        return QString::number(b / double(qint64(1) << 20), 'f', 1) + " MiB";
-    };
+    // The unit follows the size, so tiny models do not read "0.0 MiB kept".
+    auto mib = [](qint64 b) { return QString::fromStdString(snapkv::format_bytes(b)); };
     const double ratio = bytesKept > 0 ? double(bytesFull) / double(bytesKept) : 0.0;
     QString text = QString("<b>KV cache</b> %1 full &rarr; %2 kept").arg(mib(bytesFull), mib(bytesKept));
     if (bytesKept > bytesFull) {

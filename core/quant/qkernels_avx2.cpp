@@ -95,12 +95,11 @@ float dot_q4_0(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
 }
 float dot_q4_1(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
     // Two blocks per step into two accumulators: the loop-carried FMA chains run side by side.
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float mins0 = 0.0f, mins1 = 0.0f;
-    int64_t i = 0;
     // Both blocks' scales and minimums convert in one F16C op: [d0, m0, d1, m1]; lanes 0 and 1 of
     // mins hold the two chains' minimum sums (lanes 2 and 3 add m * 0).
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     __m128 mins = _mm_setzero_ps();
+    int64_t i = 0;
     for (; i + 64 <= n; i += 64, p += 40, xp += 64) {
         uint32_t dm0, dm1;
         std::memcpy(&dm0, p, 4);
@@ -111,8 +110,8 @@ float dot_q4_1(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
         const __m128 xs2 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(xs + i / 32)));
         mins = _mm_fmadd_ps(_mm_shuffle_ps(dm, dm, _MM_SHUFFLE(3, 1, 3, 1)), xs2, mins);
     }
-    mins0 = _mm_cvtss_f32(mins);
-    mins1 = _mm_cvtss_f32(_mm_shuffle_ps(mins, mins, 1));
+    float mins0 = _mm_cvtss_f32(mins);
+    const float mins1 = _mm_cvtss_f32(_mm_shuffle_ps(mins, mins, 1));
     if (i < n) {
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc0);
         mins0 += half_at(p + 2) * xs[i / 32];
