@@ -263,6 +263,11 @@ void attention_values(const float* p, const float* v, int64_t v_head_stride, int
         for (int64_t i = 0; i < out_n; ++i) out[i] += part[r * out_n + i];
 }
 
+void softmax_rows(float* x, int64_t rows, int64_t n) { table_for(active_cpu_path()).softmax_rows(x, rows, n); }
+void softmax_rows_on(CpuPath path, float* x, int64_t rows, int64_t n) { table_for(path).softmax_rows(x, rows, n); }
+void silu_mul(float* gate, const float* up, int64_t n) { table_for(active_cpu_path()).silu_mul(gate, up, n); }
+void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n) { table_for(path).silu_mul(gate, up, n); }
+
 void set_kernel_threads(int n) {
     std::lock_guard<std::mutex> lock(g_pool_mutex);
     const int want = std::max(1, n);

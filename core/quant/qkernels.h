@@ -62,6 +62,15 @@ void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k
 void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc,
                          int64_t g, int64_t S, int64_t D, float* out);
 
+// Single-token helpers on the caller's thread, on the active path (the _on forms: an explicit
+// one). exp is a vector polynomial within ~1 ulp of expf (0 below -87.3, no subnormals).
+// In place: each of rows rows of n values becomes exp(x - max) / sum (softmax; -inf gives 0).
+void softmax_rows(float* x, int64_t rows, int64_t n);
+void softmax_rows_on(CpuPath path, float* x, int64_t rows, int64_t n);
+// In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU); gate and up [n].
+void silu_mul(float* gate, const float* up, int64_t n);
+void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
+
 // Threads the kernels use (the caller's thread included); 1 runs everything on the caller.
 // Default: the number of cores. Set once at start-up (init_runtime does, from SNAPKV_THREADS).
 void set_kernel_threads(int n);

@@ -24,6 +24,21 @@ struct Avx2V : SseBytes {
     static vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
     static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
     static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+    static vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
+    static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+    static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+    static vec round(vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static vec pow2i(vec n) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+    }
+    static vec below(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_LT_OQ)); }
+    static vec above(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_GT_OQ)); }
+    static float hmax(vec a) {
+        __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_max_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s);
+    }
     static float hsum(vec a) {
         __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
         s = _mm_add_ps(s, _mm_movehl_ps(s, s));

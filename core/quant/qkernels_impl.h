@@ -4,8 +4,10 @@
 // for its own instruction set (a shared inline copy could be one compiled for AVX-512).
 //
 // V provides: N (float lanes; a divisor of 16), vec, zero, set1, load, load_unaligned, store,
-// add, sub, mul, fmadd(a, b, c) = a * b + c, hsum, from_f16 / from_bf16 (N stored values to
-// floats), h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
+// add, sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN),
+// round (to nearest even), pow2i(n) (2^n for integral n in [-126, 127]), below(x, b, t, f) / above
+// (t where x < b / x > b, else f), hsum, hmax, from_f16 / from_bf16 (N stored values to floats),
+// h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
 // (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), or_,
 // sub8(v, k) = v - k, and to_f32 (the 16 values as signed int8 to 16 / N float vectors).
 //
@@ -368,6 +370,75 @@ struct Kernels {
         }
     }
 
+    // ---- exp, softmax, SwiGLU (single-token steps) ----
+
+    // exp(x) within ~1 ulp: Cephes' expf (x = n ln2 + r, |r| <= ln2 / 2, a degree-6 polynomial
+    // in r). 0 below -87.34 (no subnormal results), +inf above 88.38, NaN stays NaN.
+    static inline vec exp_v(vec x) {
+        const vec lo = V::set1(-87.33654f), hi = V::set1(88.37626f);
+        const vec xc = V::min(hi, V::max(lo, x));
+        const vec n = V::min(V::set1(127.0f), V::round(V::mul(xc, V::set1(1.44269504088896341f))));
+        vec r = V::fmadd(n, V::set1(-0.693359375f), xc);
+        r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+        vec p = V::set1(1.9875691500e-4f);
+        p = V::fmadd(p, r, V::set1(1.3981999507e-3f));
+        p = V::fmadd(p, r, V::set1(8.3334519073e-3f));
+        p = V::fmadd(p, r, V::set1(4.1665795894e-2f));
+        p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
+        p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
+        p = V::fmadd(V::mul(p, r), r, V::add(r, V::set1(1.0f)));
+        const vec y = V::mul(p, V::pow2i(n));
+        return V::above(x, hi, V::set1(__builtin_inff()), V::below(x, lo, V::zero(), y));
+    }
+    // fn(vec) over x[0, n) in place, the last partial vector through a padded copy (pad fills
+    // the unused lanes), so every element goes through the same vector code.
+    template <class F>
+    static inline void map_inplace(float* x, int64_t n, float pad, F fn) {
+        int64_t i = 0;
+        for (; i + N <= n; i += N) V::store(x + i, fn(V::load(x + i), i));
+        if (i < n) {
+            float tmp[N];
+            for (int k = 0; k < N; ++k) tmp[k] = i + k < n ? x[i + k] : pad;
+            V::store(tmp, fn(V::load(tmp), i));
+            for (int k = 0; i + k < n; ++k) x[i + k] = tmp[k];
+        }
+    }
+    // Each of rows rows of n values becomes exp(x - max) / sum (-inf gives 0), in place.
+    static void softmax_rows(float* x, int64_t rows, int64_t n) {
+        constexpr float ninf = -__builtin_inff();
+        for (int64_t r = 0; r < rows; ++r, x += n) {
+            vec m = V::set1(ninf);
+            int64_t i = 0;
+            for (; i + N <= n; i += N) m = V::max(m, V::load(x + i));
+            float mx = V::hmax(m);
+            for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+            const vec vm = V::set1(mx);
+            vec acc = V::zero();
+            map_inplace(x, n, ninf, [&](vec v, int64_t) {
+                const vec e = exp_v(V::sub(v, vm));
+                acc = V::add(acc, e);
+                return e;
+            });
+            const vec inv = V::set1(1.0f / V::hsum(acc));
+            map_inplace(x, n, 0.0f, [&](vec v, int64_t) { return V::mul(v, inv); });
+        }
+    }
+    // gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU), in place.
+    static void silu_mul(float* gate, const float* up, int64_t n) {
+        const vec one = V::set1(1.0f);
+        map_inplace(gate, n, 0.0f, [&](vec g, int64_t i) {
+            vec u;
+            if (i + N <= n) {
+                u = V::load(up + i);
+            } else {
+                float tmp[N];
+                for (int k = 0; k < N; ++k) tmp[k] = i + k < n ? up[i + k] : 0.0f;
+                u = V::load(tmp);
+            }
+            return V::mul(V::div(g, V::add(one, exp_v(V::sub(V::zero(), g)))), u);
+        });
+    }
+
     static KernelTable table() {
         KernelTable t{};
         t.matvec[kF32] = matvec<dot_f32>;
@@ -390,6 +461,8 @@ struct Kernels {
         t.dequant[kQ6_K] = dequant<deq_q6_k>;
         t.attn_scores = attn_scores;
         t.attn_values = attn_values;
+        t.softmax_rows = softmax_rows;
+        t.silu_mul = silu_mul;
         return t;
     }
 };

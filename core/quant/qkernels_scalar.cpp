@@ -1,5 +1,6 @@
 // The portable kernel path: plain C++ over 4-float "vectors" (which the compiler may map to the
 // baseline SIMD of the target), for CPUs without AVX2 and for non-x86 builds.
+#include <cmath>
 #include <cstring>
 
 #include "core/io/dequant.h"
@@ -40,6 +41,43 @@ struct ScalarV {
     static vec fmadd(vec a, vec b, vec c) {
         for (int i = 0; i < N; ++i) c.v[i] += a.v[i] * b.v[i];
         return c;
+    }
+    static vec div(vec a, vec b) {
+        for (int i = 0; i < N; ++i) a.v[i] /= b.v[i];
+        return a;
+    }
+    // As maxps / minps: b when either is NaN.
+    static vec max(vec a, vec b) {
+        for (int i = 0; i < N; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+        return a;
+    }
+    static vec min(vec a, vec b) {
+        for (int i = 0; i < N; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
+        return a;
+    }
+    static vec round(vec a) {
+        for (int i = 0; i < N; ++i) a.v[i] = std::nearbyint(a.v[i]);
+        return a;
+    }
+    static vec pow2i(vec n) {
+        for (int i = 0; i < N; ++i) {
+            const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n.v[i]) + 127) << 23;
+            std::memcpy(&n.v[i], &bits, sizeof bits);
+        }
+        return n;
+    }
+    static vec below(vec x, vec b, vec t, vec f) {
+        for (int i = 0; i < N; ++i) f.v[i] = x.v[i] < b.v[i] ? t.v[i] : f.v[i];
+        return f;
+    }
+    static vec above(vec x, vec b, vec t, vec f) {
+        for (int i = 0; i < N; ++i) f.v[i] = x.v[i] > b.v[i] ? t.v[i] : f.v[i];
+        return f;
+    }
+    static float hmax(vec a) {
+        float m = a.v[0];
+        for (int i = 1; i < N; ++i) m = a.v[i] > m ? a.v[i] : m;
+        return m;
     }
     static float hsum(vec a) { return (a.v[0] + a.v[1]) + (a.v[2] + a.v[3]); }
     static float h2f(uint16_t h) { return half_to_float(h); }

@@ -28,6 +28,11 @@ using AttnScoresFn = void (*)(const float* q, const float* k, int64_t g, int64_t
 using AttnValuesFn = void (*)(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
                               int64_t s1, float* out);
 
+// In place: each of rows rows of n values -> exp(x - max) / sum (softmax; -inf gives 0).
+using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
+// In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU).
+using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
+
 // Rearranges x [n] (n a multiple of the format's block) into the order a path's kernel reads it.
 using PrepFn = void (*)(const float* x, int64_t n, float* out);
 
@@ -37,6 +42,8 @@ struct KernelTable {
     DequantFn dequant[kFormatCount];
     AttnScoresFn attn_scores;
     AttnValuesFn attn_values;
+    SoftmaxFn softmax_rows;
+    SiluMulFn silu_mul;
 };
 
 const KernelTable& scalar_kernels();

@@ -6,7 +6,9 @@
 // lacks is reported with WARN, never passed silently.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -303,4 +305,51 @@ TEST_CASE("Single-query attention kernels match float64 on every path, threaded 
         }
     }
     set_kernel_threads(threads_before);
+}
+
+TEST_CASE("Softmax and SwiGLU helpers match float64 on every path, odd lengths and -inf included", "[quant]") {
+    report_missing_paths();
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+    const float ninf = -std::numeric_limits<float>::infinity();
+    for (CpuPath path : supported_cpu_paths()) {
+        for (int64_t n : {1, 5, 16, 37, 513}) {
+            INFO("path " << cpu_path_name(path) << ", n " << n);
+            const int64_t rows = 3;
+            std::vector<float> x(static_cast<size_t>(rows * n));
+            for (auto& v : x) v = u(rng);
+            for (size_t i = 1; i < x.size(); i += 4)
+                if (i % static_cast<size_t>(n) != 0) x[i] = ninf;  // masked slots (each row keeps its first)
+            std::vector<float> got = x;
+            softmax_rows_on(path, got.data(), rows, n);
+            for (int64_t r = 0; r < rows; ++r) {
+                double mx = -1e300, sum = 0.0;
+                for (int64_t i = 0; i < n; ++i) mx = std::max(mx, double(x[r * n + i]));
+                for (int64_t i = 0; i < n; ++i) sum += std::exp(double(x[r * n + i]) - mx);
+                for (int64_t i = 0; i < n; ++i) {
+                    const double want = std::exp(double(x[r * n + i]) - mx) / sum;
+                    const double g = got[static_cast<size_t>(r * n + i)];
+                    // x - max itself is rounded to float: up to |x - max| * 2^-24 off in the exponent.
+                    const double arg = want > 0.0 ? std::fabs(double(x[r * n + i]) - mx) : 0.0;
+                    if (!(std::fabs(g - want) <= (4e-7 + 6e-8 * arg) * want + 1e-37))
+                        FAIL("row " << r << " value " << i << ": got " << g << ", float64 " << want);
+                }
+            }
+            std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n));
+            for (auto& v : gate) v = u(rng);
+            for (auto& v : up) v = u(rng) / 30.0f;
+            if (n > 2) {
+                gate[0] = 95.0f;    // exp(-95) underflows: silu = gate
+                gate[1] = -95.0f;   // exp(95) overflows: silu = -0
+            }
+            std::vector<float> out = gate;
+            silu_mul_on(path, out.data(), up.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+                const double g = gate[static_cast<size_t>(i)];
+                const double want = g / (1.0 + std::exp(-g)) * up[static_cast<size_t>(i)];
+                if (!(std::fabs(out[static_cast<size_t>(i)] - want) <= 4e-7 * std::fabs(want) + 1e-37))
+                    FAIL("silu value " << i << ": got " << out[static_cast<size_t>(i)] << ", float64 " << want);
+            }
+        }
+    }
 }
