@@ -39,26 +39,13 @@ void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     TORCH_CHECK(m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
     if (m_size + t > m_k.size(1)) reserve(std::max(m_size + t, 2 * m_k.size(1)));
     const int64_t g = m_n_heads / hkv;
-    if (t == 1 && m_k.device().is_cpu() && m_k.scalar_type() == at::kFloat && m_k.is_contiguous() &&
-        m_v.is_contiguous() && m_pos.is_contiguous() && k.scalar_type() == at::kFloat &&
+    if (t == 1 && cpu_float() && k.scalar_type() == at::kFloat &&
         v.scalar_type() == at::kFloat && k.device().is_cpu() && v.device().is_cpu() && k.stride(2) == 1 &&
         v.stride(2) == 1) {
         // One token on the CPU (decode): copy the rows directly; a dozen small LibTorch calls
         // per layer cost more than the copy itself.
-        const int64_t p = pos.to(at::kCPU).item<int64_t>();
-        const float* kp = k.data_ptr<float>();
-        const float* vp = v.data_ptr<float>();
-        float* kd = m_k.data_ptr<float>();
-        float* vd = m_v.data_ptr<float>();
-        int64_t* pd = m_pos.data_ptr<int64_t>();
-        const int64_t cap = m_k.size(1), D = m_head_dim;
-        for (int64_t h = 0; h < m_n_heads; ++h) {
-            const int64_t src = h / g;  // query-head caches repeat each KV head over its group
-            std::memcpy(kd + (h * cap + m_size) * D, kp + src * k.stride(0), static_cast<size_t>(D) * sizeof(float));
-            std::memcpy(vd + (h * cap + m_size) * D, vp + src * v.stride(0), static_cast<size_t>(D) * sizeof(float));
-            pd[h * cap + m_size] = p;
-        }
-        m_size += 1;
+        append_one(k.data_ptr<float>(), k.stride(0), v.data_ptr<float>(), v.stride(0), hkv,
+                   pos.to(at::kCPU).item<int64_t>());
         return;
     }
     at::Tensor kk = k, vv = v;  // [Hc, T, D]
@@ -85,6 +72,35 @@ void LayerKv::assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     m_size = s;
     m_padding = pos.ge(kPadPosition).sum().item<int64_t>();
 }
+
+bool LayerKv::cpu_float() const {
+    return m_k.defined() && m_k.device().is_cpu() && m_k.scalar_type() == at::kFloat && m_k.is_contiguous() &&
+           m_v.is_contiguous() && m_pos.is_contiguous();
+}
+
+void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, int64_t v_head_stride, int64_t hkv,
+                         int64_t pos) {
+    TORCH_CHECK(cpu_float(), "kv: append_one needs a contiguous float32 CPU cache");
+    TORCH_CHECK(hkv > 0 && m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
+    if (m_size + 1 > m_k.size(1)) reserve(std::max(m_size + 1, 2 * m_k.size(1)));
+    const int64_t g = m_n_heads / hkv;
+    float* kd = m_k.data_ptr<float>();
+    float* vd = m_v.data_ptr<float>();
+    int64_t* pd = m_pos.data_ptr<int64_t>();
+    const int64_t cap = m_k.size(1), D = m_head_dim;
+    for (int64_t h = 0; h < m_n_heads; ++h) {
+        const int64_t src = h / g;  // query-head caches repeat each KV head over its group
+        std::memcpy(kd + (h * cap + m_size) * D, k + src * k_head_stride, static_cast<size_t>(D) * sizeof(float));
+        std::memcpy(vd + (h * cap + m_size) * D, v + src * v_head_stride, static_cast<size_t>(D) * sizeof(float));
+        pd[h * cap + m_size] = pos;
+    }
+    m_size += 1;
+}
+
+const float* LayerKv::key_data() const { return m_k.data_ptr<float>(); }
+const float* LayerKv::value_data() const { return m_v.data_ptr<float>(); }
+const int64_t* LayerKv::position_data() const { return m_pos.data_ptr<int64_t>(); }
+int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }
 
 at::Tensor LayerKv::keys() const { return m_k.narrow(1, 0, m_size); }
 at::Tensor LayerKv::values() const { return m_v.narrow(1, 0, m_size); }

@@ -32,6 +32,17 @@ public:
     void assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos);
     void reserve(int64_t capacity);
 
+    // Raw access for the single-token CPU step (only when cpu_float()): one token's k and v rows,
+    // head h of the Hkv at k + h * k_head_stride (D floats); the storage [Hc, capacity, D]
+    // (positions [Hc, capacity]), valid until the next append.
+    bool cpu_float() const;  // float32, on the CPU, contiguous
+    void append_one(const float* k, int64_t k_head_stride, const float* v, int64_t v_head_stride, int64_t hkv,
+                    int64_t pos);
+    const float* key_data() const;
+    const float* value_data() const;
+    const int64_t* position_data() const;
+    int64_t capacity() const;
+
     at::Tensor keys() const;       // [Hc, S, D] view
     at::Tensor values() const;     // [Hc, S, D] view
     at::Tensor positions() const;  // [Hc, S] view, int64

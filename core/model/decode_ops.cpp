@@ -5,23 +5,25 @@
 #include <cmath>
 #include <limits>
 
+#include "core/quant/qkernels.h"
+
 namespace snapkv::decode_ops {
+
+void rms_norm_rows(const float* x, const float* w, int64_t n, int64_t E, float eps, float* y) {
+    for (int64_t r = 0; r < n; ++r, x += E, y += E) {
+        double sum = 0.0;  // ggml_rms_norm sums the squares in double
+        for (int64_t i = 0; i < E; ++i) sum += static_cast<double>(x[i] * x[i]);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(E)) + eps);
+        for (int64_t i = 0; i < E; ++i) y[i] = (x[i] * scale) * w[i];
+    }
+}
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
     // x: [n, E]; w: [E] -> [n, E]
     const at::Tensor xc = x.contiguous();
     const at::Tensor wc = w.contiguous();
-    const int64_t n = xc.size(0), E = xc.size(1);
-    at::Tensor y = at::empty({n, E}, xc.options());
-    const float* xp = xc.data_ptr<float>();
-    const float* wp = wc.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    for (int64_t r = 0; r < n; ++r, xp += E, yp += E) {
-        double sum = 0.0;  // ggml_rms_norm sums the squares in double
-        for (int64_t i = 0; i < E; ++i) sum += static_cast<double>(xp[i] * xp[i]);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(E)) + eps);
-        for (int64_t i = 0; i < E; ++i) yp[i] = (xp[i] * scale) * wp[i];
-    }
+    at::Tensor y = at::empty({xc.size(0), xc.size(1)}, xc.options());
+    rms_norm_rows(xc.data_ptr<float>(), wc.data_ptr<float>(), xc.size(0), xc.size(1), eps, y.data_ptr<float>());
     return y;
 }
 
@@ -60,10 +62,8 @@ const RopeAngles& rope_angles(int64_t pos, const at::Tensor& inv_freq, double at
     return last.angles;
 }
 
-void rope_inplace(at::Tensor& x, const RopeAngles& a, int64_t n_rot, bool neox) {
-    // x: [rows, D]
-    const int64_t rows = x.size(0), D = x.size(1), half = n_rot / 2;
-    float* p = x.data_ptr<float>();
+void rope_rows(float* p, int64_t rows, int64_t D, const RopeAngles& a, int64_t n_rot, bool neox) {
+    const int64_t half = n_rot / 2;
     for (int64_t r = 0; r < rows; ++r, p += D) {
         for (int64_t i = 0; i < half; ++i) {
             const float c = a.cos[static_cast<size_t>(i)], s = a.sin[static_cast<size_t>(i)];
@@ -76,13 +76,13 @@ void rope_inplace(at::Tensor& x, const RopeAngles& a, int64_t n_rot, bool neox) 
     }
 }
 
-void scale_mask(at::Tensor& scores, const at::Tensor& positions, int64_t q_pos, double scale, double softcap,
-                int64_t window) {
-    // scores: [Hc, g, S]; positions: [Hc, S]
-    const int64_t Hc = scores.size(0), g = scores.size(1), S = scores.size(2);
-    const int64_t* pp = positions.data_ptr<int64_t>();
-    const int64_t hs = positions.stride(0), ss = positions.stride(1);
-    float* sp = scores.data_ptr<float>();
+void rope_inplace(at::Tensor& x, const RopeAngles& a, int64_t n_rot, bool neox) {
+    // x: [rows, D]
+    rope_rows(x.data_ptr<float>(), x.size(0), x.size(1), a, n_rot, neox);
+}
+
+void scale_mask_rows(float* sp, int64_t Hc, int64_t g, int64_t S, const int64_t* pp, int64_t hs, int64_t ss,
+                     int64_t q_pos, double scale, double softcap, int64_t window) {
     const float fscale = static_cast<float>(scale), fsoftcap = static_cast<float>(softcap);
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (int64_t h = 0; h < Hc; ++h) {
@@ -99,11 +99,16 @@ void scale_mask(at::Tensor& scores, const at::Tensor& positions, int64_t q_pos, 
     }
 }
 
+void scale_mask(at::Tensor& scores, const at::Tensor& positions, int64_t q_pos, double scale, double softcap,
+                int64_t window) {
+    // scores: [Hc, g, S]; positions: [Hc, S]
+    scale_mask_rows(scores.data_ptr<float>(), scores.size(0), scores.size(1), scores.size(2),
+                    positions.data_ptr<int64_t>(), positions.stride(0), positions.stride(1), q_pos, scale, softcap,
+                    window);
+}
+
 void silu_mul_inplace(at::Tensor& gate, const at::Tensor& up) {
-    const int64_t n = gate.numel();
-    float* gp = gate.data_ptr<float>();
-    const float* up_p = up.data_ptr<float>();
-    for (int64_t i = 0; i < n; ++i) gp[i] = gp[i] / (1.0f + std::exp(-gp[i])) * up_p[i];
+    silu_mul(gate.data_ptr<float>(), up.data_ptr<float>(), gate.numel());
 }
 
 }  // namespace snapkv::decode_ops

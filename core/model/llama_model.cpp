@@ -144,6 +144,21 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
                 L.rope = i;
         if (L.rope == model->m_ropes.size()) model->m_ropes.push_back(std::move(t));
     }
+    // The buffer path of single-token steps (forward_one) needs every matrix multipliable on
+    // plain float32 buffers and every norm / bias a contiguous float32 CPU tensor.
+    auto ok_vec = [](const at::Tensor& t) {
+        return !t.defined() || (t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous());
+    };
+    bool raw = opts.device.is_cpu() && opts.dtype == at::kFloat && model->m_output.raw_ready() &&
+               ok_vec(model->m_output_norm);
+    for (const Layer& L : model->m_layers) {
+        for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+            raw = raw && w->raw_ready();
+        for (const at::Tensor* t : {&L.attn_norm, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.attn_post_norm,
+                                    &L.ffn_norm, &L.ffn_post_norm})
+            raw = raw && ok_vec(*t);
+    }
+    model->m_raw_decode = raw;
     return model;
 }
 
@@ -162,6 +177,11 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         if (id < 0 || id >= c.n_vocab)
             throw InputError("model: token id " + std::to_string(id) + " outside the vocabulary (0.." +
                              std::to_string(c.n_vocab - 1) + ")");
+    if (T == 1 && m_raw_decode && !opts.capture) {
+        bool cpu_cache = true;
+        for (int64_t l = 0; l < cache.n_layer() && cpu_cache; ++l) cpu_cache = cache.layer(l).cpu_float();
+        if (cpu_cache && cache.n_layer() == c.n_layer) return forward_one(tokens[0], cache, opts);
+    }
     const int64_t pos0 = cache.n_past();
     const int64_t H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
     at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong)

@@ -109,6 +109,10 @@ private:
 
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
                          const ForwardOptions& opts) const;               // [H, T, D] -> [H, T, D]
+    // One token on the CPU in float32 on plain buffers (model_decode.cpp): the same operations as
+    // forward()'s, without a LibTorch call per operation. Only when m_raw_decode and every cache
+    // layer is cpu_float(), and no capture is asked for.
+    at::Tensor forward_one(int32_t token, KvCache& cache, const ForwardOptions& opts) const;
 
     ModelConfig m_config;
     ModelOptions m_opts;
@@ -118,6 +122,7 @@ private:
     std::vector<model_ops::RopeTable> m_ropes;  // distinct per-layer RoPE tables (1 or 2)
     std::vector<Layer> m_layers;
     int64_t m_weight_bytes = 0;
+    bool m_raw_decode = false;  // CPU float32, every matrix WeightMatrix::raw_ready(), norms contiguous
 };
 
 }  // namespace snapkv

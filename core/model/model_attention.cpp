@@ -32,13 +32,14 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         K.stride(2) == 1 && K.stride(1) == D && V.stride(2) == 1 && V.stride(1) == D) {
         // One float32 query per head on the CPU (decode): the core/quant kernels read each cache
         // head's rows in place (heads stride(0) apart) instead of BLAS packing them; scale,
-        // soft-cap and mask in one pass; the same softmax.
+        // soft-cap and mask in one pass; core/quant's softmax, as forward_one.
         const at::Tensor qc = q.contiguous();
         at::Tensor scores = at::empty({Hc, g, S}, qc.options());                        // [Hc, g, S]
         attention_scores(qc.data_ptr<float>(), K.data_ptr<float>(), K.stride(0), Hc, g, S, D,
                          scores.data_ptr<float>());
         decode_ops::scale_mask(scores, P, q_pos.item<int64_t>(), scale, softcap, window);
-        const at::Tensor probs = at::softmax(scores, -1);                              // [Hc, g, S]
+        softmax_rows(scores.data_ptr<float>(), Hc * g, S);                              // as forward_one
+        const at::Tensor& probs = scores;                                              // [Hc, g, S]
         if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs.view({H, S});
         at::Tensor o = at::empty({H, T, D}, qc.options());                             // [H, 1, D]
         attention_values(probs.data_ptr<float>(), V.data_ptr<float>(), V.stride(0), Hc, g, S, D,

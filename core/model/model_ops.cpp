@@ -76,14 +76,18 @@ RopeTable rope_table(const ModelConfig& c, int64_t layer) {
     return t;
 }
 
+void check_rope_position(const RopeTable& t, int64_t position) {
+    if (t.max_pos > 0 && position >= t.max_pos)
+        throw InputError("model: position " + std::to_string(position) + " is beyond the original context of " +
+                         std::to_string(t.max_pos) +
+                         " tokens; longrope's long factors (needed past it) are not supported: "
+                         "use a shorter document");
+}
+
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& pos, const RopeTable& t) {
     // x: [h, T, D]; pos: [T] int64. Angles pos * inv_freq rounded once in float32 and cos/sin in
     // float32, as transformers' rotary embedding computes them.
-    if (t.max_pos > 0 && pos.numel() > 0 && pos.max().item<int64_t>() >= t.max_pos)
-        throw InputError("model: position " + std::to_string(pos.max().item<int64_t>()) +
-                         " is beyond the original context of " + std::to_string(t.max_pos) +
-                         " tokens; longrope's long factors (needed past it) are not supported: "
-                         "use a shorter document");
+    if (t.max_pos > 0 && pos.numel() > 0) check_rope_position(t, pos.max().item<int64_t>());
     const int64_t n_rot = t.n_rot;
     const int64_t half = n_rot / 2;
     const int64_t D = x.size(2);

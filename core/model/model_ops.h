@@ -42,5 +42,7 @@ RopeTable rope_table(const ModelConfig& config, int64_t layer);
 // x [h, T, D] rotated at positions pos [T] int64 (CPU); the dims past n_rot pass through. Throws
 // InputError when a position is beyond table.max_pos.
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& pos, const RopeTable& table);
+// Throws apply_rope's InputError when position is beyond table.max_pos.
+void check_rope_position(const RopeTable& table, int64_t position);
 
 }  // namespace snapkv::model_ops

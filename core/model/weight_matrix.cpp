@@ -75,6 +75,40 @@ at::Tensor WeightMatrix::apply(const at::Tensor& x) const {
     return apply_many({this}, x)[0];
 }
 
+bool WeightMatrix::raw_ready() const {
+    return native() || (m_dense.defined() && m_dense.device().is_cpu() && m_dense.scalar_type() == at::kFloat &&
+                        m_dense.is_contiguous());
+}
+
+void WeightMatrix::apply_raw(const WeightMatrix* const* ws, int count, const float* x, float* const* ys) {
+    if (count <= 0) return;
+    const int64_t cols = ws[0]->cols();
+    BlockMatrix ms[8];
+    TORCH_CHECK(count <= 8, "weights: apply_raw takes at most 8 matrices");
+    bool all_native = true;
+    for (int i = 0; i < count; ++i) {
+        TORCH_CHECK(ws[i]->raw_ready() && ws[i]->cols() == cols,
+                    "weights: apply_raw needs native or float32 CPU matrices of one width");
+        all_native = all_native && ws[i]->native();
+        if (ws[i]->native()) ms[i] = view(ws[i]->m_bytes);
+    }
+    if (all_native) {
+        matvec_many(ms, ys, count, x);
+        return;
+    }
+    // Dense float32: the same at::mv as apply(), on the caller's buffers.
+    const auto f32 = at::TensorOptions().dtype(at::kFloat);
+    const at::Tensor xt = at::from_blob(const_cast<float*>(x), {cols}, f32);
+    for (int i = 0; i < count; ++i) {
+        if (ws[i]->native()) {
+            matvec(ms[i], x, ys[i]);
+        } else {
+            at::Tensor y = at::from_blob(ys[i], {ws[i]->rows()}, f32);
+            at::mv_out(y, ws[i]->m_dense, xt);
+        }
+    }
+}
+
 std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightMatrix*>& ws, const at::Tensor& x) {
     // x: [T, I] -> [T, O_i] per matrix
     std::vector<at::Tensor> out;

@@ -41,6 +41,11 @@ public:
     // Products of one input with several matrices of the same I (q/k/v, gate/up): for a single
     // token on native storage they share one pass over the kernel threads. -> [T, O_i] each.
     static std::vector<at::Tensor> apply_many(const std::vector<const WeightMatrix*>& ws, const at::Tensor& x);
+    // Single-token products on float32 buffers, for native matrices or dense float32 CPU ones
+    // (raw_ready()): ys[i] [O_i] = ws[i] x, x [I]; at most 8 matrices of the same I, the native
+    // ones in one pass over the kernel threads. Results equal apply_many's.
+    bool raw_ready() const;
+    static void apply_raw(const WeightMatrix* const* ws, int count, const float* x, float* const* ys);
     // Rows ids [n] (int64, CPU or the dense tensor's device) -> [n, I] (embedding lookups).
     at::Tensor gather_rows(const at::Tensor& ids) const;
     // Rows [begin, begin + n) as a matrix of the same storage (a view, no copy).

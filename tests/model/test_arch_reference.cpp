@@ -75,6 +75,32 @@ void check_arch(const std::string& name) {
             CHECK(rep.first_bad == -1);
             by_format[f] = got;
         }
+        DYNAMIC_SECTION(format << ": token-by-token decode within 1e-4 of transformers, native and float32 weights") {
+            // The single-token step (LlamaModel::forward_one) on its own, from a cache that must
+            // grow, with the attention probe on (its rows are probabilities).
+            for (bool native : {true, false}) {
+                Run r;
+                r.file = ModelFile::open(tiny::path(name, format));
+                ModelOptions mo;
+                mo.native_weights = native;
+                r.model = LlamaModel::load(*r.file, mo);
+                KvCache cache = r.model->new_cache(2);
+                std::vector<float> got;
+                for (int32_t id : ids) {
+                    AttentionProbe probe;
+                    ForwardOptions fo;
+                    fo.probe = &probe;
+                    const at::Tensor t = r.model->forward({id}, cache, fo).contiguous();
+                    got.insert(got.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+                    for (const at::Tensor& p : probe.probs)
+                        CHECK(at::allclose(p.sum(-1), at::ones({p.size(0)}), 1e-5, 1e-5));
+                }
+                REQUIRE(got.size() == want.size());
+                const auto rep = compare_values(got, want, want.size(), kLogitTol, 0.0);
+                INFO(name << " " << format << (native ? " native" : " float32") << ": " << rep.str());
+                CHECK(rep.first_bad == -1);
+            }
+        }
         DYNAMIC_SECTION(format << ": greedy continuation equals transformers'") {
             const Run r = open(name, format);
             KvCache cache = r.model->new_cache();
