@@ -126,6 +126,30 @@ void for_chunks(int64_t n, int64_t chunk, bool spin, const Body& body) {
     }, spin);
 }
 
+// The same with shrinking chunks: each take is a 1 / (2 x threads) share of what is left, at least
+// min_chunk, so a job starts with few large takes and ends with small ones (the threads finish
+// within about one small chunk of each other, with few trips to the shared counter).
+template <class Body>
+void for_guided(int64_t n, int64_t min_chunk, bool spin, const Body& body) {
+    auto p = pool();
+    const int64_t share = 2 * static_cast<int64_t>(p->size());
+    if (n <= min_chunk || p->size() == 1) {
+        body(int64_t(0), n);
+        return;
+    }
+    std::atomic<int64_t> next{0};
+    p->run([&](int) {
+        int64_t begin = next.load(std::memory_order_relaxed);
+        while (begin < n) {
+            const int64_t end = std::min(n, begin + std::max(min_chunk, (n - begin) / share));
+            if (next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) {
+                body(begin, end);
+                begin = next.load(std::memory_order_relaxed);
+            }
+        }
+    }, spin);
+}
+
 // Below this many multiply-adds a job is not worth waking the other threads for.
 bool small_work(int64_t macs) { return macs < 65536; }
 
@@ -190,7 +214,8 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
         in.prepare(table, format_of(*ws[i].type));
     }
     // Rows of the matrices taken as one list: chunk [begin, end) may span several matrices.
-    for_chunks(total, row_chunk(total, n_cols), /*spin=*/true, [&](int64_t begin, int64_t end) {
+    const int64_t min_rows = std::max<int64_t>(4, 8192 / std::max<int64_t>(n_cols, 1));
+    for_guided(total, min_rows, /*spin=*/true, [&](int64_t begin, int64_t end) {
         int64_t base = 0;
         for (int i = 0; i < count && begin < end; ++i) {
             const BlockMatrix& w = ws[i];

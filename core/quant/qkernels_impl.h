@@ -354,20 +354,57 @@ struct Kernels {
         for (int64_t s = s0; s < s1; ++s)
             for (int64_t j = 0; j < g; ++j) scores[j * S + s] = dot_f(q + j * D, k + s * D, D);
     }
-    static void attn_values(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
-                            int64_t s1, float* out) {
+    // out[j][d0, d0 + NV*N) for NJ queries (p and out at the first of them) over slots [s0, s1):
+    // the accumulators stay in registers across the slots; each value gets the same fused
+    // multiply-adds in the same slot order as one at a time through memory would.
+    template <int NV, int NJ>
+    static inline void values_block(const float* p, const float* v, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                                    int64_t d0, float* out) {
+        vec acc[NJ][NV];
+        for (int j = 0; j < NJ; ++j)
+            for (int k = 0; k < NV; ++k) acc[j][k] = V::load(out + j * D + d0 + k * N);
         for (int64_t s = s0; s < s1; ++s) {
-            const float* row = v + s * D;
-            for (int64_t j = 0; j < g; ++j) {
+            const float* row = v + s * D + d0;
+            vec r[NV];
+            for (int k = 0; k < NV; ++k) r[k] = V::load(row + k * N);
+            for (int j = 0; j < NJ; ++j) {
                 const float w = p[j * S + s];
                 if (w == 0.0f) continue;  // masked slots
                 const vec vw = V::set1(w);
-                float* o = out + j * D;
-                int64_t i = 0;
-                for (; i + N <= D; i += N) V::store(o + i, V::fmadd(vw, V::load(row + i), V::load(o + i)));
-                for (; i < D; ++i) o[i] += w * row[i];
+                for (int k = 0; k < NV; ++k) acc[j][k] = V::fmadd(vw, r[k], acc[j][k]);
             }
         }
+        for (int j = 0; j < NJ; ++j)
+            for (int k = 0; k < NV; ++k) V::store(out + j * D + d0 + k * N, acc[j][k]);
+    }
+    // Slots in tiles of 32 (their rows stay in L1 while each column block passes over them).
+    template <int NJ>
+    static inline void values_rows(const float* p, const float* v, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                                   float* out) {
+        for (int64_t t0 = s0; t0 < s1; t0 += 32) {
+            const int64_t t1 = t0 + 32 < s1 ? t0 + 32 : s1;
+            int64_t d = 0;
+            for (; d + 2 * N <= D; d += 2 * N) values_block<2, NJ>(p, v, S, D, t0, t1, d, out);
+            for (; d + N <= D; d += N) values_block<1, NJ>(p, v, S, D, t0, t1, d, out);
+        }
+        const int64_t d = D / N * N;
+        if (d == D) return;
+        for (int64_t s = s0; s < s1; ++s) {
+            const float* row = v + s * D;
+            for (int j = 0; j < NJ; ++j) {
+                const float w = p[j * S + s];
+                if (w == 0.0f) continue;
+                float* o = out + j * D;
+                for (int64_t i = d; i < D; ++i) o[i] += w * row[i];
+            }
+        }
+    }
+    static void attn_values(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
+                            int64_t s1, float* out) {
+        int64_t j = 0;
+        for (; j + 3 <= g; j += 3) values_rows<3>(p + j * S, v, S, D, s0, s1, out + j * D);
+        if (g - j == 2) values_rows<2>(p + j * S, v, S, D, s0, s1, out + j * D);
+        if (g - j == 1) values_rows<1>(p + j * S, v, S, D, s0, s1, out + j * D);
     }
 
     // ---- exp, softmax, SwiGLU (single-token steps) ----
