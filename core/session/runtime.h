@@ -12,7 +12,9 @@ namespace snapkv {
 // and runs 5x slower GEMMs; OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, which happens
 // before main(), so when the variable is unset we set it from CPUID and re-execute ourselves once.
 // A user's own OPENBLAS_CORETYPE is respected. OMP_WAIT_POLICY defaults to PASSIVE (set in the
-// same re-exec) so that idle OpenMP threads do not spin on the cores OpenBLAS is using. Then sets LibTorch intra-op threads to the core count
+// same re-exec) so that idle OpenMP threads do not spin on the cores OpenBLAS is using, and
+// OPENBLAS_THREAD_TIMEOUT to 20 (OpenBLAS's threads spin ~0.3 ms after a product, not ~0.1 s, so
+// a decode after a prefill gets the cores). Then sets LibTorch intra-op threads to the core count
 // (or SNAPKV_THREADS).
 void init_runtime(int argc, char** argv);
 
