@@ -50,41 +50,30 @@ bool needs_block_sums(int format) {
     return format == kQ4_0 || format == kQ4_1 || format == kQ4_K || format == kQ5_K;
 }
 
-// The input in every order the kernels of one call read it: x itself, or per format the
-// rearranged copy its prep function makes (made once per call and shared by all rows), plus the
-// per-32 block sums when a format needs them.
-// Buffers live per thread and are reused, so a call allocates nothing once warm.
-struct PreparedInput {
+// The per-32 block sums of one call's input x [n], computed once when a format needs them and
+// shared by every row. The buffer lives per thread and is reused, so a call allocates nothing
+// once warm.
+struct BlockSums {
     const float* x = nullptr;
     int64_t n = 0;
-    bool have_sums = false;
-    bool have[kFormatCount] = {};
+    bool have = false;
     std::vector<float> xs;
-    std::vector<float> by_format[kFormatCount];
 
-    // Starts a call on input x [n]; what earlier calls prepared is forgotten.
-    static PreparedInput& start(const float* x, int64_t n) {
-        thread_local PreparedInput in;
+    // Starts a call on input x [n]; what earlier calls computed is forgotten.
+    static BlockSums& start(const float* x, int64_t n) {
+        thread_local BlockSums in;
         in.x = x;
         in.n = n;
-        in.have_sums = false;
-        std::fill(std::begin(in.have), std::end(in.have), false);
+        in.have = false;
         return in;
     }
-    void prepare(const KernelTable& table, int format) {
-        if (needs_block_sums(format) && !have_sums) {
-            xs.resize(static_cast<size_t>(n / 32));
-            block_sums(x, n, xs.data());
-            have_sums = true;
-        }
-        if (table.prep[format] != nullptr && !have[format]) {
-            by_format[format].resize(static_cast<size_t>(n));
-            table.prep[format](x, n, by_format[format].data());
-            have[format] = true;
-        }
+    void prepare(int format) {
+        if (!needs_block_sums(format) || have) return;
+        xs.resize(static_cast<size_t>(n / 32));
+        block_sums(x, n, xs.data());
+        have = true;
     }
-    const float* input(int format) const { return have[format] ? by_format[format].data() : x; }
-    const float* sums() const { return have_sums ? xs.data() : nullptr; }
+    const float* sums() const { return have ? xs.data() : nullptr; }
 };
 
 const KernelTable& table_for(CpuPath path) {
@@ -184,10 +173,10 @@ BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_ro
 void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0, int64_t row1) {
     const int f = format_of(*w.type);
     const KernelTable& table = table_for(path);
-    PreparedInput& in = PreparedInput::start(x, w.n_cols);
-    in.prepare(table, f);
-    table.matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols,
-                    in.input(f), in.sums(), y);
+    BlockSums& in = BlockSums::start(x, w.n_cols);
+    in.prepare(f);
+    table.matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols, x,
+                    in.sums(), y);
 }
 
 void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1) {
@@ -205,13 +194,13 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
     const KernelTable& table = table_for(active_cpu_path());
     const int64_t n_cols = ws[0].n_cols;
     int64_t total = 0;
-    PreparedInput& in = PreparedInput::start(x, n_cols);
+    BlockSums& in = BlockSums::start(x, n_cols);
     for (int i = 0; i < count; ++i) {
         if (ws[i].n_cols != n_cols)
             throw InputError("weights: matvec_many needs matrices of one width (" + std::to_string(n_cols) +
                              " and " + std::to_string(ws[i].n_cols) + ")");
         total += ws[i].n_rows;
-        in.prepare(table, format_of(*ws[i].type));
+        in.prepare(format_of(*ws[i].type));
     }
     // Rows of the matrices taken as one list: chunk [begin, end) may span several matrices.
     const int64_t min_rows = std::max<int64_t>(4, 8192 / std::max<int64_t>(n_cols, 1));
@@ -223,7 +212,7 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
             const int f = format_of(*w.type);
             if (lo < hi)
                 table.matvec[f](w.data + static_cast<size_t>(lo - base) * w.row_bytes, w.row_bytes, hi - lo, n_cols,
-                                in.input(f), in.sums(), ys[i] + (lo - base));
+                                x, in.sums(), ys[i] + (lo - base));
             base += w.n_rows;
         }
     });

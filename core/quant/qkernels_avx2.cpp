@@ -58,79 +58,69 @@ struct Avx2V : SseBytes {
 };
 
 // ---- products of their own for the common formats ----
-// Converting bytes to floats with pmovsx/psrldq on a loaded register keeps the shuffle port busy.
-// The nibble kernels instead pick each value out of its 32-bit lane with shifts and masks
-// (vector m holds value m of every 4-byte group) and read x in the matching order, rearranged
-// once per call by the prep functions (x is shared by every row); Q8_0 sign-extends 8 bytes at a
-// time from memory. The block algebra is the generic one.
+// The generic kernels widen bytes from a loaded register (pmovsx plus a byte shift for the upper
+// half), which keeps the shuffle port busy. These widen 8 bytes at a time straight from memory
+// (vpmovzxbd / vpmovsxbd with a memory operand), two chains per row; 5-10% faster here than
+// picking values out of 32-bit lanes with variable shifts against a rearranged x (the previous
+// version). The block algebra is the generic one.
 
 inline float hsum8(__m256 a) { return Avx2V::hsum(a); }
 inline float half_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 inline __m256 to_f(__m256i v) { return _mm256_cvtepi32_ps(v); }
 
-// Q4_0 / Q4_1: the 16 nibble bytes broadcast to both halves; lanes 0-3 take nibble m of dwords
-// 0-3, lanes 4-7 nibble m + 4. Nibble m of dword d is byte 4d + m/2, value 4d + m/2 (+16 when m
-// is odd, the high nibble).
-void prep_q4(const float* x, int64_t n, float* out) {
-    for (int64_t b = 0; b < n; b += 32)
-        for (int k = 0; k < 4; ++k)
-            for (int j = 0; j < 8; ++j) {
-                const int d = j & 3, m = k + 4 * (j >> 2);
-                out[b + 8 * k + j] = x[b + 4 * d + m / 2 + 16 * (m & 1)];
-            }
-}
-// Sum of q . x for one 32-value nibble block (q in 0..15).
-inline __m256 dot_q4_block(const uint8_t* qs, const float* xp) {
+// Q4_0 / Q4_1: byte j of the 16 holds value j (low nibble) and value j + 16 (high nibble); each
+// 8 bytes are zero-extended to 32-bit lanes straight from memory, then masked and shifted, so x
+// is read in its own order. Sum of q . x for one 32-value block (q in 0..15).
+inline __m256 dot_q4_block(const uint8_t* qs, const float* x) {
     const __m256i m4 = _mm256_set1_epi32(0x0F);
-    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-    const __m256i sh0 = _mm256_setr_epi32(0, 0, 0, 0, 16, 16, 16, 16), sh1 = _mm256_setr_epi32(4, 4, 4, 4, 20, 20, 20, 20),
-                  sh2 = _mm256_setr_epi32(8, 8, 8, 8, 24, 24, 24, 24), sh3 = _mm256_setr_epi32(12, 12, 12, 12, 28, 28, 28, 28);
-    __m256 s0 = _mm256_mul_ps(to_f(_mm256_and_si256(_mm256_srlv_epi32(b, sh0), m4)), _mm256_loadu_ps(xp));
-    __m256 s1 = _mm256_mul_ps(to_f(_mm256_and_si256(_mm256_srlv_epi32(b, sh1), m4)), _mm256_loadu_ps(xp + 8));
-    s0 = _mm256_fmadd_ps(to_f(_mm256_and_si256(_mm256_srlv_epi32(b, sh2), m4)), _mm256_loadu_ps(xp + 16), s0);
-    s1 = _mm256_fmadd_ps(to_f(_mm256_and_si256(_mm256_srlv_epi32(b, sh3), m4)), _mm256_loadu_ps(xp + 24), s1);
+    const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs)));
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8)));
+    __m256 s0 = _mm256_mul_ps(to_f(_mm256_and_si256(a, m4)), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(to_f(_mm256_and_si256(b, m4)), _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(to_f(_mm256_srli_epi32(a, 4)), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(to_f(_mm256_srli_epi32(b, 4)), _mm256_loadu_ps(x + 24), s1);
     return _mm256_add_ps(s0, s1);
 }
 // Q4_0: d * (q - 8) = d * q - 8 d, with the -8 d folded into the block sums of x.
-float dot_q4_0(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
+float dot_q4_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();   // two chains, as in dot_q4_1
     float off0 = 0.0f, off1 = 0.0f;
     int64_t i = 0;
-    for (; i + 64 <= n; i += 64, p += 36, xp += 64) {
+    for (; i + 64 <= n; i += 64, p += 36, x += 64) {
         const float d0 = half_at(p), d1 = half_at(p + 18);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0), dot_q4_block(p + 2, xp), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1), dot_q4_block(p + 20, xp + 32), acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0), dot_q4_block(p + 2, x), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1), dot_q4_block(p + 20, x + 32), acc1);
         off0 += d0 * xs[i / 32];
         off1 += d1 * xs[i / 32 + 1];
     }
     if (i < n) {
         const float d = half_at(p);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), dot_q4_block(p + 2, xp), acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), dot_q4_block(p + 2, x), acc0);
         off0 += d * xs[i / 32];
     }
     return hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * (off0 + off1);
 }
-float dot_q4_1(const uint8_t* p, int64_t n, const float* xp, const float* xs) {
+float dot_q4_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
     // Two blocks per step into two accumulators: the loop-carried FMA chains run side by side.
     // Both blocks' scales and minimums convert in one F16C op: [d0, m0, d1, m1]; lanes 0 and 1 of
     // mins hold the two chains' minimum sums (lanes 2 and 3 add m * 0).
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     __m128 mins = _mm_setzero_ps();
     int64_t i = 0;
-    for (; i + 64 <= n; i += 64, p += 40, xp += 64) {
+    for (; i + 64 <= n; i += 64, p += 40, x += 64) {
         uint32_t dm0, dm1;
         std::memcpy(&dm0, p, 4);
         std::memcpy(&dm1, p + 20, 4);
         const __m128 dm = _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(dm1), static_cast<int>(dm0)));
-        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(dm), dot_q4_block(p + 4, xp), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehl_ps(dm, dm)), dot_q4_block(p + 24, xp + 32), acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(dm), dot_q4_block(p + 4, x), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehl_ps(dm, dm)), dot_q4_block(p + 24, x + 32), acc1);
         const __m128 xs2 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(xs + i / 32)));
         mins = _mm_fmadd_ps(_mm_shuffle_ps(dm, dm, _MM_SHUFFLE(3, 1, 3, 1)), xs2, mins);
     }
     float mins0 = _mm_cvtss_f32(mins);
     const float mins1 = _mm_cvtss_f32(_mm_shuffle_ps(mins, mins, 1));
     if (i < n) {
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, xp), acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q4_block(p + 4, x), acc0);
         mins0 += half_at(p + 2) * xs[i / 32];
     }
     return hsum8(_mm256_add_ps(acc0, acc1)) + (mins0 + mins1);
@@ -169,9 +159,7 @@ void matvec_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_c
 KernelTable make_table() {
     KernelTable t = Kernels<Avx2V>::table();
     t.matvec[kQ4_0] = matvec_rows<dot_q4_0>;
-    t.prep[kQ4_0] = prep_q4;
     t.matvec[kQ4_1] = matvec_rows<dot_q4_1>;
-    t.prep[kQ4_1] = prep_q4;
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
     return t;
 }

@@ -11,7 +11,7 @@ namespace snapkv::quant_detail {
 // Formats with a kernel, in table order.
 enum Format : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K, kFormatCount };
 
-// y[i] = row i . x for n_rows rows of n_cols values, row_bytes apart, x as prep[format] left it.
+// y[i] = row i . x for n_rows rows of n_cols values, row_bytes apart.
 // xs: sums of x over each 32-value block (n_cols / 32 of them) for the formats that store a
 // per-block minimum or offset; may be null for the others.
 using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
@@ -33,12 +33,8 @@ using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
 // In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU).
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 
-// Rearranges x [n] (n a multiple of the format's block) into the order a path's kernel reads it.
-using PrepFn = void (*)(const float* x, int64_t n, float* out);
-
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
-    PrepFn prep[kFormatCount];  // nullptr: the kernel reads x as it is
     DequantFn dequant[kFormatCount];
     AttnScoresFn attn_scores;
     AttnValuesFn attn_values;
