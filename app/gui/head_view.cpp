@@ -89,7 +89,8 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     top->addWidget(m_headLabel);
     m_stats = new QLabel;
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_stats->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // long text clips, never widens the window
+    m_stats->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window:
+    m_stats->setWordWrap(true);                                              // a long line wraps instead
     top->addWidget(m_stats, 1);
 
     m_plot = new QCustomPlot;
