@@ -120,12 +120,16 @@ void for_chunks(int64_t n, int64_t chunk, bool spin, const Body& body) {
 // within about one small chunk of each other, with few trips to the shared counter).
 template <class Body>
 void for_guided(int64_t n, int64_t min_chunk, bool spin, const Body& body) {
-    auto p = pool();
-    const int64_t share = 2 * static_cast<int64_t>(p->size());
-    if (n <= min_chunk || p->size() == 1) {
+    if (n <= min_chunk) {
         body(int64_t(0), n);
         return;
     }
+    auto p = pool();
+    if (p->size() == 1) {
+        body(int64_t(0), n);
+        return;
+    }
+    const int64_t share = 2 * static_cast<int64_t>(p->size());
     std::atomic<int64_t> next{0};
     p->run([&](int) {
         int64_t begin = next.load(std::memory_order_relaxed);
