@@ -67,6 +67,15 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
     if (c.embd_scale != 1.0f)
         for (int64_t i = 0; i < E; ++i) x[i] *= c.embd_scale;                           // gemma
 
+    // cos / sin of this position for each distinct RoPE table (gemma3's local and global layers
+    // alternate; rope_angles keeps only the last one).
+    std::vector<decode_ops::RopeAngles> angles;
+    angles.reserve(m_ropes.size());
+    for (const model_ops::RopeTable& r : m_ropes) {
+        model_ops::check_rope_position(r, pos);
+        angles.push_back(decode_ops::rope_angles(pos, r.inv_freq, r.attn_factor));
+    }
+
     for (int64_t l = 0; l < c.n_layer; ++l) {
         if (opts.cancel && opts.cancel->load(std::memory_order_relaxed)) throw Cancelled();
         const Layer& L = m_layers[static_cast<size_t>(l)];
@@ -86,10 +95,8 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
             decode_ops::rms_norm_rows(q, ptr(L.q_norm), H, D, c.rms_eps, q);
             decode_ops::rms_norm_rows(k, ptr(L.k_norm), Hkv, D, c.rms_eps, k);
         }
-        model_ops::check_rope_position(rope, pos);
-        const decode_ops::RopeAngles& angles = decode_ops::rope_angles(pos, rope.inv_freq, rope.attn_factor);
-        decode_ops::rope_rows(q, H, D, angles, rope.n_rot, rope.neox);
-        decode_ops::rope_rows(k, Hkv, D, angles, rope.n_rot, rope.neox);
+        decode_ops::rope_rows(q, H, D, angles[L.rope], rope.n_rot, rope.neox);
+        decode_ops::rope_rows(k, Hkv, D, angles[L.rope], rope.n_rot, rope.neox);
 
         // Attention of the new token over the cache (model_attention.cpp's decode branch).
         LayerKv& kv = cache.layer(l);

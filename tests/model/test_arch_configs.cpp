@@ -159,4 +159,7 @@ TEST_CASE("phi3 refuses positions past longrope's original context, naming longr
         CHECK(msg.find("longrope") != std::string::npos);
         CHECK(msg.find("128") != std::string::npos);
     }
+    // Refused before anything was appended: the cache still ends at position 127.
+    CHECK(cache.n_past() == 128);
+    for (int64_t l = 0; l < cache.n_layer(); ++l) CHECK(cache.layer(l).size() == 128);
 }
