@@ -6,14 +6,14 @@
 #   scripts/bench_llamacpp.sh LLAMA_BENCH MODEL.gguf DEPTH [REPS] [THREADS]
 #
 # DEPTH: tokens in the cache before the 128 timed decode steps (snapkv: --lengths DEPTH
-# --decode 128; llama-bench: -p 0 -n 128 -d DEPTH). SNAPKV=path overrides build/app/cli/snapkv.
+# --decode 128; llama-bench: -p 0 -n 128 -d DEPTH). SNAPKV_BIN overrides build/app/cli/snapkv (as in bench.sh).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
   sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 llama=$1 model=$2 depth=$3 reps=${4:-5} threads=${5:-2}
-snapkv=${SNAPKV:-"$(dirname "$0")/../build/app/cli/snapkv"}
+snapkv=${SNAPKV_BIN:-"$(dirname "$0")/../build/app/cli/snapkv"}
 for f in "$llama" "$snapkv"; do
   [[ -x $f ]] || { echo "bench_llamacpp: $f is not an executable" >&2; exit 2; }
 done
