@@ -109,6 +109,10 @@ private:
 
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
                          const ForwardOptions& opts) const;               // [H, T, D] -> [H, T, D]
+    // Attention of one token's queries q [H, D] over a cpu_float() cache that already holds its
+    // keys: probs [Hc, g, S] (softmax), out [H, D]. Plain buffers (model_attention.cpp).
+    void attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs,
+                    float* out) const;
     // One token on the CPU in float32 on plain buffers (model_decode.cpp): the same operations as
     // forward()'s, without a LibTorch call per operation. Only when m_raw_decode and every cache
     // layer is cpu_float(), and no capture is asked for.

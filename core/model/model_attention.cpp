@@ -14,6 +14,20 @@
 
 namespace snapkv {
 
+void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs,
+                            float* out) const {
+    // q [H, D]; probs [Hc, g, S]; out [H, D]. The core/quant kernels read each cache head's rows in
+    // place (heads capacity * D apart) instead of BLAS packing them; scale, soft-cap and mask in
+    // one pass; core/quant's softmax.
+    const int64_t H = m_config.n_head, D = m_config.head_dim;
+    const int64_t Hc = kv.n_heads(), g = H / Hc, S = kv.size(), head_stride = kv.capacity() * D;
+    attention_scores(q, kv.key_data(), head_stride, Hc, g, S, D, probs);
+    decode_ops::scale_mask_rows(probs, Hc, g, S, kv.position_data(), kv.capacity(), 1, q_pos, m_config.attn_scale,
+                                m_config.attn_softcap, m_config.layers[static_cast<size_t>(layer)].sliding_window);
+    softmax_rows(probs, Hc * g, S);
+    attention_values(probs, kv.value_data(), head_stride, Hc, g, S, D, out);
+}
+
 at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos,
                                  int64_t layer, const ForwardOptions& opts) const {
     // q: [H, T, D]; the cache already holds this call's keys; q_pos: [T] int64.
@@ -29,21 +43,14 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
     at::Tensor qpos = q_pos.to(P.device());
     const double scale = m_config.attn_scale;
     if (T == 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && !(opts.capture && opts.capture->h2o) &&
-        K.stride(2) == 1 && K.stride(1) == D && V.stride(2) == 1 && V.stride(1) == D) {
-        // One float32 query per head on the CPU (decode): the core/quant kernels read each cache
-        // head's rows in place (heads stride(0) apart) instead of BLAS packing them; scale,
-        // soft-cap and mask in one pass; core/quant's softmax, as forward_one.
+        kv.cpu_float()) {
+        // One float32 query per head on the CPU (decode with a capture; forward_one otherwise).
         const at::Tensor qc = q.contiguous();
-        at::Tensor scores = at::empty({Hc, g, S}, qc.options());                        // [Hc, g, S]
-        attention_scores(qc.data_ptr<float>(), K.data_ptr<float>(), K.stride(0), Hc, g, S, D,
-                         scores.data_ptr<float>());
-        decode_ops::scale_mask(scores, P, q_pos.item<int64_t>(), scale, softcap, window);
-        softmax_rows(scores.data_ptr<float>(), Hc * g, S);                              // as forward_one
-        const at::Tensor& probs = scores;                                              // [Hc, g, S]
-        if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs.view({H, S});
+        at::Tensor probs = at::empty({H, S}, qc.options());                              // [H, S]
         at::Tensor o = at::empty({H, T, D}, qc.options());                             // [H, 1, D]
-        attention_values(probs.data_ptr<float>(), V.data_ptr<float>(), V.stride(0), Hc, g, S, D,
-                         o.data_ptr<float>());
+        attend_one(qc.data_ptr<float>(), kv, q_pos.item<int64_t>(), layer, probs.data_ptr<float>(),
+                   o.data_ptr<float>());
+        if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs;
         return o;
     }
     at::Tensor qg = q.view({Hc, g, T, D});

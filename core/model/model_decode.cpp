@@ -22,7 +22,7 @@ namespace {
 
 // One thread's buffers for single-token steps, grown on demand and reused.
 struct StepBuffers {
-    std::vector<float> x, h, q, k, v, att, o, gate, up, scores;
+    std::vector<float> x, h, q, k, v, att, o, gate, up, probs;
 
     static StepBuffers& get() {
         thread_local StepBuffers b;
@@ -98,21 +98,16 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
         decode_ops::rope_rows(q, H, D, angles[L.rope], rope.n_rot, rope.neox);
         decode_ops::rope_rows(k, Hkv, D, angles[L.rope], rope.n_rot, rope.neox);
 
-        // Attention of the new token over the cache (model_attention.cpp's decode branch).
+        // Attention of the new token over the cache.
         LayerKv& kv = cache.layer(l);
         kv.append_one(k, D, v, D, Hkv, pos);
-        const int64_t Hc = kv.n_heads(), g = H / Hc, S = kv.size(), cap_stride = kv.capacity() * D;
-        float* scores = sized(b.scores, H * S);                                         // [Hc, g, S]
-        attention_scores(q, kv.key_data(), cap_stride, Hc, g, S, D, scores);
-        decode_ops::scale_mask_rows(scores, Hc, g, S, kv.position_data(), kv.capacity(), 1, pos, m_config.attn_scale,
-                                    m_config.attn_softcap, c.layers[static_cast<size_t>(l)].sliding_window);
-        softmax_rows(scores, H, S);
+        float* probs = sized(b.probs, H * kv.size());                                   // [H, S]
+        attend_one(q, kv, pos, l, probs, att);                                          // att [H, D]
         if (opts.probe) {
-            at::Tensor p = at::empty({H, S}, at::TensorOptions().dtype(at::kFloat));
-            std::memcpy(p.data_ptr<float>(), scores, static_cast<size_t>(H * S) * sizeof(float));
+            at::Tensor p = at::empty({H, kv.size()}, at::TensorOptions().dtype(at::kFloat));
+            std::memcpy(p.data_ptr<float>(), probs, static_cast<size_t>(p.numel()) * sizeof(float));
             opts.probe->probs[static_cast<size_t>(l)] = p;
         }
-        attention_values(scores, kv.value_data(), cap_stride, Hc, g, S, D, att);        // [H, D]
 
         {
             const WeightMatrix* ws[] = {&L.wo};

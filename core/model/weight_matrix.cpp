@@ -125,15 +125,12 @@ std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightM
     const at::Tensor xc = x.contiguous();
     const int64_t T = xc.size(0);
     if (T == 1) {
-        std::vector<BlockMatrix> ms;
         std::vector<float*> ys;
         for (const WeightMatrix* w : ws) {
-            TORCH_CHECK(w->cols() == cols, "weights: apply_many needs matrices of one width");
             out.push_back(at::empty({1, w->rows()}, xc.options()));
-            ms.push_back(view(w->m_bytes));
             ys.push_back(out.back().data_ptr<float>());
         }
-        matvec_many(ms.data(), ys.data(), static_cast<int>(ms.size()), xc.data_ptr<float>());
+        apply_raw(ws.data(), static_cast<int>(ws.size()), xc.data_ptr<float>(), ys.data());
         return out;
     }
     for (const WeightMatrix* w : ws) {

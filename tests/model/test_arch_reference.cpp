@@ -77,8 +77,10 @@ void check_arch(const std::string& name) {
         }
         DYNAMIC_SECTION(format << ": token-by-token decode within 1e-4 of transformers, native and float32 weights") {
             // The single-token step (LlamaModel::forward_one) on its own, from a cache that must
-            // grow, with the attention probe on (its rows are probabilities).
-            for (bool native : {true, false}) {
+            // grow, with the attention probe on (its rows are probabilities); and once with a
+            // capture, which takes forward()'s general path and its single-query attention.
+            for (int mode = 0; mode < 3; ++mode) {
+                const bool native = mode != 1, capture = mode == 2;
                 Run r;
                 r.file = ModelFile::open(tiny::path(name, format));
                 ModelOptions mo;
@@ -90,6 +92,9 @@ void check_arch(const std::string& name) {
                     AttentionProbe probe;
                     ForwardOptions fo;
                     fo.probe = &probe;
+                    PrefillCapture cap;
+                    cap.max_window = 1;
+                    if (capture) fo.capture = &cap;
                     const at::Tensor t = r.model->forward({id}, cache, fo).contiguous();
                     got.insert(got.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
                     for (const at::Tensor& p : probe.probs)
@@ -97,7 +102,8 @@ void check_arch(const std::string& name) {
                 }
                 REQUIRE(got.size() == want.size());
                 const auto rep = compare_values(got, want, want.size(), kLogitTol, 0.0);
-                INFO(name << " " << format << (native ? " native" : " float32") << ": " << rep.str());
+                INFO(name << " " << format << (native ? " native" : " float32")
+                     << (capture ? " with a capture" : "") << ": " << rep.str());
                 CHECK(rep.first_bad == -1);
             }
         }
