@@ -427,16 +427,21 @@ struct Kernels {
         const vec y = V::mul(p, V::pow2i(n));
         return V::above(x, hi, V::set1(__builtin_inff()), V::below(x, lo, V::zero(), y));
     }
-    // fn(vec) over x[0, n) in place, the last partial vector through a padded copy (pad fills
-    // the unused lanes), so every element goes through the same vector code.
+    // The count < N values at p, the other lanes pad.
+    static inline vec load_part(const float* p, int64_t count, float pad) {
+        float tmp[N];
+        for (int k = 0; k < N; ++k) tmp[k] = k < count ? p[k] : pad;
+        return V::load(tmp);
+    }
+    // fn(vec, i) over x[0, n) in place, vector i starting at x + i; the last partial vector goes
+    // through a padded copy (pad fills the unused lanes), so every element takes the same code.
     template <class F>
     static inline void map_inplace(float* x, int64_t n, float pad, F fn) {
         int64_t i = 0;
         for (; i + N <= n; i += N) V::store(x + i, fn(V::load(x + i), i));
         if (i < n) {
             float tmp[N];
-            for (int k = 0; k < N; ++k) tmp[k] = i + k < n ? x[i + k] : pad;
-            V::store(tmp, fn(V::load(tmp), i));
+            V::store(tmp, fn(load_part(x + i, n - i, pad), i));
             for (int k = 0; i + k < n; ++k) x[i + k] = tmp[k];
         }
     }
@@ -464,14 +469,7 @@ struct Kernels {
     static void silu_mul(float* gate, const float* up, int64_t n) {
         const vec one = V::set1(1.0f);
         map_inplace(gate, n, 0.0f, [&](vec g, int64_t i) {
-            vec u;
-            if (i + N <= n) {
-                u = V::load(up + i);
-            } else {
-                float tmp[N];
-                for (int k = 0; k < N; ++k) tmp[k] = i + k < n ? up[i + k] : 0.0f;
-                u = V::load(tmp);
-            }
+            const vec u = i + N <= n ? V::load(up + i) : load_part(up + i, n - i, 0.0f);
             return V::mul(V::div(g, V::add(one, exp_v(V::sub(V::zero(), g)))), u);
         });
     }

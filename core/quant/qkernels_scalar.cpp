@@ -61,7 +61,10 @@ struct ScalarV {
     }
     static vec pow2i(vec n) {
         for (int i = 0; i < N; ++i) {
-            const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n.v[i]) + 127) << 23;
+            // A NaN n (exp of NaN) must not reach the int conversion (undefined); its lane's
+            // result is NaN anyway, through the polynomial.
+            const int32_t e = n.v[i] == n.v[i] ? static_cast<int32_t>(n.v[i]) : 0;
+            const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
             std::memcpy(&n.v[i], &bits, sizeof bits);
         }
         return n;
