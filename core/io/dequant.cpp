@@ -13,11 +13,16 @@ namespace snapkv {
 
 namespace {
 
-constexpr int64_t kQK = 32;     // values per block of the legacy formats (Q4_0, Q4_1, Q8_0)
+constexpr int64_t kQK = 32;     // values per block of the legacy formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL)
 constexpr int64_t kQK_K = 256;  // values per K-quant super-block
 
 inline uint16_t load_u16(const uint8_t* p) {
     return static_cast<uint16_t>(p[0] | (p[1] << 8));  // GGUF and safetensors are little-endian
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+           (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
 
 void row_f32(const uint8_t* src, float* dst, int64_t n) {
@@ -162,20 +167,148 @@ void row_q6_k(const uint8_t* src, float* dst, int64_t n) {
     }
 }
 
+// Q5_0 block (22 bytes): f16 d, 4 bytes qh (a little-endian uint32 of fifth bits), 16 bytes of
+// nibbles laid out as in Q4_0. Bit j of qh is the fifth bit of value j, bit 16 + j that of value
+// 16 + j; x = d * (q - 16).
+void row_q5_0(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / kQK; ++b, src += 22, dst += kQK) {
+        const float d = half_to_float(load_u16(src));
+        const uint32_t qh = load_u32(src + 2);
+        const uint8_t* qs = src + 6;
+        for (int j = 0; j < 16; ++j) {
+            const int lo = (qs[j] & 0x0F) | static_cast<int>(((qh >> j) & 1u) << 4);
+            const int hi = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
+            dst[j] = static_cast<float>(lo - 16) * d;
+            dst[j + 16] = static_cast<float>(hi - 16) * d;
+        }
+    }
+}
+
+// Q5_1 block (24 bytes): f16 d, f16 m, 4 bytes qh, 16 bytes of nibbles as Q5_0; x = d * q + m.
+void row_q5_1(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / kQK; ++b, src += 24, dst += kQK) {
+        const float d = half_to_float(load_u16(src));
+        const float m = half_to_float(load_u16(src + 2));
+        const uint32_t qh = load_u32(src + 4);
+        const uint8_t* qs = src + 8;
+        for (int j = 0; j < 16; ++j) {
+            const int lo = (qs[j] & 0x0F) | static_cast<int>(((qh >> j) & 1u) << 4);
+            const int hi = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
+            dst[j] = static_cast<float>(lo) * d + m;
+            dst[j + 16] = static_cast<float>(hi) * d + m;
+        }
+    }
+}
+
+// Q2_K super-block (84 bytes): 16 bytes of 4-bit scale (low nibble) / min (high nibble) pairs, one
+// per 16 values; 64 bytes of 2-bit quants; f16 d; f16 dmin. Each 128-value half uses 32 quant
+// bytes: value 32j + l (j = 0..3, l = 0..31) is bits 2j..2j+1 of byte l, with scale/min pair
+// 8 * half + 2j + (l >= 16); x = d * scale * q - dmin * min.
+void row_q2_k(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / kQK_K; ++b, src += 84) {
+        const uint8_t* scales = src;
+        const uint8_t* q = src + 16;
+        const float d = half_to_float(load_u16(src + 80));
+        const float dmin = half_to_float(load_u16(src + 82));
+        for (int half = 0; half < 2; ++half, q += 32) {
+            for (int j = 0; j < 4; ++j) {
+                for (int g = 0; g < 2; ++g, dst += 16) {
+                    const uint8_t sc = scales[8 * half + 2 * j + g];
+                    const float dl = d * static_cast<float>(sc & 0x0F);
+                    const float ml = dmin * static_cast<float>(sc >> 4);
+                    for (int l = 0; l < 16; ++l)
+                        dst[l] = dl * static_cast<float>((q[16 * g + l] >> (2 * j)) & 3) - ml;
+                }
+            }
+        }
+    }
+}
+
+// Scale i (0..15) of a Q3_K super-block: 6 bits, stored as a low nibble (bytes 0..7; the low
+// nibbles for i < 8, the high ones for i >= 8) and 2 high bits (bits 2 * (i / 4) of byte 8 + i % 4),
+// read as signed by subtracting 32 (ggml's kmask unpacking of dequantize_row_q3_K).
+inline int q3_k_scale(const uint8_t* s, int i) {
+    const int low = i < 8 ? (s[i] & 0x0F) : (s[i - 8] >> 4);
+    const int high = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// Q3_K super-block (110 bytes): 32 bytes hmask, 64 bytes of 2-bit quants (laid out as in Q2_K),
+// 12 bytes of 6-bit scales, f16 d. Value 128 * half + 32j + l takes its third bit from bit
+// 4 * half + j of hmask[l]; q = low 2 bits + 4 * that bit - 4 (in -4..3); x = d * scale * q.
+void row_q3_k(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / kQK_K; ++b, src += 110) {
+        const uint8_t* hmask = src;
+        const uint8_t* q = src + 32;
+        const uint8_t* scales = src + 96;
+        const float d = half_to_float(load_u16(src + 108));
+        for (int half = 0; half < 2; ++half, q += 32) {
+            for (int j = 0; j < 4; ++j) {
+                const int bit = 4 * half + j;
+                for (int g = 0; g < 2; ++g, dst += 16) {
+                    const float dl = d * static_cast<float>(q3_k_scale(scales, 8 * half + 2 * j + g));
+                    for (int l = 0; l < 16; ++l) {
+                        const int at = 16 * g + l;
+                        const int v = ((q[at] >> (2 * j)) & 3) - (((hmask[at] >> bit) & 1) ? 0 : 4);
+                        dst[l] = dl * static_cast<float>(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The 16 non-linear levels of IQ4_NL and IQ4_XS (ggml-common.h kvalues_iq4nl).
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_NL block (18 bytes): f16 d, 16 bytes of nibbles laid out as in Q4_0, each an index into the
+// levels; x = d * level.
+void row_iq4_nl(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / kQK; ++b, src += 18, dst += kQK) {
+        const float d = half_to_float(load_u16(src));
+        const uint8_t* qs = src + 2;
+        for (int j = 0; j < 16; ++j) {
+            dst[j] = d * static_cast<float>(kIq4Levels[qs[j] & 0x0F]);
+            dst[j + 16] = d * static_cast<float>(kIq4Levels[qs[j] >> 4]);
+        }
+    }
+}
+
+// IQ4_XS super-block (136 bytes): f16 d, u16 scales_h, 4 bytes scales_l, 128 bytes of nibbles.
+// Sub-block ib (32 values) has the 6-bit scale ls = nibble ib % 2 of scales_l[ib / 2] | bits
+// 2ib..2ib+1 of scales_h << 4, and its 16 bytes of nibbles laid out as in IQ4_NL;
+// x = d * (ls - 32) * level.
+void row_iq4_xs(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / kQK_K; ++b, src += 136) {
+        const float d = half_to_float(load_u16(src));
+        const uint16_t scales_h = load_u16(src + 2);
+        const uint8_t* scales_l = src + 4;
+        const uint8_t* qs = src + 8;
+        for (int ib = 0; ib < 8; ++ib, qs += 16, dst += 32) {
+            const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((scales_h >> (2 * ib)) & 3) << 4);
+            const float dl = d * static_cast<float>(ls - 32);
+            for (int j = 0; j < 16; ++j) {
+                dst[j] = dl * static_cast<float>(kIq4Levels[qs[j] & 0x0F]);
+                dst[j + 16] = dl * static_cast<float>(kIq4Levels[qs[j] >> 4]);
+            }
+        }
+    }
+}
+
 // Block sizes and byte counts from ggml-common.h (block_* structs and their static_asserts).
 // Ids missing from the table (4, 5, 31..33, 36..38) were removed from ggml and are refused.
 const GgmlType kTypes[] = {
     {0, "F32", 1, 4, row_f32},         {1, "F16", 1, 2, row_f16},
     {2, "Q4_0", 32, 18, row_q4_0},     {3, "Q4_1", 32, 20, row_q4_1},
-    {6, "Q5_0", 32, 22, nullptr},      {7, "Q5_1", 32, 24, nullptr},
+    {6, "Q5_0", 32, 22, row_q5_0},     {7, "Q5_1", 32, 24, row_q5_1},
     {8, "Q8_0", 32, 34, row_q8_0},     {9, "Q8_1", 32, 36, nullptr},
-    {10, "Q2_K", 256, 84, nullptr},    {11, "Q3_K", 256, 110, nullptr},
+    {10, "Q2_K", 256, 84, row_q2_k},   {11, "Q3_K", 256, 110, row_q3_k},
     {12, "Q4_K", 256, 144, row_q4_k},  {13, "Q5_K", 256, 176, row_q5_k},
     {14, "Q6_K", 256, 210, row_q6_k},  {15, "Q8_K", 256, 292, nullptr},
     {16, "IQ2_XXS", 256, 66, nullptr}, {17, "IQ2_XS", 256, 74, nullptr},
     {18, "IQ3_XXS", 256, 98, nullptr}, {19, "IQ1_S", 256, 50, nullptr},
-    {20, "IQ4_NL", 32, 18, nullptr},   {21, "IQ3_S", 256, 110, nullptr},
-    {22, "IQ2_S", 256, 82, nullptr},   {23, "IQ4_XS", 256, 136, nullptr},
+    {20, "IQ4_NL", 32, 18, row_iq4_nl},   {21, "IQ3_S", 256, 110, nullptr},
+    {22, "IQ2_S", 256, 82, nullptr},   {23, "IQ4_XS", 256, 136, row_iq4_xs},
     {24, "I8", 1, 1, nullptr},         {25, "I16", 1, 2, nullptr},
     {26, "I32", 1, 4, nullptr},        {27, "I64", 1, 8, nullptr},
     {28, "F64", 1, 8, nullptr},        {29, "IQ1_M", 256, 56, nullptr},

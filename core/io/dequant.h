@@ -1,8 +1,9 @@
 // ggml tensor types: a table keyed by ggml type id giving name, values per block, bytes per block
 // and, for the types we can read, a row dequantizer to float32 with exact ggml semantics (F32, F16,
-// BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K). Other ggml types are listed so that file sizes can be
-// validated and errors can name them, but have no dequantizer. Add a format = add a table row.
-// No file I/O here: callers hand in bytes already bounds-checked against the file.
+// BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS). Other ggml
+// types (the grid i-quants IQ1-IQ3, TQ1_0/TQ2_0, MXFP4, integer types) are listed so that file
+// sizes can be validated and errors can name them, but have no dequantizer. Add a format = add a
+// table row. No file I/O here: callers hand in bytes already bounds-checked against the file.
 #pragma once
 
 #include <cstddef>

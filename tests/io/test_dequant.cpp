@@ -51,10 +51,15 @@ TEST_CASE("The ggml type table has ggml's block sizes and byte counts", "[dequan
     const Row rows[] = {
         {0, "F32", 1, 4, true},        {1, "F16", 1, 2, true},
         {2, "Q4_0", 32, 18, true},     {3, "Q4_1", 32, 20, true},
-        {8, "Q8_0", 32, 34, true},     {10, "Q2_K", 256, 84, false},
-        {11, "Q3_K", 256, 110, false}, {12, "Q4_K", 256, 144, true},
+        {6, "Q5_0", 32, 22, true},     {7, "Q5_1", 32, 24, true},
+        {8, "Q8_0", 32, 34, true},     {10, "Q2_K", 256, 84, true},
+        {11, "Q3_K", 256, 110, true},  {12, "Q4_K", 256, 144, true},
         {13, "Q5_K", 256, 176, true},  {14, "Q6_K", 256, 210, true},
-        {30, "BF16", 1, 2, true},      {23, "IQ4_XS", 256, 136, false},
+        {30, "BF16", 1, 2, true},      {20, "IQ4_NL", 32, 18, true},
+        {23, "IQ4_XS", 256, 136, true}, {16, "IQ2_XXS", 256, 66, false},
+        {21, "IQ3_S", 256, 110, false}, {29, "IQ1_M", 256, 56, false},
+        {34, "TQ1_0", 256, 54, false}, {35, "TQ2_0", 256, 66, false},
+        {39, "MXFP4", 32, 17, false},  {15, "Q8_K", 256, 292, false},
     };
     for (const Row& r : rows) {
         INFO("type " << r.name);
@@ -231,6 +236,140 @@ TEST_CASE("Q6_K super-blocks combine 4 low and 2 high bits with int8 scales per 
     for (int v = 0; v < 256; ++v)
         want[v] = 0.125f * static_cast<float>(scales[v / 16] * (q[v] - 32));
     check_equal(run(14, b, 256), want);
+}
+
+TEST_CASE("Q5_0 and Q5_1 blocks take the fifth bits from a little-endian 32-bit qh", "[dequant]") {
+    // Layout Q5_0: d, qh[4], qs[16]; Q5_1: d, m, qh[4], qs[16]. Value j < 16 is the low nibble of
+    // qs[j] with bit j of qh on top, value 16 + j the high nibble with bit 16 + j.
+    int q[32];
+    for (int v = 0; v < 32; ++v) q[v] = (v * 13 + 7) % 32;
+    auto pack = [&](std::vector<uint8_t>& b, size_t qh_at) {
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; ++j) {
+            b[qh_at + 4 + j] = static_cast<uint8_t>((q[j] & 15) | ((q[j + 16] & 15) << 4));
+            qh |= static_cast<uint32_t>(q[j] >> 4) << j;
+            qh |= static_cast<uint32_t>(q[j + 16] >> 4) << (j + 16);
+        }
+        for (int k = 0; k < 4; ++k) b[qh_at + k] = static_cast<uint8_t>(qh >> (8 * k));
+    };
+    SECTION("Q5_0: d * (q - 16)") {
+        std::vector<uint8_t> b(22);
+        put16(b, 0, 0xB800);  // d = -0.5
+        pack(b, 2);
+        std::vector<float> want(32);
+        for (int v = 0; v < 32; ++v) want[v] = -0.5f * (q[v] - 16);
+        check_equal(run(6, b, 32), want);
+    }
+    SECTION("Q5_1: d * q + m") {
+        std::vector<uint8_t> b(24);
+        put16(b, 0, 0x3400);  // d = 0.25
+        put16(b, 2, 0xC000);  // m = -2
+        pack(b, 4);
+        std::vector<float> want(32);
+        for (int v = 0; v < 32; ++v) want[v] = 0.25f * q[v] - 2.0f;
+        check_equal(run(7, b, 32), want);
+    }
+}
+
+namespace {
+
+// The 2-bit quant layout shared by Q2_K and Q3_K: each 128 values use 32 bytes; value
+// 128h + 32j + l (l < 32) sits in bits 2j..2j+1 of byte 32h + l.
+void pack_2bit(uint8_t* qs, const int* q2) {
+    for (int v = 0; v < 256; ++v) {
+        const int h = v / 128, j = (v % 128) / 32, l = v % 32;
+        qs[32 * h + l] |= static_cast<uint8_t>((q2[v] & 3) << (2 * j));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("Q2_K super-blocks use a 4-bit scale and min per 16 values", "[dequant]") {
+    // Layout: scales[16] (scale low nibble, min high nibble), qs[64], d, dmin;
+    // x = d * scale * q - dmin * min.
+    std::vector<uint8_t> b(84);
+    int q[256], sc[16], mn[16];
+    for (int v = 0; v < 256; ++v) q[v] = (v * 5 + v / 7) % 4;
+    for (int i = 0; i < 16; ++i) {
+        sc[i] = (i * 7 + 2) % 16;
+        mn[i] = (i * 3 + 5) % 16;
+        b[i] = static_cast<uint8_t>(sc[i] | (mn[i] << 4));
+    }
+    pack_2bit(&b[16], q);
+    put16(b, 80, 0x3800);  // d = 0.5
+    put16(b, 82, 0x3400);  // dmin = 0.25
+    std::vector<float> want(256);
+    for (int v = 0; v < 256; ++v) want[v] = 0.5f * sc[v / 16] * q[v] - 0.25f * mn[v / 16];
+    check_equal(run(10, b, 256), want);
+}
+
+TEST_CASE("Q3_K super-blocks add a third bit from hmask and 6-bit signed scales", "[dequant]") {
+    // Layout: hmask[32], qs[64], scales[12], d. Value 128h + 32j + l takes bit 4h + j of
+    // hmask[l] as its third bit; q3 = low 2 bits + 4 * that bit - 4 (so -4..3). Scale i is 6 bits:
+    // its low 4 bits in the low (i < 8) or high (i >= 8) nibble of byte i % 8, its top 2 bits in
+    // bits 2 * (i / 4) of byte 8 + i % 4; the scale used is that value - 32. x = d * scale * q3.
+    std::vector<uint8_t> b(110);
+    int q3[256], low[256], sc[16];
+    for (int v = 0; v < 256; ++v) {
+        q3[v] = (v * 7 + v / 5) % 8 - 4;
+        low[v] = (q3[v] + 4) & 3;
+        const int third = (q3[v] + 4) >> 2;
+        const int h = v / 128, j = (v % 128) / 32, l = v % 32;
+        b[l] |= static_cast<uint8_t>(third << (4 * h + j));
+    }
+    pack_2bit(&b[32], low);
+    for (int i = 0; i < 16; ++i) {
+        sc[i] = (i * 19 + 3) % 64;  // raw 6-bit values, top bits set for several
+        b[96 + i % 8] |= static_cast<uint8_t>((sc[i] & 15) << (i < 8 ? 0 : 4));
+        b[96 + 8 + i % 4] |= static_cast<uint8_t>((sc[i] >> 4) << (2 * (i / 4)));
+    }
+    put16(b, 108, 0x3000);  // d = 0.125
+    std::vector<float> want(256);
+    for (int v = 0; v < 256; ++v) want[v] = 0.125f * (sc[v / 16] - 32) * static_cast<float>(q3[v]);
+    check_equal(run(11, b, 256), want);
+}
+
+namespace {
+// ggml's 16 IQ4 levels (ggml-common.h kvalues_iq4nl).
+const int kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+}  // namespace
+
+TEST_CASE("IQ4_NL blocks map nibbles through the 16 non-linear levels", "[dequant]") {
+    std::vector<uint8_t> b(18);
+    put16(b, 0, 0x2C00);  // d = 1/16
+    std::vector<float> want(32);
+    for (int j = 0; j < 16; ++j) {
+        const int lo = (j * 5 + 3) % 16, hi = (j * 11) % 16;
+        b[2 + j] = static_cast<uint8_t>(lo | (hi << 4));
+        want[j] = 0.0625f * kLevels[lo];
+        want[16 + j] = 0.0625f * kLevels[hi];
+    }
+    check_equal(run(20, b, 32), want);
+}
+
+TEST_CASE("IQ4_XS super-blocks give each 32 values a 6-bit scale split over scales_l and scales_h",
+          "[dequant]") {
+    // Layout: d, scales_h (u16), scales_l[4], qs[128]. Sub-block ib's scale: low 4 bits in nibble
+    // ib % 2 of scales_l[ib / 2], top 2 bits in bits 2ib..2ib+1 of scales_h; used as ls - 32.
+    std::vector<uint8_t> b(136);
+    put16(b, 0, 0x3400);  // d = 0.25
+    int ls[8];
+    uint16_t scales_h = 0;
+    for (int ib = 0; ib < 8; ++ib) {
+        ls[ib] = (ib * 23 + 9) % 64;
+        b[4 + ib / 2] |= static_cast<uint8_t>((ls[ib] & 15) << (4 * (ib % 2)));
+        scales_h |= static_cast<uint16_t>((ls[ib] >> 4) << (2 * ib));
+    }
+    put16(b, 2, scales_h);
+    std::vector<float> want(256);
+    for (int ib = 0; ib < 8; ++ib)
+        for (int j = 0; j < 16; ++j) {
+            const int lo = (ib + j * 3) % 16, hi = (ib * 5 + j * 7 + 1) % 16;
+            b[8 + 16 * ib + j] = static_cast<uint8_t>(lo | (hi << 4));
+            want[32 * ib + j] = 0.25f * (ls[ib] - 32) * kLevels[lo];
+            want[32 * ib + 16 + j] = 0.25f * (ls[ib] - 32) * kLevels[hi];
+        }
+    check_equal(run(23, b, 256), want);
 }
 
 TEST_CASE("dequantize_rows gives the same values on many threads as row by row", "[dequant]") {
