@@ -30,24 +30,37 @@ int format_of(const GgmlType& type) {
         case 8: return kQ8_0;
         case 2: return kQ4_0;
         case 3: return kQ4_1;
+        case 6: return kQ5_0;
+        case 7: return kQ5_1;
+        case 10: return kQ2_K;
+        case 11: return kQ3_K;
         case 12: return kQ4_K;
         case 13: return kQ5_K;
         case 14: return kQ6_K;
+        case 20: return kIQ4_NL;
+        case 23: return kIQ4_XS;
         default: return -1;
     }
 }
 
-// Sums of x over each 32-value block: xs [C / 32].
+// Sums of x over each 32-value block, then over each 16-value block: xs [C / 32 + C / 16].
 void block_sums(const float* x, int64_t n_cols, float* xs) {
     for (int64_t b = 0; b < n_cols / 32; ++b) {
         float s = 0.0f;
         for (int j = 0; j < 32; ++j) s += x[32 * b + j];
         xs[b] = s;
     }
+    float* xs16 = xs + n_cols / 32;
+    for (int64_t b = 0; b < n_cols / 16; ++b) {
+        float s = 0.0f;
+        for (int j = 0; j < 16; ++j) s += x[16 * b + j];
+        xs16[b] = s;
+    }
 }
 
 bool needs_block_sums(int format) {
-    return format == kQ4_0 || format == kQ4_1 || format == kQ4_K || format == kQ5_K;
+    return format == kQ4_0 || format == kQ4_1 || format == kQ5_1 || format == kQ2_K || format == kQ4_K ||
+           format == kQ5_K;
 }
 
 // The per-32 block sums of one call's input x [n], computed once when a format needs them and
@@ -69,7 +82,7 @@ struct BlockSums {
     }
     void prepare(int format) {
         if (!needs_block_sums(format) || have) return;
-        xs.resize(static_cast<size_t>(n / 32));
+        xs.resize(static_cast<size_t>(n / 32 + n / 16));
         block_sums(x, n, xs.data());
         have = true;
     }
@@ -159,8 +172,8 @@ bool kernel_supports(const GgmlType& type) { return format_of(type) >= 0; }
 
 BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_rows, int64_t n_cols) {
     if (!kernel_supports(type))
-        throw InputError(std::string("weights: type ") + type.name +
-                         " has no kernel (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+        throw InputError(std::string("weights: type ") + type.name + " has no kernel (supported: " +
+                         readable_ggml_type_names() + ")");
     if (n_rows < 0 || n_cols < 0 || n_cols % type.block_size != 0)
         throw InputError(std::string("weights: a ") + type.name + " matrix of " + std::to_string(n_rows) +
                          " x " + std::to_string(n_cols) + " values: rows must be whole blocks of " +

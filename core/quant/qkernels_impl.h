@@ -8,12 +8,14 @@
 // round (to nearest even), pow2i(n) (2^n for integral n in [-126, 127]), below(x, b, t, f) / above
 // (t where x < b / x > b, else f), hsum, hmax, from_f16 / from_bf16 (N stored values to floats),
 // h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
-// (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), or_,
-// sub8(v, k) = v - k, and to_f32 (the 16 values as signed int8 to 16 / N float vectors).
+// (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
+// (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
+// lut16(v, table) (table[v] for bytes below 16) and to_f32 (the 16 values as signed int8 to
+// 16 / N float vectors).
 //
 // Block layouts as in core/io/dequant.cpp (from ggml-common.h). The products factor each block's
-// scale out of its sum: d * sum(q * x) (+ min * sum(x) with the per-32 sums xs of x), so only
-// small integers are converted per value. The dequantizers keep dequant.cpp's exact arithmetic
+// scale out of its sum: d * sum(q * x) (+ min * sum(x) with the per-32 or per-16 sums xs of x),
+// so only small integers are converted per value. The dequantizers keep dequant.cpp's exact arithmetic
 // (the same float operations in the same order; the files are built with -ffp-contract=off), so
 // their output equals it bit for bit.
 #pragma once
@@ -38,6 +40,31 @@ inline void k_scale_min(int j, const uint8_t* s, int* scale, int* min) {
         *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
     }
 }
+
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);  // little-endian files on little-endian CPUs
+    return v;
+}
+
+// Scale i (0..15) of a Q3_K super-block's 12 scale bytes s, as in core/io/dequant.cpp: low nibble
+// from bytes 0..7, two high bits from bytes 8..11, minus 32.
+inline int q3_k_scale(const uint8_t* s, int i) {
+    const int low = i < 8 ? (s[i] & 0x0F) : (s[i - 8] >> 4);
+    const int high = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// The 6-bit scale of sub-block ib of an IQ4_XS super-block p, minus 32.
+inline int iq4_xs_scale(const uint8_t* p, int ib) {
+    const int low = (p[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F;
+    const int high = (load_u16(p + 2) >> (2 * ib)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// The 16 non-linear levels of IQ4_NL and IQ4_XS (ggml-common.h kvalues_iq4nl).
+alignas(16) constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                               1,    13,   25,  38,  53,  69,  89,  113};
 
 template <class V>
 struct Kernels {
@@ -101,6 +128,30 @@ struct Kernels {
         v[2] = V::sub8(V::or_(V::hi4(a), V::shl4(V::bits(h, 4, 3))), 32);
         v[3] = V::sub8(V::or_(V::hi4(b), V::shl4(V::bits(h, 6, 3))), 32);
     }
+
+    // Q5_0 / Q5_1: 16 nibble bytes at qs and the 32 fifth bits qh (bit j: value j) give values
+    // 0..15 and 16..31, minus sub.
+    static inline void q5_block(const uint8_t* qs, uint32_t qh, int sub, q16* lo, q16* hi) {
+        const q16 raw = V::load16(qs);
+        *lo = V::sub8(V::or_(V::lo4(raw), V::shl4(V::bits16(qh))), sub);
+        *hi = V::sub8(V::or_(V::hi4(raw), V::shl4(V::bits16(qh >> 16))), sub);
+    }
+    // Q2_K / Q3_K: the 16 values 128 * half + 32j + 16g + [0, 16) of a super-block whose 2-bit
+    // quants are at q (bits 2j of bytes 32 * half + 16g + [0, 16)); with hmask (Q3_K), their third
+    // bits from bit 4 * half + j of hmask[16g + l], as q + 4 * bit - 4.
+    static inline q16 k2_group(const uint8_t* q, const uint8_t* hmask, int half, int j, int g) {
+        const q16 low = V::bits(V::load16(q + 32 * half + 16 * g), 2 * j, 3);
+        if (hmask == nullptr) return low;
+        const q16 high = V::bits(V::load16(hmask + 16 * g), 4 * half + j, 1);
+        return V::sub8(V::or_(low, V::shl(high, 2)), 4);
+    }
+    // IQ4_NL / IQ4_XS: the 16 nibble bytes at p as levels (values 0..15, then 16..31).
+    static inline void iq4_block(const uint8_t* p, q16 levels, q16* lo, q16* hi) {
+        const q16 raw = V::load16(p);
+        *lo = V::lut16(V::lo4(raw), levels);
+        *hi = V::lut16(V::hi4(raw), levels);
+    }
+    static inline q16 iq4_levels() { return V::load16(reinterpret_cast<const uint8_t*>(kIq4Levels)); }
 
     // ---- block formats: one row ----
 
@@ -198,6 +249,103 @@ struct Kernels {
         return V::hsum(acc);
     }
 
+    // Q5_0 (22 bytes): f16 d, u32 qh, 16 bytes of nibbles; w = d * (q - 16).
+    static float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float*) {
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 32, p += 22, x += 32) {
+            q16 lo, hi;
+            q5_block(p + 6, load_u32(p + 2), 16, &lo, &hi);
+            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
+        }
+        return V::hsum(acc);
+    }
+
+    // Q5_1 (24 bytes): f16 d, f16 m, u32 qh, 16 bytes of nibbles; w = d * q + m.
+    static float dot_q5_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        vec acc = V::zero();
+        float mins = 0.0f;
+        for (int64_t i = 0; i < n; i += 32, p += 24, x += 32) {
+            q16 lo, hi;
+            q5_block(p + 8, load_u32(p + 4), 0, &lo, &hi);
+            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
+            mins += V::h2f(load_u16(p + 2)) * xs[i / 32];
+        }
+        return V::hsum(acc) + mins;
+    }
+
+    // Q2_K (84 bytes): 16 scale/min nibble pairs, 64 bytes of 2-bit quants, f16 d, f16 dmin; each
+    // 16 values have their own pair: w = d * sc * q - dmin * mn (the minimums use the per-16 sums
+    // that follow the per-32 ones in xs).
+    static float dot_q2_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        const float* xs16 = xs + n / 32;
+        vec acc = V::zero();
+        float mins = 0.0f;
+        for (int64_t i = 0; i < n; i += 256, p += 84) {
+            const float d = V::h2f(load_u16(p + 80)), dmin = V::h2f(load_u16(p + 82));
+            for (int half = 0; half < 2; ++half) {
+                for (int j = 0; j < 4; ++j) {
+                    for (int g = 0; g < 2; ++g) {
+                        const int at = 128 * half + 32 * j + 16 * g;
+                        const uint8_t sc = p[at / 16];
+                        acc = V::fmadd(V::set1(d * static_cast<float>(sc & 0x0F)),
+                                       fma16(k2_group(p + 16, nullptr, half, j, g), x + i + at, V::zero()), acc);
+                        mins += dmin * static_cast<float>(sc >> 4) * xs16[(i + at) / 16];
+                    }
+                }
+            }
+        }
+        return V::hsum(acc) - mins;
+    }
+
+    // Q3_K (110 bytes): hmask[32], 2-bit quants[64], 12 bytes of 6-bit scales, f16 d;
+    // w = d * (sc - 32) * q with q in -4..3.
+    static float dot_q3_k(const uint8_t* p, int64_t n, const float* x, const float*) {
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 256, p += 110) {
+            const float d = V::h2f(load_u16(p + 108));
+            for (int half = 0; half < 2; ++half) {
+                for (int j = 0; j < 4; ++j) {
+                    for (int g = 0; g < 2; ++g) {
+                        const int at = 128 * half + 32 * j + 16 * g;
+                        acc = V::fmadd(V::set1(d * static_cast<float>(q3_k_scale(p + 96, at / 16))),
+                                       fma16(k2_group(p + 32, p, half, j, g), x + i + at, V::zero()), acc);
+                    }
+                }
+            }
+        }
+        return V::hsum(acc);
+    }
+
+    // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
+    static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float*) {
+        const q16 levels = iq4_levels();
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 32, p += 18, x += 32) {
+            q16 lo, hi;
+            iq4_block(p + 2, levels, &lo, &hi);
+            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
+        }
+        return V::hsum(acc);
+    }
+
+    // IQ4_XS (136 bytes): f16 d, u16 scales_h, scales_l[4], 128 bytes of level indices; each 32
+    // values have a 6-bit scale ls: w = d * (ls - 32) * level.
+    static float dot_iq4_xs(const uint8_t* p, int64_t n, const float* x, const float*) {
+        const q16 levels = iq4_levels();
+        vec acc = V::zero();
+        for (int64_t i = 0; i < n; i += 256, p += 136) {
+            const float d = V::h2f(load_u16(p));
+            for (int ib = 0; ib < 8; ++ib) {
+                q16 lo, hi;
+                iq4_block(p + 8 + 16 * ib, levels, &lo, &hi);
+                const float* xb = x + i + 32 * ib;
+                acc = V::fmadd(V::set1(d * static_cast<float>(iq4_xs_scale(p, ib))),
+                               fma16(hi, xb + 16, fma16(lo, xb, V::zero())), acc);
+            }
+        }
+        return V::hsum(acc);
+    }
+
     // ---- plain formats: any row length ----
 
     template <class Load, class Scalar>
@@ -271,6 +419,72 @@ struct Kernels {
             const float d = V::h2f(load_u16(p)), m = V::h2f(load_u16(p + 2));
             scale_add16(lo, d, m, out + i);
             scale_add16(hi, d, m, out + i + 16);
+        }
+    }
+    static void deq_q5_0(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 32, p += 22) {
+            q16 lo, hi;
+            q5_block(p + 6, load_u32(p + 2), 16, &lo, &hi);
+            const float d = V::h2f(load_u16(p));
+            scale16(lo, d, out + i);
+            scale16(hi, d, out + i + 16);
+        }
+    }
+    static void deq_q5_1(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 32, p += 24) {
+            q16 lo, hi;
+            q5_block(p + 8, load_u32(p + 4), 0, &lo, &hi);
+            const float d = V::h2f(load_u16(p)), m = V::h2f(load_u16(p + 2));
+            scale_add16(lo, d, m, out + i);
+            scale_add16(hi, d, m, out + i + 16);
+        }
+    }
+    static void deq_q2_k(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 256, p += 84) {
+            const float d = V::h2f(load_u16(p + 80)), dmin = V::h2f(load_u16(p + 82));
+            for (int half = 0; half < 2; ++half)
+                for (int j = 0; j < 4; ++j)
+                    for (int g = 0; g < 2; ++g) {
+                        const int at = 128 * half + 32 * j + 16 * g;
+                        const uint8_t sc = p[at / 16];
+                        scale_sub16(k2_group(p + 16, nullptr, half, j, g), d * static_cast<float>(sc & 0x0F),
+                                    dmin * static_cast<float>(sc >> 4), out + i + at);
+                    }
+        }
+    }
+    static void deq_q3_k(const uint8_t* p, int64_t n, float* out) {
+        for (int64_t i = 0; i < n; i += 256, p += 110) {
+            const float d = V::h2f(load_u16(p + 108));
+            for (int half = 0; half < 2; ++half)
+                for (int j = 0; j < 4; ++j)
+                    for (int g = 0; g < 2; ++g) {
+                        const int at = 128 * half + 32 * j + 16 * g;
+                        scale16(k2_group(p + 32, p, half, j, g), d * static_cast<float>(q3_k_scale(p + 96, at / 16)),
+                                out + i + at);
+                    }
+        }
+    }
+    static void deq_iq4_nl(const uint8_t* p, int64_t n, float* out) {
+        const q16 levels = iq4_levels();
+        for (int64_t i = 0; i < n; i += 32, p += 18) {
+            q16 lo, hi;
+            iq4_block(p + 2, levels, &lo, &hi);
+            const float d = V::h2f(load_u16(p));
+            scale16(lo, d, out + i);
+            scale16(hi, d, out + i + 16);
+        }
+    }
+    static void deq_iq4_xs(const uint8_t* p, int64_t n, float* out) {
+        const q16 levels = iq4_levels();
+        for (int64_t i = 0; i < n; i += 256, p += 136) {
+            const float d = V::h2f(load_u16(p));
+            for (int ib = 0; ib < 8; ++ib) {
+                q16 lo, hi;
+                iq4_block(p + 8 + 16 * ib, levels, &lo, &hi);
+                const float dl = d * static_cast<float>(iq4_xs_scale(p, ib));
+                scale16(lo, dl, out + i + 32 * ib);
+                scale16(hi, dl, out + i + 32 * ib + 16);
+            }
         }
     }
     template <bool five>
@@ -482,6 +696,12 @@ struct Kernels {
         t.matvec[kQ8_0] = matvec<dot_q8_0>;
         t.matvec[kQ4_0] = matvec<dot_q4_0>;
         t.matvec[kQ4_1] = matvec<dot_q4_1>;
+        t.matvec[kQ5_0] = matvec<dot_q5_0>;
+        t.matvec[kQ5_1] = matvec<dot_q5_1>;
+        t.matvec[kQ2_K] = matvec<dot_q2_k>;
+        t.matvec[kQ3_K] = matvec<dot_q3_k>;
+        t.matvec[kIQ4_NL] = matvec<dot_iq4_nl>;
+        t.matvec[kIQ4_XS] = matvec<dot_iq4_xs>;
         t.matvec[kQ4_K] = matvec<dot_q4_k>;
         t.matvec[kQ5_K] = matvec<dot_q5_k>;
         t.matvec[kQ6_K] = matvec<dot_q6_k>;
@@ -491,6 +711,12 @@ struct Kernels {
         t.dequant[kQ8_0] = dequant<deq_q8_0>;
         t.dequant[kQ4_0] = dequant<deq_q4_0>;
         t.dequant[kQ4_1] = dequant<deq_q4_1>;
+        t.dequant[kQ5_0] = dequant<deq_q5_0>;
+        t.dequant[kQ5_1] = dequant<deq_q5_1>;
+        t.dequant[kQ2_K] = dequant<deq_q2_k>;
+        t.dequant[kQ3_K] = dequant<deq_q3_k>;
+        t.dequant[kIQ4_NL] = dequant<deq_iq4_nl>;
+        t.dequant[kIQ4_XS] = dequant<deq_iq4_xs>;
         t.dequant[kQ4_K] = dequant<deq_q4_k>;
         t.dequant[kQ5_K] = dequant<deq_q5_k>;
         t.dequant[kQ6_K] = dequant<deq_q6_k>;

@@ -9,11 +9,15 @@
 namespace snapkv::quant_detail {
 
 // Formats with a kernel, in table order.
-enum Format : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K, kFormatCount };
+enum Format : int {
+    kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS,
+    kFormatCount
+};
 
 // y[i] = row i . x for n_rows rows of n_cols values, row_bytes apart.
-// xs: sums of x over each 32-value block (n_cols / 32 of them) for the formats that store a
-// per-block minimum or offset; may be null for the others.
+// xs: for the formats that store a per-block minimum or offset, the sums of x over each 32-value
+// block (n_cols / 32 of them) followed by the sums over each 16-value block (n_cols / 16, for
+// Q2_K's minimums per 16 values); may be null for the other formats.
 using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
                           const float* x, const float* xs, float* y);
 // out[i * n_cols + c] = W[i, c] as float32, for n_rows rows.

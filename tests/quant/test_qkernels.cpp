@@ -24,7 +24,8 @@ using namespace snapkv;
 
 namespace {
 
-const char* const kFormats[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"};
+const char* const kFormats[] = {"F32",  "F16",  "BF16", "Q8_0", "Q4_0", "Q4_1",   "Q5_0",  "Q5_1",
+                                "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
 
 // A finite half with magnitude in [2^-7, 2]: exponent field 8..16, random mantissa and sign.
 uint16_t random_half(std::mt19937& rng) {
@@ -55,11 +56,16 @@ std::vector<uint8_t> random_matrix(const GgmlType& t, int64_t n_rows, int64_t n_
         } else if (name == "BF16") {
             const uint32_t sign = rng() & 1u, exp = 120u + rng() % 8u, mant = rng() & 0x7Fu;
             put16(p, static_cast<uint16_t>((sign << 15) | (exp << 7) | mant));
-        } else if (name == "Q8_0" || name == "Q4_0") {
+        } else if (name == "Q8_0" || name == "Q4_0" || name == "Q5_0" || name == "IQ4_NL" || name == "IQ4_XS") {
             put16(p, random_half(rng));
-        } else if (name == "Q4_1" || name == "Q4_K" || name == "Q5_K") {
+        } else if (name == "Q4_1" || name == "Q5_1" || name == "Q4_K" || name == "Q5_K") {
             put16(p, random_half(rng));
             put16(p + 2, random_half(rng));
+        } else if (name == "Q2_K") {
+            put16(p + 80, random_half(rng));
+            put16(p + 82, random_half(rng));
+        } else if (name == "Q3_K") {
+            put16(p + 108, random_half(rng));
         } else if (name == "Q6_K") {
             put16(p + 208, random_half(rng));
         }
@@ -187,7 +193,7 @@ TEST_CASE("Threaded products and dequantization equal the single-threaded ones o
         for (CpuPath path : supported_cpu_paths()) {
             set_cpu_path(path);
             REQUIRE(active_cpu_path() == path);
-            for (const char* name : {"F16", "Q8_0", "Q4_1", "Q4_K", "Q6_K"}) {
+            for (const char* name : {"F16", "Q8_0", "Q4_1", "Q5_1", "Q2_K", "Q4_K", "Q6_K", "IQ4_XS"}) {
                 INFO(threads << " threads, path " << cpu_path_name(path) << ", " << name);
                 const GgmlType& t = *ggml_type_by_name(name);
                 const int64_t n_cols = 512, rows_a = 301, rows_b = 77;
@@ -223,9 +229,13 @@ TEST_CASE("Weight views and CPU paths refuse what they cannot run, naming it", "
     PathGuard guard;
     const uint8_t bytes[512] = {};
     SECTION("a type without a kernel") {
-        const GgmlType& q2k = *ggml_type_by_name("Q2_K");
-        CHECK_FALSE(kernel_supports(q2k));
-        CHECK_THROWS_WITH(block_matrix(q2k, bytes, 1, 256), Catch::Contains("Q2_K") && Catch::Contains("Q4_K"));
+        for (const char* name : {"IQ2_XXS", "IQ3_S", "IQ1_M", "TQ1_0", "TQ2_0", "MXFP4", "Q8_K"}) {
+            INFO(name);
+            const GgmlType& t = *ggml_type_by_name(name);
+            CHECK_FALSE(kernel_supports(t));
+            CHECK_THROWS_WITH(block_matrix(t, bytes, 1, 256),
+                              Catch::Contains(name) && Catch::Contains("Q4_K") && Catch::Contains("IQ4_XS"));
+        }
     }
     SECTION("a row that is not whole blocks") {
         CHECK_THROWS_AS(block_matrix(*ggml_type_by_name("Q4_0"), bytes, 2, 48), InputError);
