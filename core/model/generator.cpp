@@ -96,13 +96,15 @@ PerplexityResult perplexity(const LlamaModel& model, const std::vector<int32_t>&
         KvCache cache = model.new_cache(n_ctx);
         ForwardOptions fo;
         fo.all_logits = true;
+        fo.logits_from = first;   // only the scored half
         fo.cancel = cancel;
-        at::Tensor logits = model.forward(batch, cache, fo).to(at::kDouble);   // [n_ctx, V]
-        at::Tensor lse = logits.narrow(0, first, r.scored_per_chunk).logsumexp(1);  // [n]
+        const at::Tensor logits = model.forward(batch, cache, fo).to(at::kCPU);  // [n_ctx - first, V]
         double chunk_nll = 0;
         for (int64_t j = 0; j < r.scored_per_chunk; ++j) {
+            // One row at a time in float64: a whole chunk would be n_ctx / 2 x V doubles.
+            const at::Tensor row = logits[j].to(at::kDouble);                     // [V]
             const int32_t target = tokens[static_cast<size_t>(c * n_ctx + first + j + 1)];
-            chunk_nll += lse[j].item<double>() - logits[first + j][target].item<double>();
+            chunk_nll += row.logsumexp(0).item<double>() - row[target].item<double>();
         }
         nll_total += chunk_nll;
         count += r.scored_per_chunk;

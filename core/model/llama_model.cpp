@@ -246,7 +246,8 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
     }
     cache.set_n_past(pos0 + T);
-    at::Tensor last = opts.all_logits ? x : x.narrow(0, T - 1, 1);
+    const int64_t from = opts.all_logits ? std::min(std::max<int64_t>(opts.logits_from, 0), T - 1) : T - 1;
+    at::Tensor last = from == 0 ? x : x.narrow(0, from, T - from);
     at::Tensor logits = dense(rms_norm(last, m_output_norm, c.rms_eps), m_output).to(at::kFloat);  // [T or 1, V]
     if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;   // gemma2
     return logits;

@@ -59,6 +59,8 @@ struct AttentionProbe {
 
 struct ForwardOptions {
     bool all_logits = false;              // logits for every token (perplexity) or only the last
+    int64_t logits_from = 0;              // with all_logits: only positions logits_from.. (a 262K
+                                          // vocabulary makes each row 1 MiB)
     PrefillCapture* capture = nullptr;
     AttentionProbe* probe = nullptr;
     int64_t attn_chunk = 512;             // queries per attention block
@@ -84,7 +86,8 @@ public:
     KvCache new_cache(int64_t capacity = 256) const;
 
     // Run tokens [T] at absolute positions cache.n_past() ... + T - 1, appending their K/V to the
-    // cache. Returns logits float32: [T, V] if opts.all_logits else [1, V] for the last token.
+    // cache. Returns logits float32: [T - f, V] if opts.all_logits (f = opts.logits_from, clamped to
+    // 0..T-1) else [1, V] for the last token.
     at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache,
                        const ForwardOptions& opts = {}) const;
 

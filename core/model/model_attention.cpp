@@ -66,27 +66,45 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
     const bool old_visible = window == 0 && !kv.has_padding() &&
                              (s_old == 0 || P.narrow(1, 0, s_old).max().item<int64_t>() < q_pos.min().item<int64_t>());
     const int64_t mask_from = old_visible ? s_old : 0;
+    // A sliding-window layer whose slots hold ascending positions (a prefill's cache, or one
+    // compressed in position order) lets each chunk skip the slots older than its first query's
+    // window: they are masked for every query of the chunk (queries come in position order).
+    // Those columns would be exp(-inf) = 0, so the result is the same up to summation order.
+    bool skip_old = false;
+    if (window > 0 && !kv.has_padding() && S > 1 && qpos.dim() == 1 && T > 1)
+        skip_old = P.narrow(1, 1, S - 1).ge(P.narrow(1, 0, S - 1)).all().item<bool>() &&
+                   qpos.narrow(0, 1, T - 1).gt(qpos.narrow(0, 0, T - 1)).all().item<bool>();
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
         const int64_t tc = std::min(chunk, T - t0);
         // Slots appended after this chunk's last query are in its future: skip them.
         const int64_t s_lim = S - (T - (t0 + tc));
+        // Slots before s0 are older than the window of the chunk's first query, in every head.
+        int64_t s0 = 0;
+        if (skip_old) {
+            const int64_t oldest_visible = qpos[t0].item<int64_t>() - window + 1;
+            s0 = P.narrow(1, 0, s_lim).lt(oldest_visible).sum(1).min().item<int64_t>();
+        }
+        const int64_t s = s_lim - s0;
         at::Tensor qc = qg.narrow(2, t0, tc).reshape({Hc, g * tc, D});                 // [Hc, g*tc, D]
-        at::Tensor Kc = K.narrow(1, 0, s_lim);                                        // [Hc, s, D]
+        at::Tensor Kc = K.narrow(1, s0, s);                                           // [Hc, s, D]
         at::Tensor scores = at::bmm(qc, Kc.transpose(1, 2)).to(at::kFloat).mul_(scale);  // [Hc, g*tc, s]
         if (softcap > 0.0) scores.div_(softcap).tanh_().mul_(softcap);               // gemma2
         at::Tensor rows_pos = qpos.narrow(0, t0, tc).repeat({g}).view({1, g * tc, 1});  // [1, g*tc, 1]
-        const int64_t n_mask = s_lim - mask_from;
-        at::Tensor cols = P.narrow(1, mask_from, n_mask).unsqueeze(1);                 // [Hc, 1, n]
+        const int64_t n_mask = s_lim - std::max(mask_from, s0);
+        at::Tensor cols = P.narrow(1, s_lim - n_mask, n_mask).unsqueeze(1);            // [Hc, 1, n]
         at::Tensor mask = cols.gt(rows_pos);                                           // future (and padding)
         if (window > 0) mask.logical_or_(cols.le(rows_pos - window));                  // older than the window
-        scores.narrow(2, mask_from, n_mask).masked_fill_(mask, -std::numeric_limits<float>::infinity());
+        scores.narrow(2, s - n_mask, n_mask).masked_fill_(mask, -std::numeric_limits<float>::infinity());
         at::Tensor probs = at::softmax(scores, -1);                                    // [Hc, g*tc, s]
-        at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, 0, s_lim));      // [Hc, g*tc, D]
+        at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, s0, s));         // [Hc, g*tc, D]
         out.narrow(2, t0, tc).copy_(o.view({Hc, g, tc, D}));
-        at::Tensor p4 = probs.view({Hc, g, tc, s_lim});                                // [Hc, g, tc, s]
-        if (h2o.defined()) h2o.narrow(1, 0, s_lim).add_(p4.sum(2).reshape({H, s_lim}));
-        if (opts.probe && t0 + tc == T)
-            opts.probe->probs[static_cast<size_t>(layer)] = p4.select(2, tc - 1).reshape({H, s_lim}).clone();
+        at::Tensor p4 = probs.view({Hc, g, tc, s});                                    // [Hc, g, tc, s]
+        if (h2o.defined()) h2o.narrow(1, s0, s).add_(p4.sum(2).reshape({H, s}));
+        if (opts.probe && t0 + tc == T) {
+            at::Tensor last = at::zeros({H, s_lim}, probs.options());                 // [H, s_lim]
+            last.narrow(1, s0, s).copy_(p4.select(2, tc - 1).reshape({H, s}));
+            opts.probe->probs[static_cast<size_t>(layer)] = last;
+        }
     }
     if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
     return out.view({H, T, D});

@@ -101,8 +101,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
                                       sat_add(prod({4, Hkv, D}), prod({4, c.n_ff})));
     const int64_t layer_act = prod({4, T, per_token});
     const int64_t attn = prod({H, std::min(T, kAttnChunk), S, 9});
-    // All logits: [T, V] float32, the double copy perplexity makes and its log-sum-exp input.
-    const int64_t logits = run.all_logits ? prod({T, c.n_vocab, 4 + 8 + 8}) : prod({c.n_vocab, 8});
+    // Logits: [rows, V] float32, plus one float64 row and its log-sum-exp input.
+    const int64_t logits = sat_add(prod({std::max<int64_t>(run.logit_rows, 1), c.n_vocab, 4}), prod({c.n_vocab, 16}));
     m.activations = sat_add(sat_add(layer_act, attn), logits);
 
     if (run.max_window > 0) {

@@ -31,7 +31,7 @@ struct RunShape {
     int64_t n_tokens = 0;          // tokens of the longest forward call (the prompt, or a chunk)
     int64_t cache_slots = 0;       // KV cache capacity (tokens)
     int64_t caches = 1;            // KV caches alive at once (compare: full + compressed)
-    bool all_logits = false;       // logits for every token (perplexity) instead of the last one
+    int64_t logit_rows = 1;        // rows of logits one forward call returns (perplexity: a half chunk)
     int64_t max_window = 0;        // > 0: prefill with capture of this many window queries
     bool h2o = false;              // capture H2O scores
     bool two_parts = false;        // capture also the context alone (query-agnostic selection)

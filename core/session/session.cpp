@@ -254,7 +254,7 @@ PerplexityOutput Session::perplexity(const std::string& text, int64_t ctx, const
     RunShape run;
     run.n_tokens = ctx;
     run.cache_slots = ctx;
-    run.all_logits = true;
+    run.logit_rows = ctx - ctx / 2;
     if (ctx >= 1) m->check_fits(ctx, -1, m->estimate(run), "a perplexity chunk", ": use a smaller --ctx");
     // llama.cpp's perplexity puts BOS first in each chunk only when the model adds BOS.
     const int32_t bos = m->tok->add_bos() ? m->tok->bos_id() : -1;

@@ -253,7 +253,9 @@ TEST_CASE("generation stops on the cancel flag, the length limit and a callback"
     CHECK(r.ids.size() == 5);
     cancel = true;
     KvCache c2 = l.model->new_cache();
-    CHECK_THROWS_AS(l.model->forward(prompt, c2, ForwardOptions{false, nullptr, nullptr, 512, {}, &cancel}), Cancelled);
+    ForwardOptions cancelled;
+    cancelled.cancel = &cancel;
+    CHECK_THROWS_AS(l.model->forward(prompt, c2, cancelled), Cancelled);
     go.cancel = nullptr;
     go.on_token = [](int32_t) { return false; };
     KvCache c3 = l.model->new_cache();
