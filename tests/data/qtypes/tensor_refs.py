@@ -6,6 +6,7 @@ and compares gguf-py's `gguf.quants.dequantize` of tiny-T.gguf with it bit for b
 It reads GGUF files only; it runs no model.
 
 usage: tensor_refs.py --quant tiny-T.gguf --deq deq-T.gguf --type T --out T.tensors.json
+       (--type any skips the type check, for mixed-type models such as Gemma 3 Q4_K_M)
 """
 
 import argparse
@@ -29,7 +30,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    want = gguf.GGMLQuantizationType[args.type]
+    want = None if args.type == "any" else gguf.GGMLQuantizationType[args.type]
     quant = tensors_by_name(args.quant)
     deq = tensors_by_name(args.deq)
     if list(quant) != list(deq):
@@ -43,7 +44,7 @@ def main() -> None:
         if dt.tensor_type != gguf.GGMLQuantizationType.F32:
             sys.exit(f"{args.deq}: tensor '{name}' is {dt.tensor_type.name}, expected F32")
         ne = [int(x) for x in qt.shape]  # GGUF order, innermost first
-        if len(ne) >= 2 and qt.tensor_type != want:
+        if want is not None and len(ne) >= 2 and qt.tensor_type != want:
             wrong_type.append(f"{name}: {qt.tensor_type.name}")
         ref = np.ascontiguousarray(dt.data, dtype="<f4").reshape(-1)
         d64 = ref.astype(np.float64)
