@@ -18,7 +18,7 @@ struct GgmlType;
 
 struct TensorDesc {
     std::string name;             // GGUF name
-    std::string type;             // "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"
+    std::string type;             // ggml type name: "F32", "BF16", "Q8_0", "Q4_K", "IQ4_XS", ...
     std::vector<int64_t> shape;   // torch order (outermost first): a [out, in] matrix is {out, in}
     uint64_t nbytes = 0;          // bytes in the file
 };
