@@ -4,6 +4,7 @@
 // found and what was allowed. Also the positive cases the checks must not break.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -319,19 +320,45 @@ TEST_CASE("An unknown tensor type id is refused as UnknownType", "[gguf]") {
     }
 }
 
-TEST_CASE("A known ggml type we cannot dequantize (Q2_K) is Unsupported", "[gguf]") {
+TEST_CASE("Known ggml types we cannot dequantize are Unsupported, naming the type and the readable ones",
+          "[gguf]") {
+    struct Case {
+        uint32_t id;
+        const char* name;
+        size_t block_bytes;   // per 256 values
+    };
+    // The grid i-quants, the ternary types and MXFP4 (32-value blocks: 8 per 256 values).
+    const Case c = GENERATE(Case{16, "IQ2_XXS", 66}, Case{21, "IQ3_S", 110}, Case{29, "IQ1_M", 56},
+                            Case{34, "TQ1_0", 54}, Case{35, "TQ2_0", 66}, Case{39, "MXFP4", 8 * 17});
+    INFO("type " << c.name);
     TempDir dir;
     TinySpec spec;
-    spec.n_ff = 256;  // Q2_K blocks hold 256 values: ffn_down rows are n_ff long
+    spec.n_ff = 256;  // 256-value blocks: ffn_down rows are n_ff long
     GgufWriter g = tiny_model(spec);
     GgufWriter::Tensor* down = g.find_tensor("blk.0.ffn_down.weight");
-    down->type = 10;
-    down->data.assign(84 * 32, 0);  // 32 rows of one 84-byte block
+    down->type = c.id;
+    down->data.assign(c.block_bytes * 32, 0);  // 32 rows of 256 values
     const std::string path = save(dir, g);
     GgufReader r(path);  // the container itself is fine
-    CHECK(r.find_tensor("blk.0.ffn_down.weight")->nbytes == 84 * 32);
+    CHECK(r.find_tensor("blk.0.ffn_down.weight")->nbytes == c.block_bytes * 32);
     model_error(path, Kind::Unsupported,
-                {"tensor 'blk.0.ffn_down.weight' has type Q2_K", "supported: F32, F16"});
+                {std::string("tensor 'blk.0.ffn_down.weight' has type ") + c.name, "supported: F32, F16",
+                 "Q5_0", "Q2_K", "IQ4_XS"});
+}
+
+TEST_CASE("A tensor of a newly readable type whose data is cut short is Truncated", "[gguf]") {
+    // Q3_K: 110 bytes per 256 values; the file ends inside the last tensor's blocks.
+    TempDir dir;
+    TinySpec spec;
+    spec.n_ff = 256;
+    GgufWriter g = tiny_model(spec);
+    GgufWriter::Tensor* down = g.find_tensor("blk.0.ffn_down.weight");
+    down->type = 11;
+    down->data.assign(110 * 32, 0);
+    const std::string path = save(dir, g);
+    CHECK_NOTHROW(GgufReader(path));
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) - 50);
+    reader_error(path, Kind::Truncated, {});
 }
 
 TEST_CASE("Block-quantized rows must hold whole blocks", "[gguf]") {
