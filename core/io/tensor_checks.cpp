@@ -1,7 +1,7 @@
 // See tensor_checks.h. Block layouts from ggml's ggml-common.h (the same as dequant.cpp): every
 // legacy 32-value block starts with an f16 scale d (Q4_1, Q5_1: then an f16 min m; Q8_1: an f16
 // sum s); Q4_K/Q5_K start with f16 d and dmin; Q2_K ends with them; Q3_K and Q6_K end with f16 d;
-// Q8_K starts with a float32 d. IEEE: a value is non-finite when its exponent bits are all ones.
+// IQ4_NL / IQ4_XS start with f16 d; Q8_K starts with a float32 d. IEEE: a value is non-finite when its exponent bits are all ones.
 #include "core/io/tensor_checks.h"
 
 #include <algorithm>
@@ -70,7 +70,7 @@ std::optional<NonFinite> scan_q8_k(const uint8_t* src, int64_t n) {
 bool has_finite_scan(const GgmlType& type) {
     switch (type.id) {
         case 0: case 1: case 2: case 3: case 6: case 7: case 8: case 9:
-        case 10: case 11: case 12: case 13: case 14: case 15: case 30: return true;
+        case 10: case 11: case 12: case 13: case 14: case 15: case 20: case 23: case 30: return true;
         default: return false;
     }
 }
@@ -93,6 +93,8 @@ std::optional<NonFinite> find_non_finite(const GgmlType& type, const uint8_t* sr
         case 13: return scan_blocks(src, n, 256, 176, {d, {2, "block min dmin"}});   // Q5_K
         case 14: return scan_blocks(src, n, 256, 210, {{208, "block scale d"}});    // Q6_K
         case 15: return scan_q8_k(src, n);                                           // Q8_K
+        case 20: return scan_blocks(src, n, 32, 18, {d});                            // IQ4_NL
+        case 23: return scan_blocks(src, n, 256, 136, {d});                          // IQ4_XS
         default: return std::nullopt;
     }
 }

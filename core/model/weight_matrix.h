@@ -1,6 +1,7 @@
 // A weight matrix [out, in] as the model multiplies it, in one of two storages: a dense LibTorch
 // tensor (float32 on the CPU, or any device and dtype: the dequantize-at-load path), or "native":
-// the file's own blocks (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K), usually a view into
+// the file's own blocks (any type core/quant has kernels for: F32, F16, BF16, the legacy, K- and
+// IQ4 quants), usually a view into
 // the mapped file, on the CPU. Native single-token products run the core/quant kernels (blocks
 // dequantized in registers, float32 accumulation); multi-token products dequantize a tile at a
 // time into a per-thread float32 scratch buffer and call BLAS, so no full float32 copy is kept.

@@ -55,9 +55,11 @@ std::vector<uint8_t> clean_blocks(const GgmlType& t) {
             case 0: put_f32(b, o, 1.0f); break;
             case 1: put_u16(b, o, kHalfOne); break;
             case 30: put_u16(b, o, 0x3F80); break;
-            case 3: case 12: case 13: put_u16(b, o, kHalfOne); put_u16(b, o + 2, kHalfOne); break;
+            case 3: case 7: case 12: case 13: put_u16(b, o, kHalfOne); put_u16(b, o + 2, kHalfOne); break;
+            case 10: put_u16(b, o + 80, kHalfOne); put_u16(b, o + 82, kHalfOne); break;
+            case 11: put_u16(b, o + 108, kHalfOne); break;
             case 14: put_u16(b, o + 208, kHalfOne); break;
-            default: put_u16(b, o, kHalfOne); break;   // Q4_0, Q8_0: d first
+            default: put_u16(b, o, kHalfOne); break;   // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS: d first
         }
     }
     return b;
@@ -91,6 +93,12 @@ TEST_CASE("The non-finite scan finds NaN and infinity in the stored bytes of eve
         {"Q4_K", 144 + 2, kHalfInf, 256, "block min dmin"},
         {"Q5_K", 0, kHalfNan, 0, "block scale d"},
         {"Q6_K", 210 + 208, kHalfInf, 256, "block scale d"},
+        {"Q5_0", 22, kHalfNan, 32, "block scale d"},
+        {"Q5_1", 24 + 2, kHalfInf, 32, "block min m"},
+        {"Q2_K", 82, kHalfNan, 0, "block min dmin"},
+        {"Q3_K", 110 + 108, kHalfInf, 256, "block scale d"},
+        {"IQ4_NL", 18, kHalfNan, 32, "block scale d"},
+        {"IQ4_XS", 136, kHalfInf, 256, "block scale d"},
     };
     for (const Case& c : cases) {
         INFO("type " << c.type);
