@@ -144,7 +144,7 @@ void row_q5_k(const uint8_t* src, float* dst, int64_t n) {
 // 16 int8 scales (one per 16 values), f16 d. Each half of 128 values uses 64 ql bytes, 32 qh bytes
 // and 8 scales: for l in 0..31, value l / l+32 / l+64 / l+96 take the low / low / high / high
 // nibble of ql[l] / ql[l+32] / ql[l] / ql[l+32] and bits 0-1 / 2-3 / 4-5 / 6-7 of qh[l];
-// x = d * scale * (q - 32).
+// x = d * scale * (q - 32), multiplied in that order as ggml does ((d * scale) in float first).
 void row_q6_k(const uint8_t* src, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / kQK_K; ++b, src += 210) {
         const uint8_t* ql = src;
@@ -158,10 +158,10 @@ void row_q6_k(const uint8_t* src, float* dst, int64_t n) {
                 const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
                 const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
                 const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-                dst[l] = d * static_cast<float>(sc[g] * q1);
-                dst[l + 32] = d * static_cast<float>(sc[g + 2] * q2);
-                dst[l + 64] = d * static_cast<float>(sc[g + 4] * q3);
-                dst[l + 96] = d * static_cast<float>(sc[g + 6] * q4);
+                dst[l] = d * static_cast<float>(sc[g]) * static_cast<float>(q1);
+                dst[l + 32] = d * static_cast<float>(sc[g + 2]) * static_cast<float>(q2);
+                dst[l + 64] = d * static_cast<float>(sc[g + 4]) * static_cast<float>(q3);
+                dst[l + 96] = d * static_cast<float>(sc[g + 6]) * static_cast<float>(q4);
             }
         }
     }

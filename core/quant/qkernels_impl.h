@@ -501,12 +501,10 @@ struct Kernels {
     }
     static void deq_q4_k(const uint8_t* p, int64_t n, float* out) { deq_k<false>(p, n, out); }
     static void deq_q5_k(const uint8_t* p, int64_t n, float* out) { deq_k<true>(p, n, out); }
-    // dequant.cpp computes d * float(sc * q); sc * q is at most 128 * 32 in magnitude, so
-    // float(sc) * float(q) is exact, and adding +0 turns its -0 (sc < 0, q = 0) into the +0 of
-    // the integer product, so the result is the same bit for bit.
+    // (d * sc) * q in float, the order of ggml's dequantize_row_q6_K and dequant.cpp.
     static void deq_q6_k(const uint8_t* p, int64_t n, float* out) {
         for (int64_t i = 0; i < n; i += 256, p += 210) {
-            const vec d = V::set1(V::h2f(load_u16(p + 208)));
+            const float d = V::h2f(load_u16(p + 208));
             const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
             for (int h = 0; h < 2; ++h) {
                 for (int j = 0; j < 32; j += 16) {
@@ -514,12 +512,7 @@ struct Kernels {
                     q6_quad(p + 64 * h, p + 128 + 32 * h, j, v);
                     for (int g = 0; g < 4; ++g) {
                         const int at = 32 * g + j;
-                        const vec s = V::set1(static_cast<float>(sc[8 * h + at / 16]));
-                        vec f[P];
-                        V::to_f32(v[g], f);
-                        for (int k = 0; k < P; ++k)
-                            V::store(out + i + 128 * h + at + k * N,
-                                     V::mul(d, V::add(V::mul(s, f[k]), V::zero())));
+                        scale16(v[g], d * static_cast<float>(sc[8 * h + at / 16]), out + i + 128 * h + at);
                     }
                 }
             }
