@@ -93,6 +93,9 @@ gemma3() {
     if [ ! -f "$GEMMA_F32" ]; then
         "$bin/llama-quantize" --allow-requantize "$GEMMA_Q4" "$GEMMA_F32" F32 2
     fi
+    # llama.cpp's F32 dequantization of each Gemma tensor, checked against gguf-py.
+    "$py" "$here/tensor_refs.py" --quant "$GEMMA_Q4" --deq "$GEMMA_F32" --type any \
+        --out "$data/reference/gemma3/tensors.json"
     "$py" "$data/reference/gemma3/make_gemma3_refs.py" --llama-build "$LLAMA_BUILD" \
         --f32 "$GEMMA_F32" --q4 "$GEMMA_Q4" --docs "$repo/datasets/documents" \
         --out "$data/reference/gemma3" --work "$WORK/gemma3"
