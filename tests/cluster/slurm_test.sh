@@ -30,6 +30,11 @@ for tool in munged slurmctld slurmd sbatch scontrol sinfo python3; do
   }
 done
 
+grep -qs " /sys/fs/cgroup" /proc/mounts || {
+  echo "slurm_test: no cgroup file system under /sys/fs/cgroup; Slurm 22.05's slurmd cannot start without one" >&2
+  exit 1
+}
+
 start_s=$SECONDS
 # Short path: munge's socket path must stay under the 108-byte limit of a Unix socket.
 T="$(mktemp -d /tmp/snapkv-slurm.XXXXXX)"
@@ -146,6 +151,14 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 NodeName=$host NodeAddr=127.0.0.1 $node_hw State=UNKNOWN
 PartitionName=snapkv Nodes=$host Default=YES MaxTime=60 State=UP
+EOF
+# slurmd 22.05 loads a cgroup plugin whatever ProctrackType and TaskPlugin say (CgroupPlugin=disabled
+# came with 23.02), so it needs /sys/fs/cgroup mounted; on cgroup v2 without systemd it must not
+# ask systemd for a scope.
+cat > "$T/cgroup.conf" <<EOF
+CgroupPlugin=autodetect
+IgnoreSystemd=yes
+IgnoreSystemdOnFailure=yes
 EOF
 export SLURM_CONF="$T/slurm.conf"
 

@@ -27,7 +27,7 @@ mkdir -p "$root"
 mounted=()
 cleanup() {
   local rc=$?
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -R -l "${mounted[i]}" 2>/dev/null || true; done
   if [ "$keep" = 0 ]; then rm -rf --one-file-system "$root"; fi
   exit "$rc"
 }
@@ -44,8 +44,10 @@ deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb http://security.debian.org/debian-security bookworm-security main
 EOF
+# Recursive binds with their submounts (/sys/fs/cgroup, /dev/pts), as a real machine has them.
 for m in proc sys dev; do
-  mount --bind "/$m" "$root/$m"
+  mount --rbind "/$m" "$root/$m"
+  mount --make-rslave "$root/$m"
   mounted+=("$root/$m")
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
