@@ -2,18 +2,21 @@
 # SnapKV Studio: install the Debian packages, fetch the default model, build (Release) and start.
 # Safe to re-run: packages already installed, a model already fetched and an up-to-date build are
 # left alone. Options: --no-start (do everything but start), --build-dir DIR, --fuzz-tools (also
-# install clang and libFuzzer for tests/fuzz, as scripts/test.sh does).
+# install clang and libFuzzer for tests/fuzz), --test-tools (also Slurm + munge for the cluster test,
+# desktop-file-utils + appstream for the install test); scripts/test.sh passes both.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 start=1
 fuzz_tools=0
+test_tools=0
 build_dir="$here/build"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-start) start=0 ;;
     --build-dir) build_dir="$2"; shift ;;
     --fuzz-tools) fuzz_tools=1 ;;
+    --test-tools) test_tools=1 ;;
     *) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -24,6 +27,9 @@ packages=(build-essential cmake ninja-build pkg-config ccache python3 python3-pi
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libtorch-dev catch2 nlohmann-json3-dev
           libcli11-dev libpcre2-dev libopenblas0-pthread xvfb xauth)
 if [ "$fuzz_tools" = 1 ]; then packages+=(clang libclang-rt-14-dev); fi
+if [ "$test_tools" = 1 ]; then
+  packages+=(slurmctld slurmd slurm-client munge desktop-file-utils appstream libxml2-utils shared-mime-info)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

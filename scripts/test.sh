@@ -3,7 +3,8 @@
 # build are in place (scripts/setup.sh --no-start). GUI tests run offscreen.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$here/scripts/setup.sh" --no-start --fuzz-tools   # clang + libFuzzer for tests/fuzz
+# clang + libFuzzer for tests/fuzz; Slurm, munge, desktop-file-utils, appstream for -L slurm / install
+bash "$here/scripts/setup.sh" --no-start --fuzz-tools --test-tools
 export QT_QPA_PLATFORM=offscreen
 cd "$here/build"
 ctest --output-on-failure -j2 "$@"

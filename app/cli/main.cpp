@@ -13,8 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/man_page.h"
 #include "core/common/errors.h"
 #include "core/session/runtime.h"
+
+#ifndef SNAPKV_VERSION
+#define SNAPKV_VERSION "0.0.0"
+#endif
 
 namespace {
 
@@ -30,7 +35,13 @@ int main(int argc, char** argv) {
     CLI::App app{"snapkv: SnapKV KV-cache compression, from the command line"};
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Show help for every subcommand");
+    app.set_version_flag("--version", "snapkv " SNAPKV_VERSION);
     snapkv::cli::register_commands(app, &g_cancel);
+    // Hidden: the build writes snapkv(1) from these same definitions.
+    if (argc == 2 && std::string(argv[1]) == "--man-page") {
+        snapkv::cli::write_man_page(app, SNAPKV_VERSION, std::cout);
+        return 0;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 #include "app/gui/gui_types.h"
 #include "app/gui/param_state.h"
 #include "app/gui/walkthrough.h"
+#include "core/eval/datasets.h"
 
 #ifndef SNAPKV_SOURCE_DIR
 #define SNAPKV_SOURCE_DIR ""
@@ -63,16 +64,26 @@ QString defaultModelFileName() { return "SmolLM2-135M-Instruct.Q4_1.gguf"; }
 QString defaultModelPath() {
     const QString env = qEnvironmentVariable("SNAPKV_MODEL");
     if (!env.isEmpty() && QFileInfo::exists(env)) return QFileInfo(env).absoluteFilePath();
-    for (const QString& root : searchRoots()) {
-        const QString p = QDir(root).filePath("models/" + defaultModelFileName());
-        if (QFileInfo::exists(p)) return QFileInfo(p).canonicalFilePath();
+    QStringList dirs;
+    for (const QString& root : searchRoots()) dirs << QDir(root).filePath("models");
+    dirs << userModelsDir();   // where snapkv-fetch-model puts it for an installed copy
+    for (const QString& dir : dirs) {
+        const QString p = QDir(dir).filePath(defaultModelFileName());
+        if (!dir.isEmpty() && QFileInfo::exists(p)) return QFileInfo(p).canonicalFilePath();
     }
     return {};
 }
 
+QString userModelsDir() { return QString::fromStdString(snapkv::eval::user_models_dir()); }
+
 QString findDatasetFile(const QString& name) {
-    for (const QString& root : searchRoots()) {
-        const QString p = QDir(root).filePath("datasets/" + name);
+    // The CLI's lookup first ($SNAPKV_DATASETS, ./datasets, the installed copy, the source tree),
+    // then next to the executable (a build folder moved with its sources).
+    QStringList dirs;
+    for (const std::string& r : snapkv::eval::dataset_roots(SNAPKV_SOURCE_DIR)) dirs << QString::fromStdString(r);
+    for (const QString& root : searchRoots()) dirs << QDir(root).filePath("datasets");
+    for (const QString& dir : dirs) {
+        const QString p = QDir(dir).filePath(name);
         if (QFileInfo::exists(p)) return QFileInfo(p).canonicalFilePath();
     }
     return {};
@@ -110,16 +121,15 @@ bool AppOptions::overridesSettings() const {
            !policy.isEmpty() || !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
 }
 
-AppOptions parseOptions(const QStringList& arguments) {
-    QCommandLineParser p;
-    p.setApplicationDescription(
-        "SnapKV Studio: see and tune SnapKV KV-cache compression.\n"
-        "Headless: QT_QPA_PLATFORM=offscreen snapkv-studio --model M --document D --question Q --run "
-        "--screenshot out.png --view compare\n"
-        "Evaluate tab from a results file: snapkv-studio --results R.jsonl --view evaluate --screenshot out.png");
-    p.addHelpOption();
-    p.addVersionOption();
-    p.addOptions({
+QString applicationDescription() {
+    return "SnapKV Studio: see and tune SnapKV KV-cache compression.\n"
+           "Headless: QT_QPA_PLATFORM=offscreen snapkv-studio --model M --document D --question Q --run "
+           "--screenshot out.png --view compare\n"
+           "Evaluate tab from a results file: snapkv-studio --results R.jsonl --view evaluate --screenshot out.png";
+}
+
+QList<QCommandLineOption> applicationOptions() {
+    return {
         {"model", "Model: GGUF file or Hugging Face folder.", "path"},
         {"document", "Document to compress (text or markdown).", "path"},
         {"question", "Question: a text file, or the question itself.", "text|path"},
@@ -140,7 +150,67 @@ AppOptions parseOptions(const QStringList& arguments) {
         {"walkthrough", QString("Open the guided walkthrough at step N (1-%1) after the run.")
                             .arg(walkthroughSteps().size()), "n"},
         {"bench-retune", "Time N budget changes after the run and print the timings.", "n"},
-    });
+        {"get-model", "Open Help > Get a Model (where to get a model; downloads the default one on request)."},
+    };
+}
+
+QString fileArgumentHelp() {
+    return "A model (GGUF file or Hugging Face folder) or a session (.snapkv.json) to open.";
+}
+
+namespace {
+// Text as roff: backslashes escaped, hyphens as \- (so man does not hyphenate options), a leading
+// dot or quote neutralised.
+QString roff(QString t) {
+    t.replace('\\', "\\e");
+    t.replace('-', "\\-");
+    QStringList lines = t.split('\n');
+    for (QString& l : lines)
+        if (l.startsWith('.') || l.startsWith('\'')) l.prepend("\\&");
+    return lines.join('\n');
+}
+}  // namespace
+
+QString manPage(const QString& version) {
+    QString m;
+    m += QString(".TH SNAPKV\\-STUDIO 1 \"\" \"snapkv\\-studio %1\" \"User Commands\"\n").arg(version);
+    m += ".SH NAME\nsnapkv\\-studio \\- see and tune SnapKV KV\\-cache compression (desktop app)\n";
+    m += ".SH SYNOPSIS\n.B snapkv\\-studio\n[\\fIOPTIONS\\fR] [\\fIFILE\\fR]\n";
+    m += ".SH DESCRIPTION\n";
+    for (const QString& para : applicationDescription().split('\n')) m += roff(para) + "\n.PP\n";
+    m += roff(QString("FILE: ") + fileArgumentHelp()) + "\n";
+    m += ".SH OPTIONS\n";
+    m += ".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nShow the options and exit.\n";
+    m += ".TP\n\\fB\\-v\\fR, \\fB\\-\\-version\\fR\nShow the version and exit.\n";
+    // The same option list --help prints (applicationOptions()), so the two cannot drift apart.
+    for (const QCommandLineOption& o : applicationOptions()) {
+        if (o.flags() & QCommandLineOption::HiddenFromHelp) continue;
+        QStringList names;
+        for (const QString& n : o.names()) names << QString("\\fB%1%2\\fR").arg(n.size() == 1 ? "\\-" : "\\-\\-", roff(n));
+        m += ".TP\n" + names.join(", ");
+        if (!o.valueName().isEmpty()) m += " \\fI" + roff(o.valueName()) + "\\fR";
+        m += "\n" + roff(o.description());
+        if (!o.defaultValues().isEmpty()) m += " Default: " + roff(o.defaultValues().join(",")) + ".";
+        m += "\n";
+    }
+    m += ".SH ENVIRONMENT\n"
+         ".TP\n\\fBSNAPKV_MODEL\\fR\nThe model to open when none is given.\n"
+         ".TP\n\\fBSNAPKV_MODELS_DIR\\fR\nWhere Help > Get a Model and snapkv\\-fetch\\-model put the default model "
+         "(default: ~/.local/share/snapkv\\-studio/models).\n"
+         ".TP\n\\fBSNAPKV_DATASETS\\fR\nThe bundled data folder (default: the installed copy).\n"
+         ".TP\n\\fBSNAPKV_THREADS\\fR\nLibTorch and kernel threads (default: the number of cores).\n"
+         ".TP\n\\fBSNAPKV_MEMORY_LIMIT\\fR\nCap of the memory a run may plan to use, e.g. 4G.\n";
+    m += ".SH SEE ALSO\n\\fBsnapkv\\fR(1), \\fBsnapkv\\-fetch\\-model\\fR(1)\n";
+    return m;
+}
+
+AppOptions parseOptions(const QStringList& arguments) {
+    QCommandLineParser p;
+    p.setApplicationDescription(applicationDescription());
+    p.addHelpOption();
+    p.addVersionOption();
+    p.addOptions(applicationOptions());
+    p.addPositionalArgument("file", fileArgumentHelp(), "[file]");
     p.process(arguments);
     AppOptions o;
     o.model = p.value("model");
@@ -148,6 +218,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.question = p.value("question");
     o.session = p.value("session");
     o.results = p.value("results");
+    o.getModel = p.isSet("get-model");
     // A screenshot of a results file needs no prefill unless --run asks for one.
     o.run = p.isSet("run") || (p.isSet("screenshot") && o.results.isEmpty()) || p.isSet("bench-retune");
     o.screenshot = p.value("screenshot");
@@ -180,8 +251,24 @@ AppOptions parseOptions(const QStringList& arguments) {
         o.error.isEmpty())
         o.error = "--session already holds the model, the document and the question; give either --session or "
                   "--model/--document/--question";
-    if (!p.positionalArguments().isEmpty() && o.error.isEmpty())
-        o.error = QString("unexpected argument \"%1\" (see --help)").arg(p.positionalArguments().first());
+    // One file to open, as a file manager passes it (the .desktop entry's %f): a session or a model.
+    const QStringList files = p.positionalArguments();
+    if (files.size() > 1 && o.error.isEmpty())
+        o.error = QString("unexpected argument \"%1\": give one file to open (see --help)").arg(files.at(1));
+    if (files.size() == 1 && o.error.isEmpty()) {
+        const QString f = files.first();
+        const bool isSession = f.endsWith(".snapkv.json", Qt::CaseInsensitive);
+        QString& slot = isSession ? o.session : o.model;
+        if (f.isEmpty())
+            o.error = "the file to open is empty; give a path";
+        else if (!slot.isEmpty())
+            o.error = QString("\"%1\" and --%2 both name the %2 to open; give one").arg(f, isSession ? "session" : "model");
+        else if (isSession && (!o.model.isEmpty() || !o.document.isEmpty() || !o.question.isEmpty()))
+            o.error = "a session already holds the model, the document and the question; give either a session or "
+                      "--model/--document/--question";
+        else
+            slot = f;
+    }
     return o;
 }
 

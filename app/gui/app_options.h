@@ -2,6 +2,8 @@
 // sample document when none is given. No widgets.
 #pragma once
 
+#include <QCommandLineOption>
+#include <QList>
 #include <QString>
 #include <QStringList>
 
@@ -18,6 +20,7 @@ struct AppOptions {
     QString screenshot;      // save a 1600x1000 screenshot of the window after the run, then exit
     QString view;            // overview | head | document | compare | evaluate
     QString results;         // evaluation results file shown in the Evaluate tab
+    bool getModel = false;   // open Help > Get a Model at start (the desktop entry's action)
     int maxTokens = 32;      // generation length for --view compare in headless mode
     std::optional<int> budget;
     std::optional<int> window;
@@ -38,15 +41,25 @@ struct AppOptions {
     bool overridesSettings() const;
 };
 
+// The option definitions --help prints; the man page is made from the same list.
+QString applicationDescription();
+QList<QCommandLineOption> applicationOptions();
+QString fileArgumentHelp();
+// snapkv-studio(1) in roff, from applicationOptions() (`snapkv-studio --man-page`, run by the build).
+QString manPage(const QString& version);
+
 // Parses QCoreApplication::arguments(); prints --help/--version itself and exits there. Every value
 // is checked here (ranges, names), so that a bad one is refused before anything loads.
 AppOptions parseOptions(const QStringList& arguments);
 
 // Default model: $SNAPKV_MODEL, then models/<default> under the working directory, next to the
-// executable (../ and ../../, and the build tree's source dir). Empty if none exists.
+// executable (../ and ../../, and the build tree's source dir), then userModelsDir(). Empty if none.
 QString defaultModelPath();
+// Where snapkv-fetch-model (and Help > Get a Model) puts models: ~/.local/share/snapkv-studio/models.
+QString userModelsDir();
 QString defaultModelFileName();
-// A file under datasets/ looked up the same way; empty if not found.
+// A file under datasets/: core's lookup (SNAPKV_DATASETS, ./datasets, the installed copy, the
+// source tree), then next to the executable; empty if not found.
 QString findDatasetFile(const QString& name);
 // Reads a UTF-8 text file; nullopt with *error on failure (missing, a folder, unreadable, binary).
 std::optional<QString> readTextFile(const QString& path, QString* error);

@@ -3,14 +3,25 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
 
 #include "app/gui/headless.h"
 #include "app/gui/main_window.h"
+#include "app/gui/model_fetch.h"
 #include "app/gui/prompt_panel.h"
 #include "app/gui/walkthrough.h"
 #include "core/session/runtime.h"
 
+#ifndef SNAPKV_VERSION
+#define SNAPKV_VERSION "0.0.0"
+#endif
+
 int main(int argc, char** argv) {
+    // The build writes the man page from the option definitions; no display is needed for that.
+    if (argc == 2 && std::strcmp(argv[1], "--man-page") == 0) {
+        std::fputs(studio::manPage(SNAPKV_VERSION).toUtf8().constData(), stdout);
+        return 0;
+    }
     snapkv::init_runtime(argc, argv);
     Q_INIT_RESOURCE(studio);
     // Read the command line before QApplication does: it consumes "-session"/"--session" (X11
@@ -20,7 +31,9 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName("SnapKV");
     QApplication::setApplicationName("SnapKV Studio");
-    QApplication::setApplicationVersion("0.1.0");
+    QApplication::setApplicationVersion(SNAPKV_VERSION);
+    // Wayland compositors and docks match the window to the installed .desktop entry by this name.
+    QGuiApplication::setDesktopFileName("org.snapkv.Studio");
 
     const studio::AppOptions options = studio::parseOptions(rawArgs);
     if (!options.error.isEmpty()) {
@@ -52,6 +65,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "snapkv-studio: %s\n", error.toLocal8Bit().constData());
     window.resize(1600, 1000);
     window.show();
+    if (options.getModel) QTimer::singleShot(0, &window, &studio::MainWindow::showGetModel);
     if (options.walkthroughStep > 0) {
         // The walkthrough runs the pipeline itself when nothing is prefilled yet.
         const int step = options.walkthroughStep - 1;

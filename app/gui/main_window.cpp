@@ -259,6 +259,8 @@ void MainWindow::buildMenus() {
     QMenu* help = menuBar()->addMenu("&Help");
     help->addAction(m_actWalkthrough);
     help->addAction(m_actShortcuts);
+    help->addAction("&Get a Model…", this, &MainWindow::showGetModel)
+        ->setStatusTip("Where to get a model; downloads the default one (SmolLM2-135M) on request");
     help->addAction(m_actAbout);
 
     QToolBar* tb = addToolBar("Main");

@@ -76,6 +76,8 @@ public:
     bool exportCurrentPlot(const QString& path);
     bool exportCurrentData(const QString& path);
     void startWalkthrough();
+    // Help > Get a Model: where to get a model, and the fetch script on request (model_fetch.h).
+    void showGetModel();
     // Drag & drop: model files/folders load, *snapkv*.json sessions open, anything else is a document.
     void openDroppedUrls(const QList<QUrl>& urls);
 

@@ -17,6 +17,7 @@
 #include "app/gui/eval_worker.h"
 #include "app/gui/head_view.h"
 #include "app/gui/main_window.h"
+#include "app/gui/model_fetch.h"
 #include "app/gui/overview_view.h"
 #include "app/gui/parameter_panel.h"
 #include "app/gui/prompt_panel.h"
@@ -39,10 +40,16 @@ QString humanBytes(int64_t b) { return QString::fromStdString(snapkv::format_byt
 
 void MainWindow::setModelPath(const QString& path) {
     m_prompt->setModelPath(path);
-    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1; open a GGUF file or a Hugging "
-                                        "Face folder to start.")
+    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1 (Help > Get a Model fetches it); "
+                                        "open a GGUF file or a Hugging Face folder to start.")
                                     .arg(defaultModelFileName())
                               : QString());
+}
+
+void MainWindow::showGetModel() {
+    auto* dialog = new GetModelDialog(this);
+    connect(dialog, &GetModelDialog::modelFetched, this, &MainWindow::openModel);
+    dialog->show();
 }
 
 void MainWindow::openModel(const QString& path) {
@@ -91,7 +98,7 @@ bool MainWindow::runWith(bool truncateToFit) {
     if (m_prompt->modelPath().isEmpty()) {
         showError("No model",
                   QString("No model is open. Use File > Open Model (Ctrl+Shift+O) or drop a .gguf file on the window. "
-                          "The default model models/%1 was not found.")
+                          "The default model models/%1 was not found; Help > Get a Model fetches it.")
                       .arg(defaultModelFileName()));
         return false;
     }
