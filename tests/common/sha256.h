@@ -22,17 +22,11 @@ inline std::string sha256_hex(const void* data, size_t n) {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     auto rotr = [](uint32_t x, int r) { return (x >> r) | (x << (32 - r)); };
-    // The message, a 1 bit, zeros to 56 mod 64 bytes, and the bit length as a big-endian u64.
-    std::vector<uint8_t> m(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + n);
-    m.push_back(0x80);
-    while (m.size() % 64 != 56) m.push_back(0);
-    const uint64_t bits = static_cast<uint64_t>(n) * 8;
-    for (int i = 7; i >= 0; --i) m.push_back(static_cast<uint8_t>(bits >> (8 * i)));
-    for (size_t off = 0; off < m.size(); off += 64) {
+    auto block = [&](const uint8_t* p) {
         uint32_t w[64];
         for (int i = 0; i < 16; ++i)
-            w[i] = (uint32_t(m[off + 4 * i]) << 24) | (uint32_t(m[off + 4 * i + 1]) << 16) |
-                   (uint32_t(m[off + 4 * i + 2]) << 8) | uint32_t(m[off + 4 * i + 3]);
+            w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) | (uint32_t(p[4 * i + 2]) << 8) |
+                   uint32_t(p[4 * i + 3]);
         for (int i = 16; i < 64; ++i) {
             const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
             const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -52,7 +46,18 @@ inline std::string sha256_hex(const void* data, size_t n) {
             a = t1 + t2;
         }
         h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
-    }
+    };
+    // Whole 64-byte blocks straight from the input; then the tail, a 1 bit, zeros to 56 mod 64
+    // bytes and the bit length as a big-endian u64.
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    const size_t whole = n / 64 * 64;
+    for (size_t off = 0; off < whole; off += 64) block(bytes + off);
+    std::vector<uint8_t> tail(bytes + whole, bytes + n);
+    tail.push_back(0x80);
+    while (tail.size() % 64 != 56) tail.push_back(0);
+    const uint64_t bits = static_cast<uint64_t>(n) * 8;
+    for (int i = 7; i >= 0; --i) tail.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+    for (size_t off = 0; off < tail.size(); off += 64) block(tail.data() + off);
     static const char* hex = "0123456789abcdef";
     std::string out;
     for (uint32_t v : h)

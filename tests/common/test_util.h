@@ -20,6 +20,12 @@ inline std::string smollm2_path() {
     return std::string(SNAPKV_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// Gemma 3 270M Q4_K_M, the second real model (datasets/fetch_model.sh; SNAPKV_GEMMA3 overrides).
+inline std::string gemma3_path() {
+    if (const char* env = std::getenv("SNAPKV_GEMMA3")) return env;
+    return std::string(SNAPKV_MODELS_DIR) + "/gemma-3-270m-q4_k_m.gguf";
+}
+
 inline bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
 
 inline const nlohmann::json& reference() {

@@ -88,3 +88,28 @@ TEST_CASE("Every tensor of llama-quantize's fixtures dequantizes to llama.cpp's 
         CHECK(quantized == 9);   // 7 layer matrices, token_embd and output
     }
 }
+
+TEST_CASE("Every tensor of Gemma 3 270M Q4_K_M dequantizes to llama.cpp's F32 bytes", "[dequant][reference][gemma3]") {
+    // Q8_0, Q5_0, Q4_K, Q6_K and F32 tensors; tests/data/reference/gemma3/tensors.json holds the
+    // sha256 of each tensor in llama-quantize's F32 dequantization of the same file.
+    const std::string path = snapkv::test::gemma3_path();
+    INFO("Gemma 3 270M is fetched by the setup step (datasets/fetch_model.sh); expected at " << path);
+    REQUIRE(snapkv::test::file_exists(path));
+    std::ifstream in(data_path("reference/gemma3/tensors.json"));
+    REQUIRE(in.good());
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    const auto file = ModelFile::open(path);
+    REQUIRE(ref["tensors"].size() == file->tensors().size());
+    std::vector<float> values;
+    for (const auto& t : ref["tensors"]) {
+        const std::string name = t["name"].get<std::string>();
+        INFO("tensor " << name);
+        const TensorDesc& d = file->tensor(name);
+        CHECK(d.type == t["quant_type"].get<std::string>());
+        int64_t numel = 1;
+        for (int64_t s : d.shape) numel *= s;
+        values.resize(static_cast<size_t>(numel));
+        file->read_f32(name, values.data());
+        CHECK(snapkv::test::sha256_hex(values.data(), values.size() * sizeof(float)) == t["sha256_f32"].get<std::string>());
+    }
+}

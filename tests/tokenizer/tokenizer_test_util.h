@@ -3,6 +3,7 @@
 // Not a test itself; holds no expected values.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -50,6 +51,15 @@ inline std::string smollm2_path() {
 }
 
 inline const VocabData& smollm2_vocab() { return vocab_of(smollm2_path()); }
+
+// Gemma 3 270M (datasets/fetch_model.sh; SNAPKV_GEMMA3 overrides). Missing -> fails and says why.
+inline std::string gemma3_path() {
+    const char* env = std::getenv("SNAPKV_GEMMA3");
+    const std::string path = env ? env : std::string(SNAPKV_MODELS_DIR) + "/gemma-3-270m-q4_k_m.gguf";
+    if (!std::filesystem::is_regular_file(path))
+        FAIL("Gemma 3 270M not found at " << path << ": run the setup step (datasets/fetch_model.sh) first");
+    return path;
+}
 
 // Tokenizers built once per process (construction of the 49K-token one takes a few ms).
 inline const Tokenizer& stories_tokenizer() {
