@@ -12,6 +12,7 @@
 #include "app/gui/gui_types.h"
 #include "app/gui/param_state.h"
 #include "app/gui/walkthrough.h"
+#include "core/common/path_checks.h"
 
 #ifndef SNAPKV_SOURCE_DIR
 #define SNAPKV_SOURCE_DIR ""
@@ -180,6 +181,16 @@ AppOptions parseOptions(const QStringList& arguments) {
         o.error.isEmpty())
         o.error = "--session already holds the model, the document and the question; give either --session or "
                   "--model/--document/--question";
+    // The screenshot never replaces a file the run reads (a symlink or hard link to it included).
+    if (!o.screenshot.isEmpty() && o.error.isEmpty()) {
+        const std::vector<snapkv::NamedPath> inputs = {
+            {"the model (--model)", o.model.toStdString()},     {"the document (--document)", o.document.toStdString()},
+            {"the question file (--question)", QFileInfo(o.question).isFile() ? o.question.toStdString() : ""},
+            {"the session (--session)", o.session.toStdString()}, {"the results file (--results)", o.results.toStdString()}};
+        const std::string shot = o.screenshot.toStdString();
+        if (const auto hit = snapkv::clobbered_input(shot, inputs))
+            o.error = "--screenshot: " + QString::fromStdString(snapkv::clobber_message(shot, *hit));
+    }
     if (!p.positionalArguments().isEmpty() && o.error.isEmpty())
         o.error = QString("unexpected argument \"%1\" (see --help)").arg(p.positionalArguments().first());
     return o;
