@@ -257,3 +257,11 @@ TEST_CASE("A session is never saved over the document it holds", "[gui]") {
     REQUIRE(f.open(QIODevice::ReadOnly));
     CHECK(f.readAll() == text);
 }
+
+TEST_CASE("A session's format and version are quoted at most 100 characters", "[gui]") {
+    // Issue 22: messages quote at most ~100 bytes of a value from a file.
+    QString error;
+    CHECK_FALSE(studio::SessionFile::fromJson(QJsonObject{{"format", QString(5000, 'f')}}, QString(), &error));
+    CHECK(error.contains("... (5000 characters)"));
+    CHECK(error.size() < 300);
+}

@@ -294,3 +294,22 @@ TEST_CASE("A session saved for a device this machine lacks says which device it 
         waitRun(*w);
     }
 }
+
+TEST_CASE("A screenshot that names an input is refused before the run", "[gui]") {
+    // Issue 22 #3: outputs never replace inputs (the same path, or a symlink to it).
+    QTemporaryDir dir;
+    const QString doc = dir.filePath("doc.txt");
+    const QByteArray text = "Lily went to the beach. She found a shell.\n";
+    writeFile(doc, text);
+    REQUIRE(QFile::link(doc, dir.filePath("link.png")));
+    for (const QString& shot : {doc, dir.filePath("link.png")}) {
+        const ProcessResult r = runStudio({"--model", modelPath(), "--document", doc, "--question", "Q", "--screenshot", shot},
+                                          dir.filePath("config"), kTimeoutMs);
+        INFO("stderr: " << r.err.toStdString());
+        REQUIRE_FALSE(r.hung);
+        CHECK(r.code == 2);
+        CHECK(oneLine(r.err));
+        CHECK(r.err.contains("is the document (--document)"));
+        CHECK(readFile(doc) == text);
+    }
+}
