@@ -68,6 +68,12 @@ void usage_error(const std::string& option, const std::string& message) {
     throw CLI::ValidationError(option, message);
 }
 
+void check_output_not_input(const std::string& option, const std::string& output,
+                            const std::vector<NamedPath>& inputs) {
+    if (const std::optional<NamedPath> hit = clobbered_input(output, inputs))
+        usage_error(option, clobber_message(output, *hit));
+}
+
 std::string read_text_file(const std::string& path, const std::string& what) {
     namespace fs = std::filesystem;
     std::error_code ec;

@@ -10,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/common/path_checks.h"
+
 namespace snapkv::cli {
 
 // An integer in [lo, hi]: "must be an integer from lo to hi (got 'x')".
@@ -21,6 +23,11 @@ CLI::Validator one_of(const std::vector<std::string>& names);
 
 // Throws CLI::ValidationError ("<option>: <message>"), which main turns into exit code 2.
 [[noreturn]] void usage_error(const std::string& option, const std::string& message);
+
+// Refuses (usage error, exit 2) an output path that names one of the inputs, before any work:
+// "--json: 'doc.md' is the document (--doc); an output never replaces an input: ...".
+void check_output_not_input(const std::string& option, const std::string& output,
+                            const std::vector<NamedPath>& inputs);
 
 // The whole text file named by an option. Throws InputError naming `what` and the path when it
 // does not exist, is a folder, cannot be read, or holds NUL bytes (a binary file, refused like

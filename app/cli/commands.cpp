@@ -149,7 +149,7 @@ void add_gen(CLI::App* c, GenerationSettings& o, int64_t min_tokens) {
         ->capture_default_str()
         ->check(integer_in(min_tokens, INT64_MAX));   // any count: generation stops at the context
     c->add_flag("--greedy", o.greedy, "Greedy decoding (argmax)");
-    c->add_option("--temperature", o.temperature, "Sampling temperature")
+    c->add_option("--temperature", o.temperature, "Sampling temperature; 0 means greedy, as in llama.cpp")
         ->capture_default_str()
         ->check(number_in(0.0, 1e6, false, false));
     c->add_option("--top-k", o.top_k, "Top-k (0 = off)")->capture_default_str()->check(integer_in(0, int64_t(1) << 31));
@@ -164,6 +164,12 @@ GenerationSettings cli_generation_defaults() {
     g.max_tokens = 64;
     g.greedy = false;
     return g;
+}
+
+// What a prompt-taking command reads, for check_output_not_input.
+std::vector<NamedPath> inputs_of(const Common& c, const PromptOpts& o) {
+    return {{"the model (--model)", c.model}, {"the document (--doc)", o.doc},
+            {"the prompt file (--prompt-file)", o.prompt_file}};
 }
 
 PromptSpec make_prompt(const PromptOpts& o) {
@@ -496,6 +502,7 @@ json selection_json(Session& s, const Selection& sel, const SelectionParams& p, 
 
 void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out,
                  const std::atomic<bool>* cancel) {
+    check_output_not_input("--json", out, inputs_of(c, po));
     check_select(so);
     const PromptSpec spec = make_prompt(po);
     if (!out.empty() && out != "-") create_parent_dirs(out);   // fail before the prefill, not after
@@ -513,6 +520,7 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
 
 void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go, double theta,
                  const std::string& out, const std::atomic<bool>* cancel) {
+    check_output_not_input("--json", out, inputs_of(c, po));
     check_select(so);
     const PromptSpec spec = make_prompt(po);
     if (!out.empty() && out != "-") create_parent_dirs(out);   // fail before the prefill, not after

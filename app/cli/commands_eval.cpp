@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/cli/cli_checks.h"
 #include "core/eval/datasets.h"
 #include "core/eval/eval_runner.h"
 #include "core/eval/needle.h"
@@ -245,9 +246,13 @@ void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_lengt
     RunOptions ro = run_options(o);
     const std::string nf = needles_file.empty() ? bundled_dataset("needles.jsonl", SNAPKV_SOURCE_DIR, "--needles")
                                                 : needles_file;
+    const std::vector<std::string> hay = haystack_paths(haystack);
+    std::vector<NamedPath> inputs = {{"the model (--model)", o.model}, {"the needles file (--needles)", nf}};
+    for (const std::string& h : hay) inputs.push_back({"a haystack (--haystack)", h});
+    check_output_not_input("--out", o.out, inputs);
     NeedleOptions no;
     no.needle = find_needle(load_needles(nf), needle, nf);
-    no.haystack = load_haystack(haystack_paths(haystack));
+    no.haystack = load_haystack(hay);
     no.depths = parse_number_list(depths, "--depths");
     no.seed = o.seed;
     no.chat_format = o.chat_format;
@@ -263,6 +268,7 @@ void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_lengt
 
 void cmd_sweep(const EvalOpts& o, const std::string& set_path, const std::atomic<bool>* cancel) {
     RunOptions ro = run_options(o);
+    check_output_not_input("--out", o.out, {{"the model (--model)", o.model}, {"the question set (--set)", set_path}});
     QaSet set = load_qa_set(set_path);
     auto s = load(o);
     SweepTask task(*s, std::move(set), use_chat(*s, o), o.chat_format, o.max_tokens);
@@ -271,6 +277,9 @@ void cmd_sweep(const EvalOpts& o, const std::string& set_path, const std::atomic
 }
 
 void cmd_merge(const std::vector<std::string>& inputs, const std::string& out, bool allow_partial) {
+    std::vector<NamedPath> named;
+    for (const std::string& in : inputs) named.push_back({"one of the files being merged", in});
+    check_output_not_input("--out", out, named);
     const MergeReport rep = merge_results(inputs, out, allow_partial);
     std::cout << "merged " << rep.rows << " rows from " << inputs.size() << " files into " << out;
     if (!rep.missing.empty()) std::cout << " (" << rep.missing.size() << " of " << rep.expected << " grid rows missing)";

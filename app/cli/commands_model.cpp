@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/commands.h"
 #include "core/common/errors.h"
 #include "core/session/session.h"
@@ -48,6 +49,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 
 void cmd_logits(const LogitsOpts& o, const std::atomic<bool>* cancel) {
     if (o.ids.empty() == o.prompt.empty()) throw InputError("logits: give exactly one of --ids and --prompt");
+    check_output_not_input("--json", o.out, {{"the model (--model)", o.model}});
     Session s;
     s.load_model(o.model, {o.device, o.dtype, o.weights});
     PromptSpec p;

@@ -12,6 +12,7 @@
 #include "app/gui/gui_types.h"
 #include "app/gui/param_state.h"
 #include "app/gui/walkthrough.h"
+#include "core/common/path_checks.h"
 #include "core/eval/datasets.h"
 
 #ifndef SNAPKV_SOURCE_DIR
@@ -268,6 +269,16 @@ AppOptions parseOptions(const QStringList& arguments) {
                       "--model/--document/--question";
         else
             slot = f;
+    }
+    // The screenshot never replaces a file the run reads (a symlink or hard link to it included).
+    if (!o.screenshot.isEmpty() && o.error.isEmpty()) {
+        const std::vector<snapkv::NamedPath> inputs = {
+            {"the model (--model)", o.model.toStdString()},     {"the document (--document)", o.document.toStdString()},
+            {"the question file (--question)", QFileInfo(o.question).isFile() ? o.question.toStdString() : ""},
+            {"the session (--session)", o.session.toStdString()}, {"the results file (--results)", o.results.toStdString()}};
+        const std::string shot = o.screenshot.toStdString();
+        if (const auto hit = snapkv::clobbered_input(shot, inputs))
+            o.error = "--screenshot: " + QString::fromStdString(snapkv::clobber_message(shot, *hit));
     }
     return o;
 }

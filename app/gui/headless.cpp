@@ -92,6 +92,7 @@ HeadlessDriver::HeadlessDriver(MainWindow* window, const AppOptions& options, QO
         fail(title.isEmpty() ? message : title + ": " + message);
     });
     connect(c, &RunController::cancelled, this, [this](const QString& task) { fail(task + " cancelled"); });
+    connect(m_window, &MainWindow::noteShown, this, [](const QString& note) { say("note: " + note); });
     // Completions.
     connect(c, &RunController::runFinished, this, &HeadlessDriver::onRunFinished);
     connect(c, &RunController::compareFinished, this, &HeadlessDriver::onCompareFinished);

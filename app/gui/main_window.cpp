@@ -420,6 +420,18 @@ void MainWindow::showError(const QString& title, const QString& message) {
     m_dialog->open();
 }
 
+void MainWindow::showNote(const QString& title, const QString& message) {
+    m_lastNote = message;
+    m_statusText->setText(message);
+    Q_EMIT noteShown(message);
+    if (!m_interactive || m_closing) return;
+    if (m_dialog) m_dialog->close();
+    m_dialog = new QMessageBox(QMessageBox::Information, title, message, QMessageBox::Ok, this);
+    m_dialog->setObjectName("noteDialog");
+    m_dialog->setAttribute(Qt::WA_DeleteOnClose);
+    m_dialog->open();
+}
+
 void MainWindow::showInfo(const QString& message, int ms) {
     m_statusText->setText(message);
     Q_UNUSED(ms);

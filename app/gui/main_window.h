@@ -95,11 +95,15 @@ public:
     void openEvalCell(const EvalCellPrompt& cell);
     Walkthrough* walkthrough() const { return m_walk; }
     QString lastError() const { return m_lastError; }
+    QString lastNote() const { return m_lastNote; }
     QList<QAction*> shortcutActions() const;
 
 Q_SIGNALS:
     // Every error the window shows (dialog or not): what went wrong and the dialog's title.
     void errorShown(const QString& message, const QString& title);
+    // Something the user must know that stops nothing (a session's device is not available here
+    // and another is used): shown in the status bar and, in an interactive window, a dialog.
+    void noteShown(const QString& message);
     // Slider change to repainted views: selectMs in the worker, totalMs from the first edit
     // (debounce included) to the visible view redrawn.
     void retuneTimed(double selectMs, double totalMs);
@@ -124,6 +128,7 @@ private:
 
     void showError(const QString& title, const QString& message);
     void showInfo(const QString& message, int ms = 6000);
+    void showNote(const QString& title, const QString& message);
     void onBusyChanged(bool busy, const QString& task);
     void onProgress(const QString& stage, qint64 done, qint64 total);
     void onParamsChanged(const ParamState& params);
@@ -192,6 +197,7 @@ private:
     bool m_persist = true;
     bool m_closing = false;
     QString m_lastError;
+    QString m_lastNote;
     double m_pendingEditMs = 0;
     QElapsedTimer m_retuneClock;
     std::optional<ParamState> m_editParams;   // the edit being timed, until its result is drawn

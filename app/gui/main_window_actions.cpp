@@ -24,6 +24,7 @@
 #include "app/gui/run_controller.h"
 #include "app/gui/session_file.h"
 #include "app/gui/walkthrough.h"
+#include "core/common/path_checks.h"
 #include "core/session/memory_estimate.h"
 
 #include <qcustomplot.h>
@@ -300,6 +301,22 @@ SessionFile MainWindow::currentSession() const {
 
 void MainWindow::applySession(const SessionFile& s) {
     m_prompt->setLoadOptions(s.load);
+    // The device list holds only what this machine has (cpu, and cuda when LibTorch sees a GPU):
+    // a saved device it lacks keeps the current choice, and the user is told which.
+    if (const snapkv::LoadOptions used = m_prompt->loadOptions(); used.device != s.load.device) {
+        snapkv::LoadOptions o = used;
+        o.weights = s.load.weights;
+        if (o.device == "cpu") o.dtype = "float32";   // half precision is a CUDA option in core
+        m_prompt->setLoadOptions(o);
+        const QString saved = QString::fromStdString(s.load.device + " (" + s.load.dtype + ")");
+        const QString now = QString::fromStdString(o.device + " (" + o.dtype + ")");
+        showNote("Device not available",
+                 QString("The session was saved for %1, which is not available here (%2); using %3.")
+                     .arg(saved,
+                          snapkv::Session::cuda_available() ? "this machine offers cpu and cuda"
+                                                            : "no CUDA GPU in this build or on this machine",
+                          now));
+    }
     setModelPath(s.modelPath);
     m_prompt->setDocument(s.document, s.documentPath);
     m_prompt->setQuestion(s.question);
@@ -321,6 +338,13 @@ void MainWindow::applySession(const SessionFile& s) {
 
 bool MainWindow::saveSession(const QString& path) {
     QString error;
+    // A session never replaces the model or the document it names.
+    const std::vector<snapkv::NamedPath> inputs = {{"the model", m_prompt->modelPath().toStdString()},
+                                                   {"the document", m_prompt->documentPath().toStdString()}};
+    if (const auto hit = snapkv::clobbered_input(path.toStdString(), inputs)) {
+        showError("Cannot save the session", QString::fromStdString(snapkv::clobber_message(path.toStdString(), *hit)));
+        return false;
+    }
     if (!currentSession().save(path, &error)) {
         showError("Cannot save the session", error);
         return false;

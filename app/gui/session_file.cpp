@@ -18,6 +18,12 @@ namespace {
 constexpr const char* kFormat = "snapkv-studio-session";
 constexpr int kVersion = 1;
 constexpr qint64 kMaxSessionBytes = qint64(256) << 20;   // documents are at most a few MB
+
+// A value from the file as messages quote it: at most 100 characters (issue 22).
+QString quotedValue(const QJsonValue& v) {
+    const QString s = v.toVariant().toString();
+    return s.size() > 100 ? s.left(100) + QString("... (%1 characters)").arg(s.size()) : s;
+}
 }  // namespace
 
 QJsonObject SessionFile::toJson(const QString& relativeTo) const {
@@ -57,12 +63,12 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
 std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QString& baseDir, QString* error) {
     if (o["format"].toString() != kFormat) {
         *error = QString("not a SnapKV Studio session (the \"format\" field is %1, expected \"%2\")")
-                     .arg(o.contains("format") ? "\"" + o["format"].toVariant().toString() + "\"" : "missing", kFormat);
+                     .arg(o.contains("format") ? "\"" + quotedValue(o["format"]) + "\"" : "missing", kFormat);
         return std::nullopt;
     }
     if (!o["version"].isDouble() || o["version"].toDouble() != kVersion) {
         *error = QString("session version %1 is not supported (this app reads version %2)")
-                     .arg(o.contains("version") ? o["version"].toVariant().toString() : "(missing)")
+                     .arg(o.contains("version") ? quotedValue(o["version"]) : "(missing)")
                      .arg(kVersion);
         return std::nullopt;
     }

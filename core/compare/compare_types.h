@@ -13,7 +13,9 @@ namespace snapkv {
 struct GenerationSettings {
     int64_t max_tokens = 128;
     bool greedy = true;
-    float temperature = 0.8f;
+    float temperature = 0.8f;     // <= 0: greedy, as llama.cpp (its sampler takes the argmax then)
+    // Every run reads this, never `greedy` alone, so temperature 0 means the same everywhere.
+    bool is_greedy() const { return greedy || temperature <= 0.0f; }
     int64_t top_k = 40;
     float top_p = 0.95f;
     uint64_t seed = 42;

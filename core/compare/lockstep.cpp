@@ -36,7 +36,7 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
                            const std::function<void(int64_t, int64_t)>& progress,
                            const std::atomic<bool>* cancel) {
     using clock = std::chrono::steady_clock;
-    const SamplingParams sp{gen.greedy, gen.temperature, gen.top_k, gen.top_p, gen.seed};
+    const SamplingParams sp{gen.is_greedy(), gen.temperature, gen.top_k, gen.top_p, gen.seed};
     Sampler s_full(sp), s_comp(sp);
     const int64_t n_layer = model.config().n_layer, H = model.config().n_head;
     const int64_t n_ctx = model.config().n_ctx_train;

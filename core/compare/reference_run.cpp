@@ -23,7 +23,7 @@ template <typename OnStep, typename OnForward>
 RunOutput decode(const LlamaModel& model, const Tokenizer& tok, LockstepRun run, const GenerationSettings& gen,
                  bool with_probe, OnStep&& on_step, OnForward&& on_forward,
                  const std::function<void(int64_t, int64_t)>& progress, const std::atomic<bool>* cancel) {
-    Sampler sampler(SamplingParams{gen.greedy, gen.temperature, gen.top_k, gen.top_p, gen.seed});
+    Sampler sampler(SamplingParams{gen.is_greedy(), gen.temperature, gen.top_k, gen.top_p, gen.seed});
     const int64_t n_ctx = model.config().n_ctx_train;
     run.cache.reserve(gen.max_tokens);
     RunOutput out;

@@ -97,7 +97,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
     return s;
 }
 
-void validate_config(const ModelConfig& c, const std::string& where, const ConfigKeyNames& k) {
+void validate_counts(const ModelConfig& c, const std::string& where, const ConfigKeyNames& k) {
     check_range(where, k.n_layer, c.n_layer, 1, 4096);
     check_range(where, k.n_embd, c.n_embd, 1, int64_t(1) << 20);
     check_range(where, k.n_ff, c.n_ff, 1, int64_t(1) << 22);
@@ -107,6 +107,14 @@ void validate_config(const ModelConfig& c, const std::string& where, const Confi
         bad(where, k.n_head_kv, std::to_string(c.n_head_kv),
             "must divide " + k.n_head + " = " + std::to_string(c.n_head));
     check_range(where, k.head_dim, c.head_dim, 1, 4096);
+    check_range(where, k.n_ctx_train, c.n_ctx_train, 1, int64_t(1) << 26);
+    // n_vocab: the GGUF reader learns it after the vocabulary (itself bounded by the file size),
+    // so 0 here means "not read yet".
+    if (c.n_vocab != 0) check_range(where, k.n_vocab, c.n_vocab, 1, int64_t(1) << 24);
+}
+
+void validate_config(const ModelConfig& c, const std::string& where, const ConfigKeyNames& k) {
+    validate_counts(c, where, k);
     check_range(where, k.n_rot, c.n_rot, 2, c.head_dim);
     if (c.n_rot % 2 != 0)
         bad(where, k.n_rot, std::to_string(c.n_rot),

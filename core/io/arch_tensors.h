@@ -43,6 +43,12 @@ struct ConfigKeyNames {
         final_softcap;
 };
 
+// The counts anything is sized from (layers, width, heads, head size, vocabulary, context), each
+// against its sanity bound. Readers call it as soon as they have read them, before a per-layer
+// table or anything else is allocated from a count (a config claiming 10^9 layers once took 15 GB
+// before it was refused). Throws FileError(BadValue) naming the key; validate_config repeats it.
+void validate_counts(const ModelConfig& config, const std::string& where, const ConfigKeyNames& keys);
+
 // Throws FileError(BadValue) naming the key, the value and what is allowed. where: message prefix
 // ("gguf: <path>: ").
 void validate_config(const ModelConfig& config, const std::string& where,

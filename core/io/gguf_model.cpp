@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/io/arch_tensors.h"
 #include "core/io/dequant.h"
@@ -23,6 +24,28 @@ using Kind = FileError::Kind;
 // EOS); llama.cpp's vocab loader marks the same texts as end-of-generation.
 const char* const kEogTexts[] = {"<|im_end|>", "<|eot_id|>",    "<|end_of_text|>", "<|endoftext|>",
                                  "</s>",       "<end_of_turn>", "<|end|>"};
+
+// The GGUF keys of each hyperparameter, for messages.
+ConfigKeyNames key_names(const std::string& arch) {
+    ConfigKeyNames keys;
+    keys.n_layer = arch + ".block_count";
+    keys.n_embd = arch + ".embedding_length";
+    keys.n_ff = arch + ".feed_forward_length";
+    keys.n_head = arch + ".attention.head_count";
+    keys.n_head_kv = arch + ".attention.head_count_kv";
+    keys.head_dim = arch + ".attention.key_length";
+    keys.n_rot = arch + ".rope.dimension_count";
+    keys.n_vocab = arch + ".vocab_size";
+    keys.n_ctx_train = arch + ".context_length";
+    keys.rope_freq_base = arch + ".rope.freq_base";
+    keys.rms_eps = arch + ".attention.layer_norm_rms_epsilon";
+    keys.rope_scaling = arch + ".rope.scaling.type";
+    keys.sliding_window = arch + ".attention.sliding_window";
+    keys.attn_scale = arch + ".attention.scale";
+    keys.attn_softcap = arch + ".attn_logit_softcapping";
+    keys.final_softcap = arch + ".final_logit_softcapping";
+    return keys;
+}
 
 }  // namespace
 
@@ -48,23 +71,7 @@ GgufModel::GgufModel(const std::string& path) : m_reader(path) {
                                             std::to_string(m_vocab.tokens.size()) +
                                             " tokens in tokenizer.ggml.tokens");
 
-    ConfigKeyNames keys;
-    keys.n_layer = arch + ".block_count";
-    keys.n_embd = arch + ".embedding_length";
-    keys.n_ff = arch + ".feed_forward_length";
-    keys.n_head = arch + ".attention.head_count";
-    keys.n_head_kv = arch + ".attention.head_count_kv";
-    keys.head_dim = arch + ".attention.key_length";
-    keys.n_rot = arch + ".rope.dimension_count";
-    keys.n_vocab = arch + ".vocab_size";
-    keys.n_ctx_train = arch + ".context_length";
-    keys.rope_freq_base = arch + ".rope.freq_base";
-    keys.rms_eps = arch + ".attention.layer_norm_rms_epsilon";
-    keys.rope_scaling = arch + ".rope.scaling.type";
-    keys.sliding_window = arch + ".attention.sliding_window";
-    keys.attn_scale = arch + ".attention.scale";
-    keys.attn_softcap = arch + ".attn_logit_softcapping";
-    keys.final_softcap = arch + ".final_logit_softcapping";
+    const ConfigKeyNames keys = key_names(arch);
     validate_config(m_config, m_reader.where(), keys);
     validate_tensors(m_config, m_reader.where(), [this](const std::string& name) {
         const auto it = m_index.find(name);
@@ -86,6 +93,10 @@ void GgufModel::read_config() {
     auto uniform_int = [&](const std::string& key) -> std::optional<int64_t> {
         const GgufValue* v = r.find(key);
         if (v == nullptr || v->type != GgufValueType::Array) return r.get_int(key);
+        // One entry per layer: refuse a count no model has before decoding it (8 bytes each).
+        if (v->count > 4096)
+            throw FileError(Kind::BadValue, w + "key '" + key + "' has " + std::to_string(v->count) +
+                                                " entries, expected one per layer (at most 4096)");
         const std::vector<int64_t> all = *r.get_int_array(key);
         if (all.empty()) throw FileError(Kind::BadValue, w + "key '" + key + "' is an empty array");
         if (std::any_of(all.begin(), all.end(), [&](int64_t x) { return x != all[0]; }))
@@ -99,7 +110,7 @@ void GgufModel::read_config() {
     const auto& archs = supported_archs();
     if (std::find(archs.begin(), archs.end(), *arch) == archs.end())
         throw FileError(Kind::Unsupported,
-                        w + "architecture '" + *arch +
+                        w + "architecture '" + clip_text(*arch) +
                             "' is not supported (supported: " + supported_archs_text() + ")");
     ModelConfig& c = m_config;
     c.arch = *arch;
@@ -134,6 +145,8 @@ void GgufModel::read_config() {
                             ", which is not supported");
     c.n_rot = r.get_int(a + "rope.dimension_count").value_or(c.head_dim);
     c.n_ctx_train = required(a + "context_length", false);
+    // Before anything below sizes a per-layer table from these counts.
+    validate_counts(c, w, key_names(c.arch));
     c.rope_freq_base = static_cast<float>(r.get_float(a + "rope.freq_base").value_or(10000.0));
     const std::optional<double> eps = r.get_float(a + "attention.layer_norm_rms_epsilon");
     if (!eps) throw missing(a + "attention.layer_norm_rms_epsilon");
@@ -150,7 +163,7 @@ void GgufModel::read_config() {
         factor = *legacy;
     }
     if (scaling != "none" && scaling != "linear")
-        throw FileError(Kind::Unsupported, w + "key '" + a + "rope.scaling.type' = '" + scaling +
+        throw FileError(Kind::Unsupported, w + "key '" + a + "rope.scaling.type' = '" + clip_text(scaling) +
                                                "' is not supported (supported: none, linear)");
     c.rope_scaling.type = scaling;
     c.rope_scaling.factor = static_cast<float>(factor == 0.0 ? 1.0 : factor);
@@ -192,10 +205,10 @@ void GgufModel::read_arch_settings() {
     std::vector<bool> sliding;
     const std::string pkey = a + "attention.sliding_window_pattern";
     if (const GgufValue* p = r.find(pkey); p != nullptr && p->type == GgufValueType::Array) {
-        const std::vector<int64_t> flags = *r.get_int_array(pkey);
-        if (static_cast<int64_t>(flags.size()) != c.n_layer)
-            throw FileError(Kind::BadValue, w + "key '" + pkey + "' has " + std::to_string(flags.size()) +
+        if (p->count != static_cast<uint64_t>(c.n_layer))   // checked before it is decoded
+            throw FileError(Kind::BadValue, w + "key '" + pkey + "' has " + std::to_string(p->count) +
                                                 " entries, expected one per layer (" + std::to_string(c.n_layer) + ")");
+        const std::vector<int64_t> flags = *r.get_int_array(pkey);
         for (int64_t f : flags) sliding.push_back(f != 0);
     } else {
         const int64_t period = r.get_int(pkey).value_or(default_swa_period(c.arch));

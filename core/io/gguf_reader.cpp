@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/io/tensor_checks.h"
 
@@ -32,6 +33,10 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 // No converter writes a count or string length above 2^32 (GGUF v1 stored counts in 32 bits and
 // real vocabularies hold well under a million tokens): above it a value is corrupt, not cut off.
 constexpr uint64_t kMaxPlausibleCount = 0xFFFFFFFFull;
+// The GGUF spec (ggml docs/gguf.md) caps keys at 2^16 - 1 bytes; ggml caps tensor names far lower
+// (GGML_MAX_NAME, 64). Longer ones are corrupt lengths: refused before they are copied or quoted.
+constexpr uint64_t kMaxKeyBytes = 65535;
+constexpr uint64_t kMaxTensorNameBytes = 65535;
 
 bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::Float64); }
 
@@ -81,8 +86,6 @@ bool is_signed(GgufValueType t) {
            t == GgufValueType::Int64;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
 std::string printable(const uint8_t* p, size_t n) {
     std::string out;
     for (size_t i = 0; i < n; ++i) {
@@ -94,6 +97,15 @@ std::string printable(const uint8_t* p, size_t n) {
             out += buf;
         }
     }
+    return out;
+}
+
+// A key, tensor name or string from the file, for messages: non-ASCII bytes escaped and at most
+// kMaxQuotedBytes of it (a corrupt length can make a "name" a megabyte of raw bytes).
+std::string quoted(const std::string& s) {
+    const size_t n = std::min(s.size(), kMaxQuotedBytes);
+    std::string out = "'" + printable(reinterpret_cast<const uint8_t*>(s.data()), n) + "'";
+    if (n < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
     return out;
 }
 
@@ -132,19 +144,24 @@ public:
         m_pos += static_cast<size_t>(n);
     }
 
-    // Reads the u64 length of a string and checks it against the bytes left; returns the length.
-    uint64_t string_length(const char* field) {
+    // Reads the u64 length of a string and checks it against max_len and the bytes left; returns
+    // the length. max_len: kMaxPlausibleCount, or a format limit such as kMaxKeyBytes.
+    uint64_t string_length(const char* field, uint64_t max_len = kMaxPlausibleCount) {
         const uint64_t len = read<uint64_t>(field);
         if (len > kMaxPlausibleCount)
             throw FileError(Kind::BadSize, m_where + m_spot.describe(field) + ": string length " +
                                                std::to_string(len) + " is absurd (the file has " +
                                                std::to_string(m_size) + " bytes)");
+        if (len > max_len)
+            throw FileError(Kind::BadSize, m_where + m_spot.describe(field) + ": string length " +
+                                               std::to_string(len) + ", allowed at most " +
+                                               std::to_string(max_len));
         need(len, field);
         return len;
     }
 
-    std::string read_string(const char* field) {
-        const uint64_t len = string_length(field);
+    std::string read_string(const char* field, uint64_t max_len = kMaxPlausibleCount) {
+        const uint64_t len = string_length(field, max_len);
         std::string s(reinterpret_cast<const char*>(m_data + m_pos), static_cast<size_t>(len));
         m_pos += static_cast<size_t>(len);
         return s;
@@ -314,7 +331,7 @@ void GgufReader::parse() {
             spot.item = "metadata key/value " + std::to_string(i);
             spot.element = -1;
             GgufKv kv;
-            kv.key = c.read_string("key");
+            kv.key = c.read_string("key", kMaxKeyBytes);
             if (kv.key.empty()) throw FileError(Kind::BadValue, where + spot.item + ": empty key");
             spot.item += " (" + quoted(kv.key) + ")";
             const uint32_t type = c.read<uint32_t>("value type");
@@ -357,7 +374,7 @@ void GgufReader::parse() {
         for (uint64_t i = 0; i < n_tensors; ++i) {
             spot.item = "tensor info " + std::to_string(i);
             GgufTensorInfo t;
-            t.name = c.read_string("name");
+            t.name = c.read_string("name", kMaxTensorNameBytes);
             spot.item += " (" + quoted(t.name) + ")";
             const std::string tw = where + "tensor " + quoted(t.name) + ": ";
             if (t.name.empty()) throw FileError(Kind::BadValue, where + spot.item + ": empty name");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/io/arch_tensors.h"
 
@@ -251,7 +252,7 @@ void parse_scaling(const JsonFields& r, const std::string& label, const JsonFiel
         if (auto a = r.opt_float("attention_factor")) attn = *a;
         s.attn_factor = static_cast<float>(attn);
     } else {
-        throw FileError(Kind::Unsupported, top.where() + label + " type '" + type +
+        throw FileError(Kind::Unsupported, top.where() + label + " type '" + clip_text(type) +
                                                "' is not supported (supported: default, linear, "
                                                "llama3, longrope/su)");
     }
@@ -315,6 +316,27 @@ std::vector<bool> read_sliding_layers(const JsonFields& f, const std::string& mo
 
 }  // namespace
 
+ConfigKeyNames hf_key_names() {
+    ConfigKeyNames keys;
+    keys.n_layer = "num_hidden_layers";
+    keys.n_embd = "hidden_size";
+    keys.n_ff = "intermediate_size";
+    keys.n_head = "num_attention_heads";
+    keys.n_head_kv = "num_key_value_heads";
+    keys.head_dim = "head_dim";
+    keys.n_rot = "head_dim";
+    keys.n_vocab = "vocab_size";
+    keys.n_ctx_train = "max_position_embeddings";
+    keys.rope_freq_base = "rope_theta";
+    keys.rms_eps = "rms_norm_eps";
+    keys.rope_scaling = "rope_scaling";
+    keys.sliding_window = "sliding_window";
+    keys.attn_scale = "query_pre_attn_scalar";
+    keys.attn_softcap = "attn_logit_softcapping";
+    keys.final_softcap = "final_logit_softcapping";
+    return keys;
+}
+
 HfConfig read_hf_config(const json& root, const std::string& w) {
     if (!root.is_object()) throw FileError(Kind::BadJson, w + "expected a JSON object");
     const JsonFields top(root, w);
@@ -326,7 +348,7 @@ HfConfig read_hf_config(const json& root, const std::string& w) {
     for (const ModelType& t : kModelTypes)
         if (*model_type == t.hf && arch_supported(t.arch)) c.arch = t.arch;
     if (c.arch.empty())
-        throw FileError(Kind::Unsupported, w + "model_type '" + *model_type +
+        throw FileError(Kind::Unsupported, w + "model_type '" + clip_text(*model_type) +
                                                "' is not supported (supported: " + model_types_text() + ")");
 
     // Multimodal Gemma 3: the text model's settings are in text_config, with Gemma3TextConfig's
@@ -363,18 +385,20 @@ HfConfig read_hf_config(const json& root, const std::string& w) {
     }
     c.n_vocab = f.req_int("vocab_size");
     c.n_ctx_train = f.req_int("max_position_embeddings");
+    // Before layer_types, the sliding pattern and the per-layer table are sized from n_layer.
+    validate_counts(c, where, hf_key_names());
     c.rms_eps = static_cast<float>(f.opt_float("rms_norm_eps").value_or(1e-6));  // transformers default
     set_arch_features(c);
 
     const std::string want_act = is_gemma(c.arch) ? "gelu_pytorch_tanh" : "silu";
     for (const char* key : {"hidden_act", "hidden_activation"})
         if (const auto act = f.opt_string(key); act && *act != want_act)
-            throw FileError(Kind::Unsupported, where + key + " '" + *act + "' is not supported for " +
-                                                   *model_type + " (supported: " + want_act + ")");
+            throw FileError(Kind::Unsupported, where + key + " '" + clip_text(*act) + "' is not supported for " +
+                                                   clip_text(*model_type) + " (supported: " + want_act + ")");
     if (c.arch != "qwen2" &&
         (f.opt_bool("attention_bias").value_or(false) || f.opt_bool("mlp_bias").value_or(false)))
         throw FileError(Kind::Unsupported, where + "attention_bias / mlp_bias = true is not supported for " +
-                                               *model_type);
+                                               clip_text(*model_type));
 
     Rope global, local;
     read_rope(f, c.arch, c.n_ctx_train, global, local);

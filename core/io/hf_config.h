@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/io/arch_tensors.h"
 #include "core/io/model_config.h"
 
 namespace snapkv {
@@ -20,6 +21,10 @@ struct HfConfig {
     bool tie_word_embeddings = false; // as config.json says, or the model type's default
     std::string model_type;           // as written ("mistral", "gemma3_text", ...)
 };
+
+// config.json's name for each hyperparameter, for messages (keys.n_rot is "head_dim": the rotated
+// part follows from it and partial_rotary_factor).
+ConfigKeyNames hf_key_names();
 
 // j: the parsed config.json; where: message prefix ("hf: <path>: "). Throws FileError naming the
 // key, its value and what is allowed; Unsupported for a model type, activation or RoPE scaling we

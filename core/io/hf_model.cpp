@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/io/arch_tensors.h"
 #include "core/io/dequant.h"
@@ -31,8 +32,12 @@ namespace {
 
 using Kind = FileError::Kind;
 
+// config.json and the shard index: a few KB, and a few MB for the largest sharded index.
+constexpr uint64_t kMaxConfigBytes = uint64_t(64) << 20;
+
 json read_json_file(const std::string& path) {
-    return snapkv::read_json_file(path, "hf: " + path + ": ");   // nesting limited (json_text.h)
+    // Nesting and size limited (json_text.h).
+    return snapkv::read_json_file(path, "hf: " + path + ": ", kMaxJsonDepth, kMaxConfigBytes);
 }
 
 }  // namespace
@@ -48,23 +53,7 @@ HfModel::HfModel(const std::string& dir) : m_dir(dir) {
     open_weights();
     read_tokenizer();
 
-    ConfigKeyNames keys;
-    keys.n_layer = "num_hidden_layers";
-    keys.n_embd = "hidden_size";
-    keys.n_ff = "intermediate_size";
-    keys.n_head = "num_attention_heads";
-    keys.n_head_kv = "num_key_value_heads";
-    keys.head_dim = "head_dim";
-    keys.n_rot = "head_dim";
-    keys.n_vocab = "vocab_size";
-    keys.n_ctx_train = "max_position_embeddings";
-    keys.rope_freq_base = "rope_theta";
-    keys.rms_eps = "rms_norm_eps";
-    keys.rope_scaling = "rope_scaling";
-    keys.sliding_window = "sliding_window";
-    keys.attn_scale = "query_pre_attn_scalar";
-    keys.attn_softcap = "attn_logit_softcapping";
-    keys.final_softcap = "final_logit_softcapping";
+    const ConfigKeyNames keys = hf_key_names();
     validate_config(m_config, "hf: " + cfg_path + ": ", keys);
     validate_tensors(
         m_config, "hf: " + m_dir + ": ",
@@ -138,27 +127,27 @@ void HfModel::open_weights() {
         std::map<std::string, const SafetensorsFile*> opened;
         for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
             if (!it->is_string())
-                throw FileError(Kind::BadJson, w + "weight_map['" + it.key() +
+                throw FileError(Kind::BadJson, w + "weight_map['" + clip_text(it.key()) +
                                                    "'] = " + it->dump().substr(0, 80) +
                                                    ": expected a file name");
             const std::string shard = it->get<std::string>();
             // Shards live in the folder itself: refuse paths that could point elsewhere.
             if (shard.empty() || shard == "." || shard == ".." ||
                 shard.find('/') != std::string::npos || shard.find('\\') != std::string::npos)
-                throw FileError(Kind::BadValue, w + "weight_map['" + it.key() + "'] = '" + shard +
+                throw FileError(Kind::BadValue, w + "weight_map['" + clip_text(it.key()) + "'] = '" + clip_text(shard) +
                                                     "': expected a file name inside the folder");
             auto found = opened.find(shard);
             if (found == opened.end()) {
                 const fs::path p = dir / shard;
                 if (!fs::is_regular_file(p))
-                    throw FileError(Kind::Io, w + "shard '" + shard + "' (holding '" + it.key() +
+                    throw FileError(Kind::Io, w + "shard '" + clip_text(shard) + "' (holding '" + clip_text(it.key()) +
                                                   "') not found: " + p.string());
                 m_shards.push_back(std::make_unique<SafetensorsFile>(p.string()));
                 found = opened.emplace(shard, m_shards.back().get()).first;
             }
             if (found->second->find(it.key()) == nullptr)
-                throw FileError(Kind::MissingTensor, w + "tensor '" + it.key() +
-                                                         "' is listed in shard '" + shard +
+                throw FileError(Kind::MissingTensor, w + "tensor '" + clip_text(it.key()) +
+                                                         "' is listed in shard '" + clip_text(shard) +
                                                          "' but that file does not hold it");
             entries.emplace_back(it.key(), found->second);
         }

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -40,9 +41,16 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& where, 
     }
 }
 
-nlohmann::json read_json_file(const std::string& path, const std::string& where, int max_depth) {
+nlohmann::json read_json_file(const std::string& path, const std::string& where, int max_depth,
+                              uint64_t max_bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FileError(FileError::Kind::Io, where + "cannot open: " + std::strerror(errno));
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes)
+        throw FileError(FileError::Kind::BadSize, where + "file is " + std::to_string(size) +
+                                                      " bytes, more than the " + std::to_string(max_bytes) +
+                                                      " allowed for this kind of file");
     std::ostringstream ss;
     ss << in.rdbuf();
     if (in.bad()) throw FileError(FileError::Kind::Io, where + "cannot read: " + std::strerror(errno));

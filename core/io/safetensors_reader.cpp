@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/io/json_text.h"
 #include "core/io/tensor_checks.h"
@@ -84,7 +85,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : m_file(std::make_sha
                                                      : m.value().dump());
             continue;
         }
-        const std::string tw = w + "tensor '" + name + "': ";
+        const std::string tw = w + "tensor '" + clip_text(name) + "': ";
         if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() ||
             !e.contains("shape") || !e["shape"].is_array() || !e.contains("data_offsets") ||
             !e["data_offsets"].is_array() || e["data_offsets"].size() != 2)

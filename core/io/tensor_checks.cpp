@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 
 namespace snapkv {
@@ -136,7 +137,7 @@ void check_layer_blocks(int64_t n_layer, const std::string& n_layer_key, const s
         const std::optional<int64_t> b = block_of(name);
         if (!b || *b < n_layer) continue;
         throw FileError(Kind::BadValue,
-                        where + "tensor '" + name + "' belongs to block " + std::to_string(*b) + ", but '" +
+                        where + "tensor '" + clip_text(name) + "' belongs to block " + std::to_string(*b) + ", but '" +
                             n_layer_key + "' = " + std::to_string(n_layer) + " (blocks 0.." +
                             std::to_string(n_layer - 1) +
                             "): the file holds more blocks than its metadata declares");
@@ -154,8 +155,8 @@ void check_no_overlap(const std::string& where, std::vector<ByteRange> ranges) {
         const ByteRange& b = ranges[i];
         if (b.begin < a.end)
             throw FileError(Kind::BadValue,
-                            where + "tensors '" + a.name + "' (bytes " + std::to_string(a.begin) + ".." +
-                                std::to_string(a.end) + ") and '" + b.name + "' (bytes " +
+                            where + "tensors '" + clip_text(a.name) + "' (bytes " + std::to_string(a.begin) + ".." +
+                                std::to_string(a.end) + ") and '" + clip_text(b.name) + "' (bytes " +
                                 std::to_string(b.begin) + ".." + std::to_string(b.end) +
                                 ") overlap: each tensor needs its own data");
     }

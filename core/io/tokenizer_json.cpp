@@ -7,14 +7,19 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include <nlohmann/json.hpp>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/io/json_text.h"
 
@@ -40,6 +45,11 @@ struct Source {
 
     [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
         throw FileError(FileError::Kind::BadJson, where + ": key '" + key + "': " + problem);
+    }
+    // A valid part we cannot reproduce: refused rather than skipped (a skipped normalizer once
+    // turned a 5-token prompt into 7 tokens without a word).
+    [[noreturn]] void unsupported(const std::string& key, const std::string& problem) const {
+        throw FileError(FileError::Kind::Unsupported, where + ": key '" + key + "': " + problem);
     }
     const json& require(const json& obj, const char* key, const std::string& path) const {
         const auto it = obj.find(key);
@@ -74,6 +84,98 @@ std::vector<const json*> flatten(const json& node, const char* list_key) {
 }
 
 std::string type_of(const json* step) { return step->value("type", ""); }
+
+// Walks a normalizer / pre_tokenizer / decoder tree, Sequence nodes included, and calls check on
+// every step with its type and key ("normalizer.normalizers[1]"). Nodes that are not objects with
+// a type are malformed (flatten above would pass over them).
+void walk_steps(const Source& src, const json& node, const std::string& key, const char* list_key,
+                const std::function<void(const json&, const std::string&, const std::string&)>& check) {
+    if (node.is_null()) return;
+    if (!node.is_object()) src.fail(key, std::string("expected an object or null, found ") + node.type_name());
+    const auto type = node.find("type");
+    if (type == node.end() || !type->is_string()) src.fail(key + ".type", "missing; expected the part's type name");
+    const std::string name = type->get<std::string>();
+    if (name == "Sequence") {
+        const auto list = node.find(list_key);
+        if (list == node.end() || !list->is_array())
+            src.fail(key + "." + list_key, "expected an array of the Sequence's parts");
+        for (size_t i = 0; i < list->size(); ++i)
+            walk_steps(src, (*list)[i], key + "." + list_key + "[" + std::to_string(i) + "]", list_key, check);
+        return;
+    }
+    check(node, name, key);
+}
+
+// The normalizers the tokenizers reproduce. SentencePiece-style: Prepend "▁" (add_space_prefix)
+// and Replace " " -> "▁" (what SpmTokenizer does to spaces). NFC (Qwen2) is accepted as llama.cpp
+// does: its converter drops it too, and text typed or saved as UTF-8 is NFC already.
+void check_normalizer(const Source& src, const json& s, const std::string& type, const std::string& key) {
+    if (type == "NFC") return;
+    if (type == "Prepend") {
+        if (s.value("prepend", json()) != k_space_marker)
+            src.unsupported(key, "Prepend of " + clip_text(s.value("prepend", json()).dump()) +
+                                     ": only \"\u2581\" (SentencePiece's space) is supported");
+        return;
+    }
+    if (type == "Replace") {
+        if (s.value("pattern", json()) != json{{"String", " "}} || s.value("content", json()) != k_space_marker)
+            src.unsupported(key, "Replace of " + clip_text(s.value("pattern", json()).dump()) + " with " +
+                                     clip_text(s.value("content", json()).dump()) +
+                                     ": only \" \" with \"\u2581\" (SentencePiece's spaces) is supported");
+        return;
+    }
+    src.unsupported(key, "normalizer type '" + clip_text(type) +
+                             "' is not supported (supported: Prepend, Replace, NFC, Sequence)");
+}
+
+// Split's pattern must be {"Regex": ...} or {"String": ...}; a regex must compile (PCRE2 with the
+// options the pre-tokenizer runs it with).
+void check_split(const Source& src, const json& s, const std::string& key) {
+    const json pattern = s.value("pattern", json());
+    if (pattern.is_object() && pattern.size() == 1 && pattern.contains("String") && pattern["String"].is_string())
+        return;
+    if (!pattern.is_object() || pattern.size() != 1 || !pattern.contains("Regex") || !pattern["Regex"].is_string())
+        src.fail(key + ".pattern", "expected {\"Regex\": string} or {\"String\": string}, found " +
+                                       clip_text(pattern.dump()));
+    const std::string regex = pattern["Regex"].get<std::string>();
+    int err = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
+                                     PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &offset, nullptr);
+    if (code != nullptr) {
+        pcre2_code_free(code);
+        return;
+    }
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof msg);
+    throw FileError(FileError::Kind::BadValue,
+                    src.where + ": key '" + key + ".pattern.Regex': Split regex '" + clip_text(regex) +
+                        "' does not compile (at offset " + std::to_string(offset) +
+                        "): " + reinterpret_cast<const char*>(msg));
+}
+
+void check_pre_tokenizer(const Source& src, const json& s, const std::string& type, const std::string& key) {
+    if (type == "Split") return check_split(src, s, key);
+    if (type == "ByteLevel" || type == "Digits" || type == "Metaspace") return;
+    src.unsupported(key, "pre-tokenizer type '" + clip_text(type) +
+                             "' is not supported (supported: ByteLevel, Digits, Split, Metaspace, Sequence)");
+}
+
+// Decoders only turn ids back into text, but an unknown one would still print the wrong text.
+void check_decoder(const Source& src, const json&, const std::string& type, const std::string& key) {
+    for (const char* known : {"ByteLevel", "Replace", "ByteFallback", "Fuse", "Strip", "Metaspace"})
+        if (type == known) return;
+    src.unsupported(key, "decoder type '" + clip_text(type) +
+                             "' is not supported (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, "
+                             "Metaspace, Sequence)");
+}
+
+// "Split + ByteLevel", for messages.
+std::string step_types(const std::vector<const json*>& steps) {
+    std::string out;
+    for (const json* s : steps) out += (out.empty() ? "" : " + ") + clip_text(type_of(s), 40);
+    return out.empty() ? "none" : out;
+}
 
 bool any_of_type(const std::vector<const json*>& steps, const char* type) {
     return std::any_of(steps.begin(), steps.end(), [&](const json* s) { return type_of(s) == type; });
@@ -175,7 +277,7 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
                                        : (model.contains("merges") ? "BPE" : "");
     if (model_type != "BPE") {
         throw FileError(FileError::Kind::Unsupported,
-                        src.where + ": key 'model.type': '" + model_type + "': unsupported; supported: BPE");
+                        src.where + ": key 'model.type': '" + clip_text(model_type) + "': unsupported; supported: BPE");
     }
 
     // Tokens: model.vocab plus added_tokens; ids may leave holes, filled like llama.cpp's converter.
@@ -184,12 +286,12 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
     std::map<int64_t, std::string> by_id;
     const int64_t k_max_id = 1 << 24;   // 16M tokens: far above any real vocabulary
     for (auto it = vocab_json.begin(); it != vocab_json.end(); ++it) {
-        const std::string key = "model.vocab." + it.key();
+        const std::string key = "model.vocab." + clip_text(it.key());
         src.expect(it.value(), json::value_t::number_integer, key, "an integer id");
         const int64_t id = it.value().get<int64_t>();
         if (id < 0 || id >= k_max_id) src.fail(key, std::to_string(id) + ": out of range; expected 0..16777215");
         if (!by_id.emplace(id, it.key()).second) {
-            src.fail(key, "id " + std::to_string(id) + " already used by '" + by_id[id] + "'");
+            src.fail(key, "id " + std::to_string(id) + " already used by '" + clip_text(by_id[id]) + "'");
         }
     }
     struct Added { int64_t id; std::string content; bool special; };
@@ -212,6 +314,15 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
         }
     }
     if (by_id.empty()) src.fail("model.vocab", "empty; expected at least one token");
+    // Ids may leave holes (filled below), but not millions of them: one id near 2^24 in a small
+    // file would otherwise size a 16M-token vocabulary. Real files leave none or a few.
+    const int64_t k_max_holes = 65536;
+    const int64_t holes = by_id.rbegin()->first + 1 - static_cast<int64_t>(by_id.size());
+    if (holes > k_max_holes)
+        throw FileError(FileError::Kind::BadValue,
+                        src.where + ": key 'model.vocab': the highest id is " + std::to_string(by_id.rbegin()->first) +
+                            " but there are " + std::to_string(by_id.size()) + " tokens: " + std::to_string(holes) +
+                            " unused ids, allowed at most " + std::to_string(k_max_holes));
 
     VocabData v;
     const size_t n = size_t(by_id.rbegin()->first) + 1;
@@ -248,7 +359,7 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
             if (m.is_string()) {
                 const std::string s = m.get<std::string>();
                 if (s.size() < 3 || s.find(' ', 1) == std::string::npos) {
-                    src.fail(key, "'" + s + "': expected \"left right\"");
+                    src.fail(key, "'" + clip_text(s) + "': expected \"left right\"");
                 }
                 merges.push_back(s);
             } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -265,6 +376,12 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
     const json& pre_json = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : null_json;
     const json& norm_json = root.contains("normalizer") ? root["normalizer"] : null_json;
     const json& dec_json = root.contains("decoder") ? root["decoder"] : null_json;
+    walk_steps(src, norm_json, "normalizer", "normalizers",
+               [&](const json& s, const std::string& t, const std::string& k) { check_normalizer(src, s, t, k); });
+    walk_steps(src, pre_json, "pre_tokenizer", "pretokenizers",
+               [&](const json& s, const std::string& t, const std::string& k) { check_pre_tokenizer(src, s, t, k); });
+    walk_steps(src, dec_json, "decoder", "decoders",
+               [&](const json& s, const std::string& t, const std::string& k) { check_decoder(src, s, t, k); });
     const auto pre_steps = flatten(pre_json, "pretokenizers");
     const auto norm_steps = flatten(norm_json, "normalizers");
     const auto dec_steps = flatten(dec_json, "decoders");
@@ -287,10 +404,25 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
 
     if (byte_level) {
         v.model = "gpt2";
+        for (const json* step : norm_steps)
+            if (type_of(step) != "NFC")
+                src.unsupported("normalizer", "normalizer " + step_types(norm_steps) +
+                                                  " with a byte-level vocabulary: only NFC (or none) is supported");
         v.pre = detect_pre(pre_steps);
+        // Any other arrangement would be tokenized with a regex the file does not ask for.
+        if (v.pre == "default")
+            src.unsupported("pre_tokenizer",
+                            "byte-level pre-tokenizer " + step_types(pre_steps) +
+                                " cannot be reproduced (supported: ByteLevel with use_regex; Digits + ByteLevel "
+                                "(SmolLM); Split with the Llama 3 or Qwen2 regex + ByteLevel without use_regex)");
         v.merges = std::move(merges);
         v.add_space_prefix = false;
     } else if (sentencepiece) {
+        for (const json* step : pre_steps)
+            if (type_of(step) != "Metaspace")
+                src.unsupported("pre_tokenizer", "pre-tokenizer " + step_types(pre_steps) +
+                                                     " with a SentencePiece-style vocabulary: only Metaspace "
+                                                     "(or none) is supported");
         v.model = "llama";
         v.pre = "default";
         v.add_space_prefix = prepend_space;
@@ -381,7 +513,7 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
         const int32_t id = id_of(text);
         if (id < 0) {
             throw FileError(FileError::Kind::BadValue,
-                            (cfg_where.empty() ? src.where : cfg_where) + ": key '" + key + "': '" + text +
+                            (cfg_where.empty() ? src.where : cfg_where) + ": key '" + key + "': '" + clip_text(text) +
                                 "' is not a token of " + src.where);
         }
         return id;

@@ -231,7 +231,7 @@ GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSet
     KvCache cache = with_oom_report("allocating the KV cache", [&] { return m->model->new_cache(L + n_new); });
     GenerateOptions go;
     go.max_tokens = s.max_tokens;
-    go.sampling = {s.greedy, s.temperature, s.top_k, s.top_p, s.seed};
+    go.sampling = {s.is_greedy(), s.temperature, s.top_k, s.top_p, s.seed};
     go.stop_at_eog = s.stop_at_eog;
     go.cancel = cancel;
     // The end-of-generation token is reported with an empty piece: it is not part of the text.

@@ -5,6 +5,7 @@
 
 #include <queue>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/tokenizer/unicode_util.h"
 
@@ -38,7 +39,7 @@ BpeTokenizer::BpeTokenizer(const VocabData& vocab)
         const size_t space = merge.size() > 1 ? merge.find(' ', 1) : std::string::npos;
         if (space == std::string::npos) {
             throw FileError(FileError::Kind::BadValue,
-                            "vocab: merge " + std::to_string(i) + " '" + merge +
+                            "vocab: merge " + std::to_string(i) + " '" + clip_text(merge) +
                                 "': no space; expected 'left right'");
         }
         key.assign(merge, 0, space);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "core/common/clip_text.h"
 #include "core/common/errors.h"
 #include "core/tokenizer/unicode_util.h"
 
@@ -51,7 +52,7 @@ PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {
         spec.regexes = {k_qwen2};
     } else {
         throw FileError(FileError::Kind::Unsupported,
-                        "vocab: pre-tokenizer '" + pre + "': unsupported; supported: default, gpt2, "
+                        "vocab: pre-tokenizer '" + clip_text(pre) + "': unsupported; supported: default, gpt2, "
                         "gpt-2, smollm, starcoder, refact, llama3, llama-v3, llama-bpe, qwen2");
     }
     return spec;

@@ -1,6 +1,7 @@
 // Writes the starting corpus of each fuzz target from the test suite's own file builders (a tiny
 // llama and qwen2 GGUF, their safetensors and config.json, tokenizer.json of both families, a
-// session file) into DIR/<target>/. tests/fuzz/run.sh adds the stories260K GGUFs of tests/data.
+// session file) and the hostile probes of issue 22 into DIR/<target>/. tests/fuzz/run.sh adds the
+// stories260K GGUFs of tests/data.
 // Usage: make_seeds DIR
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +78,41 @@ int main(int argc, char** argv) {
             put(dir / "tokenizer" / "spm.json", spm_tokenizer_json(m.vocab()).dump());
     }
     put(dir / "tokenizer" / "byte_level.json", byte_level_tokenizer_json(byte_level_vocab()).dump());
+
+    // The hostile probes of issue 22, so each run starts from them. #1/#4: counts that lie (sized
+    // per-layer tables before they were checked; -1 was blamed on another key). #2: a first key
+    // claiming 10^6 bytes (echoed whole); kept small: the file ends long before the key would.
+    for (const auto& [name, count] :
+         {std::pair{"blocks_1e9.gguf", int64_t(1000000000)}, std::pair{"blocks_minus1.gguf", int64_t(-1)}}) {
+        GgufWriter g = tiny_model();
+        if (count < 0) g.kv_i32("llama.block_count", static_cast<int32_t>(count));
+        else g.kv_u32("llama.block_count", static_cast<uint32_t>(count));
+        put(dir / "gguf" / name, str(g.build()));
+    }
+    {
+        ByteWriter w;
+        w.put<uint32_t>(0x46554747);   // "GGUF"
+        w.put<uint32_t>(3);
+        w.put<uint64_t>(0);            // tensors
+        w.put<uint64_t>(1);            // metadata entries
+        w.put<uint64_t>(1000000);      // the first key's length
+        w.b.insert(w.b.end(), 4096, 'k');
+        put(dir / "gguf" / "key_1e6.gguf", str(w.b));
+    }
+    json layers =
+        hf_config_json(GgufModel((dir / "gguf" / "tiny_llama.gguf").string()).config(), "llama", false, "float32");
+    layers["num_hidden_layers"] = 1000000000;
+    put(dir / "config" / "layers_1e9.json", layers.dump(2));
+    // #5: tokenizer parts we cannot reproduce.
+    json bogus = byte_level_tokenizer_json(byte_level_vocab());
+    bogus["normalizer"] = {{"type", "Bogus"}};
+    put(dir / "tokenizer" / "bogus_normalizer.json", bogus.dump());
+    json split = byte_level_tokenizer_json(byte_level_vocab());
+    split["pre_tokenizer"] = {{"type", "Sequence"},
+                              {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}},
+                                                              {"behavior", "Isolated"}, {"invert", false}},
+                                                             {{"type", "ByteLevel"}, {"use_regex", false}}})}};
+    put(dir / "tokenizer" / "bad_split_regex.json", split.dump());
     json gemma = {{"model_type", "gemma3_text"}, {"hidden_size", 64}, {"intermediate_size", 128},
                   {"num_hidden_layers", 6}, {"num_attention_heads", 4}, {"num_key_value_heads", 1},
                   {"head_dim", 16}, {"vocab_size", 300}, {"max_position_embeddings", 2048},

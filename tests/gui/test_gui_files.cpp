@@ -234,3 +234,34 @@ TEST_CASE("Session files are read strictly and wrong types or names or ranges ar
     CHECK_FALSE(readWith(badView, &error).has_value());
     CHECK(error.contains("view: \"everything\" is not allowed"));
 }
+
+TEST_CASE("A session is never saved over the document it holds", "[gui]") {
+    // Issue 22: outputs never replace inputs (here through a symlink to the document, too).
+    QTemporaryDir dir;
+    const QString doc = dir.filePath("doc.txt");
+    const QByteArray text = "Lily went to the beach. She found a shell.\n";
+    {
+        QFile f(doc);
+        REQUIRE(f.open(QIODevice::WriteOnly));
+        f.write(text);
+    }
+    REQUIRE(QFile::link(doc, dir.filePath("link.snapkv.json")));
+    auto w = makeWindow();
+    REQUIRE(w->openDocument(doc));
+    for (const QString& target : {doc, dir.filePath("link.snapkv.json")}) {
+        INFO(target.toStdString());
+        CHECK_FALSE(w->saveSession(target));
+        CHECK(w->lastError().contains("is the document"));
+    }
+    QFile f(doc);
+    REQUIRE(f.open(QIODevice::ReadOnly));
+    CHECK(f.readAll() == text);
+}
+
+TEST_CASE("A session's format and version are quoted at most 100 characters", "[gui]") {
+    // Issue 22: messages quote at most ~100 bytes of a value from a file.
+    QString error;
+    CHECK_FALSE(studio::SessionFile::fromJson(QJsonObject{{"format", QString(5000, 'f')}}, QString(), &error));
+    CHECK(error.contains("... (5000 characters)"));
+    CHECK(error.size() < 300);
+}

@@ -15,6 +15,8 @@
 #include <functional>
 #include <sys/resource.h>
 
+#include "app/gui/prompt_panel.h"
+#include "core/session/session.h"
 #include "gui_test_util.h"
 
 using namespace guitest;
@@ -252,4 +254,62 @@ TEST_CASE("Runs driven by command-line options leave the saved settings alone", 
         CHECK(r.err.contains("kernel"));
     }
     CHECK(readFile(file) == before);
+}
+
+TEST_CASE("A session saved for a device this machine lacks says which device it uses instead", "[gui]") {
+    // Issue 22 #6: a session saying "device": "cuda" opened on the CPU without a word.
+    if (snapkv::Session::cuda_available()) {
+        WARN("CUDA is available here, so a cuda session loads as saved; this case needs a machine without it");
+        return;
+    }
+    QTemporaryDir dir;
+    const QString shot = dir.filePath("out.png");
+    QJsonObject o = goodSession();
+    QJsonObject model = o["model"].toObject();
+    model["device"] = "cuda";
+    model["dtype"] = "float16";
+    o["model"] = model;
+    const QString path = dir.filePath("cuda.snapkv.json");
+    writeFile(path, json(o));
+    SECTION("headless: a note on stderr, then the run on the CPU") {
+        const ProcessResult r = runStudio({"--session", path, "--view", "overview", "--screenshot", shot},
+                                          dir.filePath("config"), kTimeoutMs);
+        INFO("stderr: " << r.err.toStdString());
+        REQUIRE_FALSE(r.hung);
+        CHECK(r.code == 0);
+        CHECK(r.err.contains("snapkv-studio: note: The session was saved for cuda (float16), which is not "
+                             "available here"));
+        CHECK(r.err.contains("using cpu (float32)"));
+        CHECK(QFile::exists(shot));
+    }
+    SECTION("in the window: the status bar and lastNote say it") {
+        auto w = makeWindow();
+        QStringList notes;
+        QObject::connect(w.get(), &studio::MainWindow::noteShown, [&](const QString& n) { notes << n; });
+        REQUIRE(w->loadSession(path));
+        REQUIRE(notes.size() == 1);
+        CHECK(w->lastNote().contains("saved for cuda (float16)"));
+        CHECK(w->promptPanel()->loadOptions().device == "cpu");
+        CHECK(w->promptPanel()->loadOptions().dtype == "float32");
+        waitRun(*w);
+    }
+}
+
+TEST_CASE("A screenshot that names an input is refused before the run", "[gui]") {
+    // Issue 22 #3: outputs never replace inputs (the same path, or a symlink to it).
+    QTemporaryDir dir;
+    const QString doc = dir.filePath("doc.txt");
+    const QByteArray text = "Lily went to the beach. She found a shell.\n";
+    writeFile(doc, text);
+    REQUIRE(QFile::link(doc, dir.filePath("link.png")));
+    for (const QString& shot : {doc, dir.filePath("link.png")}) {
+        const ProcessResult r = runStudio({"--model", modelPath(), "--document", doc, "--question", "Q", "--screenshot", shot},
+                                          dir.filePath("config"), kTimeoutMs);
+        INFO("stderr: " << r.err.toStdString());
+        REQUIRE_FALSE(r.hung);
+        CHECK(r.code == 2);
+        CHECK(oneLine(r.err));
+        CHECK(r.err.contains("is the document (--document)"));
+        CHECK(readFile(doc) == text);
+    }
 }

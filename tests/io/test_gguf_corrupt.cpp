@@ -4,7 +4,9 @@
 // found and what was allowed. Also the positive cases the checks must not break.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -553,4 +555,77 @@ TEST_CASE("ModelFile::open names the path it cannot use", "[gguf][safetensors]")
     model_error(dir.file("w.safetensors"), Kind::Unsupported,
                 {"safetensors file given: pass the folder"});
     model_error(dir.path(), Kind::Io, {"config.json not found"});
+}
+
+namespace {
+
+// The message of the FileError f throws ("" when it throws none).
+std::string error_text(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const FileError& e) {
+        return e.what();
+    }
+    return std::string();
+}
+
+}  // namespace
+
+TEST_CASE("Counts are checked before anything is sized from them, against their own key", "[gguf][checks]") {
+    // Issue 22 #1 and #4: block_count 10^9 sized the per-layer tables first (15 GB, 30 s) and
+    // -1 was reported as "'llama.attention.sliding_window_pattern' = 1: allowed 0 to 0".
+    TempDir dir;
+    GgufWriter g = tiny_model();
+    SECTION("block_count 10^9") {
+        g.kv_u32("llama.block_count", 1000000000);
+        const std::string path = save(dir, g);
+        const auto t0 = std::chrono::steady_clock::now();
+        model_error(path, Kind::BadValue, {"key 'llama.block_count' = 1000000000: allowed 1 to 4096"});
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+    }
+    SECTION("block_count -1") {
+        g.kv_i32("llama.block_count", -1);
+        const std::string msg = error_text([&] { ModelFile::open(save(dir, g)); });
+        CHECK_THAT(msg, Catch::Matchers::Contains("key 'llama.block_count' = -1: allowed 1 to 4096"));
+        CHECK_THAT(msg, !Catch::Matchers::Contains("sliding_window_pattern"));
+    }
+    SECTION("block_count -1 in an architecture with a sliding-window pattern") {
+        GgufWriter gemma = tiny_model(TinySpec{"gemma2"});
+        gemma.kv_i32("gemma2.block_count", -1);
+        model_error(save(dir, gemma), Kind::BadValue, {"key 'gemma2.block_count' = -1: allowed 1 to 4096"});
+    }
+    SECTION("context_length 2^40") {
+        g.kv_scalar<uint64_t>("llama.context_length", kU64, uint64_t(1) << 40);
+        model_error(save(dir, g), Kind::BadValue, {"key 'llama.context_length' = 1099511627776: allowed 1 to"});
+    }
+}
+
+TEST_CASE("Keys, names and strings from the file are quoted at most 100 bytes long", "[gguf][checks]") {
+    // Issue 22 #2: a first key claiming 10^6 bytes was refused, but the message held all of it
+    // (1.27 MB and ~3000 lines of raw bytes on stderr).
+    TempDir dir;
+    GgufWriter g = tiny_model();
+    SECTION("a key of 10^6 bytes is refused by its length before it is read") {
+        ByteWriter one;
+        one.put<uint32_t>(1);
+        g.kvs.insert(g.kvs.begin(), GgufWriter::Kv{std::string(1000000, 'k'), kU32, one.b});
+        const std::string path = save(dir, g);
+        reader_error(path, Kind::BadSize,
+                     {"metadata key/value 0 (key): string length 1000000, allowed at most 65535"});
+        CHECK(error_text([&] { GgufReader r(path); }).size() < 300);
+    }
+    SECTION("a 60000-byte key of an unknown type is quoted cut, its bytes escaped") {
+        std::string key(60000, 'k');
+        key[3] = '\x01';
+        g.kvs.insert(g.kvs.begin(), GgufWriter::Kv{key, 99, {}});
+        const std::string path = save(dir, g);
+        reader_error(path, Kind::UnknownType, {"metadata key 'kkk\\x01kk", "... (60000 bytes)", "unknown value type 99"});
+        CHECK(error_text([&] { GgufReader r(path); }).size() < 400);
+    }
+    SECTION("an architecture name of 5000 bytes") {
+        g.kv_str("general.architecture", std::string(5000, 'x'));
+        const std::string path = save(dir, g);
+        model_error(path, Kind::Unsupported, {"architecture 'xxx", "... (5000 bytes)", "is not supported"});
+        CHECK(error_text([&] { ModelFile::open(path); }).size() < 500);
+    }
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -497,5 +498,41 @@ TEST_CASE("HF folders that lie are refused: more layers than num_hidden_layers, 
                                    0));
         require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson,
                            {"header is JSON nested more than 64 levels deep"});
+    }
+}
+
+TEST_CASE("config.json counts are checked before anything is sized from them", "[safetensors][checks]") {
+    // Issue 22 #1: "num_hidden_layers": 10^9 ran 25-33 s and reached 15.9 GB before the range
+    // check (the per-layer tables were sized first).
+    TempDir dir;
+    const std::string folder = tiny_hf_folder(dir);
+    json cfg = json::parse(read_file(folder + "/config.json"));
+    SECTION("num_hidden_layers 10^9") {
+        cfg["num_hidden_layers"] = 1000000000;
+        write_text(folder + "/config.json", cfg.dump());
+        const auto t0 = std::chrono::steady_clock::now();
+        folder_error(folder, Kind::BadValue, {"config.json", "key 'num_hidden_layers' = 1000000000: allowed 1 to 4096"});
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+    }
+    SECTION("num_hidden_layers 10^9 with layer_types") {
+        cfg["num_hidden_layers"] = 1000000000;
+        cfg["layer_types"] = json::array({"full_attention"});
+        write_text(folder + "/config.json", cfg.dump());
+        folder_error(folder, Kind::BadValue, {"key 'num_hidden_layers' = 1000000000: allowed 1 to 4096"});
+    }
+    SECTION("max_position_embeddings -1") {
+        cfg["max_position_embeddings"] = -1;
+        write_text(folder + "/config.json", cfg.dump());
+        folder_error(folder, Kind::BadValue, {"key 'max_position_embeddings' = -1: allowed 1 to"});
+    }
+    SECTION("a model_type of 5000 bytes is quoted cut") {
+        cfg["model_type"] = std::string(5000, 'm');
+        write_text(folder + "/config.json", cfg.dump());
+        folder_error(folder, Kind::Unsupported, {"model_type 'mmm", "... (5000 bytes)' is not supported"});
+        try {
+            ModelFile::open(folder);
+        } catch (const FileError& e) {
+            CHECK(std::string(e.what()).size() < 600);
+        }
     }
 }
