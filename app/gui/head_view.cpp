@@ -244,15 +244,27 @@ void HeadView::buildPlot() {
     m_emptyText->setClipToAxisRect(false);
     m_emptyText->setText("Press Run to prefill the document; the selected head's attention appears here.");
 
-    // Legend inside the score rect, top right.
+    // Legend in one row under the score plot, centred between two empty stretching cells: inside
+    // the plot it covered the notes drawn at the top of the score rect (the sliding-window reach,
+    // the observation window) whenever they grew towards the middle.
     m_plot->legend->setVisible(true);
-    m_plot->legend->setBrush(QColor(255, 255, 255, 215));
+    m_plot->legend->setBrush(Qt::NoBrush);
+    m_plot->legend->setBorderPen(Qt::NoPen);
     QFont lf = m_plot->legend->font();
     lf.setPointSizeF(9);
     m_plot->legend->setFont(lf);
-    m_plot->legend->setRowSpacing(-2);
+    m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    m_plot->legend->setWrap(0);
+    m_plot->legend->setColumnSpacing(16);
     m_heatRect->insetLayout()->take(m_plot->legend);
-    m_scoreRect->insetLayout()->addElement(m_plot->legend, Qt::AlignTop | Qt::AlignHCenter);
+    auto* legendRow = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(2, 0, legendRow);
+    legendRow->setMargins(QMargins(0, 0, 0, 0));
+    legendRow->addElement(0, 0, new QCPLayoutGrid);
+    legendRow->addElement(0, 1, m_plot->legend);
+    legendRow->addElement(0, 2, new QCPLayoutGrid);
+    legendRow->setColumnStretchFactors({1, 0.001, 1});
+    m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
 
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
