@@ -70,6 +70,15 @@ QString defaultModelPath() {
     return {};
 }
 
+QStringList modelFolders() {
+    QStringList folders;
+    for (const QString& root : searchRoots()) {
+        const QFileInfo fi(QDir(root).filePath("models"));
+        if (fi.isDir() && !folders.contains(fi.canonicalFilePath())) folders << fi.canonicalFilePath();
+    }
+    return folders;
+}
+
 QString findDatasetFile(const QString& name) {
     for (const QString& root : searchRoots()) {
         const QString p = QDir(root).filePath("datasets/" + name);

@@ -46,6 +46,9 @@ AppOptions parseOptions(const QStringList& arguments);
 // executable (../ and ../../, and the build tree's source dir). Empty if none exists.
 QString defaultModelPath();
 QString defaultModelFileName();
+// The models/ folders looked up the same way (working directory, next to the executable, the source
+// tree): those that exist, canonical, each once, in that order. The Model menu lists their models.
+QStringList modelFolders();
 // A file under datasets/ looked up the same way; empty if not found.
 QString findDatasetFile(const QString& name);
 // Reads a UTF-8 text file; nullopt with *error on failure (missing, a folder, unreadable, binary).

@@ -39,8 +39,8 @@ QString humanBytes(int64_t b) { return QString::fromStdString(snapkv::format_byt
 
 void MainWindow::setModelPath(const QString& path) {
     m_prompt->setModelPath(path);
-    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1; open a GGUF file or a Hugging "
-                                        "Face folder to start.")
+    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1 (datasets/fetch_model.sh fetches "
+                                        "it); open a GGUF file or a Hugging Face folder to start.")
                                     .arg(defaultModelFileName())
                               : QString());
 }
