@@ -94,6 +94,11 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     m_plot->setObjectName("comparePlot");
     stylePlot(m_plot);
     m_plot->xAxis->setLabel("generated token (step)");
+    // Steps are whole numbers: ticks on multiples of 1 (the default ticker put them at 2.5, 7.5, ...).
+    QSharedPointer<QCPAxisTickerFixed> steps(new QCPAxisTickerFixed);
+    steps->setTickStep(1);
+    steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    m_plot->xAxis->setTicker(steps);
     m_plot->yAxis->setLabel("KL(full || compressed), nats");
     // Top-1 agreement is a strip along the bottom (hidden right axis, 0..1): green agrees, red differs.
     m_plot->yAxis2->setVisible(false);
