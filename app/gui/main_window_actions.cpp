@@ -17,6 +17,7 @@
 #include "app/gui/eval_worker.h"
 #include "app/gui/head_view.h"
 #include "app/gui/main_window.h"
+#include "app/gui/model_menu.h"
 #include "app/gui/overview_view.h"
 #include "app/gui/parameter_panel.h"
 #include "app/gui/prompt_panel.h"
@@ -39,10 +40,17 @@ QString humanBytes(int64_t b) { return QString::fromStdString(snapkv::format_byt
 
 void MainWindow::setModelPath(const QString& path) {
     m_prompt->setModelPath(path);
-    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1 (datasets/fetch_model.sh fetches "
-                                        "it); open a GGUF file or a Hugging Face folder to start.")
-                                    .arg(defaultModelFileName())
-                              : QString());
+    if (!path.isEmpty()) {
+        showBanner(QString());
+        return;
+    }
+    bool others = false;   // models other than the default in models/ (e.g. only Gemma 3 fetched)
+    for (const QString& folder : modelFolders()) others = others || !listModels(folder).isEmpty();
+    showBanner(QString("No model found. The default is models/%1 (datasets/fetch_model.sh fetches it); %2")
+                   .arg(defaultModelFileName(),
+                        others ? QString("pick one of the models in models/ from the Model menu, or open a GGUF file "
+                                         "or a Hugging Face folder.")
+                               : QString("open a GGUF file or a Hugging Face folder to start.")));
 }
 
 void MainWindow::openModel(const QString& path) {
