@@ -85,6 +85,9 @@ bool OverviewView::updateTickLabels() {
     if (m_rowLabels.isEmpty() || m_columnLabels.isEmpty()) return false;
     const bool rows = setCellLabels(m_plot->yAxis, m_rowLabels);
     const bool columns = setCellLabels(m_plot->xAxis, m_columnLabels);
+    // The frame's top and right axes tick at the same cells (their own tickers put marks at 0.2 steps).
+    m_plot->xAxis2->setTicker(m_plot->xAxis->ticker());
+    m_plot->yAxis2->setTicker(m_plot->yAxis->ticker());
     return rows || columns;
 }
 
