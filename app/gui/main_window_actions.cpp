@@ -209,6 +209,7 @@ void MainWindow::onModelLoaded() {
                                  .arg(c.n_ctx_train)
                                  .arg(QString::fromStdString(m.device), QString::fromStdString(m.dtype),
                                       QString::fromStdString(m.chat_format), weights));
+    m_prompt->setChatFormat(QString::fromStdString(m.chat_format));
     showBanner(QString());
     updateTitle();
     showInfo(QString("Loaded %1.").arg(QString::fromStdString(c.name)));
