@@ -260,9 +260,11 @@ void HeadView::buildPlot() {
     auto* legendRow = new QCPLayoutGrid;
     m_plot->plotLayout()->addElement(2, 0, legendRow);
     legendRow->setMargins(QMargins(0, 0, 0, 0));
-    legendRow->addElement(0, 0, new QCPLayoutGrid);
+    // Plain elements as spacers: an empty QCPLayoutGrid has a maximum width of 0, which handed all
+    // the room to the legend and spread its entries across the plot.
+    legendRow->addElement(0, 0, new QCPLayoutElement(m_plot));
     legendRow->addElement(0, 1, m_plot->legend);
-    legendRow->addElement(0, 2, new QCPLayoutGrid);
+    legendRow->addElement(0, 2, new QCPLayoutElement(m_plot));
     legendRow->setColumnStretchFactors({1, 0.001, 1});
     m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
 
