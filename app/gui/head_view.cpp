@@ -227,15 +227,11 @@ void HeadView::buildPlot() {
     m_thresholdLine->point1->setAxes(sx, sy);
     m_thresholdLine->point2->setAxes(sx, sy);
     m_thresholdLine->setPen(QPen(kThresholdColor, 1.2, Qt::DashLine));
-    m_thresholdText = new QCPItemText(m_plot);
-    m_thresholdText->setClipAxisRect(m_scoreRect);
-    m_thresholdText->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_thresholdText->position->setAxisRect(m_scoreRect);
-    m_thresholdText->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_thresholdText->position->setAxes(sx, sy);
-    m_thresholdText->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    m_thresholdText->setColor(kThresholdColor);
-    m_thresholdText->setBrush(QColor(255, 255, 255, 200));
+    // The threshold's value goes in the legend (below the plot), not on the line: a label there
+    // covered the kept-position ticks along the bottom whenever the threshold was low.
+    m_thresholdKey = m_plot->addGraph(sx, sy);
+    m_thresholdKey->setPen(QPen(kThresholdColor, 1.2, Qt::DashLine));
+    m_thresholdKey->removeFromLegend();
 
     m_emptyText = new QCPItemText(m_plot);
     m_emptyText->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -503,13 +499,13 @@ void HeadView::rebuildScores() {
     m_threshold = hs ? keptThreshold(hs->pooled, kept) : kNoValue;
     const bool showThreshold = hs && ls && ls->compressed && std::isfinite(m_threshold);
     m_thresholdLine->setVisible(showThreshold);
-    m_thresholdText->setVisible(showThreshold);
+    if (showThreshold) m_thresholdKey->addToLegend();   // no-ops when already in (or out of) it
+    else m_thresholdKey->removeFromLegend();
     if (showThreshold) {
         const double t = std::max(m_threshold, d.logScale ? kLogFloor : -INFINITY);
         m_thresholdLine->point1->setCoords(0, t);
         m_thresholdLine->point2->setCoords(1, t);
-        m_thresholdText->position->setCoords(0.005, t);
-        m_thresholdText->setText(QString(" budget threshold %1: the lowest kept pooled score ").arg(m_threshold, 0, 'g', 3));
+        m_thresholdKey->setName(QString("budget threshold %1 (lowest kept pooled score)").arg(m_threshold, 0, 'g', 3));
     }
 
     const auto* sel = m_state->selection();
@@ -591,6 +587,7 @@ void HeadView::applyHighlight() {
         r->setBrush(QColor(59, 111, 216, m_highlight == HeadHighlight::Window ? 60 : 20));
     }
     m_thresholdLine->setPen(QPen(kThresholdColor, m_highlight == HeadHighlight::TopK ? 2.6 : 1.2, Qt::DashLine));
+    m_thresholdKey->setPen(m_thresholdLine->pen());
     setClusterAlpha(m_highlight == HeadHighlight::TopK ? 110 : 46);
     // Dense lines gain nothing from antialiasing (adaptive sampling draws one vertical run per
     // pixel) and it costs tens of milliseconds per repaint at 8K keys.
