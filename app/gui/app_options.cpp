@@ -76,6 +76,16 @@ QString defaultModelPath() {
 }
 
 QString userModelsDir() { return QString::fromStdString(snapkv::eval::user_models_dir()); }
+QStringList modelFolders() {
+    QStringList folders;
+    for (const QString& root : searchRoots()) {
+        const QFileInfo fi(QDir(root).filePath("models"));
+        if (fi.isDir() && !folders.contains(fi.canonicalFilePath())) folders << fi.canonicalFilePath();
+    }
+    const QFileInfo user(userModelsDir());   // an installed copy's fetched models
+    if (user.isDir() && !folders.contains(user.canonicalFilePath())) folders << user.canonicalFilePath();
+    return folders;
+}
 
 QString findDatasetFile(const QString& name) {
     // The CLI's lookup first ($SNAPKV_DATASETS, ./datasets, the installed copy, the source tree),

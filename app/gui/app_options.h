@@ -58,6 +58,10 @@ QString defaultModelPath();
 // Where snapkv-fetch-model (and Help > Get a Model) puts models: ~/.local/share/snapkv-studio/models.
 QString userModelsDir();
 QString defaultModelFileName();
+// The models/ folders (working directory, next to the executable, the source tree) and
+// userModelsDir(): those that exist, canonical, each once, in that order. The Model menu lists
+// their models.
+QStringList modelFolders();
 // A file under datasets/: core's lookup (SNAPKV_DATASETS, ./datasets, the installed copy, the
 // source tree), then next to the executable; empty if not found.
 QString findDatasetFile(const QString& name);

@@ -94,6 +94,11 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     m_plot->setObjectName("comparePlot");
     stylePlot(m_plot);
     m_plot->xAxis->setLabel("generated token (step)");
+    // Steps are whole numbers: ticks on multiples of 1 (the default ticker put them at 2.5, 7.5, ...).
+    QSharedPointer<QCPAxisTickerFixed> steps(new QCPAxisTickerFixed);
+    steps->setTickStep(1);
+    steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    m_plot->xAxis->setTicker(steps);
     m_plot->yAxis->setLabel("KL(full || compressed), nats");
     // Top-1 agreement is a strip along the bottom (hidden right axis, 0..1): green agrees, red differs.
     m_plot->yAxis2->setVisible(false);
@@ -130,6 +135,12 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     auto* group = new QCPMarginGroup(m_hitPlot);
     m_hitPlot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     m_hitScale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    // Whole layers and heads on the axes, as many labels as the cells have room for (see setCellLabels).
+    connect(m_hitPlot, &QCustomPlot::afterLayout, this, [this] {
+        if (m_hitRows.isEmpty()) return;
+        const bool rows = setCellLabels(m_hitPlot->yAxis, m_hitRows);
+        if (setCellLabels(m_hitPlot->xAxis, m_hitColumns) || rows) m_hitPlot->replot(QCustomPlot::rpQueuedReplot);
+    });
 
     m_table = new QTableWidget(0, 2);
     m_table->setObjectName("compareTable");
@@ -322,13 +333,13 @@ void CompareView::fillHitRates() {
     const auto* cmp = m_state->comparison();
     m_hitMap->data()->clear();
     if (!cmp || cmp->hit_rate.empty() || cmp->hit_rate.front().empty()) {
+        m_hitRows.clear();
         m_hitPlot->replot();
         return;
     }
     const int nL = static_cast<int>(cmp->hit_rate.size());
     const int nH = static_cast<int>(cmp->hit_rate.front().size());
-    m_hitMap->data()->setSize(nH, nL);
-    m_hitMap->data()->setRange(QCPRange(0, std::max(nH - 1, 1)), QCPRange(0, std::max(nL - 1, 1)));
+    setUnitCells(m_hitMap, nH, nL);
     double sum = 0;
     int count = 0;
     for (int l = 0; l < nL; ++l)
@@ -346,6 +357,14 @@ void CompareView::fillHitRates() {
     m_hitScale->axis()->setLabel(count ? QString("hit rate (mean %1)").arg(sum / count, 0, 'f', 3) : QString("hit rate"));
     m_hitPlot->xAxis->setRange(-0.5, nH - 0.5);
     m_hitPlot->yAxis->setRange(-0.5, nL - 0.5);
+    std::vector<int64_t> windows(static_cast<size_t>(nL), 0);
+    if (const auto* sel = m_state->selection())
+        for (int l = 0; l < nL && l < static_cast<int>(sel->layers.size()); ++l)
+            windows[static_cast<size_t>(l)] = sel->layers[static_cast<size_t>(l)].sliding_window;
+    m_hitRows = layerLabels(windows);
+    m_hitColumns = indexLabels(nH);
+    setCellLabels(m_hitPlot->yAxis, m_hitRows);
+    setCellLabels(m_hitPlot->xAxis, m_hitColumns);
     m_hitPlot->replot();
 }
 

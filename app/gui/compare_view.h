@@ -4,6 +4,8 @@
 // Generation runs only when the user asks (generateRequested).
 #pragma once
 
+#include <QStringList>
+
 #include "app/gui/lazy_view.h"
 
 class QLabel;
@@ -59,6 +61,8 @@ private:
     QCustomPlot* m_hitPlot;
     QCPColorMap* m_hitMap;
     QCPColorScale* m_hitScale;
+    QStringList m_hitRows;      // [n_layer] layer labels of the hit-rate map
+    QStringList m_hitColumns;   // [n_head]
     QTableWidget* m_table;
 };
 

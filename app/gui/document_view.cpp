@@ -24,11 +24,12 @@ namespace {
 
 // Light backgrounds so the text stays readable; evicted tokens are greyed instead of shaded.
 const QColor kCategoryBg[] = {QColor(Qt::white), QColor("#b7e4c7"), QColor("#bcd4f6"), QColor("#dcc6f2"),
-                              QColor("#fff1b8")};
+                              QColor("#fff1b8"), QColor("#e4e4e4")};
+const QColor kGreyText("#8a8a8a");
 // Marked tokens (an evaluation's needle): dark red, bold, underlined, on top of any shading.
 const QColor kMarkColor("#b3001b");
 const char* kCategoryName[] = {"evicted", "kept", "observation window", "attention sink (kept)",
-                               "question (outside the query-agnostic cache)"};
+                               "question (outside the query-agnostic cache)", "beyond the sliding window"};
 
 // Heat backgrounds are the colour map lightened halfway to white: the order of the colours is
 // kept, and text stays dark and readable on every token.
@@ -55,6 +56,8 @@ DocumentView::DocumentView(AnalysisState* state, QWidget* parent) : LazyView(par
     m_mode->addItems(documentModeNames());
     top->addWidget(m_mode);
     m_summary = new QLabel;
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window:
+    m_summary->setWordWrap(true);                                              // a long line wraps instead
     top->addWidget(m_summary, 1);
     m_legend = new QLabel;
     m_legend->setTextFormat(Qt::RichText);
@@ -104,11 +107,14 @@ void DocumentView::computeShading() {
     const int64_t L = sel->n_tokens;           // selection sequence (context only when query-agnostic)
     const int64_t P = std::max<int64_t>(0, L - sel->window);
     const bool compressed = ls && ls->compressed;
+    // A sliding-window layer keeps nothing older than the next token's window, compressed or not.
+    const int64_t reach = ls ? std::clamp<int64_t>(ls->first_reachable, 0, std::min(P, n)) : 0;
+    for (int64_t p = 0; p < reach; ++p) m_categories[p] = Unreachable;
     if (hs) {
         for (int64_t p : hs->kept)
-            if (p >= 0 && p < n) m_categories[p] = Kept;
+            if (p >= reach && p < n) m_categories[p] = Kept;
         if (!compressed)
-            for (int64_t p = 0; p < std::min(P, n); ++p) m_categories[p] = Kept;
+            for (int64_t p = reach; p < std::min(P, n); ++p) m_categories[p] = Kept;
         for (int64_t p = 0; p < std::min<int64_t>(sel->params.n_sink, std::min(P, n)); ++p)
             if (m_categories[p] == Kept) m_categories[p] = Sink;
         if (!hs->pooled.empty()) m_ranks = ranks(hs->pooled);
@@ -167,7 +173,7 @@ void DocumentView::render() {
             fmt.setForeground(Qt::black);   // every lightened background is light enough
         } else {
             fmt.setBackground(kCategoryBg[cat]);
-            if (cat == Evicted) fmt.setForeground(QColor("#8a8a8a"));
+            if (cat == Evicted || cat == Unreachable) fmt.setForeground(kGreyText);
             if (cat == Window && m_highlightWindow) {
                 fmt.setBackground(QColor("#7aa6f0"));
                 fmt.setFontWeight(QFont::Bold);
@@ -209,9 +215,13 @@ void DocumentView::refresh() {
     render();
     QStringList legend;
     if (d.documentMode == DocumentMode::HeadSelection) {
-        for (int cat : {Kept, Sink, Window, Evicted, Question})
+        const bool sliding = std::count(m_categories.begin(), m_categories.end(), Unreachable) > 0;
+        for (int cat : {Kept, Sink, Window, Evicted, Unreachable, Question}) {
+            if (cat == Unreachable && !sliding) continue;
             legend << QString("<span style='background:%1;color:%2'>&nbsp;%3&nbsp;</span>")
-                          .arg(kCategoryBg[cat].name(), cat == Evicted ? "#8a8a8a" : "black", kCategoryName[cat]);
+                          .arg(kCategoryBg[cat].name(), cat == Evicted || cat == Unreachable ? kGreyText.name() : "black",
+                               kCategoryName[cat]);
+        }
     } else {
         QString bar;
         for (int i = 0; i <= 10; ++i) {
@@ -230,12 +240,23 @@ void DocumentView::refresh() {
     m_legend->setText(legend.join("&nbsp;&nbsp;"));
     if (const auto* sel = m_state->selection(); sel && m_state->hasPrefill()) {
         const auto counts = [&](int cat) { return std::count(m_categories.begin(), m_categories.end(), cat); };
-        m_summary->setText(QString("%1 prompt tokens · layer %2, head %3 keeps %4 prefix tokens + %5 window")
-                               .arg(m_state->prefill().pieces.size())
-                               .arg(m_state->layer())
-                               .arg(m_state->head())
-                               .arg(counts(Kept) + counts(Sink))
-                               .arg(counts(Window)));
+        // In kv-head mode on a grouped-query model the focused head is a KV head.
+        const bool kvHead = sel->params.gqa == snapkv::GqaMode::KvHead && m_state->hasModel() &&
+                            m_state->model().config.n_head_kv < m_state->model().config.n_head;
+        QString summary = QString("%1 prompt tokens · layer %2, %3 %4 keeps %5 prefix tokens + %6 window")
+                              .arg(m_state->prefill().pieces.size())
+                              .arg(m_state->layer())
+                              .arg(kvHead ? "KV head" : "head")
+                              .arg(m_state->head())
+                              .arg(counts(Kept) + counts(Sink))
+                              .arg(counts(Window));
+        const auto* ls = m_state->focusedLayer();
+        if (ls && counts(Unreachable) > 0)
+            summary += QString(" · sliding window %1: the %2 tokens before position %3 are out of its reach")
+                           .arg(ls->sliding_window)
+                           .arg(counts(Unreachable))
+                           .arg(ls->first_reachable);
+        m_summary->setText(summary);
     } else {
         m_summary->clear();
     }

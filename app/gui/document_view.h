@@ -18,7 +18,8 @@ class AnalysisState;
 class DocumentView : public LazyView {
     Q_OBJECT
 public:
-    enum Category { Evicted = 0, Kept = 1, Window = 2, Sink = 3, Question = 4 };
+    // Unreachable: older than a sliding-window layer's window, neither kept nor counted there.
+    enum Category { Evicted = 0, Kept = 1, Window = 2, Sink = 3, Question = 4, Unreachable = 5 };
 
     explicit DocumentView(AnalysisState* state, QWidget* parent = nullptr);
 

@@ -626,8 +626,7 @@ void EvaluateView::drawNeedle() {
         y->grid()->setVisible(false);
         auto* map = new QCPColorMap(x, y);
         map->setInterpolate(false);
-        map->data()->setSize(nd, nl);
-        map->data()->setRange(QCPRange(0, std::max(nd - 1, 0)), QCPRange(0, std::max(nl - 1, 0)));
+        setUnitCells(map, nd, nl);   // whole cells also for a single depth or length
         for (int l = 0; l < nl; ++l)
             for (int d = 0; d < nd; ++d) {
                 const auto v = m_results.value(int64_t(l) * nd + d, k, key);

@@ -227,15 +227,11 @@ void HeadView::buildPlot() {
     m_thresholdLine->point1->setAxes(sx, sy);
     m_thresholdLine->point2->setAxes(sx, sy);
     m_thresholdLine->setPen(QPen(kThresholdColor, 1.2, Qt::DashLine));
-    m_thresholdText = new QCPItemText(m_plot);
-    m_thresholdText->setClipAxisRect(m_scoreRect);
-    m_thresholdText->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_thresholdText->position->setAxisRect(m_scoreRect);
-    m_thresholdText->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_thresholdText->position->setAxes(sx, sy);
-    m_thresholdText->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    m_thresholdText->setColor(kThresholdColor);
-    m_thresholdText->setBrush(QColor(255, 255, 255, 200));
+    // The threshold's value goes in the legend (below the plot), not on the line: a label there
+    // covered the kept-position ticks along the bottom whenever the threshold was low.
+    m_thresholdKey = m_plot->addGraph(sx, sy);
+    m_thresholdKey->setPen(QPen(kThresholdColor, 1.2, Qt::DashLine));
+    m_thresholdKey->removeFromLegend();
 
     m_emptyText = new QCPItemText(m_plot);
     m_emptyText->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -244,15 +240,29 @@ void HeadView::buildPlot() {
     m_emptyText->setClipToAxisRect(false);
     m_emptyText->setText("Press Run to prefill the document; the selected head's attention appears here.");
 
-    // Legend inside the score rect, top right.
+    // Legend in one row under the score plot, centred between two empty stretching cells: inside
+    // the plot it covered the notes drawn at the top of the score rect (the sliding-window reach,
+    // the observation window) whenever they grew towards the middle.
     m_plot->legend->setVisible(true);
-    m_plot->legend->setBrush(QColor(255, 255, 255, 215));
+    m_plot->legend->setBrush(Qt::NoBrush);
+    m_plot->legend->setBorderPen(Qt::NoPen);
     QFont lf = m_plot->legend->font();
     lf.setPointSizeF(9);
     m_plot->legend->setFont(lf);
-    m_plot->legend->setRowSpacing(-2);
+    m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    m_plot->legend->setWrap(0);
+    m_plot->legend->setColumnSpacing(16);
     m_heatRect->insetLayout()->take(m_plot->legend);
-    m_scoreRect->insetLayout()->addElement(m_plot->legend, Qt::AlignTop | Qt::AlignHCenter);
+    auto* legendRow = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(2, 0, legendRow);
+    legendRow->setMargins(QMargins(0, 0, 0, 0));
+    // Plain elements as spacers: an empty QCPLayoutGrid has a maximum width of 0, which handed all
+    // the room to the legend and spread its entries across the plot.
+    legendRow->addElement(0, 0, new QCPLayoutElement(m_plot));
+    legendRow->addElement(0, 1, m_plot->legend);
+    legendRow->addElement(0, 2, new QCPLayoutElement(m_plot));
+    legendRow->setColumnStretchFactors({1, 0.001, 1});
+    m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
 
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
@@ -489,13 +499,13 @@ void HeadView::rebuildScores() {
     m_threshold = hs ? keptThreshold(hs->pooled, kept) : kNoValue;
     const bool showThreshold = hs && ls && ls->compressed && std::isfinite(m_threshold);
     m_thresholdLine->setVisible(showThreshold);
-    m_thresholdText->setVisible(showThreshold);
+    if (showThreshold) m_thresholdKey->addToLegend();   // no-ops when already in (or out of) it
+    else m_thresholdKey->removeFromLegend();
     if (showThreshold) {
         const double t = std::max(m_threshold, d.logScale ? kLogFloor : -INFINITY);
         m_thresholdLine->point1->setCoords(0, t);
         m_thresholdLine->point2->setCoords(1, t);
-        m_thresholdText->position->setCoords(0.005, t);
-        m_thresholdText->setText(QString(" budget threshold %1: the lowest kept pooled score ").arg(m_threshold, 0, 'g', 3));
+        m_thresholdKey->setName(QString("budget threshold %1 (lowest kept pooled score)").arg(m_threshold, 0, 'g', 3));
     }
 
     const auto* sel = m_state->selection();
@@ -577,6 +587,7 @@ void HeadView::applyHighlight() {
         r->setBrush(QColor(59, 111, 216, m_highlight == HeadHighlight::Window ? 60 : 20));
     }
     m_thresholdLine->setPen(QPen(kThresholdColor, m_highlight == HeadHighlight::TopK ? 2.6 : 1.2, Qt::DashLine));
+    m_thresholdKey->setPen(m_thresholdLine->pen());
     setClusterAlpha(m_highlight == HeadHighlight::TopK ? 110 : 46);
     // Dense lines gain nothing from antialiasing (adaptive sampling draws one vertical run per
     // pixel) and it costs tens of milliseconds per repaint at 8K keys.

@@ -79,7 +79,7 @@ private:
     QCPGraph* m_pooled;
     QCPGraph* m_kept;
     QCPItemStraightLine* m_thresholdLine;
-    QCPItemText* m_thresholdText;
+    QCPGraph* m_thresholdKey;        // no data: the threshold's legend entry, named with its value
     QCPItemRect* m_windowHeat;
     QCPItemRect* m_windowScores;
     QCPItemText* m_windowText;

@@ -27,11 +27,13 @@
 #include <QVBoxLayout>
 
 #include "app/gui/analysis_state.h"
+#include "app/gui/app_options.h"
 #include "app/gui/compare_view.h"
 #include "app/gui/display_options.h"
 #include "app/gui/document_view.h"
 #include "app/gui/evaluate_view.h"
 #include "app/gui/head_view.h"
+#include "app/gui/model_menu.h"
 #include "app/gui/overview_view.h"
 #include "app/gui/parameter_panel.h"
 #include "app/gui/prompt_panel.h"
@@ -222,9 +224,9 @@ QList<QAction*> MainWindow::shortcutActions() const {
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu("&File");
     file->addAction(m_actOpenModel);
-    auto* openFolder = file->addAction(style()->standardIcon(QStyle::SP_DirIcon), "Open Model &Folder…");
-    openFolder->setStatusTip("Open a Hugging Face model folder (config.json, tokenizer.json, *.safetensors)");
-    connect(openFolder, &QAction::triggered, this, [this] {
+    m_actOpenModelFolder = file->addAction(style()->standardIcon(QStyle::SP_DirIcon), "Open Model &Folder…");
+    m_actOpenModelFolder->setStatusTip("Open a Hugging Face model folder (config.json, tokenizer.json, *.safetensors)");
+    connect(m_actOpenModelFolder, &QAction::triggered, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");
         if (!dir.isEmpty()) openModel(dir);
     });
@@ -240,6 +242,13 @@ void MainWindow::buildMenus() {
     file->addAction(m_actExportData);
     file->addSeparator();
     file->addAction(m_actQuit);
+
+    // Model: the models fetched into models/ (re-read each time the menu opens), then the dialogs.
+    m_modelMenu = menuBar()->addMenu("&Model");
+    m_modelMenu->setObjectName("modelMenu");
+    m_modelMenu->setToolTipsVisible(true);
+    connect(m_modelMenu, &QMenu::aboutToShow, this, &MainWindow::rebuildModelMenu);
+    rebuildModelMenu();
 
     QMenu* edit = menuBar()->addMenu("&Edit");
     edit->addAction(m_actUndo);
@@ -488,6 +497,13 @@ void MainWindow::addRecent(const QString& key, const QString& path) {
     l.prepend(abs);
     while (l.size() > kMaxRecent) l.removeLast();
     s.setValue(key, l);
+}
+
+void MainWindow::rebuildModelMenu() {
+    fillModelMenu(m_modelMenu, modelFolders(), m_prompt->modelPath(), [this](const QString& path) { openModel(path); });
+    m_modelMenu->addSeparator();
+    m_modelMenu->addAction(m_actOpenModel);
+    m_modelMenu->addAction(m_actOpenModelFolder);
 }
 
 void MainWindow::rebuildRecentMenu(QMenu* menu, const QString& key) {

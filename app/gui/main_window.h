@@ -123,6 +123,7 @@ private:
     void saveSettings() const;
     void addRecent(const QString& key, const QString& path);
     void rebuildRecentMenu(QMenu* menu, const QString& key);
+    void rebuildModelMenu();
     SessionFile currentSession() const;
     void applySession(const SessionFile& s);
 
@@ -170,6 +171,8 @@ private:
     QLabel* m_statusText;
     QLabel* m_timing;
     QMenu* m_recentModels;
+    QMenu* m_modelMenu;
+    QAction* m_actOpenModelFolder;
     QMenu* m_recentDocuments;
     QMenu* m_recentSessions;
     QPointer<QMessageBox> m_dialog;

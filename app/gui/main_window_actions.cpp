@@ -18,6 +18,7 @@
 #include "app/gui/head_view.h"
 #include "app/gui/main_window.h"
 #include "app/gui/model_fetch.h"
+#include "app/gui/model_menu.h"
 #include "app/gui/overview_view.h"
 #include "app/gui/parameter_panel.h"
 #include "app/gui/prompt_panel.h"
@@ -41,10 +42,17 @@ QString humanBytes(int64_t b) { return QString::fromStdString(snapkv::format_byt
 
 void MainWindow::setModelPath(const QString& path) {
     m_prompt->setModelPath(path);
-    showBanner(path.isEmpty() ? QString("No model found. The default is models/%1 (Help > Get a Model fetches it); "
-                                        "open a GGUF file or a Hugging Face folder to start.")
-                                    .arg(defaultModelFileName())
-                              : QString());
+    if (!path.isEmpty()) {
+        showBanner(QString());
+        return;
+    }
+    bool others = false;   // models other than the default in models/ (e.g. only Gemma 3 fetched)
+    for (const QString& folder : modelFolders()) others = others || !listModels(folder).isEmpty();
+    showBanner(QString("No model found. The default is models/%1 (Help > Get a Model fetches it); %2")
+                   .arg(defaultModelFileName(),
+                        others ? QString("pick one of the models in models/ from the Model menu, or open a GGUF file "
+                                         "or a Hugging Face folder.")
+                               : QString("open a GGUF file or a Hugging Face folder to start.")));
 }
 
 void MainWindow::showGetModel() {
@@ -209,6 +217,7 @@ void MainWindow::onModelLoaded() {
                                  .arg(c.n_ctx_train)
                                  .arg(QString::fromStdString(m.device), QString::fromStdString(m.dtype),
                                       QString::fromStdString(m.chat_format), weights));
+    m_prompt->setChatFormat(QString::fromStdString(m.chat_format));
     showBanner(QString());
     updateTitle();
     showInfo(QString("Loaded %1.").arg(QString::fromStdString(c.name)));

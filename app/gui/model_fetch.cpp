@@ -89,8 +89,8 @@ void GetModelDialog::onDownload() {
             m_download->setEnabled(true);
         }
     });
-    m_log->appendPlainText(QString("$ bash %1 --dest %2").arg(m_script, dest));
-    m_process->start("bash", {m_script, "--dest", dest});
+    m_log->appendPlainText(QString("$ bash %1 --dest %2 smollm2").arg(m_script, dest));
+    m_process->start("bash", {m_script, "--dest", dest, "smollm2"});
 }
 
 void GetModelDialog::onFinished(int exitCode) {

@@ -61,6 +61,11 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     m_cursor->setPen(QPen(QColor("#e4002b"), 2.5));
     m_cursor->setBrush(Qt::NoBrush);
     m_cursor->setVisible(false);
+    // Tick labels depend on the cell size in pixels, known once the plot is laid out (and changed
+    // by every resize): recompute them after each layout and replot when they changed.
+    connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
+        if (updateTickLabels()) m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -74,6 +79,16 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
         connect(m_state, sig, this, [this] { markDirty(); });
     connect(m_state, &AnalysisState::focusChanged, this, [this] { markDirty(); });
     syncControls();
+}
+
+bool OverviewView::updateTickLabels() {
+    if (m_rowLabels.isEmpty() || m_columnLabels.isEmpty()) return false;
+    const bool rows = setCellLabels(m_plot->yAxis, m_rowLabels);
+    const bool columns = setCellLabels(m_plot->xAxis, m_columnLabels);
+    // The frame's top and right axes tick at the same cells (their own tickers put marks at 0.2 steps).
+    m_plot->xAxis2->setTicker(m_plot->xAxis->ticker());
+    m_plot->yAxis2->setTicker(m_plot->yAxis->ticker());
+    return rows || columns;
 }
 
 void OverviewView::syncControls() {
@@ -132,6 +147,7 @@ void OverviewView::refresh() {
         m_map->data()->clear();
         m_cursor->setVisible(false);
         m_info->clear();
+        m_rowLabels.clear();
         if (d.overviewStat == OverviewStat::HitRate && m_state->selection())
             setEmptyState("Hit rates need a comparison",
                           "Open Compare and press Generate & compare (Ctrl+G). The hit rate of a head is the share "
@@ -148,8 +164,7 @@ void OverviewView::refresh() {
         return;
     }
     setEmptyState(QString());
-    m_map->data()->setSize(nH, nL);
-    m_map->data()->setRange(QCPRange(0, std::max(nH - 1, 1)), QCPRange(0, std::max(nL - 1, 1)));
+    setUnitCells(m_map, nH, nL);
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     int count = 0;
     for (int l = 0; l < nL; ++l)
@@ -170,39 +185,35 @@ void OverviewView::refresh() {
     applyColorSettings(m_map, m_scale, grid, lo, hi);
     m_plot->xAxis->setRange(-0.5, nH - 0.5);
     m_plot->yAxis->setRange(-0.5, nL - 0.5);
-    auto ticker = [](int n) {
-        QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);
-        t->setTickStep(n > 40 ? 4 : n > 16 ? 2 : 1);
-        t->setScaleStrategy(QCPAxisTickerFixed::ssNone);
-        return t;
-    };
-    m_plot->xAxis->setTicker(ticker(nH));
-    m_plot->yAxis->setTicker(ticker(nL));
+    // In kv-head mode a column is one KV head (a query-head group); hit rates stay per query head.
+    const auto* sel = m_state->selection();
+    const bool grouped = m_state->hasModel() && m_state->model().config.n_head_kv < m_state->model().config.n_head;
+    const bool kvColumns = grouped && sel && sel->params.gqa == snapkv::GqaMode::KvHead &&
+                           d.overviewStat != OverviewStat::HitRate;
+    m_plot->xAxis->setLabel(kvColumns ? "KV head" : grouped && d.overviewStat == OverviewStat::HitRate ? "query head" : "head");
 
     // Sliding-window layers only ever see their window: their rows get a dotted frame and "sw" on
-    // the layer axis, and the caption says what that means.
-    const auto* sel = m_state->selection();
+    // the layer axis, and the caption says what that means. Every row is labelled while the rows
+    // are tall enough for a label; heads likewise while the columns are wide enough.
+    std::vector<int64_t> windows(static_cast<size_t>(nL), 0);
     int nSliding = 0;
     int64_t slidingWindow = 0;
-    if (sel) {
-        QSharedPointer<QCPAxisTickerText> labels(new QCPAxisTickerText);
-        const int step = nL > 40 ? 4 : nL > 16 ? 2 : 1;
-        for (int l = 0; l < nL && l < static_cast<int>(sel->layers.size()); ++l) {
-            const int64_t w = sel->layers[l].sliding_window;
-            if (w > 0) {
-                ++nSliding;
-                slidingWindow = w;
-                auto* frame = new QCPItemRect(m_plot);
-                frame->topLeft->setCoords(-0.5, l - 0.5);
-                frame->bottomRight->setCoords(nH - 0.5, l + 0.5);
-                frame->setPen(QPen(QColor("#303030"), 1.4, Qt::DotLine));
-                frame->setBrush(Qt::NoBrush);
-                frame->setClipToAxisRect(true);
-            }
-            if (l % step == 0 || w > 0) labels->addTick(l, w > 0 ? QString("%1 sw").arg(l) : QString::number(l));
-        }
-        if (nSliding > 0) m_plot->yAxis->setTicker(labels);
+    for (int l = 0; sel && l < nL && l < static_cast<int>(sel->layers.size()); ++l) {
+        const int64_t w = sel->layers[l].sliding_window;
+        windows[static_cast<size_t>(l)] = w;
+        if (w <= 0) continue;
+        ++nSliding;
+        slidingWindow = w;
+        auto* frame = new QCPItemRect(m_plot);
+        frame->topLeft->setCoords(-0.5, l - 0.5);
+        frame->bottomRight->setCoords(nH - 0.5, l + 0.5);
+        frame->setPen(QPen(QColor("#303030"), 1.4, Qt::DotLine));
+        frame->setBrush(Qt::NoBrush);
+        frame->setClipToAxisRect(true);
     }
+    m_rowLabels = layerLabels(windows);
+    m_columnLabels = indexLabels(nH);
+    updateTickLabels();
 
     // Value labels when a cell has room for "0.00".
     const double cellW = m_plot->axisRect()->width() / double(nH);
@@ -229,9 +240,11 @@ void OverviewView::refresh() {
     m_cursor->bottomRight->setCoords(gh - 0.5 + (d.overviewStat == OverviewStat::HitRate ? span : 1),
                                      m_state->layer() + 0.5);
     m_cursor->setVisible(true);
-    QString info = QString("%1 layers x %2 heads · mean %3 · focused: %4")
+    const QString column = m_plot->xAxis->label();
+    QString info = QString("%1 layers x %2 %3%4 · mean %5 · focused: %6")
                        .arg(nL)
                        .arg(nH)
+                       .arg(column, nH == 1 ? "" : "s")
                        .arg(count ? sum / count : 0.0, 0, 'f', 3)
                        .arg(describe(m_state->layer(), gh));
     if (nSliding > 0)
@@ -260,8 +273,9 @@ QString OverviewView::describe(int layer, int head) const {
         return {};
     const double v = m_grid[layer][head];
     const QString name = overviewStatNames().at(static_cast<int>(m_state->display().overviewStat));
-    return QString("layer %1, head %2: %3 %4")
+    return QString("layer %1, %2 %3: %4 %5")
         .arg(layer)
+        .arg(m_plot->xAxis->label())
         .arg(head)
         .arg(name, std::isfinite(v) ? QString::number(v, 'f', 3) : QString("n/a"));
 }

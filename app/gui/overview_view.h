@@ -3,6 +3,8 @@
 // a click focuses the head in every view, arrow keys move the focus. Reads AnalysisState only.
 #pragma once
 
+#include <QStringList>
+
 #include <vector>
 
 #include "app/gui/lazy_view.h"
@@ -18,6 +20,7 @@ class QMouseEvent;
 namespace studio {
 
 class AnalysisState;
+
 
 class OverviewView : public LazyView {
     Q_OBJECT
@@ -42,6 +45,8 @@ private:
     int gridHeadOf(int selectionHead) const;
     QString describe(int layer, int head) const;
     void syncControls();
+    // Sets the axes' tick labels for the current cell size (setCellLabels); false when unchanged.
+    bool updateTickLabels();
 
     AnalysisState* m_state;
     QComboBox* m_stat;
@@ -52,6 +57,8 @@ private:
     QCPColorScale* m_scale;
     QCPItemRect* m_cursor;
     std::vector<std::vector<double>> m_grid;
+    QStringList m_rowLabels;          // [n_layer]
+    QStringList m_columnLabels;       // [columns]
     bool m_highlight = false;
 };
 

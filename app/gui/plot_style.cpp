@@ -76,4 +76,60 @@ void applyColorSettings(QCPColorMap* map, QCPColorScale* scale, const DisplaySet
     }
 }
 
+void setUnitCells(QCPColorMap* map, int nKeys, int nValues) {
+    auto centres = [](int n) { return n == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, std::max(n - 1, 0)); };
+    map->setTightBoundary(false);
+    map->data()->setSize(nKeys, nValues);
+    map->data()->setRange(centres(nKeys), centres(nValues));
+}
+
+int labelStep(double cellPixels, double labelPixels) {
+    if (!(cellPixels > 0)) return 1;   // not laid out yet: label everything, the layout corrects it
+    for (int step = 1;; step *= 10)
+        for (int m : {1, 2, 5})
+            if (m * step * cellPixels >= labelPixels || m * step >= (1 << 20)) return m * step;
+}
+
+bool setCellLabels(QCPAxis* axis, const QStringList& labels) {
+    const bool vertical = axis->orientation() == Qt::Vertical;
+    const QFontMetrics fm(axis->tickLabelFont());
+    double labelPx = fm.height();
+    if (!vertical) {
+        double widest = 0;
+        for (const QString& l : labels) widest = std::max<double>(widest, fm.horizontalAdvance(l));
+        labelPx = widest + 8;
+    }
+    const double length = vertical ? axis->axisRect()->height() : axis->axisRect()->width();
+    const int n = static_cast<int>(labels.size());
+    const int step = n > 0 ? labelStep(length / n, labelPx) : 1;
+    QMap<double, QString> ticks;
+    for (int i = 0; i < n; i += step) ticks.insert(i, labels[i]);
+    const auto current = axis->ticker().dynamicCast<QCPAxisTickerText>();
+    if (current && current->ticks() == ticks) return false;
+    QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
+    t->setTicks(ticks);
+    axis->setTicker(t);
+    return true;
+}
+
+QStringList layerLabels(const std::vector<int64_t>& slidingWindows) {
+    QStringList labels;
+    for (size_t l = 0; l < slidingWindows.size(); ++l)
+        labels << (slidingWindows[l] > 0 ? QString("%1 sw").arg(l) : QString::number(l));
+    return labels;
+}
+
+QStringList indexLabels(int n) {
+    QStringList labels;
+    for (int i = 0; i < n; ++i) labels << QString::number(i);
+    return labels;
+}
+
+QCPRange cellExtent(const QCPColorMapData& data, bool keys) {
+    const QCPRange r = keys ? data.keyRange() : data.valueRange();
+    const int n = keys ? data.keySize() : data.valueSize();
+    const double half = n > 1 ? 0.5 * r.size() / (n - 1) : 0.0;
+    return QCPRange(r.lower - half, r.upper + half);
+}
+
 }  // namespace studio

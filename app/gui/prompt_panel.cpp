@@ -126,6 +126,18 @@ bool PromptPanel::chat() const { return m_chat->isChecked(); }
 void PromptPanel::setChat(bool on) { m_chat->setChecked(on); }
 void PromptPanel::setModelStatus(const QString& text) { m_modelStatus->setText(text); }
 
+void PromptPanel::setChatFormat(const QString& format) {
+    if (format == "raw") {
+        m_chat->setText("wrap in the model's chat template (it has none: plain text)");
+        m_chat->setToolTip("This model has no chat template: the document and the question are joined by a blank line "
+                           "as plain text, whether or not this is on.");
+    } else {
+        m_chat->setText(format.isEmpty() ? QString("wrap in the model's chat template")
+                                         : QString("wrap in the model's chat template (%1)").arg(format));
+        m_chat->setToolTip(QString());
+    }
+}
+
 snapkv::PromptSpec PromptPanel::promptSpec() const {
     snapkv::PromptSpec p;
     p.document = document().toStdString();

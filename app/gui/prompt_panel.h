@@ -33,6 +33,10 @@ public:
     bool chat() const;
     void setChat(bool on);
     void setModelStatus(const QString& text);
+    // The loaded model's chat format ("chatml", "gemma", ..., "raw" when it has no template, as
+    // Gemma 3 270M's base GGUF): named next to the chat switch, so that a switch that cannot wrap
+    // anything says so. Empty: no model loaded.
+    void setChatFormat(const QString& format);
     snapkv::PromptSpec promptSpec() const;
 
 Q_SIGNALS:

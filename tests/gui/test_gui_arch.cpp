@@ -1,6 +1,6 @@
 // The app on the tiny model of every architecture (tests/data/tiny): it loads the GGUF and the HF
 // folder, runs, fills the overview, marks the sliding-window layers on the layer axis, and the
-// head view lists only positions the next token can see on such a layer.
+// head and document views list only positions the next token can see on such a layer.
 #include <catch2/catch.hpp>
 
 #include <QStringList>
@@ -8,6 +8,7 @@
 #include <qcustomplot.h>
 
 #include "app/gui/analysis_state.h"
+#include "app/gui/document_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/overview_view.h"
 #include "gui_test_util.h"
@@ -66,5 +67,17 @@ TEST_CASE("Every architecture's tiny model opens, runs and marks its sliding-win
         const int64_t first = sel->layers[static_cast<size_t>(l)].first_reachable;
         CHECK(first == sel->n_tokens - cfg.layers[static_cast<size_t>(l)].sliding_window + 1);
         for (int64_t pos : w->headView()->keptPositions()) CHECK(pos >= first);
+        // The document view: positions older than the window are "beyond the sliding window", never
+        // kept, whether or not the layer was compressed.
+        REQUIRE(w->showView("document"));
+        settle();
+        w->documentView()->refreshNow();
+        const auto& cats = w->documentView()->categories();
+        REQUIRE(static_cast<int64_t>(cats.size()) >= first);
+        for (int64_t p = 0; p < static_cast<int64_t>(cats.size()); ++p) {
+            CAPTURE(p, cats[static_cast<size_t>(p)]);
+            const bool unreachable = cats[static_cast<size_t>(p)] == studio::DocumentView::Unreachable;
+            CHECK(unreachable == (p < std::min(first, sel->n_tokens - sel->window)));
+        }
     }
 }
