@@ -153,7 +153,11 @@ float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float*) {
 template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
 void matvec_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x, const float* xs,
                  float* y) {
-    for (int64_t r = 0; r < n_rows; ++r) y[r] = Dot(w + static_cast<size_t>(r) * row_bytes, n_cols, x, xs);
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+        prefetch_ahead(row, row_bytes);
+        y[r] = Dot(row, n_cols, x, xs);
+    }
 }
 
 KernelTable make_table() {

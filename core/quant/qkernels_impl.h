@@ -66,6 +66,15 @@ inline int iq4_xs_scale(const uint8_t* p, int ib) {
 alignas(16) constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                1,    13,   25,  38,  53,  69,  89,  113};
 
+// Weights stream from memory once per product: each row asks for the bytes kPrefetchBytes past
+// its own start (a row's worth), so several cache lines are in flight while a row is multiplied.
+// Measured on a Xeon VM (tests/quant/bench: Q8_0, AVX-512, matrices larger than the caches):
+// 0.167 -> 0.129 ns per weight at 2 KiB; 1 and 4 KiB gained less.
+constexpr size_t kPrefetchBytes = 2048;
+inline void prefetch_ahead(const uint8_t* row, size_t row_bytes) {
+    for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + kPrefetchBytes + o);
+}
+
 template <class V>
 struct Kernels {
     using vec = typename V::vec;
@@ -391,7 +400,11 @@ struct Kernels {
     template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
     static void matvec(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
                        const float* x, const float* xs, float* y) {
-        for (int64_t r = 0; r < n_rows; ++r) y[r] = Dot(w + static_cast<size_t>(r) * row_bytes, n_cols, x, xs);
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+            prefetch_ahead(row, row_bytes);
+            y[r] = Dot(row, n_cols, x, xs);
+        }
     }
 
     // ---- dequantizers: one row each, exact (see the file comment) ----
