@@ -3,8 +3,7 @@
 // cost per operation (dispatch, allocation, views) while the kernel threads wait; here a layer is
 // the same sequence of operations in the same float arithmetic, on plain arrays: the fused norms,
 // RoPE and masking of decode_ops, the core/quant products and attention kernels, and core/quant's
-// softmax and SwiGLU. LibTorch is called once per token (embedding row, logits tensor) and for
-// GeGLU's gelu (gemma) only.
+// softmax, SwiGLU and GeGLU. LibTorch is called once per token (embedding row, logits tensor).
 //
 // Dimensions as in llama_model.h; F = rows of the layer's gate matrix.
 #include <algorithm>
@@ -125,10 +124,7 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
             WeightMatrix::apply_raw(ws, 2, h, ys);
         }
         if (c.ffn_act == FfnActivation::GeluTanh) {
-            const auto f32 = at::TensorOptions().dtype(at::kFloat);
-            const at::Tensor gt = at::from_blob(gate, {1, F}, f32), ut = at::from_blob(up, {1, F}, f32);
-            const at::Tensor prod = (at::gelu(gt, "tanh") * ut).contiguous();
-            std::memcpy(gate, prod.data_ptr<float>(), static_cast<size_t>(F) * sizeof(float));
+            gelu_tanh_mul(gate, up, F);
         } else {
             silu_mul(gate, up, F);
         }

@@ -298,6 +298,10 @@ void softmax_rows(float* x, int64_t rows, int64_t n) { table_for(active_cpu_path
 void softmax_rows_on(CpuPath path, float* x, int64_t rows, int64_t n) { table_for(path).softmax_rows(x, rows, n); }
 void silu_mul(float* gate, const float* up, int64_t n) { table_for(active_cpu_path()).silu_mul(gate, up, n); }
 void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n) { table_for(path).silu_mul(gate, up, n); }
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) { table_for(active_cpu_path()).gelu_tanh_mul(gate, up, n); }
+void gelu_tanh_mul_on(CpuPath path, float* gate, const float* up, int64_t n) {
+    table_for(path).gelu_tanh_mul(gate, up, n);
+}
 
 void set_kernel_threads(int n) {
     std::lock_guard<std::mutex> lock(g_pool_mutex);

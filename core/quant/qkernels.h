@@ -71,6 +71,10 @@ void softmax_rows_on(CpuPath path, float* x, int64_t rows, int64_t n);
 // In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU); gate and up [n].
 void silu_mul(float* gate, const float* up, int64_t n);
 void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
+// In place: gate[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, the tanh approximation of GELU as
+// transformers' gelu_pytorch_tanh), computed as gate / (1 + exp(-2u)) * up; gate and up [n].
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+void gelu_tanh_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
 
 // Threads the kernels use (the caller's thread included); 1 runs everything on the caller.
 // Default: the number of cores. Set once at start-up (init_runtime does, from SNAPKV_THREADS).

@@ -694,6 +694,18 @@ struct Kernels {
         });
     }
 
+    // gate[i] = gelu_tanh(gate[i]) * up[i] (GeGLU), in place. 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u))
+    // exactly, with u = sqrt(2 / pi) (x + 0.044715 x^3); this form has no cancellation for large
+    // negative x (where 1 + tanh(u) loses every digit) and shares exp with SwiGLU.
+    static void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+        const vec one = V::set1(1.0f), c0 = V::set1(-2.0f * 0.7978845608028654f), c1 = V::set1(0.044715f);
+        map_inplace(gate, n, 0.0f, [&](vec g, int64_t i) {
+            const vec u = i + N <= n ? V::load(up + i) : load_part(up + i, n - i, 0.0f);
+            const vec inner = V::mul(c0, V::fmadd(V::mul(c1, g), V::mul(g, g), g));   // -2 u
+            return V::mul(V::div(g, V::add(one, exp_v(inner))), u);
+        });
+    }
+
     static KernelTable table() {
         KernelTable t{};
         t.matvec[kF32] = matvec<dot_f32>;
@@ -730,6 +742,7 @@ struct Kernels {
         t.attn_values = attn_values;
         t.softmax_rows = softmax_rows;
         t.silu_mul = silu_mul;
+        t.gelu_tanh_mul = gelu_tanh_mul;
         return t;
     }
 };

@@ -34,7 +34,8 @@ using AttnValuesFn = void (*)(const float* p, const float* v, int64_t g, int64_t
 
 // In place: each of rows rows of n values -> exp(x - max) / sum (softmax; -inf gives 0).
 using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
-// In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU).
+// In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU), or gelu_tanh(gate[i]) * up[i]
+// (GeGLU).
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 
 struct KernelTable {
@@ -44,6 +45,7 @@ struct KernelTable {
     AttnValuesFn attn_values;
     SoftmaxFn softmax_rows;
     SiluMulFn silu_mul;
+    SiluMulFn gelu_tanh_mul;
 };
 
 const KernelTable& scalar_kernels();

@@ -317,7 +317,7 @@ TEST_CASE("Single-query attention kernels match float64 on every path, threaded 
     set_kernel_threads(threads_before);
 }
 
-TEST_CASE("Softmax and SwiGLU helpers match float64 on every path, odd lengths and -inf included", "[quant]") {
+TEST_CASE("Softmax, SwiGLU and GeGLU helpers match float64 on every path, odd lengths and -inf included", "[quant]") {
     report_missing_paths();
     std::mt19937 rng(17);
     std::uniform_real_distribution<float> u(-30.0f, 30.0f);
@@ -359,6 +359,22 @@ TEST_CASE("Softmax and SwiGLU helpers match float64 on every path, odd lengths a
                 const double want = g / (1.0 + std::exp(-g)) * up[static_cast<size_t>(i)];
                 if (!(std::fabs(out[static_cast<size_t>(i)] - want) <= 4e-7 * std::fabs(want) + 1e-37))
                     FAIL("silu value " << i << ": got " << out[static_cast<size_t>(i)] << ", float64 " << want);
+            }
+            out = gate;
+            gelu_tanh_mul_on(path, out.data(), up.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+                const double g = gate[static_cast<size_t>(i)];
+                const double inner = 0.7978845608028654 * (g + 0.044715 * g * g * g);
+                // 0.5 g (1 + tanh(inner)) in the form that keeps its digits for large negative g (there
+                // 1 + tanh rounds to 0 even in float64); checked against the tanh form where it is exact.
+                const double want = g / (1.0 + std::exp(-2.0 * inner)) * up[static_cast<size_t>(i)];
+                if (g > -5.0)
+                    CHECK(std::fabs(want - 0.5 * g * (1.0 + std::tanh(inner)) * up[static_cast<size_t>(i)]) <=
+                          1e-9 * std::fabs(want) + 1e-300);
+                // The float32 exponent -2u is itself rounded: up to |2u| * 2^-23 relative off in exp.
+                const double tol = 4e-7 + 1.2e-7 * std::fabs(2.0 * inner);
+                if (!(std::fabs(out[static_cast<size_t>(i)] - want) <= tol * std::fabs(want) + 1e-37))
+                    FAIL("gelu value " << i << ": got " << out[static_cast<size_t>(i)] << ", float64 " << want);
             }
         }
     }
