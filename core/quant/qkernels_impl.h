@@ -174,29 +174,7 @@ struct Kernels {
         return V::hsum(acc);
     }
 
-    // Q4_0 (18 bytes): f16 d, 16 bytes of nibbles; w = d * (q - 8).
-    static float dot_q4_0(const uint8_t* p, int64_t n, const float* x, const float*) {
-        vec acc = V::zero();
-        for (int64_t i = 0; i < n; i += 32, p += 18, x += 32) {
-            q16 lo, hi;
-            q4_block(p + 2, 8, &lo, &hi);
-            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
-        }
-        return V::hsum(acc);
-    }
 
-    // Q4_1 (20 bytes): f16 d, f16 m, nibbles as Q4_0; w = d * q + m.
-    static float dot_q4_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        vec acc = V::zero();
-        float mins = 0.0f;
-        for (int64_t i = 0; i < n; i += 32, p += 20, x += 32) {
-            q16 lo, hi;
-            q4_block(p + 4, 0, &lo, &hi);
-            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
-            mins += V::h2f(load_u16(p + 2)) * xs[i / 32];
-        }
-        return V::hsum(acc) + mins;
-    }
 
     // Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
     // (each 64 values use 32 bytes: low nibbles sub-block 2k, high 2k + 1); w = d*sc * q - dmin*mn.
@@ -258,28 +236,48 @@ struct Kernels {
         return V::hsum(acc);
     }
 
-    // Q5_0 (22 bytes): f16 d, u32 qh, 16 bytes of nibbles; w = d * (q - 16).
-    static float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float*) {
-        vec acc = V::zero();
-        for (int64_t i = 0; i < n; i += 32, p += 22, x += 32) {
-            q16 lo, hi;
-            q5_block(p + 6, load_u32(p + 2), 16, &lo, &hi);
-            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
-        }
-        return V::hsum(acc);
-    }
 
-    // Q5_1 (24 bytes): f16 d, f16 m, u32 qh, 16 bytes of nibbles; w = d * q + m.
-    static float dot_q5_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+
+    // The 32-value formats with an f16 scale d first (Q4_0, Q5_0, IQ4_NL: w = d * q) and, with
+    // Min, an f16 minimum m after it (Q4_1, Q5_1: w = d * q + m, through the per-32 sums xs);
+    // unpack(p, &lo, &hi) gives a block's values 0..15 and 16..31.
+    template <size_t Bytes, bool Min, class Unpack>
+    static inline float dot_d32(const uint8_t* p, int64_t n, const float* x, const float* xs, Unpack unpack) {
         vec acc = V::zero();
         float mins = 0.0f;
-        for (int64_t i = 0; i < n; i += 32, p += 24, x += 32) {
+        for (int64_t i = 0; i < n; i += 32, p += Bytes, x += 32) {
             q16 lo, hi;
-            q5_block(p + 8, load_u32(p + 4), 0, &lo, &hi);
+            unpack(p, &lo, &hi);
             acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
-            mins += V::h2f(load_u16(p + 2)) * xs[i / 32];
+            if constexpr (Min) mins += V::h2f(load_u16(p + 2)) * xs[i / 32];
         }
-        return V::hsum(acc) + mins;
+        if constexpr (Min) return V::hsum(acc) + mins;
+        return V::hsum(acc);
+    }
+    // Q4_0 (18 bytes): f16 d, 16 bytes of nibbles; w = d * (q - 8).
+    static float dot_q4_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_d32<18, false>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 2, 8, lo, hi); });
+    }
+    // Q4_1 (20 bytes): f16 d, f16 m, nibbles as Q4_0; w = d * q + m.
+    static float dot_q4_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_d32<20, true>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 4, 0, lo, hi); });
+    }
+    // Q5_0 (22 bytes): f16 d, u32 qh, 16 bytes of nibbles; w = d * (q - 16).
+    static float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_d32<22, false>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) {
+            q5_block(b + 6, load_u32(b + 2), 16, lo, hi);
+        });
+    }
+    // Q5_1 (24 bytes): f16 d, f16 m, u32 qh, 16 bytes of nibbles; w = d * q + m.
+    static float dot_q5_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_d32<24, true>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) {
+            q5_block(b + 8, load_u32(b + 4), 0, lo, hi);
+        });
+    }
+    // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
+    static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        const q16 levels = iq4_levels();
+        return dot_d32<18, false>(p, n, x, xs, [&](const uint8_t* b, q16* lo, q16* hi) { iq4_block(b + 2, levels, lo, hi); });
     }
 
     // Q2_K (84 bytes): 16 scale/min nibble pairs, 64 bytes of 2-bit quants, f16 d, f16 dmin; each
@@ -325,17 +323,6 @@ struct Kernels {
         return V::hsum(acc);
     }
 
-    // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
-    static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float*) {
-        const q16 levels = iq4_levels();
-        vec acc = V::zero();
-        for (int64_t i = 0; i < n; i += 32, p += 18, x += 32) {
-            q16 lo, hi;
-            iq4_block(p + 2, levels, &lo, &hi);
-            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
-        }
-        return V::hsum(acc);
-    }
 
     // IQ4_XS (136 bytes): f16 d, u16 scales_h, scales_l[4], 128 bytes of level indices; each 32
     // values have a 6-bit scale ls: w = d * (ls - 32) * level.
@@ -416,41 +403,38 @@ struct Kernels {
             scale16(V::load16(p + 18), d, out + i + 16);
         }
     }
-    static void deq_q4_0(const uint8_t* p, int64_t n, float* out) {
-        for (int64_t i = 0; i < n; i += 32, p += 18) {
+    // The 32-value formats of dot_d32: out = d * q, or d * q + m with Min.
+    template <size_t Bytes, bool Min, class Unpack>
+    static inline void deq_d32(const uint8_t* p, int64_t n, float* out, Unpack unpack) {
+        for (int64_t i = 0; i < n; i += 32, p += Bytes) {
             q16 lo, hi;
-            q4_block(p + 2, 8, &lo, &hi);
+            unpack(p, &lo, &hi);
             const float d = V::h2f(load_u16(p));
-            scale16(lo, d, out + i);
-            scale16(hi, d, out + i + 16);
+            if constexpr (Min) {
+                const float m = V::h2f(load_u16(p + 2));
+                scale_add16(lo, d, m, out + i);
+                scale_add16(hi, d, m, out + i + 16);
+            } else {
+                scale16(lo, d, out + i);
+                scale16(hi, d, out + i + 16);
+            }
         }
+    }
+    static void deq_q4_0(const uint8_t* p, int64_t n, float* out) {
+        deq_d32<18, false>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 2, 8, lo, hi); });
     }
     static void deq_q4_1(const uint8_t* p, int64_t n, float* out) {
-        for (int64_t i = 0; i < n; i += 32, p += 20) {
-            q16 lo, hi;
-            q4_block(p + 4, 0, &lo, &hi);
-            const float d = V::h2f(load_u16(p)), m = V::h2f(load_u16(p + 2));
-            scale_add16(lo, d, m, out + i);
-            scale_add16(hi, d, m, out + i + 16);
-        }
+        deq_d32<20, true>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 4, 0, lo, hi); });
     }
     static void deq_q5_0(const uint8_t* p, int64_t n, float* out) {
-        for (int64_t i = 0; i < n; i += 32, p += 22) {
-            q16 lo, hi;
-            q5_block(p + 6, load_u32(p + 2), 16, &lo, &hi);
-            const float d = V::h2f(load_u16(p));
-            scale16(lo, d, out + i);
-            scale16(hi, d, out + i + 16);
-        }
+        deq_d32<22, false>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 6, load_u32(b + 2), 16, lo, hi); });
     }
     static void deq_q5_1(const uint8_t* p, int64_t n, float* out) {
-        for (int64_t i = 0; i < n; i += 32, p += 24) {
-            q16 lo, hi;
-            q5_block(p + 8, load_u32(p + 4), 0, &lo, &hi);
-            const float d = V::h2f(load_u16(p)), m = V::h2f(load_u16(p + 2));
-            scale_add16(lo, d, m, out + i);
-            scale_add16(hi, d, m, out + i + 16);
-        }
+        deq_d32<24, true>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 8, load_u32(b + 4), 0, lo, hi); });
+    }
+    static void deq_iq4_nl(const uint8_t* p, int64_t n, float* out) {
+        const q16 levels = iq4_levels();
+        deq_d32<18, false>(p, n, out, [&](const uint8_t* b, q16* lo, q16* hi) { iq4_block(b + 2, levels, lo, hi); });
     }
     static void deq_q2_k(const uint8_t* p, int64_t n, float* out) {
         for (int64_t i = 0; i < n; i += 256, p += 84) {
@@ -475,16 +459,6 @@ struct Kernels {
                         scale16(k2_group(p + 32, p, half, j, g), d * static_cast<float>(q3_k_scale(p + 96, at / 16)),
                                 out + i + at);
                     }
-        }
-    }
-    static void deq_iq4_nl(const uint8_t* p, int64_t n, float* out) {
-        const q16 levels = iq4_levels();
-        for (int64_t i = 0; i < n; i += 32, p += 18) {
-            q16 lo, hi;
-            iq4_block(p + 2, levels, &lo, &hi);
-            const float d = V::h2f(load_u16(p));
-            scale16(lo, d, out + i);
-            scale16(hi, d, out + i + 16);
         }
     }
     static void deq_iq4_xs(const uint8_t* p, int64_t n, float* out) {

@@ -15,12 +15,7 @@ command -v parallel >/dev/null || { echo "local.sh needs GNU parallel (apt-get i
 # $SNAPKV, else the source tree's build, else the installed one (<prefix>/share/snapkv-studio/cluster
 # -> <prefix>/bin), else snapkv on PATH.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-snapkv="${SNAPKV:-}"
-if [ -z "$snapkv" ]; then
-  for c in "$here/../../build/app/cli/snapkv" "$here/../../../bin/snapkv" "$(command -v snapkv || true)"; do
-    if [ -n "$c" ] && [ -x "$c" ]; then snapkv="$c"; break; fi
-  done
-fi
+. "$here/find_snapkv.sh"
 [ -n "$snapkv" ] || { echo "local.sh: no snapkv binary found; set SNAPKV to it" >&2; exit 1; }
 threads=$(( $(nproc) / n ))
 export SNAPKV_THREADS="${SNAPKV_THREADS:-$(( threads > 0 ? threads : 1 ))}"

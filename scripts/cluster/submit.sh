@@ -61,12 +61,7 @@ if ! [[ "$cpus" =~ ^[1-9][0-9]*$ ]]; then echo "submit: --cpus must be a positiv
 case "$1" in needle|sweep) ;; *) echo "submit: the command must be needle or sweep, got '$1'" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-snapkv="${SNAPKV:-}"
-if [ -z "$snapkv" ]; then
-  for c in "$here/../../build/app/cli/snapkv" "$here/../../../bin/snapkv" "$(command -v snapkv || true)"; do
-    if [ -n "$c" ] && [ -x "$c" ]; then snapkv="$c"; break; fi
-  done
-fi
+. "$here/find_snapkv.sh"
 [ -n "$snapkv" ] && [ -x "$snapkv" ] || { echo "submit: no snapkv binary found; set SNAPKV to it" >&2; exit 1; }
 snapkv="$(cd "$(dirname "$snapkv")" && pwd)/$(basename "$snapkv")"
 
