@@ -24,6 +24,28 @@ namespace {
 
 const char* const kNewTypes[] = {"Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"};
 
+// Every tensor listed in a tensors.json (tests/data/qtypes/README.md) has its recorded type and
+// reads as float32 bytes with the recorded sha256 (llama-quantize's F32 output). Returns how many
+// tensors have type `count_type`.
+int check_tensor_hashes(const ModelFile& file, const nlohmann::json& ref, const std::string& count_type) {
+    int counted = 0;
+    std::vector<float> values;
+    for (const auto& t : ref["tensors"]) {
+        const std::string name = t["name"].get<std::string>();
+        INFO("tensor " << name);
+        const TensorDesc& d = file.tensor(name);
+        CHECK(d.type == t["quant_type"].get<std::string>());
+        int64_t numel = 1;
+        for (int64_t s : d.shape) numel *= s;
+        values.resize(static_cast<size_t>(numel));
+        file.read_f32(name, values.data());
+        CHECK(snapkv::test::sha256_hex(values.data(), values.size() * sizeof(float)) ==
+              t["sha256_f32"].get<std::string>());
+        counted += d.type == count_type ? 1 : 0;
+    }
+    return counted;
+}
+
 uint32_t u32_at(const std::vector<uint8_t>& b, size_t at) {
     uint32_t v;
     std::memcpy(&v, b.data() + at, 4);
@@ -71,20 +93,7 @@ TEST_CASE("Every tensor of llama-quantize's fixtures dequantizes to llama.cpp's 
         const nlohmann::json ref = nlohmann::json::parse(in);
         REQUIRE(ref["every_2d_tensor_has_type"].get<bool>());
         const auto file = ModelFile::open(data_path(std::string("qtypes/tiny-") + name + ".gguf"));
-        int quantized = 0;
-        for (const auto& t : ref["tensors"]) {
-            const std::string tname = t["name"].get<std::string>();
-            INFO("tensor " << tname);
-            const TensorDesc& d = file->tensor(tname);
-            CHECK(d.type == t["quant_type"].get<std::string>());
-            int64_t numel = 1;
-            for (int64_t s : d.shape) numel *= s;
-            std::vector<float> values(static_cast<size_t>(numel));
-            file->read_f32(tname, values.data());
-            CHECK(snapkv::test::sha256_hex(values.data(), values.size() * sizeof(float)) ==
-                  t["sha256_f32"].get<std::string>());
-            quantized += d.type == name ? 1 : 0;
-        }
+        const int quantized = check_tensor_hashes(*file, ref, name);
         CHECK(quantized == 9);   // 7 layer matrices, token_embd and output
     }
 }
@@ -100,16 +109,5 @@ TEST_CASE("Every tensor of Gemma 3 270M Q4_K_M dequantizes to llama.cpp's F32 by
     const nlohmann::json ref = nlohmann::json::parse(in);
     const auto file = ModelFile::open(path);
     REQUIRE(ref["tensors"].size() == file->tensors().size());
-    std::vector<float> values;
-    for (const auto& t : ref["tensors"]) {
-        const std::string name = t["name"].get<std::string>();
-        INFO("tensor " << name);
-        const TensorDesc& d = file->tensor(name);
-        CHECK(d.type == t["quant_type"].get<std::string>());
-        int64_t numel = 1;
-        for (int64_t s : d.shape) numel *= s;
-        values.resize(static_cast<size_t>(numel));
-        file->read_f32(name, values.data());
-        CHECK(snapkv::test::sha256_hex(values.data(), values.size() * sizeof(float)) == t["sha256_f32"].get<std::string>());
-    }
+    check_tensor_hashes(*file, ref, "");
 }
