@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/common/errors.h"
@@ -292,6 +294,66 @@ void attention_values(const float* p, const float* v, int64_t v_head_stride, int
     std::copy(part, part + out_n, out);
     for (int64_t r = 1; r < n_ranges; ++r)
         for (int64_t i = 0; i < out_n; ++i) out[i] += part[r * out_n + i];
+}
+
+namespace {
+
+// Query tokens per attention item: about 96 query rows (g heads x tokens) per block, so a block's
+// output and queries (2 x 96 x D floats) stay in L2 while its keys and values stream past.
+int64_t prefill_query_block(int64_t g) { return std::max<int64_t>(1, (96 + g - 1) / g); }
+
+// Slots a block of queries [t0, t1) may see in cache head h: none of the later tokens of this
+// call (the last T slots hold the call's tokens in order), none older than the block's first
+// window when positions ascend.
+std::pair<int64_t, int64_t> prefill_slots(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1) {
+    const int64_t s1 = a.S - (a.T - t1);
+    int64_t s0 = 0;
+    if (a.window > 0 && a.kpos_ascending) {
+        int64_t qmin = a.qpos[t0];
+        for (int64_t t = t0 + 1; t < t1; ++t) qmin = std::min(qmin, a.qpos[t]);
+        const int64_t* ph = a.kpos + h * a.kpos_head_stride;
+        s0 = std::lower_bound(ph, ph + s1, qmin - a.window + 1) - ph;
+    }
+    return {s0, s1};
+}
+
+float* prefill_scratch(const KernelTable& tab, int64_t rows, int64_t D) {
+    thread_local std::vector<float> buf;
+    const auto need = static_cast<size_t>(tab.attn_scratch(rows, D) + 16);
+    if (buf.size() < need) buf.resize(need);
+    // 64-byte aligned start: the tiles are loaded a vector at a time.
+    auto p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
+}
+
+void run_prefill_item(const KernelTable& tab, const PrefillAttention& a, int64_t item, int64_t n_blocks,
+                      int64_t bq) {
+    // Items run latest query block first: they see the most slots, so the shortest ones end a job.
+    const int64_t h = item % a.Hc, b = n_blocks - 1 - item / a.Hc;
+    const int64_t t0 = b * bq, t1 = std::min(a.T, t0 + bq);
+    const auto [s0, s1] = prefill_slots(a, h, t0, t1);
+    tab.attn_block(a, h, t0, t1, s0, s1, prefill_scratch(tab, a.g * (t1 - t0), a.D));
+}
+
+}  // namespace
+
+void attention_prefill(const PrefillAttention& a) {
+    const KernelTable& tab = table_for(active_cpu_path());
+    const int64_t bq = prefill_query_block(a.g), n_blocks = (a.T + bq - 1) / bq, items = a.Hc * n_blocks;
+    for_chunks(items, 1, /*spin=*/false, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) run_prefill_item(tab, a, i, n_blocks, bq);
+    });
+}
+
+void attention_prefill_on(CpuPath path, const PrefillAttention& a) {
+    const KernelTable& tab = table_for(path);
+    const int64_t bq = prefill_query_block(a.g), n_blocks = (a.T + bq - 1) / bq;
+    for (int64_t i = 0; i < a.Hc * n_blocks; ++i) run_prefill_item(tab, a, i, n_blocks, bq);
+}
+
+void kernel_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+    if (n <= 0) return;
+    for_chunks(n, std::max<int64_t>(1, grain), /*spin=*/false, body);
 }
 
 void softmax_rows(float* x, int64_t rows, int64_t n) { table_for(active_cpu_path()).softmax_rows(x, rows, n); }

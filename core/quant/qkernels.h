@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "core/io/dequant.h"
 #include "core/quant/cpu_features.h"
@@ -63,6 +64,34 @@ void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k
 void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc,
                          int64_t g, int64_t S, int64_t D, float* out);
 
+// Attention of T new queries (prefill) over a KV cache whose last T slots hold their own keys in
+// order, for Hc cache heads of g query heads each: out[hq, t] = softmax_s(mask((q[hq, t] . k[h, s])
+// * scale, soft-capped)) . v[h, s] with h = hq / g, in float32 (attn_kernels_impl.h: key blocks
+// with an online softmax, never a [T, S] score matrix). A slot is masked for a query when its
+// position is above the query's (the future, padding) or, with window > 0, at or below the query's
+// position minus window. Rows are D contiguous floats; the strides place them.
+struct PrefillAttention {
+    const float* q = nullptr;        // query head hq, token t at q + hq * q_head_stride + t * q_tok_stride
+    int64_t q_head_stride = 0, q_tok_stride = 0;
+    const float* k = nullptr;        // slot s of cache head h at k + h * kv_head_stride + s * D (v alike)
+    const float* v = nullptr;
+    int64_t kv_head_stride = 0;
+    const int64_t* kpos = nullptr;   // slot s of cache head h at kpos[h * kpos_head_stride + s]
+    int64_t kpos_head_stride = 0;
+    bool kpos_ascending = false;     // every head's positions ascend: slots older than a block's
+                                     // window are skipped without reading them
+    const int64_t* qpos = nullptr;   // [T] query positions
+    int64_t Hc = 0, g = 0, T = 0, S = 0, D = 0;
+    float scale = 1.0f, softcap = 0.0f;
+    int64_t window = 0;              // 0: none
+    float* out = nullptr;            // query head hq, token t at out + hq * out_head_stride + t * out_tok_stride
+    int64_t out_head_stride = 0, out_tok_stride = 0;
+};
+// Spread over the kernel threads in (cache head, query block) items.
+void attention_prefill(const PrefillAttention& a);
+// Single-threaded on an explicit path (tests).
+void attention_prefill_on(CpuPath path, const PrefillAttention& a);
+
 // Single-token helpers on the caller's thread, on the active path (the _on forms: an explicit
 // one). exp is a vector polynomial within ~1 ulp of expf (0 below -87.3, no subnormals).
 // In place: each of rows rows of n values becomes exp(x - max) / sum (softmax; -inf gives 0).
@@ -75,6 +104,11 @@ void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
 // transformers' gelu_pytorch_tanh), computed as gate / (1 + exp(-2u)) * up; gate and up [n].
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
+
+// body(begin, end) over [0, n) in chunks of `grain` taken from a shared counter by the kernel
+// threads (on the caller alone when n <= grain). body must not throw. For the row-wise steps of
+// a prefill, which then share the threads of the kernels above instead of waking LibTorch's.
+void kernel_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 // Threads the kernels use (the caller's thread included); 1 runs everything on the caller.
 // Default: the number of cores. Set once at start-up (init_runtime does, from SNAPKV_THREADS).

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/quant/attn_kernels_impl.h"
 #include "core/quant/qkernels_impl.h"
 #include "core/quant/qkernels_x86_bytes.h"
 
@@ -165,6 +166,8 @@ KernelTable make_table() {
     t.matvec[kQ4_0] = matvec_rows<dot_q4_0>;
     t.matvec[kQ4_1] = matvec_rows<dot_q4_1>;
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
+    t.attn_block = AttnKernels<Avx2V>::block;
+    t.attn_scratch = AttnKernels<Avx2V>::scratch_floats;
     return t;
 }
 

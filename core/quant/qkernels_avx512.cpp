@@ -3,6 +3,7 @@
 // reports AVX-512F.
 #include <immintrin.h>
 
+#include "core/quant/attn_kernels_impl.h"
 #include "core/quant/qkernels_impl.h"
 #include "core/quant/qkernels_x86_bytes.h"
 
@@ -60,7 +61,12 @@ struct Avx512V : SseBytes {
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-    static const KernelTable table = Kernels<Avx512V>::table();
+    static const KernelTable table = [] {
+        KernelTable t = Kernels<Avx512V>::table();
+        t.attn_block = AttnKernels<Avx512V>::block;
+        t.attn_scratch = AttnKernels<Avx512V>::scratch_floats;
+        return t;
+    }();
     return table;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/io/dequant.h"
+#include "core/quant/attn_kernels_impl.h"
 #include "core/quant/qkernels_impl.h"
 
 namespace snapkv::quant_detail {
@@ -133,7 +134,12 @@ struct ScalarV {
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-    static const KernelTable table = Kernels<ScalarV>::table();
+    static const KernelTable table = [] {
+        KernelTable t = Kernels<ScalarV>::table();
+        t.attn_block = AttnKernels<ScalarV>::block;
+        t.attn_scratch = AttnKernels<ScalarV>::scratch_floats;
+        return t;
+    }();
     return table;
 }
 

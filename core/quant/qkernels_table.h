@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/quant/qkernels.h"
+
 namespace snapkv::quant_detail {
 
 // Formats with a kernel, in table order.
@@ -38,6 +40,12 @@ using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
 // (GeGLU).
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 
+// Prefill attention (attn_kernels_impl.h): queries [t0, t1) of the g heads of cache head h over
+// slots [s0, s1), into a.out; scratch holds attn_scratch(g * (t1 - t0), D) floats.
+using AttnBlockFn = void (*)(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1, int64_t s0, int64_t s1,
+                             float* scratch);
+using AttnScratchFn = int64_t (*)(int64_t rows, int64_t D);
+
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
     DequantFn dequant[kFormatCount];
@@ -46,6 +54,8 @@ struct KernelTable {
     SoftmaxFn softmax_rows;
     SiluMulFn silu_mul;
     SiluMulFn gelu_tanh_mul;
+    AttnBlockFn attn_block;
+    AttnScratchFn attn_scratch;
 };
 
 const KernelTable& scalar_kernels();

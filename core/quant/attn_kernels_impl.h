@@ -1,0 +1,193 @@
+// Private to core/quant: prefill attention of a block of queries over one cache head, flash-style
+// (Dao et al. 2022, online softmax): keys and values pass in blocks of BK slots, each block's
+// scores live only in a [rows, BK] tile, and a running maximum and sum per query row rescale the
+// output accumulated so far. Never a [T, S] score matrix. Written once over the SIMD traits V of
+// qkernels_impl.h and instantiated by each qkernels_<path>.cpp. No threads (qkernels.cpp splits
+// the work), no allocation (the caller passes the scratch), no validation.
+//
+// Arithmetic per score in transformers' order: (q . k) * scale, soft-cap, mask, softmax in float32.
+// The softmax is the same function as the reference's; the sums are taken in another order (per
+// block, rescaled), so results agree up to float32 summation order.
+//
+// Dimensions: g = query heads per cache head, tq = query tokens in the block, R = g * tq rows
+// (row r = j * tq + t: group head j, token t), D = head_dim, BK = slots per key block.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/quant/qkernels_impl.h"
+
+namespace snapkv::quant_detail {
+namespace {
+
+template <class V>
+struct AttnKernels {
+    using vec = typename V::vec;
+    using K = Kernels<V>;
+    static constexpr int N = V::N;
+    static constexpr int BK = 64;                 // slots per key block (a multiple of every N)
+    static constexpr int CW = N == 8 ? 2 : 4;     // score tile: 4 rows x CW vectors of slots
+    static constexpr int DV = N == 8 ? 2 : 4;     // value tile: 4 rows x DV vectors of head dims
+    static constexpr int RB = 4;
+
+    static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + D * BK + rows * BK + 2 * rows; }
+
+    // s[r, c0 .. c0 + CW N) = q[r] . kt[:, c] for R rows: q [R, D] (rows D apart), kt [D, BK].
+    template <int R>
+    static inline void score_tile(const float* q, const float* kt, int64_t D, int c0, float* s) {
+        vec acc[R][CW];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < CW; ++c) acc[r][c] = V::zero();
+        for (int64_t d = 0; d < D; ++d) {
+            vec kv[CW];
+            for (int c = 0; c < CW; ++c) kv[c] = V::load(kt + d * BK + c0 + c * N);
+            for (int r = 0; r < R; ++r) {
+                const vec qb = V::set1(q[r * D + d]);
+                for (int c = 0; c < CW; ++c) acc[r][c] = V::fmadd(qb, kv[c], acc[r][c]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < CW; ++c) V::store(s + r * BK + c0 + c * N, acc[r][c]);
+    }
+    template <int R>
+    static inline void score_rows(const float* q, const float* kt, int64_t D, int ncols, float* s) {
+        for (int c0 = 0; c0 < ncols; c0 += CW * N) score_tile<R>(q, kt, D, c0, s);
+    }
+
+    // o[r, d0 .. d0 + W N) += sum_j p[r, j] v[j, d0 ..] for R rows and nb slots: p [R, BK], v rows
+    // D apart, o [R, D].
+    template <int R, int W>
+    static inline void value_tile(const float* p, const float* v, int64_t D, int nb, int64_t d0, float* o) {
+        vec acc[R][W];
+        for (int r = 0; r < R; ++r)
+            for (int k = 0; k < W; ++k) acc[r][k] = V::load(o + r * D + d0 + k * N);
+        for (int j = 0; j < nb; ++j) {
+            vec vv[W];
+            for (int k = 0; k < W; ++k) vv[k] = V::load(v + j * D + d0 + k * N);
+            for (int r = 0; r < R; ++r) {
+                const vec w = V::set1(p[r * BK + j]);
+                for (int k = 0; k < W; ++k) acc[r][k] = V::fmadd(w, vv[k], acc[r][k]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int k = 0; k < W; ++k) V::store(o + r * D + d0 + k * N, acc[r][k]);
+    }
+    template <int R>
+    static inline void value_rows(const float* p, const float* v, int64_t D, int nb, float* o) {
+        int64_t d = 0;
+        for (; d + DV * N <= D; d += DV * N) value_tile<R, DV>(p, v, D, nb, d, o);
+        for (; d + N <= D; d += N) value_tile<R, 1>(p, v, D, nb, d, o);
+        for (; d < D; ++d)
+            for (int r = 0; r < R; ++r) {
+                float acc = o[r * D + d];
+                for (int j = 0; j < nb; ++j) acc += p[r * BK + j] * v[j * D + d];
+                o[r * D + d] = acc;
+            }
+    }
+
+    // Queries [t0, t1) of every head of cache head h's group over slots [s0, s1), written to out.
+    static void block(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1, int64_t s0, int64_t s1,
+                      float* scratch) {
+        constexpr float ninf = -__builtin_inff();
+        const int64_t g = a.g, D = a.D, tq = t1 - t0, R = g * tq;
+        float* qb = scratch;       // [R, D]
+        float* ob = qb + R * D;    // [R, D]
+        float* kt = ob + R * D;    // [D, BK]
+        float* sb = kt + D * BK;   // [R, BK]
+        float* m = sb + R * BK;    // [R] running maximum
+        float* l = m + R;          // [R] running sum
+        for (int64_t j = 0; j < g; ++j)
+            for (int64_t t = 0; t < tq; ++t) {
+                const float* src = a.q + (h * g + j) * a.q_head_stride + (t0 + t) * a.q_tok_stride;
+                float* dst = qb + (j * tq + t) * D;
+                for (int64_t d = 0; d < D; ++d) dst[d] = src[d];
+            }
+        for (int64_t i = 0; i < R * D; ++i) ob[i] = 0.0f;
+        for (int64_t r = 0; r < R; ++r) {
+            m[r] = ninf;
+            l[r] = 0.0f;
+        }
+        const int64_t* qpos = a.qpos + t0;
+        int64_t qmin = qpos[0], qmax = qpos[0];
+        for (int64_t t = 1; t < tq; ++t) {
+            qmin = qpos[t] < qmin ? qpos[t] : qmin;
+            qmax = qpos[t] > qmax ? qpos[t] : qmax;
+        }
+        const float* kh = a.k + h * a.kv_head_stride;
+        const float* vh = a.v + h * a.kv_head_stride;
+        const int64_t* ph = a.kpos + h * a.kpos_head_stride;
+        const vec vscale = V::set1(a.scale);
+        for (int64_t b0 = s0; b0 < s1; b0 += BK) {
+            const int nb = static_cast<int>(s1 - b0 < BK ? s1 - b0 : BK);
+            const int ncols = (nb + CW * N - 1) / (CW * N) * (CW * N);
+            int64_t kmin = ph[b0], kmax = ph[b0];
+            for (int j = 1; j < nb; ++j) {
+                kmin = ph[b0 + j] < kmin ? ph[b0 + j] : kmin;
+                kmax = ph[b0 + j] > kmax ? ph[b0 + j] : kmax;
+            }
+            // Every query of the block masks every slot of this block: nothing to add.
+            if (kmin > qmax || (a.window > 0 && kmax <= qmin - a.window)) continue;
+            const bool need_mask = !(kmax <= qmin && (a.window <= 0 || kmin > qmax - a.window));
+            for (int j = 0; j < nb; ++j) {
+                const float* row = kh + (b0 + j) * D;
+                for (int64_t d = 0; d < D; ++d) kt[d * BK + j] = row[d];
+            }
+            for (int j = nb; j < ncols; ++j)
+                for (int64_t d = 0; d < D; ++d) kt[d * BK + j] = 0.0f;
+            int64_t r = 0;
+            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kt, D, ncols, sb + r * BK);
+            for (; r < R; ++r) score_rows<1>(qb + r * D, kt, D, ncols, sb + r * BK);
+            for (r = 0; r < R; ++r) {
+                float* s = sb + r * BK;
+                for (int c = 0; c < ncols; c += N) V::store(s + c, V::mul(V::load(s + c), vscale));
+                if (a.softcap > 0.0f)
+                    for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
+                if (need_mask) {
+                    const int64_t qp = qpos[r % tq];
+                    for (int j = 0; j < nb; ++j) {
+                        const int64_t kp = ph[b0 + j];
+                        if (kp > qp || (a.window > 0 && kp <= qp - a.window)) s[j] = ninf;
+                    }
+                }
+                for (int j = nb; j < ncols; ++j) s[j] = ninf;
+                vec vm = V::set1(ninf);
+                for (int c = 0; c < ncols; c += N) vm = V::max(vm, V::load(s + c));
+                const float mx = V::hmax(vm);
+                const float mnew = mx > m[r] ? mx : m[r];
+                if (mnew == ninf) {   // nothing visible yet: the block adds zeros
+                    for (int c = 0; c < ncols; c += N) V::store(s + c, V::zero());
+                    continue;
+                }
+                const float alpha = m[r] == ninf ? 0.0f : std::exp(m[r] - mnew);
+                const vec sub = V::set1(mnew);
+                vec acc = V::zero();
+                for (int c = 0; c < ncols; c += N) {
+                    const vec e = K::exp_v(V::sub(V::load(s + c), sub));
+                    acc = V::add(acc, e);
+                    V::store(s + c, e);
+                }
+                l[r] = l[r] * alpha + V::hsum(acc);
+                m[r] = mnew;
+                if (alpha != 1.0f) {
+                    float* o = ob + r * D;
+                    for (int64_t d = 0; d < D; ++d) o[d] *= alpha;
+                }
+            }
+            const float* vb = vh + b0 * D;
+            for (r = 0; r + RB <= R; r += RB) value_rows<RB>(sb + r * BK, vb, D, nb, ob + r * D);
+            for (; r < R; ++r) value_rows<1>(sb + r * BK, vb, D, nb, ob + r * D);
+        }
+        for (int64_t j = 0; j < g; ++j)
+            for (int64_t t = 0; t < tq; ++t) {
+                const int64_t row = j * tq + t;
+                const float sum = l[row];
+                const float* src = ob + row * D;
+                float* dst = a.out + (h * g + j) * a.out_head_stride + (t0 + t) * a.out_tok_stride;
+                for (int64_t d = 0; d < D; ++d) dst[d] = src[d] / sum;
+            }
+    }
+};
+
+}  // namespace
+}  // namespace snapkv::quant_detail

@@ -1,0 +1,162 @@
+// core/quant's prefill attention (blocked, online softmax) against a float64 reference of the
+// plain formula: scores (q . k) * scale, soft-cap, mask by position (future, padding, sliding
+// window), softmax, sum of p * v. On every CPU path the machine has, single-threaded and on the
+// kernel threads, for GQA groups, head sizes that are and are not multiples of the vector width,
+// caches that already hold earlier tokens, padding and positions out of order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/quant/cpu_features.h"
+#include "core/quant/qkernels.h"
+
+using namespace snapkv;
+
+namespace {
+
+struct Case {
+    int64_t Hc, g, T, S_old, D;
+    int64_t window;
+    float softcap;
+    bool shuffle_old;   // earlier slots out of position order
+    bool padding;       // some earlier slots are padding (position above every query)
+};
+
+// out [H, T, D] in float64 from the plain formula.
+std::vector<double> reference(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
+                              const std::vector<float>& v, const std::vector<int64_t>& kpos,
+                              const std::vector<int64_t>& qpos, int64_t S, float scale) {
+    const int64_t H = c.Hc * c.g;
+    std::vector<double> out(static_cast<size_t>(H * c.T * c.D), 0.0);
+    std::vector<double> s(static_cast<size_t>(S));
+    for (int64_t hq = 0; hq < H; ++hq) {
+        const int64_t h = hq / c.g;
+        for (int64_t t = 0; t < c.T; ++t) {
+            double mx = -std::numeric_limits<double>::infinity();
+            for (int64_t j = 0; j < S; ++j) {
+                double dot = 0.0;
+                for (int64_t d = 0; d < c.D; ++d)
+                    dot += double(q[(hq * c.T + t) * c.D + d]) * double(k[(h * S + j) * c.D + d]);
+                double x = dot * scale;
+                if (c.softcap > 0) x = c.softcap * std::tanh(x / c.softcap);
+                const int64_t kp = kpos[h * S + j], qp = qpos[t];
+                const bool visible = kp <= qp && (c.window == 0 || kp > qp - c.window);
+                s[j] = visible ? x : -std::numeric_limits<double>::infinity();
+                mx = std::max(mx, s[j]);
+            }
+            double sum = 0.0;
+            for (int64_t j = 0; j < S; ++j) sum += std::exp(s[j] - mx);
+            for (int64_t j = 0; j < S; ++j) {
+                const double p = std::exp(s[j] - mx) / sum;
+                if (p == 0.0) continue;
+                for (int64_t d = 0; d < c.D; ++d) out[(hq * c.T + t) * c.D + d] += p * double(v[(h * S + j) * c.D + d]);
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("Prefill attention matches the float64 formula on every path, threads, windows and caches", "[quant]") {
+    const Case cases[] = {
+        {3, 3, 200, 0, 64, 0, 0.0f, false, false},     // SmolLM2's shape, a fresh prefill
+        {1, 4, 150, 0, 256, 64, 0.0f, false, false},   // Gemma 3: one KV head, D 256, sliding window
+        {2, 1, 70, 0, 8, 0, 0.0f, false, false},       // stories260K's D 8 (below every vector width)
+        {2, 2, 97, 130, 80, 0, 50.0f, false, false},   // earlier tokens in the cache, soft-cap, D 80
+        {2, 3, 40, 90, 64, 33, 0.0f, true, false},     // a compressed cache out of order, window
+        {3, 2, 33, 60, 32, 0, 0.0f, false, true},      // AdaKV padding
+        {1, 1, 1 + 64 * 3, 0, 16, 0, 0.0f, false, false},   // key blocks that end exactly
+    };
+    const int threads_before = kernel_threads();
+    const CpuPath path_before = active_cpu_path();
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (const Case& c : cases) {
+        const int64_t H = c.Hc * c.g, S = c.S_old + c.T;
+        std::vector<float> q(static_cast<size_t>(H * c.T * c.D)), k(static_cast<size_t>(c.Hc * S * c.D)),
+            v(k.size());
+        for (auto& x : q) x = 2.0f * nd(rng);   // peaky enough that a few keys dominate some rows
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng);
+        // Earlier slots hold positions 0 .. S_old - 1 (or a permutation, or padding); the new
+        // tokens follow at S_old .. S_old + T - 1 in the last T slots, as LayerKv::append puts them.
+        std::vector<int64_t> kpos(static_cast<size_t>(c.Hc * S)), qpos(static_cast<size_t>(c.T));
+        for (int64_t h = 0; h < c.Hc; ++h) {
+            std::vector<int64_t> old(static_cast<size_t>(c.S_old));
+            for (int64_t j = 0; j < c.S_old; ++j) old[j] = j;
+            if (c.shuffle_old) std::shuffle(old.begin(), old.end(), rng);
+            if (c.padding)
+                for (int64_t j = c.S_old - 1 - h * 5; j >= 0 && j >= c.S_old - 1 - h * 5 - 4; --j)
+                    old[j] = int64_t(1) << 60;
+            for (int64_t j = 0; j < c.S_old; ++j) kpos[h * S + j] = old[j];
+            for (int64_t t = 0; t < c.T; ++t) kpos[h * S + c.S_old + t] = c.S_old + t;
+        }
+        for (int64_t t = 0; t < c.T; ++t) qpos[t] = c.S_old + t;
+        const float scale = 1.0f / std::sqrt(float(c.D));
+        const std::vector<double> want = reference(c, q, k, v, kpos, qpos, S, scale);
+        double mag = 0.0;
+        for (double x : want) mag = std::max(mag, std::abs(x));
+
+        PrefillAttention a;
+        a.q = q.data();
+        a.q_head_stride = c.T * c.D;
+        a.q_tok_stride = c.D;
+        a.k = k.data();
+        a.v = v.data();
+        a.kv_head_stride = S * c.D;
+        a.kpos = kpos.data();
+        a.kpos_head_stride = S;
+        a.kpos_ascending = !c.shuffle_old && !c.padding;
+        a.qpos = qpos.data();
+        a.Hc = c.Hc;
+        a.g = c.g;
+        a.T = c.T;
+        a.S = S;
+        a.D = c.D;
+        a.scale = scale;
+        a.softcap = c.softcap;
+        a.window = c.window;
+        // The output in [T, H, D] order (what the model's output projection reads).
+        std::vector<float> out(q.size());
+        a.out = out.data();
+        a.out_head_stride = c.D;
+        a.out_tok_stride = H * c.D;
+        auto check = [&] {
+            double worst = 0.0;
+            int64_t at = -1;
+            for (int64_t hq = 0; hq < H; ++hq)
+                for (int64_t t = 0; t < c.T; ++t)
+                    for (int64_t d = 0; d < c.D; ++d) {
+                        const double got = out[(t * H + hq) * c.D + d], w = want[(hq * c.T + t) * c.D + d];
+                        const double err = std::isfinite(got) ? std::abs(got - w) : 1e30;
+                        if (err > worst) {
+                            worst = err;
+                            at = (hq * c.T + t) * c.D + d;
+                        }
+                    }
+            INFO("max abs error " << worst << " at " << at << " (largest output " << mag << ")");
+            CHECK(worst <= 2e-5 * std::max(1.0, mag));
+        };
+        for (CpuPath path : supported_cpu_paths()) {
+            INFO("path " << cpu_path_name(path) << ", Hc " << c.Hc << " g " << c.g << " T " << c.T << " S " << S
+                         << " D " << c.D << " window " << c.window << " softcap " << c.softcap);
+            std::fill(out.begin(), out.end(), 99.0f);
+            attention_prefill_on(path, a);
+            check();
+            set_cpu_path(path);
+            for (int threads : {1, 2, 3}) {
+                set_kernel_threads(threads);
+                std::fill(out.begin(), out.end(), 99.0f);
+                attention_prefill(a);
+                check();
+            }
+        }
+    }
+    set_kernel_threads(threads_before);
+    set_cpu_path(path_before);
+}
