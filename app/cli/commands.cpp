@@ -440,7 +440,7 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
 }
 
 void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t decode, bool retune, bool compress,
-               const PromptOpts& po, const SelectOpts& so, const std::atomic<bool>* cancel) {
+               bool profile, const PromptOpts& po, const SelectOpts& so, const std::atomic<bool>* cancel) {
     print_runtime();
     auto s = open_session(c, true);
     const ModelInfo i = s->model_info();
@@ -450,13 +450,17 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
         return;
     }
     if (!retune) {
-        std::vector<BenchRow> rows = s->bench(lengths, decode, {}, cancel);
+        std::vector<BenchRow> rows = s->bench(lengths, decode, {}, cancel, profile);
         std::cout << std::left << std::setw(18) << "test" << std::right << std::setw(10) << "tokens" << std::setw(12)
                   << "ms" << std::setw(12) << "tok/s" << "\n";
-        for (const auto& r : rows)
+        for (const auto& r : rows) {
             std::cout << std::left << std::setw(18) << r.what << std::right << std::setw(10) << r.tokens
                       << std::setw(12) << std::fixed << std::setprecision(1) << r.ms << std::setw(12) << r.tok_s
                       << "\n";
+            for (const auto& [stage, ms] : r.stages)
+                std::cout << "  " << std::left << std::setw(26) << stage << std::right << std::setw(12) << ms
+                          << std::setw(11) << std::setprecision(1) << 100.0 * ms / r.ms << "%\n";
+        }
         return;
     }
     PrefillSettings ps;
@@ -641,7 +645,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         static Common c;
         static std::string lengths = "128,512,2048";
         static int64_t decode = 32;
-        static bool retune = false, compress = false;
+        static bool retune = false, compress = false, profile = false;
         static PromptOpts po;
         static SelectOpts so;
         auto* cmd = app.add_subcommand("bench", "Prefill and decode speed, or (--retune) SnapKV retune latency");
@@ -654,12 +658,13 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
                       "Time selection retunes on a prompt of the last --lengths tokens (the prompt text repeated)");
         cmd->add_flag("--compress", compress,
                       "Full vs compressed decode speed and KV bytes at each length (the prompt text is repeated)");
+        cmd->add_flag("--profile", profile, "With plain prefill: time per stage of the forward pass (summed over layers)");
         add_prompt(cmd, po, true);
         add_select(cmd, so);
         cmd->callback([cancel] {
             const std::vector<int64_t> ls = parse_lengths(lengths);
             if (retune || compress) check_select(so);
-            cmd_bench(c, ls, decode, retune, compress, po, so, cancel);
+            cmd_bench(c, ls, decode, retune, compress, profile, po, so, cancel);
         });
     }
     {

@@ -4,11 +4,14 @@
 // The attention itself is in model_attention.cpp, norms / RoPE / dense in model_ops.cpp.
 #include "core/model/llama_model.h"
 
+#include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "core/common/errors.h"
 #include "core/io/model_file.h"
 #include "core/model/decode_ops.h"
+#include "core/model/prefill_ops.h"
 #include "core/quant/qkernels.h"
 
 namespace snapkv {
@@ -22,7 +25,36 @@ void check_cancel(const std::atomic<bool>* cancel) {
     if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
 }
 
+// Adds the time since the previous lap to a stage of a ForwardProfile; does nothing without one.
+class StageClock {
+public:
+    explicit StageClock(ForwardProfile* p) : m_p(p), m_dequant0(p ? WeightMatrix::dequant_ns() : 0) {
+        if (m_p) m_t = std::chrono::steady_clock::now();
+    }
+    void lap(ForwardProfile::Stage s) {
+        if (!m_p) return;
+        const auto now = std::chrono::steady_clock::now();
+        m_p->ms[s] += std::chrono::duration<double, std::milli>(now - m_t).count();
+        m_t = now;
+    }
+    ~StageClock() {
+        if (m_p) m_p->dequant_ms += static_cast<double>(WeightMatrix::dequant_ns() - m_dequant0) / 1e6;
+    }
+
+private:
+    ForwardProfile* m_p;
+    int64_t m_dequant0;
+    std::chrono::steady_clock::time_point m_t;
+};
+
 }  // namespace
+
+const char* ForwardProfile::name(int stage) {
+    static const char* const names[kStages] = {"embed",    "norms",     "qkv proj",  "rope",
+                                               "kv append", "capture",  "attention", "out proj",
+                                               "ffn proj",  "activation", "residual", "logits"};
+    return stage >= 0 && stage < kStages ? names[stage] : "";
+}
 
 std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const ModelOptions& opts,
                                                    const std::function<void(int64_t, int64_t)>& progress,
@@ -195,14 +227,28 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         opts.probe->probs.assign(static_cast<size_t>(c.n_layer), at::Tensor());
     }
     cache.reserve(T);
+    using S = ForwardProfile;
+    StageClock clk(opts.profile);
+
+    // Float32 on the CPU: the row-wise steps are core/quant's fused loops (prefill_ops.h), RoPE's
+    // angles computed once per table for every layer.
+    const bool fused = m_opts.device.is_cpu() && m_opts.dtype == at::kFloat;
+    std::vector<std::optional<prefill_ops::RopeTableRows>> rope_rows(m_ropes.size());
+    auto rope_heads = [&](const at::Tensor& y, size_t table) {                        // [T, h, D] -> [h, T, D]
+        const model_ops::RopeTable& rt = m_ropes[table];
+        if (!fused || !y.is_contiguous()) return model_ops::apply_rope(y.transpose(0, 1), pos, rt).contiguous();
+        if (!rope_rows[table]) rope_rows[table] = prefill_ops::rope_rows_for(pos, rt);
+        return prefill_ops::rope_to_heads(y, *rope_rows[table], rt);
+    };
 
     at::Tensor x = m_tok_embd.gather_rows(ids).to(m_opts.dtype);                       // [T, E]
     if (c.embd_scale != 1.0f) x = x * c.embd_scale;                                    // gemma
+    clk.lap(S::Embed);
     for (int64_t l = 0; l < c.n_layer; ++l) {
         check_cancel(opts.cancel);
         const Layer& L = m_layers[static_cast<size_t>(l)];
-        const model_ops::RopeTable& rope = m_ropes[L.rope];
         at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);                            // [T, E]
+        clk.lap(S::Norms);
         // One pass over the kernel threads for the three products of a decode step.
         std::vector<at::Tensor> qkv = WeightMatrix::apply_many({&L.wq, &L.wk, &L.wv}, h);
         if (L.bq.defined()) {
@@ -210,39 +256,63 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
             qkv[1].add_(L.bk);
             qkv[2].add_(L.bv);
         }
+        clk.lap(S::QkvProj);
         at::Tensor q = qkv[0].view({T, H, D});                                         // [T, H, D]
         at::Tensor k = qkv[1].view({T, Hkv, D});                                       // [T, Hkv, D]
         at::Tensor v = qkv[2].view({T, Hkv, D}).transpose(0, 1);                       // [Hkv, T, D]
         if (c.qk_norm) {                                                               // per head, before RoPE
             q = rms_norm(q, L.q_norm, c.rms_eps);
             k = rms_norm(k, L.k_norm, c.rms_eps);
+            clk.lap(S::Norms);
         }
-        q = model_ops::apply_rope(q.transpose(0, 1), pos, rope).contiguous();          // [H, T, D]
-        k = model_ops::apply_rope(k.transpose(0, 1), pos, rope);                       // [Hkv, T, D]
+        q = rope_heads(q, L.rope);                                                     // [H, T, D]
+        k = rope_heads(k, L.rope);                                                     // [Hkv, T, D]
+        clk.lap(S::Rope);
         LayerKv& kv = cache.layer(l);
         kv.append(k, v, pos);
+        clk.lap(S::KvAppend);
         if (opts.capture && opts.capture->max_window > 0) {
             const int64_t w = std::min(opts.capture->max_window, T);
             opts.capture->window_queries[static_cast<size_t>(l)] =
                 q.narrow(1, T - w, w).to(at::kFloat).clone();                          // [H, W, D]
+            clk.lap(S::Capture);
         }
-        at::Tensor a = attention(q, kv, pos, l, opts);                                 // [H, T, D]
-        at::Tensor o = dense(a.transpose(0, 1).reshape({T, H * D}), L.wo);             // [T, E]
-        if (c.post_norms) o = rms_norm(o, L.attn_post_norm, c.rms_eps);
-        x = x + o;
+        at::Tensor a = attention(q, kv, pos, l, opts);                                 // [T, H*D]
+        clk.lap(S::Attention);
+        check_cancel(opts.cancel);   // twice per layer: a layer of a long prompt takes a while
+        at::Tensor o = dense(a, L.wo);                                                 // [T, E]
+        clk.lap(S::OutProj);
+        if (c.post_norms) {
+            o = rms_norm(o, L.attn_post_norm, c.rms_eps);
+            clk.lap(S::Norms);
+        }
+        x.add_(o);   // x is this pass's own tensor
+        clk.lap(S::Residual);
         h = rms_norm(x, L.ffn_norm, c.rms_eps);
+        clk.lap(S::Norms);
         std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);   // [T, F] each
+        clk.lap(S::FfnProj);
         at::Tensor gate = gu[0];
+        const bool fuse_act = fused && prefill_ops::applicable(gate) && prefill_ops::applicable(gu[1]);
         if (c.ffn_act == FfnActivation::GeluTanh) {
-            gate = at::gelu(gate, "tanh") * gu[1];
-        } else if (T == 1 && gate.device().is_cpu() && gate.scalar_type() == at::kFloat) {
-            decode_ops::silu_mul_inplace(gate, gu[1]);                                 // one fused pass
+            if (fuse_act)
+                prefill_ops::gelu_tanh_mul(gate, gu[1]);                               // one fused pass
+            else
+                gate = at::gelu(gate, "tanh") * gu[1];
+        } else if (fuse_act) {
+            prefill_ops::silu_mul(gate, gu[1]);
         } else {
             gate = at::silu(gate) * gu[1];
         }
+        clk.lap(S::Activation);
         at::Tensor ff = dense(gate, L.w_down);                                         // [T, E]
-        if (c.post_norms) ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
-        x = x + ff;
+        clk.lap(S::FfnProj);
+        if (c.post_norms) {
+            ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
+            clk.lap(S::Norms);
+        }
+        x.add_(ff);
+        clk.lap(S::Residual);
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
     }
     cache.set_n_past(pos0 + T);
@@ -250,6 +320,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     at::Tensor last = from == 0 ? x : x.narrow(0, from, T - from);
     at::Tensor logits = dense(rms_norm(last, m_output_norm, c.rms_eps), m_output).to(at::kFloat);  // [T or 1, V]
     if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;   // gemma2
+    clk.lap(S::Logits);
     return logits;
 }
 

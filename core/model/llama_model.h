@@ -57,6 +57,17 @@ struct AttentionProbe {
     std::vector<at::Tensor> probs;        // per layer [H, S] float32 softmax of the last query
 };
 
+// Wall time of forward()'s stages, summed over layers (CPU; on CUDA a stage's time includes waits
+// for work queued before it). Projections include dequantizing their weight tiles, which
+// dequant_ms also counts on its own.
+struct ForwardProfile {
+    enum Stage { Embed, Norms, QkvProj, Rope, KvAppend, Capture, Attention, OutProj, FfnProj, Activation,
+                 Residual, Logits, kStages };
+    double ms[kStages] = {};
+    double dequant_ms = 0;
+    static const char* name(int stage);
+};
+
 struct ForwardOptions {
     bool all_logits = false;              // logits for every token (perplexity) or only the last
     int64_t logits_from = 0;              // with all_logits: only positions logits_from.. (a 262K
@@ -65,7 +76,8 @@ struct ForwardOptions {
     AttentionProbe* probe = nullptr;
     int64_t attn_chunk = 512;             // queries per attention block
     std::function<void(int64_t layer, int64_t n_layer)> on_layer;  // progress
-    const std::atomic<bool>* cancel = nullptr;                    // polled per layer
+    const std::atomic<bool>* cancel = nullptr;                    // polled twice per layer
+    ForwardProfile* profile = nullptr;    // when set, stage times are added to it
 };
 
 class LlamaModel {
@@ -111,7 +123,7 @@ private:
     };
 
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
-                         const ForwardOptions& opts) const;               // [H, T, D] -> [H, T, D]
+                         const ForwardOptions& opts) const;               // [H, T, D] -> [T, H*D]
     // Attention of one token's queries q [H, D] over a cpu_float() cache that already holds its
     // keys: probs [Hc, g, S] (softmax), out [H, D]. Plain buffers (model_attention.cpp).
     void attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs,

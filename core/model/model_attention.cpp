@@ -80,6 +80,42 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         attend_one(qc.data_ptr<float>(), kv, q_pos.item<int64_t>(), layer, probs.data_ptr<float>(),
                    o.data_ptr<float>());
         if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs;
+        return o.view({T, H * D});
+    }
+    if (T > 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && q.is_contiguous() && kv.cpu_float() &&
+        !(opts.capture && opts.capture->h2o) && !opts.probe) {
+        // Prefill on the CPU in float32: core/quant's blocked attention with an online softmax,
+        // never a [T, S] score matrix; written straight in the [T, H * D] layout wo reads.
+        const at::Tensor qp = q_pos.to(at::kLong).contiguous();
+        at::Tensor o = at::empty({T, H * D}, q.options());                             // [T, H*D]
+        PrefillAttention pa;
+        pa.q = q.data_ptr<float>();
+        pa.q_head_stride = T * D;
+        pa.q_tok_stride = D;
+        pa.k = kv.key_data();
+        pa.v = kv.value_data();
+        pa.kv_head_stride = kv.capacity() * D;
+        pa.kpos = kv.position_data();
+        pa.kpos_head_stride = kv.capacity();
+        pa.kpos_ascending = true;
+        if (window > 0)
+            for (int64_t h = 0; h < Hc && pa.kpos_ascending; ++h) {
+                const int64_t* ph = pa.kpos + h * pa.kpos_head_stride;
+                for (int64_t s = 1; s < S && pa.kpos_ascending; ++s) pa.kpos_ascending = ph[s] >= ph[s - 1];
+            }
+        pa.qpos = qp.data_ptr<int64_t>();
+        pa.Hc = Hc;
+        pa.g = g;
+        pa.T = T;
+        pa.S = S;
+        pa.D = D;
+        pa.scale = static_cast<float>(scale);
+        pa.softcap = static_cast<float>(softcap);
+        pa.window = window;
+        pa.out = o.data_ptr<float>();
+        pa.out_head_stride = D;
+        pa.out_tok_stride = H * D;
+        attention_prefill(pa);
         return o;
     }
     at::Tensor qg = q.view({Hc, g, T, D});
@@ -136,7 +172,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         }
     }
     if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
-    return out.view({H, T, D});
+    return out.view({H, T, D}).transpose(0, 1).reshape({T, H * D});
 }
 
 }  // namespace snapkv

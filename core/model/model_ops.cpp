@@ -9,6 +9,7 @@
 
 #include "core/common/errors.h"
 #include "core/model/decode_ops.h"
+#include "core/model/prefill_ops.h"
 
 namespace snapkv::model_ops {
 
@@ -22,6 +23,9 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
     // One float32 token on the CPU: one fused pass (decode_ops.h) instead of six small ops.
     if (x.size(0) == 1 && x.device().is_cpu() && x.scalar_type() == at::kFloat)
         return decode_ops::rms_norm(x.reshape({-1, x.size(-1)}), w, eps).view(x.sizes());
+    // Several float32 tokens on the CPU: the same arithmetic, rows spread over the kernel threads.
+    if (prefill_ops::applicable(x) && w.device().is_cpu() && w.scalar_type() == at::kFloat)
+        return prefill_ops::rms_norm(x.view({-1, x.size(-1)}), w, eps).view(x.sizes());
     at::Tensor xf = x.to(at::kFloat);
     at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
     return (y * w).to(x.scalar_type());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "core/common/errors.h"
 #include "core/quant/qkernels.h"
@@ -15,6 +16,14 @@ namespace {
 // Values per dequantized tile in the multi-token path: 16 MB of float32 scratch at most per
 // thread, which holds every matrix of a small model whole and bounds the memory of large ones.
 std::atomic<int64_t> g_tile_values{int64_t(4) << 20};
+std::atomic<int64_t> g_dequant_ns{0};
+
+// dequantize() with its time added to g_dequant_ns.
+void timed_dequantize(const BlockMatrix& m, int64_t row0, int64_t n, float* out) {
+    const auto t0 = std::chrono::steady_clock::now();
+    dequantize(m, row0, n, out);
+    g_dequant_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
 
 BlockMatrix view(const TensorBytes& b) {
     BlockMatrix m;
@@ -138,14 +147,14 @@ std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightM
         const int64_t tile = std::max<int64_t>(1, std::min(m.n_rows, g_tile_values.load() / std::max<int64_t>(cols, 1)));
         float* buf = scratch(tile * cols);
         if (tile == m.n_rows) {
-            dequantize(m, 0, m.n_rows, buf);
+            timed_dequantize(m, 0, m.n_rows, buf);
             out.push_back(at::linear(xc, at::from_blob(buf, {m.n_rows, cols}, xc.options())));
             continue;
         }
         at::Tensor y = at::empty({T, m.n_rows}, xc.options());  // [T, O]
         for (int64_t r0 = 0; r0 < m.n_rows; r0 += tile) {
             const int64_t n = std::min(tile, m.n_rows - r0);
-            dequantize(m, r0, n, buf);
+            timed_dequantize(m, r0, n, buf);
             y.narrow(1, r0, n).copy_(at::linear(xc, at::from_blob(buf, {n, cols}, xc.options())));
         }
         out.push_back(y);
@@ -184,6 +193,8 @@ at::Tensor WeightMatrix::to_float() const {
     dequantize(view(m_bytes), 0, m_rows, out.data_ptr<float>());
     return out;
 }
+
+int64_t WeightMatrix::dequant_ns() { return g_dequant_ns.load(); }
 
 int64_t WeightMatrix::set_tile_values(int64_t values) { return g_tile_values.exchange(std::max<int64_t>(1, values)); }
 

@@ -295,7 +295,7 @@ LogitsOutput Session::logits(const PromptSpec& prompt, CancelFlag cancel) {
 }
 
 std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_t decode_tokens,
-                                     const ProgressFn& progress, CancelFlag cancel) {
+                                     const ProgressFn& progress, CancelFlag cancel, bool profile) {
     m->require_model();
     // A deterministic prompt: ordinary English repeated to the requested length.
     const std::vector<int32_t> base = m->tok->encode(
@@ -321,10 +321,18 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
         KvCache cache = m->model->new_cache(n + decode_tokens);
         ForwardOptions fo;
         fo.cancel = cancel;
+        ForwardProfile prof;
+        if (profile) fo.profile = &prof;
         auto t0 = std::chrono::steady_clock::now();
         at::Tensor logits = m->model->forward(prompt, cache, fo);
         const double pms = ms_since(t0);
-        rows.push_back({"prefill", n, pms, 1000.0 * n / pms});
+        fo.profile = nullptr;
+        rows.push_back({"prefill", n, pms, 1000.0 * n / pms, {}});
+        if (profile) {
+            for (int st = 0; st < ForwardProfile::kStages; ++st)
+                rows.back().stages.emplace_back(ForwardProfile::name(st), prof.ms[st]);
+            rows.back().stages.emplace_back("(dequantize)", prof.dequant_ms);
+        }
         t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < decode_tokens; ++i) {
             const at::Tensor host = logits.to(at::kCPU).contiguous();                 // [1, V]
@@ -333,7 +341,7 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
         }
         const double dms = ms_since(t0);
         rows.push_back({"decode @" + std::to_string(n), decode_tokens, dms,
-                        decode_tokens > 0 ? 1000.0 * decode_tokens / dms : 0.0});
+                        decode_tokens > 0 ? 1000.0 * decode_tokens / dms : 0.0, {}});
         if (progress) progress("bench", ++step, static_cast<int64_t>(lengths.size()));
     }
     return rows;

@@ -24,6 +24,7 @@
 namespace snapkv {
 
 // (stage, done, total): stage is a short phrase ("loading weights", "prefill", "layer scores").
+// "prefill" counts prompt tokens (the layers done, as a share of the prompt's tokens).
 using ProgressFn = std::function<void(const std::string& stage, int64_t done, int64_t total)>;
 using CancelFlag = const std::atomic<bool>*;
 
@@ -134,6 +135,9 @@ struct BenchRow {
     int64_t tokens = 0;
     double ms = 0;
     double tok_s = 0;
+    // Prefill rows of bench(..., profile = true): {stage, ms} in forward order, then
+    // {"(dequantize)", ms} (part of the projections).
+    std::vector<std::pair<std::string, double>> stages;
 };
 
 class Session {
@@ -180,7 +184,8 @@ public:
                                                       const SelectionParams& params, const ProgressFn& progress = {},
                                                       CancelFlag cancel = nullptr);
     std::vector<BenchRow> bench(const std::vector<int64_t>& prompt_lengths, int64_t decode_tokens,
-                                const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
+                                const ProgressFn& progress = {}, CancelFlag cancel = nullptr,
+                                bool profile = false);
 
     // ---- SnapKV ----
     // Prefill with capture: one pass gives both the query-aware (whole prompt) and the

@@ -90,7 +90,11 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
         ForwardOptions fo;
         fo.capture = &cap;
         fo.cancel = cancel;
-        fo.on_layer = [&](int64_t l, int64_t) { if (progress) progress("prefill", layer_offset + l, total_layers); };
+        // In prompt tokens, so that a view can show tokens per second and the time left: layers
+        // done as a share of the whole pass (both parts of a two-part prompt).
+        fo.on_layer = [&](int64_t l, int64_t) {
+            if (progress) progress("prefill", L * (layer_offset + l) / total_layers, L);
+        };
         return model->forward(ids, st.cache, fo);
     };
     PrefillCapture ctx_cap, q_cap;
