@@ -302,7 +302,7 @@ void MainWindow::buildStatusBar() {
     m_timing = new QLabel;
     m_timing->setObjectName("timingLabel");
     m_progress = new QProgressBar;
-    m_progress->setFixedWidth(240);
+    m_progress->setFixedWidth(340);
     m_progress->setTextVisible(true);
     m_progress->hide();
     m_cancelButton = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), "Cancel");
@@ -386,10 +386,21 @@ void MainWindow::onBusyChanged(bool busy, const QString& task) {
 }
 
 void MainWindow::onProgress(const QString& stage, qint64 done, qint64 total) {
+    if (stage != m_stage || done == 0 || !m_stageClock.isValid()) {
+        m_stage = stage;
+        m_stageClock.restart();
+    }
     if (total > 0 && total < (qint64(1) << 30)) {
         m_progress->setRange(0, static_cast<int>(total));
         m_progress->setValue(static_cast<int>(std::min(done, total)));
-        m_progress->setFormat(QString("%1 %p%").arg(stage));
+        QString format = QString("%1 %p%").arg(stage);
+        // Prefill counts prompt tokens: its speed and the time left, once there is a rate to go by.
+        const double secs = m_stageClock.elapsed() / 1000.0;
+        if (stage == "prefill" && done > 0 && done < total && secs >= 0.5) {
+            const double rate = double(done) / secs;
+            format += QString(" · %1 tok/s · %2 s left").arg(rate, 0, 'f', 0).arg((total - done) / rate, 0, 'f', 0);
+        }
+        m_progress->setFormat(format);
     } else {
         m_progress->setRange(0, 0);
         m_progress->setFormat(stage);

@@ -167,6 +167,8 @@ private:
     QDockWidget* m_displayDock;
     QDockWidget* m_walkDock;
     QProgressBar* m_progress;
+    QElapsedTimer m_stageClock;   // since the current progress stage began (rate and time left)
+    QString m_stage;
     QPushButton* m_cancelButton;
     QLabel* m_statusText;
     QLabel* m_timing;
