@@ -1,6 +1,6 @@
 // `snapkv ruler` as scripts call it: two shard processes joined by `snapkv merge` equal the unsharded
-// run, a rerun with the same --out resumes, and an unknown task, a ratio outside [0, 1) or a length
-// beyond the context is refused with one line before any prefill (no results file appears).
+// run, a rerun with the same --out resumes, and an unknown task, a ratio outside [0, 1), a length
+// beyond the context or the memory is refused with one line before any prefill (no results file).
 // stories260K (it scores 0 on every task; the rows, not the scores, are under test).
 #include <catch2/catch.hpp>
 
@@ -96,10 +96,13 @@ TEST_CASE("ruler refuses an unknown task, a ratio outside [0, 1) and a length be
         {" --tasks vt --lengths 600", "--lengths: length 600 is too short for vt"},
         {" --ratios 0.99 --lengths 1500 --tasks niah_single_1", "--ratios: 0.99 keeps about"},
         {" --samples 0", "--samples: 0 must be at least 1"},
+        {" --tasks niah_single_1 --lengths 1024 --samples 1", "--lengths: a RULER prompt of length 1024 needs about"},
     };
     for (const auto& c : cases) {
         INFO("snapkv ruler" << c.args);
-        const Result r = run_shell(kCli + " ruler" + kModel + c.args + " --out " + out);
+        // The last case runs under a 2 MiB memory limit: the model loads, the prompt would not fit.
+        const std::string limit = &c == &cases.back() ? "SNAPKV_MEMORY_LIMIT=2M " : "";
+        const Result r = run_shell(limit + kCli + " ruler" + kModel + c.args + " --out " + out);
         CHECK(r.code == 1);
         CHECK_THAT(r.err, Contains(c.message));
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
