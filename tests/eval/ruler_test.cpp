@@ -205,7 +205,8 @@ TEST_CASE("each RULER task's sample has the requested length and a recoverable a
     }
     if (t.family == RulerFamily::VariableTracking) CHECK(a.text.references.size() == 5);
     if (t.family == RulerFamily::CommonWords)
-        for (const auto& r : a.text.references) CHECK(count_of(a.text.document, ". " + r + " ") + count_of(a.text.document, ". " + r + "\n") >= 30);
+        for (const auto& r : a.text.references)
+            CHECK(count_of(a.text.document, ". " + r + " ") + count_of(a.text.document, ". " + r + "\n") >= 30);
 
     // The same seed gives the same sample; another sample (another seed) differs.
     const RulerSample again = task.sample(s, 0);
