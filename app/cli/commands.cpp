@@ -698,6 +698,7 @@ void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         cmd->callback([cancel] { cmd_compare(c, po, so, go, theta, out, cancel); });
     }
     register_eval_commands(app, cancel);
+    register_ruler_commands(app, cancel);
 }
 
 }  // namespace snapkv::cli

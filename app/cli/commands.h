@@ -16,6 +16,7 @@ namespace snapkv::cli {
 
 void register_commands(CLI::App& app, const std::atomic<bool>* cancel);
 void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel);   // commands_eval.cpp
+void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel);  // commands_ruler.cpp
 
 // commands_model.cpp: `logits`, and the architecture part of `info` (text lines / JSON object).
 void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel);

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -23,6 +24,12 @@ std::vector<std::string> split(const std::string& s, const std::string& option) 
     }
     if (out.empty()) throw InputError(option + ": the list is empty");
     return out;
+}
+
+std::string fmt_number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
 }
 
 template <typename T>
@@ -63,7 +70,7 @@ std::vector<std::string> parse_name_list(const std::string& s, const std::string
 
 std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     require_non_empty(a.policies, "--policies");
-    require_non_empty(a.budgets, "--budgets");
+    if (a.ratios.empty()) require_non_empty(a.budgets, "--budgets");
     require_non_empty(a.gqa, "--gqa");
     require_non_empty(a.windows, "--window");
     require_non_empty(a.kernels, "--kernel");
@@ -73,6 +80,10 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     for (int64_t k : a.kernels)
         if (k < 1 || k % 2 == 0)
             throw InputError("--kernel: " + std::to_string(k) + " is not allowed; the pooling kernel must be odd and >= 1");
+    for (double r : a.ratios)
+        if (!(r >= 0.0 && r < 1.0))
+            throw InputError("--ratios: " + fmt_number(r) +
+                             " is outside [0, 1) (kvpress's compression ratio: the fraction of the cache removed)");
     for (int64_t b : a.budgets)
         for (int64_t w : a.windows)
             if (b <= w)
@@ -96,8 +107,12 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     full.full = true;
     out.push_back(full);
     std::set<std::string> seen;
+    // A size is a budget (ratio < 0) or a ratio.
+    std::vector<std::pair<int64_t, double>> sizes;
+    for (int64_t b : a.budgets) sizes.push_back({b, -1.0});
+    for (double r : a.ratios) sizes.push_back({0, r});
     for (Policy pol : policies)
-        for (int64_t budget : a.budgets)
+        for (const auto& [budget, ratio] : sizes)
             for (GqaMode g : gqa)
                 for (int64_t w : a.windows)
                     for (int64_t k : a.kernels)
@@ -105,6 +120,7 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
                             EvalConfig c;
                             c.params.policy = pol;
                             c.params.budget = budget;
+                            c.params.ratio = ratio;
                             c.params.gqa = g;
                             c.params.window = w;
                             c.params.kernel = policy_uses_pooling(pol) ? k : a.kernels.front();
@@ -125,12 +141,14 @@ nlohmann::json config_json(const EvalConfig& c) {
                 {"pooling", nullptr}, {"gqa", nullptr}, {"tie_break", nullptr}, {"query_agnostic", nullptr}};
     const SelectionParams& p = c.params;
     const bool pools = policy_uses_pooling(p.policy);
-    json j = {{"policy", policy_name(p.policy)}, {"budget", p.budget}, {"window", p.window},
+    json j = {{"policy", policy_name(p.policy)}, {"budget", p.ratio >= 0 ? json(nullptr) : json(p.budget)},
+              {"window", p.window},
               {"kernel", pools ? json(p.kernel) : json(nullptr)},
               {"pooling", pools ? json(pooling_name(p.pooling)) : json(nullptr)},
               {"gqa", gqa_mode_name(p.gqa)},
               {"tie_break", pools || p.policy == Policy::H2O ? json(tie_break_name(p.tie_break)) : json(nullptr)},
               {"query_agnostic", c.query_agnostic}};
+    if (p.ratio >= 0) j["ratio"] = p.ratio;
     if (p.policy == Policy::Streaming) j["sink"] = p.n_sink;
     if (p.policy == Policy::Random) j["seed"] = p.seed;
     return j;
@@ -146,7 +164,8 @@ EvalConfig config_from_json(const nlohmann::json& j) {
         }
         SelectionParams& p = c.params;
         p.policy = parse_policy(policy);
-        p.budget = j.at("budget").get<int64_t>();
+        if (j.contains("ratio") && !j["ratio"].is_null()) p.ratio = j["ratio"].get<double>();
+        else p.budget = j.at("budget").get<int64_t>();
         p.window = j.at("window").get<int64_t>();
         if (j.contains("kernel") && !j["kernel"].is_null()) p.kernel = j["kernel"].get<int64_t>();
         if (j.contains("pooling") && !j["pooling"].is_null()) p.pooling = parse_pooling(j["pooling"].get<std::string>());
@@ -165,7 +184,7 @@ EvalConfig config_from_json(const nlohmann::json& j) {
 std::string config_label(const EvalConfig& c) {
     if (c.full) return "full";
     const SelectionParams& p = c.params;
-    std::string s = policy_name(p.policy) + " C" + std::to_string(p.budget);
+    std::string s = policy_name(p.policy) + (p.ratio >= 0 ? " r" + fmt_number(p.ratio) : " C" + std::to_string(p.budget));
     if (p.window != 32) s += " W" + std::to_string(p.window);
     if (policy_uses_pooling(p.policy)) {
         if (p.kernel != 7) s += " K" + std::to_string(p.kernel);

@@ -25,6 +25,10 @@ struct EvalConfig {
 struct GridAxes {
     std::vector<std::string> policies{"snapkv"};
     std::vector<int64_t> budgets{1024};
+    // kvpress's compression ratios (the fraction of the cache removed, 0 <= r < 1): each keeps
+    // int(L x (1 - r)) tokens of the L being compressed, so the budget follows each prompt. May be
+    // the only size axis (budgets empty).
+    std::vector<double> ratios;
     std::vector<std::string> gqa{"kv-head"};   // the app's default: the cache shrinks
     std::vector<int64_t> windows{32};
     std::vector<int64_t> kernels{7};
@@ -35,19 +39,20 @@ struct GridAxes {
     std::string tie_break = "later";   // one for the whole grid: earlier | later
 };
 
-// Full first, then the cross product in the order above (policy outermost). Options a policy does
-// not use (kernel and pooling for streaming, h2o and random) collapse, so no duplicate rows.
-// Throws InputError naming the option for an unknown policy/pooling/GQA mode, a budget not larger
-// than a window, a window < 1 or an even kernel.
+// Full first, then the cross product in the order above (policy outermost; budgets, then ratios).
+// Options a policy does not use (kernel and pooling for streaming, h2o and random) collapse, so no
+// duplicate rows. Throws InputError naming the option for an unknown policy/pooling/GQA mode, a
+// budget not larger than a window, a ratio outside [0, 1), a window < 1 or an even kernel.
 std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 bool policy_uses_pooling(Policy p);
 
-// Row fields of a configuration: policy ("full"), budget (null for full), window, kernel, pooling,
-// gqa, tie_break, query_agnostic (nulls where they do not apply).
+// Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations),
+// ratio (ratio configurations only), window, kernel, pooling, gqa, tie_break, query_agnostic (nulls
+// where they do not apply).
 nlohmann::json config_json(const EvalConfig& c);
 std::string config_label(const EvalConfig& c);
 // The configuration a row or the settings' "configs" entry describes (inverse of config_json).
-EvalConfig config_from_json(const nlohmann::json& j);      // "full", "snapkv C256", "snapkv C256 W64 K5 avg kv-head"
+EvalConfig config_from_json(const nlohmann::json& j);      // "full", "snapkv C256", "snapkv C256 W64 K5 avg kv-head", "snapkv r0.5"
 
 // "--shard i/N": this process runs cells with index % N == i (0 <= i < N). Round robin spreads
 // long and short documents evenly over the shards.

@@ -51,6 +51,10 @@ void add_answer_scores(json& row, const CellPrompt& cell, const std::string& ans
         row["contains"] = contains_match(answer, cell.reference);
         row["f1"] = round4(word_f1(answer, cell.reference));
     }
+    if (!cell.references.empty()) {
+        row["references"] = cell.references;
+        row["score"] = round4(string_match_all(answer, cell.references));
+    }
     row["agree_full"] = round4(word_f1(answer, full_answer));
 }
 
@@ -155,10 +159,13 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
             continue;
         }
         const CellPrompt cp = m_task.prepare(m_session, cell);
+        CompareSettings cell_cs = cs;
+        if (cp.max_tokens > 0) cell_cs.generation.max_tokens = cp.max_tokens;
         const PrefillSummary sum = m_session.prefill(cp.prompt, ps, progress, cancel);
         const double prefill_ms = sum.prefill_ms + sum.scorer_ms;
         auto t0 = Clock::now();
-        const RunOutput full = m_session.decode_reference(cs, m_options.kl_steps, progress, cancel);
+        const RunOutput full = m_session.decode_reference(cell_cs, std::min(m_options.kl_steps, cell_cs.generation.max_tokens),
+                                                          progress, cancel);
         const double reference_ms = ms_since(t0);
         st.prefill_ms += prefill_ms;
         st.reference_ms += reference_ms;
@@ -190,6 +197,7 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
                 const CompareResult r = m_session.compare_to_reference(sel, progress, cancel);
                 st.compressed_ms += ms_since(t0);
                 row["compressed"] = sel.compressed;
+                row["budget_used"] = sel.budget;
                 add_answer_scores(row, cp, r.compressed.text, full.text);
                 double kl = 0, top1 = 0;
                 for (const auto& s : r.steps) {

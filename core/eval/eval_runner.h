@@ -35,6 +35,9 @@ struct CellPrompt {
     std::string value;              // needle value to find in the answer ("" = none)
     bool has_reference = false;     // score against `reference` (exact, contains, word F1)
     std::string reference;
+    // Every one of them is looked for in the answer (RULER's string_match_all): the row's "score".
+    std::vector<std::string> references;
+    int64_t max_tokens = 0;         // answer tokens of this cell; 0 = the run's
     TokenSpan needle;               // needle sentence tokens (kept-needle stats)
     TokenSpan value_tokens;         // the value's tokens inside it
     double build_ms = 0;            // building the document

@@ -83,6 +83,19 @@ double word_f1(const std::string& a, const std::string& b) {
     return 2.0 * p * r / (p + r);
 }
 
+double string_match_all(const std::string& answer, const std::vector<std::string>& references) {
+    if (references.empty()) return 0.0;
+    auto lower = [](std::string s) {
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    };
+    const std::string a = lower(answer);
+    int64_t found = 0;
+    for (const auto& r : references)
+        if (a.find(lower(r)) != std::string::npos) ++found;
+    return static_cast<double>(found) / static_cast<double>(references.size());
+}
+
 std::string fnv1a_hex(const std::string& bytes) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (unsigned char c : bytes) {

@@ -20,6 +20,10 @@ bool contains_match(const std::string& answer, const std::string& reference);  /
 // Word-multiset F1 in [0, 1]; 1 when both are empty, 0 when only one is.
 double word_f1(const std::string& a, const std::string& b);
 
+// RULER's string_match_all: the share of the references found in the answer, each as a
+// case-insensitive substring (RULER lower-cases both sides and tests `in`); 0 for no references.
+double string_match_all(const std::string& answer, const std::vector<std::string>& references);
+
 // 64-bit FNV-1a, printed as 16 hex digits (identifies a haystack or a question set in settings).
 std::string fnv1a_hex(const std::string& bytes);
 

@@ -3,6 +3,7 @@
 #include "core/session/session.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 
@@ -197,6 +198,11 @@ PromptTokens Session::build_prompt(const PromptSpec& spec) const {
         const size_t at = rendered.rfind(content);
         full = rendered;
         context = (at == std::string::npos) ? rendered : rendered.substr(0, at + context.size());
+        if (!spec.answer_prefix.empty() && !full.empty() && !std::isspace(static_cast<unsigned char>(full.back())))
+            full += " ";
+        full += spec.answer_prefix;
+    } else if (!spec.answer_prefix.empty()) {
+        full += (full.empty() ? "" : " ") + spec.answer_prefix;
     }
     out.ids = m->tok->encode(full, true, true);
     if (out.ids.empty()) throw InputError("the prompt is empty (no tokens)");

@@ -65,6 +65,9 @@ struct PromptSpec {
     std::string question;
     bool chat = false;               // wrap in the model's chat template (user turn)
     std::string chat_format;         // "" = detected from the model, else raw|chatml|llama2|llama3|mistral|gemma|phi3
+    // Words the answer starts with (RULER's answer prefix), part of the question: after the chat
+    // template's assistant header, or after the question and a space without a template.
+    std::string answer_prefix;
 };
 
 // The token sequence of a prompt: context (template head + document) then question (question +

@@ -6,7 +6,7 @@
 #     --out out/part-{}.jsonl ::: 0 1 2 3 && build/app/cli/snapkv merge --out out/all.jsonl out/part-*.jsonl
 set -euo pipefail
 if (( $# < 3 )); then
-  echo "usage: $0 N OUTDIR needle|sweep OPTIONS...   (without --shard and --out)" >&2
+  echo "usage: $0 N OUTDIR needle|sweep|ruler OPTIONS...   (without --shard and --out)" >&2
   exit 2
 fi
 n="$1" out="$2"

@@ -10,7 +10,7 @@
 set -euo pipefail
 usage() {
   cat <<'EOF'
-usage: submit.sh [OPTIONS] N OUTDIR needle|sweep SNAPKV-OPTIONS...   (without --shard and --out)
+usage: submit.sh [OPTIONS] N OUTDIR needle|sweep|ruler SNAPKV-OPTIONS...   (without --shard and --out)
   --cpus N          CPUs per array task (default 1); the task's snapkv uses that many threads
   --mem SIZE        memory per array task, sbatch's units (default 2G)
   --time T          time limit per array task, sbatch's format (default 02:00:00)
@@ -58,7 +58,7 @@ n="$1" out="$2"
 shift 2
 if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then echo "submit: N must be a positive whole number, got '$n'" >&2; exit 2; fi
 if ! [[ "$cpus" =~ ^[1-9][0-9]*$ ]]; then echo "submit: --cpus must be a positive whole number, got '$cpus'" >&2; exit 2; fi
-case "$1" in needle|sweep) ;; *) echo "submit: the command must be needle or sweep, got '$1'" >&2; exit 2 ;; esac
+case "$1" in needle|sweep|ruler) ;; *) echo "submit: the command must be needle, sweep or ruler, got '$1'" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 . "$here/find_snapkv.sh"

@@ -1,0 +1,277 @@
+// `snapkv ruler`: RULER's 11 synthetic tasks (core/eval/ruler_tasks.h) on the loaded model, the full
+// cache and every configuration from one prefill per sample, rows to a JSON Lines file as they finish
+// (resume with the same --out, --shard i/N, join with `snapkv merge`). Sizes are budgets or kvpress's
+// compression ratios. Prints a task x configuration table of mean scores (0-100) at the end. The QA
+// tasks (SQuAD, HotpotQA) are left out: they need downloads.
+#include "app/cli/commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "app/cli/cli_checks.h"
+#include "core/eval/datasets.h"
+#include "core/eval/eval_runner.h"
+#include "core/eval/needle.h"
+#include "core/eval/results_file.h"
+#include "core/eval/ruler_runner.h"
+#include "core/session/session.h"
+
+#ifndef SNAPKV_SOURCE_DIR
+#define SNAPKV_SOURCE_DIR ""
+#endif
+
+namespace snapkv::cli {
+namespace {
+
+using json = nlohmann::json;
+using namespace snapkv::eval;
+
+struct RulerCliOpts {
+    std::string model, device = "cpu", dtype = "float32", weights = "native";
+    std::string tasks = "all", lengths = "4096", policies = "snapkv", ratios = "0.25,0.5,0.75,0.9", budgets,
+                gqa = "kv-head", windows = "32", kernels = "7", poolings = "max", tie_break = "later";
+    int64_t samples = 10;
+    bool query_agnostic = false;
+    int64_t sink = 4;
+    uint64_t seed = 42;
+    int64_t kl_steps = 32;
+    double theta = 0.05;
+    bool no_chat = false;
+    std::string chat_format, essays, words, shard, out;
+    bool quiet = false;
+};
+
+std::string fmt_s(double ms) {
+    std::ostringstream ss;
+    ss << std::fixed << std::setprecision(ms < 10000 ? 1 : 0) << ms / 1000.0 << " s";
+    return ss.str();
+}
+
+RunOptions run_options(const RulerCliOpts& o) {
+    GridAxes a;
+    a.policies = parse_name_list(o.policies, "--policies");
+    a.budgets = o.budgets.empty() ? std::vector<int64_t>{} : parse_int_list(o.budgets, "--budgets");
+    a.ratios = o.ratios.empty() ? std::vector<double>{} : parse_number_list(o.ratios, "--ratios");
+    if (a.budgets.empty() && a.ratios.empty())
+        throw InputError("--ratios, --budgets: give at least one ratio or budget (the full cache is always run too)");
+    a.gqa = parse_name_list(o.gqa, "--gqa");
+    a.windows = parse_int_list(o.windows, "--window");
+    a.kernels = parse_int_list(o.kernels, "--kernel");
+    a.poolings = parse_name_list(o.poolings, "--pooling");
+    a.query_agnostic = o.query_agnostic;
+    a.n_sink = o.sink;
+    a.seed = o.seed;
+    a.tie_break = o.tie_break;
+    RunOptions r;
+    r.configs = expand_configs(a);
+    r.generation.greedy = true;
+    r.kl_steps = o.kl_steps;
+    r.hit_threshold = o.theta;
+    r.shard = parse_shard(o.shard);
+    return r;
+}
+
+// A ratio keeps int(n x (1 - r)) tokens; refuse, before any prefill, one that leaves no more than the
+// window of the shortest prompt (less 1% for the fit of the sizing).
+void check_ratios_fit(const RunOptions& ro, const RulerTask& task) {
+    for (const auto& c : ro.configs) {
+        if (c.full || c.params.ratio < 0) continue;
+        for (int64_t length : task.options().lengths) {
+            const auto n = static_cast<int64_t>(0.99 * static_cast<double>(length - task.max_answer_tokens()));
+            const auto kept = static_cast<int64_t>(static_cast<double>(n) * (1.0 - c.params.ratio));
+            if (kept <= c.params.window) {
+                std::ostringstream r;
+                r << c.params.ratio;
+                throw InputError("--ratios: " + r.str() + " keeps about " + std::to_string(kept) + " of the " +
+                                 std::to_string(n) + " tokens of a length-" + std::to_string(length) +
+                                 " prompt, not more than the window " + std::to_string(c.params.window) +
+                                 "; choose a smaller ratio or a longer length");
+            }
+        }
+    }
+}
+
+void print_table(const std::vector<Row>& rows, const RunOptions& ro, const RulerTask& task) {
+    const std::vector<RulerScore> scores = ruler_scores(rows);
+    for (int64_t length : task.options().lengths) {
+        std::map<std::pair<std::string, int64_t>, RulerScore> at;
+        for (const auto& s : scores)
+            if (s.length == length) at[{s.task, s.config}] = s;
+        if (at.empty()) continue;
+        std::cout << "\nRULER at " << length << " tokens, mean score over samples (0-100):\n"
+                  << std::left << std::setw(26) << "configuration";
+        for (const auto& t : task.options().tasks) std::cout << std::right << std::setw(std::max<int>(8, t.size() + 1)) << t;
+        std::cout << std::setw(9) << "average" << "\n";
+        for (size_t k = 0; k < ro.configs.size(); ++k) {
+            std::cout << std::left << std::setw(26) << config_label(ro.configs[k]) << std::right << std::fixed
+                      << std::setprecision(1);
+            double sum = 0;
+            int64_t n = 0;
+            for (const auto& t : task.options().tasks) {
+                const int w = std::max<int>(8, static_cast<int>(t.size()) + 1);
+                auto it = at.find({t, static_cast<int64_t>(k)});
+                if (it == at.end()) {
+                    std::cout << std::setw(w) << "-";
+                    continue;
+                }
+                std::cout << std::setw(w) << it->second.mean;
+                sum += it->second.mean;
+                ++n;
+            }
+            if (n) std::cout << std::setw(9) << sum / static_cast<double>(n);
+            else std::cout << std::setw(9) << "-";
+            std::cout << "\n";
+        }
+    }
+}
+
+void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
+    // Everything that can be refused without the model is refused first.
+    RulerOptions ropt;
+    ropt.tasks = parse_ruler_tasks(o.tasks);
+    ropt.lengths = parse_int_list(o.lengths, "--lengths");
+    ropt.samples = o.samples;
+    ropt.seed = o.seed;
+    ropt.chat_format = o.chat_format;
+    if (o.samples < 1) throw InputError("--samples: " + std::to_string(o.samples) + " must be at least 1");
+    RunOptions ro = run_options(o);
+    const std::string words_dir =
+        !o.words.empty() ? o.words : bundled_dataset("ruler", SNAPKV_SOURCE_DIR, "--words");
+    const std::vector<std::string> essay_paths =
+        !o.essays.empty() ? parse_name_list(o.essays, "--essays") : bundled_haystack(SNAPKV_SOURCE_DIR);
+    std::vector<NamedPath> inputs = {{"the model (--model)", o.model}};
+    for (const std::string& e : essay_paths) inputs.push_back({"an essay (--essays)", e});
+    check_output_not_input("--out", o.out, inputs);
+    const Haystack essays = load_haystack(essay_paths);
+    ropt.essay_files = essays.files;
+    RulerData data = load_ruler_data(words_dir, essays.text);
+
+    Session s;
+    s.load_model(o.model, {o.device, o.dtype, o.weights});
+    ropt.chat = !o.no_chat && (!o.chat_format.empty() ? o.chat_format != "raw" : s.model_info().chat_format != "raw");
+    RulerTask task(s, std::move(data), ropt);
+    ro.generation.max_tokens = task.max_answer_tokens();
+    ro.kl_steps = std::min(ro.kl_steps, ro.generation.max_tokens);
+    check_ratios_fit(ro, task);
+    check_ruler_memory(s, task, ro, o.query_agnostic);
+
+    EvalRun run(s, task, ro);
+    const std::set<RowKey> done = resume_rows(o.out, run.settings());
+    const bool tty = isatty(fileno(stderr));
+    if (!o.quiet)
+        std::cerr << "ruler: " << ropt.tasks.size() << " tasks x " << ropt.lengths.size() << " lengths x " << o.samples
+                  << " samples = " << task.n_cells() << " cells, x " << ro.configs.size() << " configurations"
+                  << (ro.shard.count > 1 ? ", shard " + std::to_string(ro.shard.index) + "/" +
+                                               std::to_string(ro.shard.count) + " (" +
+                                               std::to_string(run.shard_cells().size()) + " cells)"
+                                         : std::string())
+                  << (done.empty() ? "" : ", resuming: " + std::to_string(done.size()) + " rows already in " + o.out)
+                  << "\n";
+    RowWriter writer(o.out);
+    std::vector<Row> cell_rows;
+    const auto t0 = std::chrono::steady_clock::now();
+    int64_t run_cells = 0;
+    ProgressFn progress = [&](const std::string& stage, int64_t d, int64_t t) {
+        if (o.quiet) return;
+        if (stage != "cells") {
+            if (tty) std::cerr << "\r  " << stage << " " << d << "/" << t << "        " << std::flush;
+            return;
+        }
+        if (cell_rows.empty()) return;   // skipped (resumed) cell
+        ++run_cells;
+        const double el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const Row& f = cell_rows.front();
+        std::cerr << (tty ? "\r" : "") << "[" << d << "/" << t << "] " << f["ruler_task"].get<std::string>() << " "
+                  << f["length"] << " #" << f["sample"] << ":";
+        for (const Row& r : cell_rows)
+            std::cerr << " " << config_label(config_from_json(r)) << " " << std::fixed << std::setprecision(0)
+                      << 100.0 * r["score"].get<double>() << ";";
+        std::cerr << " ETA " << fmt_s(el / static_cast<double>(run_cells) * static_cast<double>(t - d)) << "\n";
+        cell_rows.clear();
+    };
+    const RunStats st = run.run(done, [&](const Row& r) {
+        writer.write(r);
+        cell_rows.push_back(r);
+    }, progress, cancel);
+    std::cout << "ruler: " << st.rows_written << " rows written to " << o.out << " (" << st.cells_run << " cells run, "
+              << st.cells_skipped << " already done)\n";
+    if (st.cells_run > 0)
+        std::cout << "time: " << fmt_s(st.wall_ms) << " (" << std::fixed << std::setprecision(2)
+                  << static_cast<double>(st.cells_run) / (st.wall_ms / 60000.0) << " cells/min); prefill "
+                  << fmt_s(st.prefill_ms) << ", full-cache decode " << fmt_s(st.reference_ms)
+                  << ", compressed select+decode " << fmt_s(st.compressed_ms) << "\n";
+    std::vector<Row> rows;
+    for (auto& r : read_results(o.out, false).rows)
+        if (r["settings"] == run.settings()) rows.push_back(std::move(r));
+    std::stable_sort(rows.begin(), rows.end(), row_less);
+    print_table(rows, ro, task);
+}
+
+}  // namespace
+
+void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel) {
+    static RulerCliOpts o;
+    auto* c = app.add_subcommand(
+        "ruler",
+        "RULER's 11 synthetic tasks (niah x8, vt, cwe, fwe; the QA tasks are left out: they need SQuAD and "
+        "HotpotQA), full cache and every configuration from one prefill per sample, scored with string_match_all");
+    c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
+    c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
+    c->add_option("--weights", o.weights,
+                  "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
+        ->capture_default_str();
+    c->add_option("--tasks", o.tasks,
+                  "all, or a comma list of niah_single_1, niah_single_2, niah_single_3, niah_multikey_1, "
+                  "niah_multikey_2, niah_multikey_3, niah_multivalue, niah_multiquery, vt, cwe, fwe")
+        ->capture_default_str();
+    c->add_option("--lengths", o.lengths,
+                  "Comma list of lengths in tokens: prompt + the task's answer tokens (niah 128, vt 30, cwe 120, "
+                  "fwe 50), as RULER's max_seq_length; at most the model's context")
+        ->capture_default_str();
+    c->add_option("--samples", o.samples, "Samples per task and length (each its own seed)")->capture_default_str();
+    c->add_option("--policies", o.policies,
+                  "Comma list of policies (snapkv, streaming, h2o, random, pyramid, adakv, ...)")
+        ->capture_default_str();
+    c->add_option("--ratios", o.ratios,
+                  "Comma list of kvpress compression ratios: the fraction of the cache removed, 0 <= r < 1 "
+                  "('' for none)")
+        ->capture_default_str();
+    c->add_option("--budgets", o.budgets, "Comma list of fixed budgets C (tokens kept per head, window included)");
+    c->add_option("--gqa", o.gqa, "Comma list: kv-head (one selection per KV head, as kvpress), query-head")
+        ->capture_default_str();
+    c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
+    c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
+    c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
+    c->add_option("--tie-break", o.tie_break, "Which of equal scores top-k keeps: later or earlier")
+        ->capture_default_str();
+    c->add_flag("--query-agnostic", o.query_agnostic,
+                "Compress the context alone, then feed the question (kvpress's leaderboard does this)");
+    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
+    c->add_option("--seed", o.seed, "Seed of the samples and of the random policy")->capture_default_str();
+    c->add_option("--kl-steps", o.kl_steps, "KL and top-1 agreement over the first N answer tokens")
+        ->capture_default_str();
+    c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
+        ->capture_default_str();
+    c->add_flag("--no-chat", o.no_chat, "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
+    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    c->add_option("--essays", o.essays,
+                  "Comma list of essay files or folders for the essay haystack (default datasets/sample_document.md,"
+                  "datasets/documents)");
+    c->add_option("--words", o.words, "Folder of the word lists adjectives.txt, nouns.txt, verbs.txt (default datasets/ruler)");
+    c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
+    c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
+    c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
+    c->callback([cancel] { cmd_ruler(o, cancel); });
+}
+
+}  // namespace snapkv::cli

@@ -1,0 +1,221 @@
+// See ruler_runner.h.
+#include "core/eval/ruler_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "core/session/memory_estimate.h"
+
+namespace snapkv::eval {
+using json = nlohmann::json;
+
+namespace {
+
+// Token index range of the characters [a, b) of the concatenated token pieces.
+TokenSpan span_of(const std::vector<size_t>& ends, size_t a, size_t b) {
+    TokenSpan s;
+    for (size_t i = 0; i < ends.size(); ++i) {
+        const size_t start = i ? ends[i - 1] : 0;
+        if (ends[i] > a && s.first < 0) s.first = static_cast<int64_t>(i);
+        if (start < b) s.last = static_cast<int64_t>(i) + 1;
+    }
+    return s;
+}
+
+json spans_json(const std::vector<TokenSpan>& spans) {
+    json out = json::array();
+    for (const auto& s : spans) out.push_back(s.empty() ? json(nullptr) : json::array({s.first, s.last}));
+    return out;
+}
+
+}  // namespace
+
+RulerTask::RulerTask(const Session& s, RulerData data, RulerOptions options)
+    : m_data(std::move(data)), m_opt(std::move(options)) {
+    if (m_opt.tasks.empty()) throw InputError("--tasks: the list is empty");
+    for (const auto& name : m_opt.tasks) m_tasks.push_back(&find_ruler_task(name));
+    if (m_opt.samples < 1) throw InputError("--samples: " + std::to_string(m_opt.samples) + " must be at least 1");
+    if (m_opt.lengths.empty()) throw InputError("--lengths: the list is empty");
+    m_n_ctx = s.model_info().config.n_ctx_train;
+    for (size_t i = 0; i < m_opt.lengths.size(); ++i) {
+        const int64_t n = m_opt.lengths[i];
+        if (n < 1) throw InputError("--lengths: " + std::to_string(n) + " is not a length in tokens");
+        if (m_n_ctx > 0 && n > m_n_ctx)
+            throw InputError("--lengths: length " + std::to_string(n) + " is above the model's context of " +
+                             std::to_string(m_n_ctx) + " tokens (a length counts the prompt and the answer, as "
+                             "RULER's max_seq_length does)");
+        for (size_t j = 0; j < i; ++j)
+            if (m_opt.lengths[j] == n) throw InputError("--lengths: length " + std::to_string(n) + " is given twice");
+    }
+    // Each task's fixed part must leave room in every length: the fewest units, counted once.
+    for (const RulerTaskSpec* t : m_tasks)
+        for (int64_t length : m_opt.lengths) {
+            const RulerText text = generate_ruler_text(*t, m_data, ruler_sample_seed(m_opt.seed, t->name, length, 0),
+                                                       ruler_min_units(*t), length);
+            const auto fewest = static_cast<int64_t>(s.build_prompt(prompt_for(text)).ids.size());
+            if (fewest + t->answer_tokens > length)
+                throw InputError("--lengths: length " + std::to_string(length) + " is too short for " + t->name +
+                                 ": its instructions, needles and question alone take " + std::to_string(fewest) +
+                                 " prompt tokens + " + std::to_string(t->answer_tokens) + " answer tokens");
+            // cwe draws distinct words: the list must reach the length.
+            const int64_t most = ruler_max_units(*t, m_data);
+            if (most >= 0) {
+                const RulerText full = generate_ruler_text(*t, m_data, 0, most, length);
+                const auto n = static_cast<int64_t>(s.build_prompt(prompt_for(full)).ids.size());
+                if (static_cast<double>(n + t->answer_tokens) < 0.99 * static_cast<double>(length))
+                    throw InputError("--lengths: length " + std::to_string(length) + " is too long for " + t->name +
+                                     ": all " + std::to_string(most) + " distinct words of the word list fill " +
+                                     std::to_string(n + t->answer_tokens) + " tokens (allowed up to " +
+                                     std::to_string(static_cast<int64_t>((n + t->answer_tokens) / 0.99)) + ")");
+            }
+        }
+}
+
+int64_t RulerTask::n_cells() const {
+    return static_cast<int64_t>(m_opt.lengths.size() * m_tasks.size()) * m_opt.samples;
+}
+
+RulerTask::CellId RulerTask::cell_id(int64_t cell) const {
+    const auto n_tasks = static_cast<int64_t>(m_tasks.size());
+    CellId id;
+    id.sample = cell % m_opt.samples;
+    const int64_t rest = cell / m_opt.samples;
+    id.task = m_tasks[static_cast<size_t>(rest % n_tasks)];
+    id.length = m_opt.lengths[static_cast<size_t>(rest / n_tasks)];
+    return id;
+}
+
+int64_t RulerTask::max_answer_tokens() const {
+    int64_t n = 1;
+    for (const RulerTaskSpec* t : m_tasks) n = std::max(n, t->answer_tokens);
+    return n;
+}
+
+json RulerTask::settings() const {
+    json answer_tokens = json::object();
+    for (const RulerTaskSpec* t : m_tasks) answer_tokens[t->name] = t->answer_tokens;
+    return {{"tasks", m_opt.tasks},
+            {"lengths", m_opt.lengths},
+            {"samples", m_opt.samples},
+            {"seed", m_opt.seed},
+            {"answer_tokens", answer_tokens},
+            {"chat", m_opt.chat},
+            {"chat_format", m_opt.chat_format},
+            {"words_fnv1a", m_data.words_fnv},
+            {"essays", {{"files", m_opt.essay_files}, {"fnv1a", m_data.essays_fnv}}},
+            {"scoring", "string_match_all"}};
+}
+
+PromptSpec RulerTask::prompt_for(const RulerText& text) const {
+    PromptSpec p;
+    p.document = text.document;
+    p.question = text.question;
+    p.answer_prefix = text.answer_prefix;
+    p.chat = m_opt.chat;
+    p.chat_format = m_opt.chat_format;
+    return p;
+}
+
+RulerSample RulerTask::sample(const Session& s, int64_t cell) const {
+    const CellId id = cell_id(cell);
+    const RulerTaskSpec& t = *id.task;
+    const int64_t max_prompt = m_n_ctx > 0 ? m_n_ctx - t.answer_tokens : 0;
+    return size_ruler_sample(t, m_data, ruler_sample_seed(m_opt.seed, t.name, id.length, id.sample), id.length,
+                             [&](const RulerText& text) {
+                                 return static_cast<int64_t>(s.build_prompt(prompt_for(text)).ids.size());
+                             },
+                             max_prompt);
+}
+
+CellPrompt RulerTask::prepare(const Session& s, int64_t cell) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    const CellId id = cell_id(cell);
+    const RulerSample rs = sample(s, cell);
+    CellPrompt cp;
+    cp.prompt = prompt_for(rs.text);
+    cp.references = rs.text.references;
+    cp.max_tokens = id.task->answer_tokens;
+
+    // Token spans of the needles and of the references inside them, found in the token pieces.
+    const PromptTokens pt = s.build_prompt(cp.prompt);
+    std::string joined;
+    std::vector<size_t> ends;
+    for (int32_t tok : pt.ids) {
+        joined += s.token_piece(tok);
+        ends.push_back(joined.size());
+    }
+    std::vector<TokenSpan> needle_spans;
+    std::vector<TokenSpan> answer_spans(rs.text.references.size());   // by reference; empty: not in a needle
+    size_t from = 0;
+    for (const auto& needle : rs.text.needles) {
+        const size_t at = joined.find(needle, from);
+        if (at == std::string::npos) continue;
+        from = at + needle.size();
+        needle_spans.push_back(span_of(ends, at, at + needle.size()));
+        for (size_t r = 0; r < rs.text.references.size(); ++r) {
+            const size_t v = answer_spans[r].empty() ? needle.find(rs.text.references[r]) : std::string::npos;
+            if (v != std::string::npos) answer_spans[r] = span_of(ends, at + v, at + v + rs.text.references[r].size());
+        }
+    }
+    // The kept-needle statistics of the row follow the first needle and the first reference.
+    if (!needle_spans.empty()) cp.needle = needle_spans.front();
+    if (!answer_spans.empty()) cp.value_tokens = answer_spans.front();
+    cp.fields = {{"ruler_task", id.task->name},
+                 {"length", id.length},
+                 {"sample", id.sample},
+                 {"n_units", rs.n_units},
+                 {"needle_spans", spans_json(needle_spans)},
+                 {"answer_spans", spans_json(answer_spans)}};
+    cp.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return cp;
+}
+
+void check_ruler_memory(const Session& s, const RulerTask& task, const RunOptions& run, bool query_agnostic) {
+    PrefillSettings ps;
+    ps.max_window = 1;
+    ps.h2o = false;
+    for (const auto& c : run.configs) {
+        if (c.full) continue;
+        ps.max_window = std::max(ps.max_window, c.params.window);
+        ps.h2o = ps.h2o || c.params.policy == Policy::H2O;
+    }
+    const int64_t longest = *std::max_element(task.options().lengths.begin(), task.options().lengths.end());
+    require_memory(s.estimate_prefill_memory(longest, ps, query_agnostic), s.available_memory(),
+                   "--lengths: a RULER prompt of length " + std::to_string(longest), ": choose shorter --lengths");
+}
+
+std::vector<RulerScore> ruler_scores(const std::vector<Row>& rows) {
+    struct Acc {
+        double sum = 0, sum2 = 0;
+        int64_t n = 0;
+    };
+    std::vector<std::tuple<std::string, int64_t, int64_t>> order;
+    std::map<std::tuple<std::string, int64_t, int64_t>, Acc> acc;
+    for (const Row& r : rows) {
+        if (!r.contains("score") || !r.contains("ruler_task")) continue;
+        const auto key = std::make_tuple(r["ruler_task"].get<std::string>(), r["length"].get<int64_t>(),
+                                         r["config"].get<int64_t>());
+        auto [it, fresh] = acc.emplace(key, Acc{});
+        if (fresh) order.push_back(key);
+        const double v = 100.0 * r["score"].get<double>();
+        it->second.sum += v;
+        it->second.sum2 += v * v;
+        ++it->second.n;
+    }
+    std::vector<RulerScore> out;
+    for (const auto& key : order) {
+        const Acc& a = acc[key];
+        RulerScore s;
+        std::tie(s.task, s.length, s.config) = key;
+        s.n = a.n;
+        s.mean = a.sum / static_cast<double>(a.n);
+        s.sd = std::sqrt(std::max(0.0, a.sum2 / static_cast<double>(a.n) - s.mean * s.mean));
+        out.push_back(s);
+    }
+    return out;
+}
+
+}  // namespace snapkv::eval
