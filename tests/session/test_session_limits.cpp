@@ -70,7 +70,10 @@ TEST_CASE("perplexity keeps each chunk's first token when the model adds no BOS"
     const auto file = ModelFile::open(dir.path());
     const auto model = LlamaModel::load(*file);
     const double want = chunk_perplexity(*model, ids, 128);
-    CHECK(out.ppl == Approx(want).epsilon(1e-9));
+    // The session scores only each chunk's second half (a GEMM of other rows count than the
+    // helper's), and BLAS may round a row differently by the matrix size: OpenBLAS's Haswell
+    // kernels moved this by 8e-9 relative. Float32 rounding, far below the BOS effect checked below.
+    CHECK(out.ppl == Approx(want).epsilon(1e-6));
     // What overwriting with BOS gives instead (the bug): measurably different on this text.
     std::vector<int32_t> with_bos = ids;
     for (size_t c = 0; c + 128 <= with_bos.size(); c += 128) with_bos[c] = 1;
