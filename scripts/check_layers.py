@@ -197,10 +197,10 @@ def self_test():
     try:
         for top in ("core", "app", "kernels"):
             shutil.copytree(os.path.join(here, top), os.path.join(tmp, top))
-        _, errors = check(tmp)
-        if errors:
-            print("self-test: the tree fails before any change:\n" + "\n".join(errors))
-            return 1
+        # Reports already there (a tree with a wrong include of its own) are set aside, so this
+        # tests the check and the plain run tests the tree.
+        _, baseline = check(tmp)
+        baseline = set(baseline)
         cases = [  # (file that gets the include, include, words the report must contain)
             ("core/kv/kv_cache.cpp", "core/snapkv/gpu_ops.h", "kv (level 4) -> snapkv (level 6): the arrow points up"),
             ("core/quant/qkernels.cpp", "core/tokenizer/tokenizer.h", "siblings on level 2"),
@@ -220,6 +220,7 @@ def self_test():
             with open(full, "w", encoding="utf-8") as fh:
                 fh.write(text + '\n#include "%s"\n' % inc)
             _, errors = check(tmp)
+            errors = [e for e in errors if e not in baseline]
             hit = [e for e in errors if e.startswith(path + ":") and ('"%s"' % inc) in e and want in e]
             print("%s %s -> %s" % ("ok  " if hit and len(errors) == 1 else "FAIL", path, inc))
             if not hit or len(errors) != 1:
@@ -234,6 +235,7 @@ def self_test():
         with open(vt, "w", encoding="utf-8") as fh:
             fh.write(text + "\n#include <ATen/ATen.h>\n")
         _, errors = check(tmp)
+        errors = [e for e in errors if e not in baseline]
         ok = any("must compile without LibTorch" in e and "core/io/model_config.h -> <ATen/ATen.h>" in e
                  for e in errors)
         print("%s app/ include of a value-type header that includes ATen" % ("ok  " if ok else "FAIL"))
