@@ -1,6 +1,7 @@
 // Names and values read from files, cut for messages: a corrupt length can make a key, a tensor
 // name or a model type a megabyte of raw bytes, and a message quoting all of it floods stderr
-// (issue 22: 1.27 MB, ~3000 lines). Header-only; no escaping here (Error escapes control bytes).
+// (a GGUF key claiming 10^6 bytes once printed 1.27 MB, ~3000 lines). Header-only; no escaping
+// here (Error escapes control bytes).
 #pragma once
 
 #include <cstddef>

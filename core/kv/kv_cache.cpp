@@ -1,12 +1,12 @@
 // See kv_cache.h. Growth doubles the capacity; views returned by keys()/values() stay valid only
 // until the next append. CUDA path: gather_cache gathers K and V with kernels/gather_kv
-// (gpu_ops.h) when the cache is on CUDA and the kernels are built.
+// (core/ops/gpu_gather.h) when the cache is on CUDA and the kernels are built.
 #include "core/kv/kv_cache.h"
 
 #include <cstring>
 
 #include "core/common/errors.h"
-#include "core/snapkv/gpu_ops.h"
+#include "core/ops/gpu_gather.h"
 
 namespace snapkv {
 

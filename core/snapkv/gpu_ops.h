@@ -1,13 +1,12 @@
-// Thin adapters from LibTorch tensors to the CUDA kernels of kernels/snapkv_kernels.h: the fused
-// window votes, pooling + top-k, and the gather of kept K/V rows. Core's CPU/LibTorch code stays
-// the reference (LayerScorer::votes, pool_scores/top_k_positions, gather_cache); these only check
-// shapes, pick dtypes, stream and device, and turn kernels::KernelError into snapkv::Error.
-// No CUDA types here; the adapters exist only in builds with SNAPKV_HAVE_CUDA.
+// Thin adapters from LibTorch tensors to the scoring kernels of kernels/snapkv_kernels.h: the fused
+// window votes and pooling + top-k. Core's CPU/LibTorch code stays the reference
+// (LayerScorer::votes, pool_scores/top_k_positions); these only check shapes, pick dtypes, stream
+// and device, and turn kernels::KernelError into snapkv::Error. The gather of kept K/V rows and
+// gpu_kernels_available() live below kv in core/ops/gpu_gather.h (re-exported here). No CUDA types
+// here; the adapters exist only in builds with SNAPKV_HAVE_CUDA.
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = query heads per selected row (1 or H / Hkv),
-// D = head_dim, L = prompt tokens, W = window, P = L - W, k = positions kept per row,
-// Hsrc / Hdst = heads of a source / compressed cache, S = valid slots per source head,
-// M = slots kept per head.
+// D = head_dim, L = prompt tokens, W = window, P = L - W, k = positions kept per row.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +14,10 @@
 
 #include <ATen/ATen.h>
 
+#include "core/ops/gpu_gather.h"
 #include "core/snapkv/snapkv_params.h"
 
 namespace snapkv {
-
-// True when core was built with the kernels (SNAPKV_HAVE_CUDA) and the CUDA runtime sees at least
-// one device (checked once). False in CPU-only builds: callers then keep their LibTorch path.
-bool gpu_kernels_available();
 
 #ifdef SNAPKV_HAVE_CUDA
 // kernels::window_votes. q: [H, Wmax, D] CUDA, k: [Hkv, L, D] on the same device (a view into a
@@ -35,12 +31,6 @@ at::Tensor gpu_votes(const at::Tensor& q, const at::Tensor& k, int64_t n_tokens,
 // values of pool_scores + group mean and the positions of top_k_positions with the same tie break.
 std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel,
                                                 Pooling pooling, int64_t k, TieBreak tie);
-
-// kernels::gather_kv for one of K or V. src: [Hsrc, S, D] CUDA (a narrow view of a cache buffer is
-// read in place); index: [Hdst, M] int64 on the same device, Hdst a multiple of Hsrc (each source
-// head repeated to its group), an index outside [0, S) marks a padding row, zero-filled;
-// dst: [Hdst, M, D] (or more rows per head), same dtype and device as src, float32/16/bf16.
-void gpu_gather(const at::Tensor& src, const at::Tensor& index, at::Tensor& dst);
 #endif
 
 }  // namespace snapkv

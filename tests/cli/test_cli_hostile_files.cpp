@@ -1,7 +1,8 @@
-// The `snapkv` command line against the hostile inputs of issue 22, one test per case: files whose
-// counts or strings lie, outputs that name an input, tokenizer parts we cannot reproduce, and
-// temperature 0. Each asserts the one-line message, the exit code, that it is quick, and that no
-// output was written. stories260K and the tiny Llama 3 folder (tests/data/tiny) throughout.
+// The `snapkv` command line against hostile inputs that once got through, one test per case:
+// files whose counts or strings lie, outputs that name an input, tokenizer parts we cannot
+// reproduce, and temperature 0. Each asserts the one-line message, the exit code, that it is quick,
+// and that no output was written. stories260K and the tiny Llama 3 folder (tests/data/tiny)
+// throughout.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -116,7 +117,8 @@ void check_refused(const TempDir& dir, const std::string& model, const std::vect
 }  // namespace
 
 TEST_CASE("a config.json claiming 10^9 layers is refused at once, naming the key", "[cli][hostile]") {
-    // Issue 22 #1 (Hugging Face folder).
+    // Hugging Face folder. The per-layer tables were once sized from the count first: 25-33 s and
+    // 15.9 GB before the range check.
     TempDir dir;
     const std::string folder = hf_copy(dir, "hf");
     edit_json(folder + "/config.json", [](json& c) { c["num_hidden_layers"] = 1000000000; });
@@ -128,7 +130,7 @@ TEST_CASE("a config.json claiming 10^9 layers is refused at once, naming the key
 }
 
 TEST_CASE("a GGUF claiming 10^9 blocks is refused at once, naming the key", "[cli][hostile]") {
-    // Issue 22 #1 (GGUF).
+    // GGUF: the same lie, the same early refusal.
     TempDir dir;
     GgufWriter g = snapkv::test::tiny_model();
     g.kv_u32("llama.block_count", 1000000000);
@@ -137,7 +139,7 @@ TEST_CASE("a GGUF claiming 10^9 blocks is refused at once, naming the key", "[cl
 }
 
 TEST_CASE("a GGUF key claiming 10^6 bytes is refused without echoing it", "[cli][hostile]") {
-    // Issue 22 #2: the message held the whole key, 1.27 MB and ~3000 lines on stderr.
+    // Quoting the whole key once put 1.27 MB and ~3000 lines on stderr.
     TempDir dir;
     GgufWriter g = snapkv::test::tiny_model();
     snapkv::test::ByteWriter one;
@@ -148,7 +150,8 @@ TEST_CASE("a GGUF key claiming 10^6 bytes is refused without echoing it", "[cli]
 }
 
 TEST_CASE("block_count -1 is reported against block_count", "[cli][hostile]") {
-    // Issue 22 #4: it was reported as "'llama.attention.sliding_window_pattern' = 1: allowed 0 to 0".
+    // A message must name the key that is wrong; this was once reported as
+    // "'llama.attention.sliding_window_pattern' = 1: allowed 0 to 0".
     TempDir dir;
     GgufWriter g = snapkv::test::tiny_model();
     g.kv_i32("llama.block_count", -1);
@@ -158,7 +161,7 @@ TEST_CASE("block_count -1 is reported against block_count", "[cli][hostile]") {
 }
 
 TEST_CASE("an output that names an input is refused before any work", "[cli][hostile][output]") {
-    // Issue 22 #3: `analyze --doc D --json D` overwrote the user's document with the results.
+    // `analyze --doc D --json D` once overwrote the user's document with the results.
     TempDir dir;
     const std::string doc = dir.file("doc.md");
     const std::string text = "Lily went to the park. She found a red ball under a tree.\n";
@@ -215,7 +218,8 @@ TEST_CASE("an output that names an input is refused before any work", "[cli][hos
 }
 
 TEST_CASE("tokenizer parts we cannot reproduce are refused by name", "[cli][hostile][tokenizer]") {
-    // Issue 22 #5: a bogus normalizer turned a 5-token prompt into 7 tokens with exit code 0.
+    // Wrong tokens make every later number wrong: a bogus normalizer, skipped in silence, once
+    // turned a 5-token prompt into 7 tokens with exit code 0.
     TempDir dir;
     SECTION("an unknown normalizer") {
         const std::string folder = hf_copy(dir, "norm");
@@ -236,7 +240,7 @@ TEST_CASE("tokenizer parts we cannot reproduce are refused by name", "[cli][host
 }
 
 TEST_CASE("generate --temperature 0 is greedy, as in llama.cpp", "[cli][hostile][sampling]") {
-    // Issue 22 #7: it passed option parsing and then failed with exit code 1.
+    // It once passed option parsing and then failed with exit code 1; llama.cpp reads it as greedy.
     const std::string base = "generate --model " + q(data_path("stories260K.gguf")) + " --prompt " +
                              q("Once upon a time") + " --max-tokens 16 --json";
     const Result zero = run(base + " --temperature 0");

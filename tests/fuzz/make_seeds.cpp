@@ -1,7 +1,7 @@
 // Writes the starting corpus of each fuzz target from the test suite's own file builders (a tiny
 // llama and qwen2 GGUF, their safetensors and config.json, tokenizer.json of both families, a
-// session file) and the hostile probes of issue 22 into DIR/<target>/. tests/fuzz/run.sh adds the
-// stories260K GGUFs of tests/data.
+// session file) and hand-made hostile probes (files that lie about counts and sizes) into
+// DIR/<target>/. tests/fuzz/run.sh adds the stories260K GGUFs of tests/data.
 // Usage: make_seeds DIR
 #include <cstdio>
 #include <cstdlib>
@@ -79,9 +79,9 @@ int main(int argc, char** argv) {
     }
     put(dir / "tokenizer" / "byte_level.json", byte_level_tokenizer_json(byte_level_vocab()).dump());
 
-    // The hostile probes of issue 22, so each run starts from them. #1/#4: counts that lie (sized
-    // per-layer tables before they were checked; -1 was blamed on another key). #2: a first key
-    // claiming 10^6 bytes (echoed whole); kept small: the file ends long before the key would.
+    // Hostile probes that once got through, so each run starts from them: counts that lie (they
+    // sized per-layer tables before they were checked; -1 was blamed on another key), and a first
+    // key claiming 10^6 bytes (echoed whole); kept small: the file ends long before the key would.
     for (const auto& [name, count] :
          {std::pair{"blocks_1e9.gguf", int64_t(1000000000)}, std::pair{"blocks_minus1.gguf", int64_t(-1)}}) {
         GgufWriter g = tiny_model();
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
         hf_config_json(GgufModel((dir / "gguf" / "tiny_llama.gguf").string()).config(), "llama", false, "float32");
     layers["num_hidden_layers"] = 1000000000;
     put(dir / "config" / "layers_1e9.json", layers.dump(2));
-    // #5: tokenizer parts we cannot reproduce.
+    // Tokenizer parts we cannot reproduce (they were once skipped in silence).
     json bogus = byte_level_tokenizer_json(byte_level_vocab());
     bogus["normalizer"] = {{"type", "Bogus"}};
     put(dir / "tokenizer" / "bogus_normalizer.json", bogus.dump());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/check.sh OUTDIR [--smollm2 FILE] [--stories FILE] [--deps DIR] [--jobs N]
 #
-# The GPU round of issue 5, from a clean tree, on a machine with an NVIDIA GPU, the CUDA toolkit
+# The GPU round (CUDA prefill and generation, the fused kernels, GPU benchmarks), from a clean
+# tree, on a machine with an NVIDIA GPU, the CUDA toolkit
 # (nvcc) and a Python `torch` with CUDA, without Qt and without network: configure core + CLI +
 # kernels + GPU tests against that torch's LibTorch (SNAPKV_CUDA=ON, no GUI), build, run test_gpu
 # (kernels vs the CPU references), the kernel benchmark (fused vs LibTorch ops, L = 4K..128K,

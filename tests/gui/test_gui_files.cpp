@@ -236,7 +236,8 @@ TEST_CASE("Session files are read strictly and wrong types or names or ranges ar
 }
 
 TEST_CASE("A session is never saved over the document it holds", "[gui]") {
-    // Issue 22: outputs never replace inputs (here through a symlink to the document, too).
+    // Outputs never replace inputs (here through a symlink to the document, too): the user's text
+    // would be lost.
     QTemporaryDir dir;
     const QString doc = dir.filePath("doc.txt");
     const QByteArray text = "Lily went to the beach. She found a shell.\n";
@@ -259,7 +260,7 @@ TEST_CASE("A session is never saved over the document it holds", "[gui]") {
 }
 
 TEST_CASE("A session's format and version are quoted at most 100 characters", "[gui]") {
-    // Issue 22: messages quote at most ~100 bytes of a value from a file.
+    // Messages quote at most ~100 bytes of a value from a file: a corrupt one can be megabytes.
     QString error;
     CHECK_FALSE(studio::SessionFile::fromJson(QJsonObject{{"format", QString(5000, 'f')}}, QString(), &error));
     CHECK(error.contains("... (5000 characters)"));

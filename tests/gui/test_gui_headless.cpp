@@ -257,7 +257,7 @@ TEST_CASE("Runs driven by command-line options leave the saved settings alone", 
 }
 
 TEST_CASE("A session saved for a device this machine lacks says which device it uses instead", "[gui]") {
-    // Issue 22 #6: a session saying "device": "cuda" opened on the CPU without a word.
+    // Such a session used to open on the CPU without a word, so its timings were misread.
     if (snapkv::Session::cuda_available()) {
         WARN("CUDA is available here, so a cuda session loads as saved; this case needs a machine without it");
         return;
@@ -296,7 +296,8 @@ TEST_CASE("A session saved for a device this machine lacks says which device it 
 }
 
 TEST_CASE("A screenshot that names an input is refused before the run", "[gui]") {
-    // Issue 22 #3: outputs never replace inputs (the same path, or a symlink to it).
+    // Outputs never replace inputs (the same path, or a symlink to it): the CLI once overwrote a
+    // user's document with its results this way.
     QTemporaryDir dir;
     const QString doc = dir.filePath("doc.txt");
     const QByteArray text = "Lily went to the beach. She found a shell.\n";

@@ -1,6 +1,6 @@
-// Files that lie (issue 8 #13, #2, #14) and whole-file output (#9): NaN/infinite weights found on
-// the raw stored bytes of every type, more blocks than the metadata declares, tensors sharing
-// bytes or resized by a changed type id, JSON nested deep enough to overflow the stack, a NUL
+// Files that lie (they loaded and ran on garbage) and whole-file output (a failed write must keep
+// the old file): NaN/infinite weights found on the raw stored bytes of every type, more blocks
+// than the metadata declares, tensors sharing bytes or resized by a changed type id, JSON nested deep enough to overflow the stack, a NUL
 // inside a GGUF string, and write_file_atomic's guarantees. Each file is valid but for the one
 // fault under test (see "The tiny test model is valid" in test_gguf_corrupt.cpp).
 #include <catch2/catch.hpp>

@@ -572,8 +572,9 @@ std::string error_text(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("Counts are checked before anything is sized from them, against their own key", "[gguf][checks]") {
-    // Issue 22 #1 and #4: block_count 10^9 sized the per-layer tables first (15 GB, 30 s) and
-    // -1 was reported as "'llama.attention.sliding_window_pattern' = 1: allowed 0 to 0".
+    // A lying count must cost nothing and be blamed on its own key: block_count 10^9 once sized
+    // the per-layer tables first (15 GB, 30 s), and -1 was reported as
+    // "'llama.attention.sliding_window_pattern' = 1: allowed 0 to 0".
     TempDir dir;
     GgufWriter g = tiny_model();
     SECTION("block_count 10^9") {
@@ -601,7 +602,7 @@ TEST_CASE("Counts are checked before anything is sized from them, against their 
 }
 
 TEST_CASE("Keys, names and strings from the file are quoted at most 100 bytes long", "[gguf][checks]") {
-    // Issue 22 #2: a first key claiming 10^6 bytes was refused, but the message held all of it
+    // A first key claiming 10^6 bytes was once refused, but the message held all of it
     // (1.27 MB and ~3000 lines of raw bytes on stderr).
     TempDir dir;
     GgufWriter g = tiny_model();

@@ -1,5 +1,6 @@
 // SnapKV engine end to end on real models through the Session API: capture, retune, compressed
-// caches, lockstep comparison, hit rates and the invariants issue #3 lists.
+// caches, lockstep comparison, hit rates, and the invariants every policy must keep (kept <=
+// budget, window always kept, positions sorted and unique, keep-all equals the full decode).
 #include <cmath>
 #include <numeric>
 #include <set>

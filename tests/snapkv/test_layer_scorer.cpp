@@ -169,7 +169,7 @@ TEST_CASE("captures in another floating type are scored in float32", "[snapkv]")
 
 TEST_CASE("the scorer keeps a few float32 checkpoints, not a running sum per window row",
           "[snapkv]") {
-    // Issue 8 #4: the [H, Wmax, L] running sums were 1.1 GB for SmolLM2 at 8K tokens. With
+    // Memory: [H, Wmax, L] running sums were 1.1 GB for SmolLM2 at 8K tokens. With
     // Wmax = 128 the scorer keeps 4 checkpoint rows per head (1/32 of that) plus the last window's
     // votes, and every window still gets the exact float32 votes.
     const int64_t H = 4, Hkv = 2, Wmax = 128, L = 600, D = 16;

@@ -104,7 +104,8 @@ TEST_CASE("a kernel that is even, not positive or longer than the prefix is an i
         CHECK_THAT(msg, Contains("odd"));
         CHECK_THAT(msg, Contains("prefix length 5"));
     }
-    // No pooling reads no kernel (issue 8 #14: --kernel 2 was refused with --pooling none).
+    // No pooling reads no kernel, so any value is accepted (--kernel 2 with --pooling none was once
+    // refused for a setting that changes nothing).
     CHECK_TENSORS_CLOSE(pool_scores(x, kernel, Pooling::None), x, 0.0, 0.0);
 }
 

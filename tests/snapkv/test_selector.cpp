@@ -227,8 +227,8 @@ TEST_CASE("kv-head mode makes one selection per KV head from the group-mean pool
 }
 
 TEST_CASE("a prompt that fits the budget is not compressed and the note says so", "[snapkv]") {
-    // Issue 8 #11: at C == L nothing is evicted, so nothing may be reported as compressed (the
-    // query-head "compressed" cache was G times the full one).
+    // At C == L nothing is evicted, so nothing may be reported as compressed (an off-by-one once
+    // did, and the query-head "compressed" cache was G times the full one).
     Model m = random_model(2, 4, 2, 16, 40, 8, 3);
     SelectionParams p;
     p.window = 8;

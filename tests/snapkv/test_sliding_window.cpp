@@ -1,5 +1,6 @@
-// The architecture rules SnapKV must respect (issue #10): a layer's own scoring (attention scale,
-// logit soft-cap before the softmax, sliding window) in votes and heatmap rows, checked against the
+// The architecture rules SnapKV must respect, so that a heatmap shows what the model really did
+// rather than what a plain Llama layer would: a layer's own scoring (attention scale, logit
+// soft-cap before the softmax, sliding window) in votes and heatmap rows, checked against the
 // naive loop reference; and what selection means on a sliding-window layer: nothing the next
 // token cannot see is kept, counted or claimed as saved.
 //
