@@ -514,6 +514,8 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     SelectionParams p = make_params(so);
     PrefillSettings ps;
     ps.max_window = max_window_of(so);
+    // One selection, no retunes: H2O's sums (a second pass over the keys) only when it is the policy.
+    ps.h2o = p.policy == Policy::H2O;
     s->prefill(spec, ps, stderr_progress(out.empty() || out == "-"), cancel);
     Selection sel = s->select(p, so.query_agnostic, true);
     write_json(selection_json(*s, sel, p, so.query_agnostic), out);

@@ -1,5 +1,6 @@
-// LlamaModel::attention: grouped-query attention of one layer's queries over its KV cache, in
-// query chunks (never L x L for all heads), with the architecture's scale, logit soft-cap and the
+// LlamaModel::attention: grouped-query attention of one layer's queries over its KV cache (on the
+// CPU in float32 core/quant's blocked kernels, elsewhere ATen in query chunks; never L x L for all
+// heads), with the architecture's scale, logit soft-cap and the
 // layer's sliding window, in transformers' order (eager_attention_forward): scores * scale,
 // soft-cap, mask, softmax in float32. Also fills the optional H2O sums and the last-query probe.
 //
@@ -83,9 +84,11 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         return o.view({T, H * D});
     }
     if (T > 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && q.is_contiguous() && kv.cpu_float() &&
-        !(opts.capture && opts.capture->h2o) && !opts.probe) {
+        !opts.probe) {
         // Prefill on the CPU in float32: core/quant's blocked attention with an online softmax,
-        // never a [T, S] score matrix; written straight in the [T, H * D] layout wo reads.
+        // never a [T, S] score matrix (H2O's sums from a second pass over the keys); written
+        // straight in the [T, H * D] layout wo reads. The chunked ATen path below serves CUDA,
+        // other dtypes and the last-query probe.
         const at::Tensor qp = q_pos.to(at::kLong).contiguous();
         at::Tensor o = at::empty({T, H * D}, q.options());                             // [T, H*D]
         PrefillAttention pa;
@@ -115,7 +118,13 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         pa.out = o.data_ptr<float>();
         pa.out_head_stride = D;
         pa.out_tok_stride = H * D;
+        at::Tensor h2o;
+        if (opts.capture && opts.capture->h2o) {
+            h2o = at::zeros({H, S}, q.options());                                      // [H, S]
+            pa.h2o = h2o.data_ptr<float>();
+        }
         attention_prefill(pa);
+        if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
         return o;
     }
     at::Tensor qg = q.view({Hc, g, T, D});

@@ -26,22 +26,23 @@ struct AttnKernels {
     using vec = typename V::vec;
     using K = Kernels<V>;
     static constexpr int N = V::N;
-    static constexpr int BK = 64;                 // slots per key block (a multiple of every N)
+    static constexpr int BK = static_cast<int>(kAttnKeyBlock);   // slots per key block (a multiple of every N)
     static constexpr int CW = N == 8 ? 2 : 4;     // score tile: 4 rows x CW vectors of slots
     static constexpr int DV = N == 8 ? 2 : 4;     // value tile: 4 rows x DV vectors of head dims
     static constexpr int RB = 4;
 
-    static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + D * BK + rows * BK + 2 * rows; }
+    // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
+    static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 2 * rows; }
 
-    // s[r, c0 .. c0 + CW N) = q[r] . kt[:, c] for R rows: q [R, D] (rows D apart), kt [D, BK].
+    // s[r, c0 .. c0 + CW N) = q[r] . kt[:, c] for R rows: q [R, D] (rows D apart), kt [D, ld].
     template <int R>
-    static inline void score_tile(const float* q, const float* kt, int64_t D, int c0, float* s) {
+    static inline void score_tile(const float* q, const float* kt, int64_t ld, int64_t D, int c0, float* s) {
         vec acc[R][CW];
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < CW; ++c) acc[r][c] = V::zero();
         for (int64_t d = 0; d < D; ++d) {
             vec kv[CW];
-            for (int c = 0; c < CW; ++c) kv[c] = V::load(kt + d * BK + c0 + c * N);
+            for (int c = 0; c < CW; ++c) kv[c] = V::load(kt + d * ld + c0 + c * N);
             for (int r = 0; r < R; ++r) {
                 const vec qb = V::set1(q[r * D + d]);
                 for (int c = 0; c < CW; ++c) acc[r][c] = V::fmadd(qb, kv[c], acc[r][c]);
@@ -51,8 +52,8 @@ struct AttnKernels {
             for (int c = 0; c < CW; ++c) V::store(s + r * BK + c0 + c * N, acc[r][c]);
     }
     template <int R>
-    static inline void score_rows(const float* q, const float* kt, int64_t D, int ncols, float* s) {
-        for (int c0 = 0; c0 < ncols; c0 += CW * N) score_tile<R>(q, kt, D, c0, s);
+    static inline void score_rows(const float* q, const float* kt, int64_t ld, int64_t D, int ncols, float* s) {
+        for (int c0 = 0; c0 < ncols; c0 += CW * N) score_tile<R>(q, kt, ld, D, c0, s);
     }
 
     // o[r, d0 .. d0 + W N) += sum_j p[r, j] v[j, d0 ..] for R rows and nb slots: p [R, BK], v rows
@@ -87,14 +88,16 @@ struct AttnKernels {
     }
 
     // Queries [t0, t1) of every head of cache head h's group over slots [s0, s1), written to out.
+    // kt: cache head h's keys transposed per key block, [S / BK, D, BK] (slot s at block s / BK,
+    // column s % BK; zeros past the last slot), shared by every query block of the head. s0 is a
+    // multiple of BK.
     static void block(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1, int64_t s0, int64_t s1,
-                      float* scratch) {
+                      const float* kt, float* scratch) {
         constexpr float ninf = -__builtin_inff();
         const int64_t g = a.g, D = a.D, tq = t1 - t0, R = g * tq;
         float* qb = scratch;       // [R, D]
         float* ob = qb + R * D;    // [R, D]
-        float* kt = ob + R * D;    // [D, BK]
-        float* sb = kt + D * BK;   // [R, BK]
+        float* sb = ob + R * D;    // [R, BK]
         float* m = sb + R * BK;    // [R] running maximum
         float* l = m + R;          // [R] running sum
         for (int64_t j = 0; j < g; ++j)
@@ -114,7 +117,6 @@ struct AttnKernels {
             qmin = qpos[t] < qmin ? qpos[t] : qmin;
             qmax = qpos[t] > qmax ? qpos[t] : qmax;
         }
-        const float* kh = a.k + h * a.kv_head_stride;
         const float* vh = a.v + h * a.kv_head_stride;
         const int64_t* ph = a.kpos + h * a.kpos_head_stride;
         const vec vscale = V::set1(a.scale);
@@ -129,15 +131,10 @@ struct AttnKernels {
             // Every query of the block masks every slot of this block: nothing to add.
             if (kmin > qmax || (a.window > 0 && kmax <= qmin - a.window)) continue;
             const bool need_mask = !(kmax <= qmin && (a.window <= 0 || kmin > qmax - a.window));
-            for (int j = 0; j < nb; ++j) {
-                const float* row = kh + (b0 + j) * D;
-                for (int64_t d = 0; d < D; ++d) kt[d * BK + j] = row[d];
-            }
-            for (int j = nb; j < ncols; ++j)
-                for (int64_t d = 0; d < D; ++d) kt[d * BK + j] = 0.0f;
+            const float* kb = kt + (b0 / BK) * D * BK;   // [D, BK], 16 KB at D 64: stays in L1
             int64_t r = 0;
-            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kt, D, ncols, sb + r * BK);
-            for (; r < R; ++r) score_rows<1>(qb + r * D, kt, D, ncols, sb + r * BK);
+            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
+            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
             for (r = 0; r < R; ++r) {
                 float* s = sb + r * BK;
                 for (int c = 0; c < ncols; c += N) V::store(s + c, V::mul(V::load(s + c), vscale));
@@ -178,6 +175,12 @@ struct AttnKernels {
             for (r = 0; r + RB <= R; r += RB) value_rows<RB>(sb + r * BK, vb, D, nb, ob + r * D);
             for (; r < R; ++r) value_rows<1>(sb + r * BK, vb, D, nb, ob + r * D);
         }
+        if (a.row_max != nullptr)
+            for (int64_t j = 0; j < g; ++j)
+                for (int64_t t = 0; t < tq; ++t) {
+                    a.row_max[(h * g + j) * a.T + t0 + t] = m[j * tq + t];
+                    a.row_sum[(h * g + j) * a.T + t0 + t] = l[j * tq + t];
+                }
         for (int64_t j = 0; j < g; ++j)
             for (int64_t t = 0; t < tq; ++t) {
                 const int64_t row = j * tq + t;
@@ -186,6 +189,76 @@ struct AttnKernels {
                 float* dst = a.out + (h * g + j) * a.out_head_stride + (t0 + t) * a.out_tok_stride;
                 for (int64_t d = 0; d < D; ++d) dst[d] = src[d] / sum;
             }
+    }
+
+    // H2O's second pass: the probabilities exp(s - max) / sum that block() used (its final row
+    // maximum and sum, a.row_max / a.row_sum), recomputed for the key block at slot b0 of cache
+    // head h and summed over every query of this call, per query head, into a.h2o [H, S]. One item
+    // owns its columns, so the sums need no locks and add up in the same order on every run.
+    static void h2o_block(const PrefillAttention& a, int64_t h, int64_t b0, int64_t bq, const float* kt,
+                          float* scratch) {
+        constexpr float ninf = -__builtin_inff();
+        const int64_t g = a.g, D = a.D, T = a.T, S = a.S;
+        const int nb = static_cast<int>(S - b0 < BK ? S - b0 : BK);
+        const int ncols = (nb + CW * N - 1) / (CW * N) * (CW * N);
+        const float* kb = kt + (b0 / BK) * D * BK;
+        const int64_t* ph = a.kpos + h * a.kpos_head_stride;
+        int64_t kmin = ph[b0], kmax = ph[b0];
+        for (int j = 1; j < nb; ++j) {
+            kmin = ph[b0 + j] < kmin ? ph[b0 + j] : kmin;
+            kmax = ph[b0 + j] > kmax ? ph[b0 + j] : kmax;
+        }
+        float* qb = scratch;                  // [g * bq, D]
+        float* sb = qb + g * bq * D;          // [g * bq, BK]
+        float* cs = sb + g * bq * BK;         // [g, BK] column sums
+        for (int64_t i = 0; i < g * BK; ++i) cs[i] = 0.0f;
+        const vec vscale = V::set1(a.scale);
+        // A key block of this call's own slots (the last T) is in the future of every query before
+        // its first token: start at that token's query block.
+        const int64_t first_t = b0 > S - T ? b0 - (S - T) : 0;
+        for (int64_t t0 = first_t / bq * bq; t0 < T; t0 += bq) {
+            const int64_t t1 = t0 + bq < T ? t0 + bq : T, tq = t1 - t0, R = g * tq;
+            const int64_t* qpos = a.qpos + t0;
+            int64_t qmin = qpos[0], qmax = qpos[0];
+            for (int64_t t = 1; t < tq; ++t) {
+                qmin = qpos[t] < qmin ? qpos[t] : qmin;
+                qmax = qpos[t] > qmax ? qpos[t] : qmax;
+            }
+            if (kmin > qmax || (a.window > 0 && kmax <= qmin - a.window)) continue;
+            const bool need_mask = !(kmax <= qmin && (a.window <= 0 || kmin > qmax - a.window));
+            for (int64_t j = 0; j < g; ++j)
+                for (int64_t t = 0; t < tq; ++t) {
+                    const float* src = a.q + (h * g + j) * a.q_head_stride + (t0 + t) * a.q_tok_stride;
+                    float* dst = qb + (j * tq + t) * D;
+                    for (int64_t d = 0; d < D; ++d) dst[d] = src[d];
+                }
+            int64_t r = 0;
+            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
+            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
+            for (r = 0; r < R; ++r) {
+                const int64_t j = r / tq, t = r % tq, row = (h * g + j) * T + t0 + t;
+                float* sr = sb + r * BK;
+                for (int c = 0; c < ncols; c += N) V::store(sr + c, V::mul(V::load(sr + c), vscale));
+                if (a.softcap > 0.0f)
+                    for (int c = 0; c < nb; ++c) sr[c] = a.softcap * std::tanh(sr[c] / a.softcap);
+                if (need_mask) {
+                    const int64_t qp = qpos[t];
+                    for (int c = 0; c < nb; ++c) {
+                        const int64_t kp = ph[b0 + c];
+                        if (kp > qp || (a.window > 0 && kp <= qp - a.window)) sr[c] = ninf;
+                    }
+                }
+                for (int c = nb; c < ncols; ++c) sr[c] = ninf;
+                const vec mx = V::set1(a.row_max[row]), sum = V::set1(a.row_sum[row]);
+                float* col = cs + j * BK;
+                for (int c = 0; c < ncols; c += N)
+                    V::store(col + c, V::add(V::load(col + c), V::div(K::exp_v(V::sub(V::load(sr + c), mx)), sum)));
+            }
+        }
+        for (int64_t j = 0; j < g; ++j) {
+            float* dst = a.h2o + (h * g + j) * S + b0;
+            for (int c = 0; c < nb; ++c) dst[c] += cs[j * BK + c];
+        }
     }
 };
 

@@ -313,6 +313,7 @@ std::pair<int64_t, int64_t> prefill_slots(const PrefillAttention& a, int64_t h, 
         for (int64_t t = t0 + 1; t < t1; ++t) qmin = std::min(qmin, a.qpos[t]);
         const int64_t* ph = a.kpos + h * a.kpos_head_stride;
         s0 = std::lower_bound(ph, ph + s1, qmin - a.window + 1) - ph;
+        s0 = s0 / kAttnKeyBlock * kAttnKeyBlock;   // whole key blocks (the mask hides the rest)
     }
     return {s0, s1};
 }
@@ -326,30 +327,85 @@ float* prefill_scratch(const KernelTable& tab, int64_t rows, int64_t D) {
     return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
 }
 
-void run_prefill_item(const KernelTable& tab, const PrefillAttention& a, int64_t item, int64_t n_blocks,
-                      int64_t bq) {
+// Every cache head's keys transposed once per call, per key block: kt [Hc, S / B, D, B] with
+// B = kAttnKeyBlock, slot s of head h at block s / B, column s % B; zeros past the last slot. A
+// query block then reads a key block's columns straight into vectors from 16 KB (at D 64) of
+// contiguous memory, instead of transposing it again for every item.
+struct TransposedKeys {
+    std::vector<float> kt;
+    int64_t head_floats = 0;   // S / B * D * B
+};
+
+TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
+    constexpr int64_t B = kAttnKeyBlock;
+    TransposedKeys t;
+    const int64_t n_blocks = (a.S + B - 1) / B;
+    t.head_floats = n_blocks * a.D * B;
+    t.kt.assign(static_cast<size_t>(a.Hc * t.head_floats), 0.0f);
+    auto body = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const int64_t h = i / n_blocks, b = i % n_blocks, s0 = b * B, s1 = std::min(a.S, s0 + B);
+            const float* kh = a.k + h * a.kv_head_stride;
+            float* dst = t.kt.data() + h * t.head_floats + b * a.D * B;
+            for (int64_t s = s0; s < s1; ++s)
+                for (int64_t d = 0; d < a.D; ++d) dst[d * B + (s - s0)] = kh[s * a.D + d];
+        }
+    };
+    if (threads)
+        for_chunks(a.Hc * n_blocks, 4, /*spin=*/false, body);
+    else
+        body(0, a.Hc * n_blocks);
+    return t;
+}
+
+void run_prefill_item(const KernelTable& tab, const PrefillAttention& a, const TransposedKeys& kt, int64_t item,
+                      int64_t n_blocks, int64_t bq) {
     // Items run latest query block first: they see the most slots, so the shortest ones end a job.
     const int64_t h = item % a.Hc, b = n_blocks - 1 - item / a.Hc;
     const int64_t t0 = b * bq, t1 = std::min(a.T, t0 + bq);
     const auto [s0, s1] = prefill_slots(a, h, t0, t1);
-    tab.attn_block(a, h, t0, t1, s0, s1, prefill_scratch(tab, a.g * (t1 - t0), a.D));
+    tab.attn_block(a, h, t0, t1, s0, s1, kt.kt.data() + h * kt.head_floats, prefill_scratch(tab, a.g * (t1 - t0), a.D));
+}
+
+// The whole prefill attention on one path, on the kernel threads or the caller alone.
+void prefill_attention(const KernelTable& tab, const PrefillAttention& args, bool threads) {
+    PrefillAttention a = args;
+    std::vector<float> rows;
+    if (a.h2o != nullptr) {
+        rows.resize(static_cast<size_t>(2 * a.Hc * a.g * a.T));
+        a.row_max = rows.data();
+        a.row_sum = rows.data() + a.Hc * a.g * a.T;
+    }
+    const TransposedKeys kt = transpose_keys(a, threads);
+    const int64_t bq = prefill_query_block(a.g), n_blocks = (a.T + bq - 1) / bq, items = a.Hc * n_blocks;
+    auto attend = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) run_prefill_item(tab, a, kt, i, n_blocks, bq);
+    };
+    if (threads)
+        for_chunks(items, 1, /*spin=*/false, attend);
+    else
+        attend(0, items);
+    if (a.h2o == nullptr) return;
+    // Items (head, key block), earliest key block first: it is seen by the most queries.
+    const int64_t key_blocks = (a.S + kAttnKeyBlock - 1) / kAttnKeyBlock;
+    auto sums = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const int64_t h = i % a.Hc, b = i / a.Hc;
+            tab.attn_h2o(a, h, b * kAttnKeyBlock, bq, kt.kt.data() + h * kt.head_floats,
+                         prefill_scratch(tab, a.g * bq, a.D));
+        }
+    };
+    if (threads)
+        for_chunks(a.Hc * key_blocks, 1, /*spin=*/false, sums);
+    else
+        sums(0, a.Hc * key_blocks);
 }
 
 }  // namespace
 
-void attention_prefill(const PrefillAttention& a) {
-    const KernelTable& tab = table_for(active_cpu_path());
-    const int64_t bq = prefill_query_block(a.g), n_blocks = (a.T + bq - 1) / bq, items = a.Hc * n_blocks;
-    for_chunks(items, 1, /*spin=*/false, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) run_prefill_item(tab, a, i, n_blocks, bq);
-    });
-}
+void attention_prefill(const PrefillAttention& a) { prefill_attention(table_for(active_cpu_path()), a, true); }
 
-void attention_prefill_on(CpuPath path, const PrefillAttention& a) {
-    const KernelTable& tab = table_for(path);
-    const int64_t bq = prefill_query_block(a.g), n_blocks = (a.T + bq - 1) / bq;
-    for (int64_t i = 0; i < a.Hc * n_blocks; ++i) run_prefill_item(tab, a, i, n_blocks, bq);
-}
+void attention_prefill_on(CpuPath path, const PrefillAttention& a) { prefill_attention(table_for(path), a, false); }
 
 void kernel_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;

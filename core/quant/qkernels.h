@@ -86,6 +86,13 @@ struct PrefillAttention {
     int64_t window = 0;              // 0: none
     float* out = nullptr;            // query head hq, token t at out + hq * out_head_stride + t * out_tok_stride
     int64_t out_head_stride = 0, out_tok_stride = 0;
+    // When set, [H, S]: each slot's attention probability summed over the T queries is added to it
+    // (H2O's score), per query head, from a second pass over the keys with each row's final
+    // softmax maximum and sum; the pass costs about half the attention again.
+    float* h2o = nullptr;
+    // Filled by attention_prefill for that pass ([H, T] each); callers leave them null.
+    float* row_max = nullptr;
+    float* row_sum = nullptr;
 };
 // Spread over the kernel threads in (cache head, query block) items.
 void attention_prefill(const PrefillAttention& a);

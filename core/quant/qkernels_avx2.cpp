@@ -168,6 +168,7 @@ KernelTable make_table() {
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
     t.attn_block = AttnKernels<Avx2V>::block;
     t.attn_scratch = AttnKernels<Avx2V>::scratch_floats;
+    t.attn_h2o = AttnKernels<Avx2V>::h2o_block;
     return t;
 }
 

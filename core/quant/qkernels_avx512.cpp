@@ -33,11 +33,12 @@ struct Avx512V : SseBytes {
     static vec below(vec x, vec b, vec t, vec f) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_LT_OQ), f, t); }
     static vec above(vec x, vec b, vec t, vec f) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_GT_OQ), f, t); }
     static float hmax(vec a) {
-        alignas(64) float f[16];
-        _mm512_store_ps(f, a);
-        float m = f[0];
-        for (int i = 1; i < 16; ++i) m = f[i] > m ? f[i] : m;
-        return m;
+        const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a),
+                                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        return _mm_cvtss_f32(m);
     }
     static float hsum(vec a) {
         const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
@@ -65,6 +66,7 @@ const KernelTable& avx512_kernels() {
         KernelTable t = Kernels<Avx512V>::table();
         t.attn_block = AttnKernels<Avx512V>::block;
         t.attn_scratch = AttnKernels<Avx512V>::scratch_floats;
+        t.attn_h2o = AttnKernels<Avx512V>::h2o_block;
         return t;
     }();
     return table;

@@ -138,6 +138,7 @@ const KernelTable& scalar_kernels() {
         KernelTable t = Kernels<ScalarV>::table();
         t.attn_block = AttnKernels<ScalarV>::block;
         t.attn_scratch = AttnKernels<ScalarV>::scratch_floats;
+        t.attn_h2o = AttnKernels<ScalarV>::h2o_block;
         return t;
     }();
     return table;

@@ -41,10 +41,17 @@ using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 
 // Prefill attention (attn_kernels_impl.h): queries [t0, t1) of the g heads of cache head h over
-// slots [s0, s1), into a.out; scratch holds attn_scratch(g * (t1 - t0), D) floats.
+// slots [s0, s1) (s0 a multiple of kAttnKeyBlock), into a.out; kt: the head's keys transposed per
+// block of kAttnKeyBlock slots, [blocks, D, kAttnKeyBlock], zero-padded; scratch holds
+// attn_scratch(g * (t1 - t0), D) floats.
+constexpr int64_t kAttnKeyBlock = 128;
 using AttnBlockFn = void (*)(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1, int64_t s0, int64_t s1,
-                             float* scratch);
+                             const float* kt, float* scratch);
 using AttnScratchFn = int64_t (*)(int64_t rows, int64_t D);
+// H2O's second pass (attn_kernels_impl.h): the key block at slot b0 of cache head h against every
+// query of the call in blocks of bq tokens, into a.h2o; scratch holds attn_scratch(g * bq, D).
+using AttnH2oFn = void (*)(const PrefillAttention& a, int64_t h, int64_t b0, int64_t bq, const float* kt,
+                           float* scratch);
 
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
@@ -56,6 +63,7 @@ struct KernelTable {
     SiluMulFn gelu_tanh_mul;
     AttnBlockFn attn_block;
     AttnScratchFn attn_scratch;
+    AttnH2oFn attn_h2o;
 };
 
 const KernelTable& scalar_kernels();

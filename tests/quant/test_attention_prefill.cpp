@@ -2,7 +2,8 @@
 // plain formula: scores (q . k) * scale, soft-cap, mask by position (future, padding, sliding
 // window), softmax, sum of p * v. On every CPU path the machine has, single-threaded and on the
 // kernel threads, for GQA groups, head sizes that are and are not multiples of the vector width,
-// caches that already hold earlier tokens, padding and positions out of order.
+// caches that already hold earlier tokens, padding and positions out of order; with and without
+// H2O's per-slot sums of the probabilities.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,12 +27,14 @@ struct Case {
     bool padding;       // some earlier slots are padding (position above every query)
 };
 
-// out [H, T, D] in float64 from the plain formula.
+// out [H, T, D] in float64 from the plain formula; h2o [H, S]: each slot's probability summed
+// over the queries.
 std::vector<double> reference(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
                               const std::vector<float>& v, const std::vector<int64_t>& kpos,
-                              const std::vector<int64_t>& qpos, int64_t S, float scale) {
+                              const std::vector<int64_t>& qpos, int64_t S, float scale, std::vector<double>& h2o) {
     const int64_t H = c.Hc * c.g;
     std::vector<double> out(static_cast<size_t>(H * c.T * c.D), 0.0);
+    h2o.assign(static_cast<size_t>(H * S), 0.0);
     std::vector<double> s(static_cast<size_t>(S));
     for (int64_t hq = 0; hq < H; ++hq) {
         const int64_t h = hq / c.g;
@@ -52,6 +55,7 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q, const 
             for (int64_t j = 0; j < S; ++j) sum += std::exp(s[j] - mx);
             for (int64_t j = 0; j < S; ++j) {
                 const double p = std::exp(s[j] - mx) / sum;
+                h2o[hq * S + j] += p;
                 if (p == 0.0) continue;
                 for (int64_t d = 0; d < c.D; ++d) out[(hq * c.T + t) * c.D + d] += p * double(v[(h * S + j) * c.D + d]);
             }
@@ -70,7 +74,8 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
         {2, 2, 97, 130, 80, 0, 50.0f, false, false},   // earlier tokens in the cache, soft-cap, D 80
         {2, 3, 40, 90, 64, 33, 0.0f, true, false},     // a compressed cache out of order, window
         {3, 2, 33, 60, 32, 0, 0.0f, false, true},      // AdaKV padding
-        {1, 1, 1 + 64 * 3, 0, 16, 0, 0.0f, false, false},   // key blocks that end exactly
+        {1, 1, 1 + 128 * 3, 0, 16, 0, 0.0f, false, false},  // key blocks that end exactly
+        {1, 2, 300, 0, 64, 100, 0.0f, false, false},        // a window that skips whole key blocks
     };
     const int threads_before = kernel_threads();
     const CpuPath path_before = active_cpu_path();
@@ -98,7 +103,8 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
         }
         for (int64_t t = 0; t < c.T; ++t) qpos[t] = c.S_old + t;
         const float scale = 1.0f / std::sqrt(float(c.D));
-        const std::vector<double> want = reference(c, q, k, v, kpos, qpos, S, scale);
+        std::vector<double> want_h2o;
+        const std::vector<double> want = reference(c, q, k, v, kpos, qpos, S, scale, want_h2o);
         double mag = 0.0;
         for (double x : want) mag = std::max(mag, std::abs(x));
 
@@ -126,6 +132,7 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
         a.out = out.data();
         a.out_head_stride = c.D;
         a.out_tok_stride = H * c.D;
+        std::vector<float> h2o(static_cast<size_t>(H * S));
         auto check = [&] {
             double worst = 0.0;
             int64_t at = -1;
@@ -141,19 +148,32 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
                     }
             INFO("max abs error " << worst << " at " << at << " (largest output " << mag << ")");
             CHECK(worst <= 2e-5 * std::max(1.0, mag));
+            if (a.h2o == nullptr) return;
+            double worst_h = 0.0;
+            for (size_t i = 0; i < want_h2o.size(); ++i)
+                worst_h = std::max(worst_h, std::isfinite(h2o[i]) ? std::abs(h2o[i] - want_h2o[i]) : 1e30);
+            // A sum of up to T probabilities: float32 rounding of each row plus the sum.
+            INFO("H2O sums: max abs error " << worst_h);
+            CHECK(worst_h <= 1e-6 * double(c.T));
         };
         for (CpuPath path : supported_cpu_paths()) {
             INFO("path " << cpu_path_name(path) << ", Hc " << c.Hc << " g " << c.g << " T " << c.T << " S " << S
                          << " D " << c.D << " window " << c.window << " softcap " << c.softcap);
-            std::fill(out.begin(), out.end(), 99.0f);
-            attention_prefill_on(path, a);
-            check();
-            set_cpu_path(path);
-            for (int threads : {1, 2, 3}) {
-                set_kernel_threads(threads);
+            for (bool with_h2o : {false, true}) {
+                a.h2o = with_h2o ? h2o.data() : nullptr;
+                std::fill(h2o.begin(), h2o.end(), 0.0f);
                 std::fill(out.begin(), out.end(), 99.0f);
-                attention_prefill(a);
+                set_kernel_threads(1);
+                attention_prefill_on(path, a);
                 check();
+                set_cpu_path(path);
+                for (int threads : {1, 2, 3}) {
+                    set_kernel_threads(threads);
+                    std::fill(h2o.begin(), h2o.end(), 0.0f);
+                    std::fill(out.begin(), out.end(), 99.0f);
+                    attention_prefill(a);
+                    check();
+                }
             }
         }
     }
