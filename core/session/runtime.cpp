@@ -1,5 +1,5 @@
-// See runtime.h. The re-exec happens at most once (guarded by SNAPKV_BLAS_REEXEC) and never when
-// the user set OPENBLAS_CORETYPE, so a wrong guess can always be overridden from the shell.
+// See runtime.h. The re-exec happens at most once (guarded by SNAPKV_BLAS_REEXEC).
+// SNAPKV_OPENBLAS_CORETYPE always wins, so a wrong guess can be overridden from the shell.
 #include "core/session/runtime.h"
 
 #include <dlfcn.h>
@@ -46,6 +46,21 @@ std::string cpu_feature_list() {
     return out;
 }
 
+std::string lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// How wide an OpenBLAS x86 core's kernels are: 2 AVX-512, 1 AVX2, 0 older or unknown names.
+int openblas_core_rank(const std::string& name) {
+    const std::string n = lower(name);
+    for (const char* c : {"skylakex", "cooperlake", "sapphirerapids"})
+        if (n == c) return 2;
+    for (const char* c : {"haswell", "zen"})
+        if (n == c) return 1;
+    return 0;
+}
+
 // The OpenBLAS core for this CPU's widest vector unit, or "" to leave OpenBLAS's own choice.
 std::string wanted_openblas_core() {
 #if defined(__x86_64__)
@@ -85,18 +100,25 @@ void init_runtime(int argc, char** argv) {
             setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
             reexec = true;
         }
-        if (!std::getenv("OPENBLAS_CORETYPE")) {
-            const std::string core = wanted_openblas_core();
-            auto get_core = blas_symbol<char* (*)()>("openblas_get_corename");
-            auto lower = [](std::string s) {
-                for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                return s;
-            };
-            // Only when OpenBLAS is the BLAS in use and picked other kernels than the CPU has.
-            if (!core.empty() && get_core && lower(get_core()) != lower(core)) {
-                setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-                reexec = true;
-            }
+        // The OpenBLAS kernels: SNAPKV_OPENBLAS_CORETYPE when set; otherwise the widest this CPU
+        // runs. An OPENBLAS_CORETYPE found in the environment is kept unless it names narrower
+        // kernels than the CPU has: a machine-wide OPENBLAS_CORETYPE=Haswell on an AVX-512 AMD
+        // EPYC made SmolLM2's prefill 1.5x slower (700 against 1,050 tok/s at 512 tokens).
+        const char* forced = std::getenv("SNAPKV_OPENBLAS_CORETYPE");
+        const char* inherited = std::getenv("OPENBLAS_CORETYPE");
+        std::string core = forced && *forced ? std::string(forced) : wanted_openblas_core();
+        if (!forced && inherited && openblas_core_rank(inherited) >= openblas_core_rank(core)) core = inherited;
+        auto get_core = blas_symbol<char* (*)()>("openblas_get_corename");
+        // Only when OpenBLAS is the BLAS in use and runs other kernels than the ones chosen.
+        if (!core.empty() && get_core && lower(get_core()) != lower(core)) {
+            if (inherited && !forced)
+                setenv("SNAPKV_BLAS_NOTE",
+                       ("OPENBLAS_CORETYPE=" + std::string(inherited) + " from the environment replaced by " + core +
+                        " (narrower than this CPU; SNAPKV_OPENBLAS_CORETYPE forces a core)")
+                           .c_str(),
+                       1);
+            setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+            reexec = true;
         }
         if (reexec) {
             setenv("SNAPKV_BLAS_REEXEC", "1", 1);
@@ -135,6 +157,7 @@ RuntimeInfo runtime_info() {
         info.blas_core = get_core();
         info.blas = std::string("OpenBLAS ") + (get_config ? get_config() : "") +
                     " (core: " + info.blas_core + ")";
+        if (const char* note = std::getenv("SNAPKV_BLAS_NOTE")) info.blas += "; " + std::string(note);
     } else {
         info.blas = "not OpenBLAS (LibTorch's built-in BLAS/MKL)";
     }

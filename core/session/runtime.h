@@ -10,8 +10,9 @@ namespace snapkv {
 
 // Call first thing in main(). Debian's OpenBLAS takes recent Xeons for SSE3-only "Prescott" parts
 // and runs 5x slower GEMMs; OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, which happens
-// before main(), so when the variable is unset we set it from CPUID and re-execute ourselves once.
-// A user's own OPENBLAS_CORETYPE is respected. OMP_WAIT_POLICY defaults to PASSIVE (set in the
+// before main(), so we set it from CPUID and re-execute ourselves once. An OPENBLAS_CORETYPE already
+// in the environment is kept unless it names narrower kernels than the CPU runs (then RuntimeInfo's
+// blas line says it was replaced); SNAPKV_OPENBLAS_CORETYPE forces a core. OMP_WAIT_POLICY defaults to PASSIVE (set in the
 // same re-exec) so that idle OpenMP threads do not spin on the cores OpenBLAS is using, and
 // OPENBLAS_THREAD_TIMEOUT to 20 (OpenBLAS's threads spin ~0.3 ms after a product, not ~0.1 s, so
 // a decode after a prefill gets the cores). Then sets LibTorch intra-op threads to the core count
