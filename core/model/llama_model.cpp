@@ -304,6 +304,11 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         clk.lap(S::Rope);
         LayerKv& kv = cache.layer(l);
         kv.append(k, v, pos);
+        // The projections' outputs and the normed input are copied by now: release them before
+        // attention's buffers are taken (a long prompt's peak memory is this part of a layer).
+        qkv.clear();
+        v = at::Tensor();
+        h = at::Tensor();
         clk.lap(S::KvAppend);
         if (opts.capture && opts.capture->max_window > 0) {
             const int64_t w = std::min(opts.capture->max_window, T);
@@ -315,6 +320,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         clk.lap(S::Attention);
         check_cancel(opts.cancel);   // twice per layer: a layer of a long prompt takes a while
         at::Tensor o = dense(a, L.wo);                                                 // [T, E]
+        a = at::Tensor();
         clk.lap(S::OutProj);
         if (c.post_norms) {
             o = rms_norm(o, L.attn_post_norm, c.rms_eps);
