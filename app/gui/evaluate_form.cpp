@@ -23,6 +23,8 @@
 #include <tuple>
 
 #include "app/gui/eval_results.h"
+#include "app/gui/eval_ruler.h"
+#include "core/eval/ruler_tasks.h"
 
 namespace studio {
 
@@ -51,6 +53,7 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     m_task = new QComboBox;
     m_task->addItem("Needle in a haystack (length x depth)", "needle");
     m_task->addItem("Budget sweep over a question set", "sweep");
+    m_task->addItem("RULER synthetic tasks (score vs compression ratio)", "ruler");
     top->addWidget(m_task);
     m_run = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), "Run grid");
     m_run->setObjectName("evalRunButton");
@@ -95,6 +98,33 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     setRow->addWidget(m_set, 1);
     setRow->addWidget(browseSet);
     sf->addRow("Set", setRow);
+    m_rulerBox = new QGroupBox("RULER");
+    auto* rf = new QFormLayout(m_rulerBox);
+    QStringList taskNames;
+    for (const auto& t : se::ruler_tasks()) taskNames << QString::fromStdString(t.name);
+    m_rulerTasks = lineEdit("all", "all, or a comma list of " + taskNames.join(", ") +
+                                       ". The QA tasks are left out: they need SQuAD and HotpotQA.");
+    m_rulerLengths = lineEdit("4096", "Lengths in tokens, comma separated: prompt + the task's answer tokens, as "
+                                      "RULER's max_seq_length; at most the model's context");
+    m_samples = new QSpinBox;
+    m_samples->setRange(1, 10000);
+    m_samples->setValue(10);
+    m_samples->setToolTip("Samples per task and length, each generated from its own seed");
+    m_ratios = lineEdit("0.25,0.5,0.75,0.9", "kvpress's compression ratios: the fraction of the cache removed, "
+                                             "0 <= r < 1 (empty for none)");
+    m_rulerBudgets = lineEdit("", "Fixed budgets C as well (tokens kept per head, window included); empty for none");
+    m_rulerBudgets->setPlaceholderText("none");
+    auto* rulerRow = new QHBoxLayout;
+    rulerRow->addWidget(m_rulerLengths, 2);
+    rulerRow->addWidget(new QLabel("samples"));
+    rulerRow->addWidget(m_samples, 1);
+    auto* sizeRow = new QHBoxLayout;
+    sizeRow->addWidget(m_ratios, 3);
+    sizeRow->addWidget(new QLabel("budgets"));
+    sizeRow->addWidget(m_rulerBudgets, 2);
+    rf->addRow("Tasks", m_rulerTasks);
+    rf->addRow("Lengths", rulerRow);
+    rf->addRow("Ratios", sizeRow);
     auto* cfg = new QGroupBox("Configurations (comma lists)");
     auto* cf = new QFormLayout(cfg);
     m_policies = lineEdit("snapkv,streaming", "snapkv, streaming, h2o, random, pyramid, adakv");
@@ -105,7 +135,9 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     m_gqa = lineEdit("kv-head", "kv-head (default: the cache shrinks), query-head (official)");
     auto* row1 = new QHBoxLayout;
     row1->addWidget(m_policies, 2);
-    row1->addWidget(new QLabel("budgets"));
+    auto* budgetsLabel = new QLabel("budgets");
+    m_budgetsLabel = budgetsLabel;
+    row1->addWidget(budgetsLabel);
     row1->addWidget(m_budgets, 2);
     auto* row2 = new QHBoxLayout;
     for (auto [label, edit, width] : {std::tuple{"W", m_windows, 34}, std::tuple{"K", m_kernels, 28},
@@ -118,7 +150,8 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     m_maxTokens->setRange(1, 512);
     m_maxTokens->setValue(32);
     m_maxTokens->setToolTip("Answer tokens per run (greedy)");
-    row2->addWidget(new QLabel("tokens"));
+    m_tokensLabel = new QLabel("tokens");
+    row2->addWidget(m_tokensLabel);
     row2->addWidget(m_maxTokens);
     cf->addRow("Policies", row1);
     cf->addRow("Options", row2);
@@ -138,6 +171,7 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     of->addRow("Colour / y:", m_metric);
     grid->addWidget(m_needleBox, 3);
     grid->addWidget(m_sweepBox, 3);
+    grid->addWidget(m_rulerBox, 3);
     grid->addWidget(cfg, 4);
     grid->addWidget(outBox, 3);
     v->addLayout(grid);
@@ -188,27 +222,36 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
 }
 
 void EvaluateForm::updateVisibility() {
-    const bool needle = task() == "needle";
-    m_needleBox->setVisible(needle);
-    m_sweepBox->setVisible(!needle);
+    const QString t = task();
+    m_needleBox->setVisible(t == "needle");
+    m_sweepBox->setVisible(t == "sweep");
+    m_rulerBox->setVisible(t == "ruler");
+    // RULER sizes are in its own box, and each task answers in its own number of tokens.
+    for (QWidget* w : {m_budgetsLabel, static_cast<QWidget*>(m_budgets), m_tokensLabel, static_cast<QWidget*>(m_maxTokens)})
+        w->setVisible(t != "ruler");
 }
 
 void EvaluateForm::fillMetricCombo(const QString& shownTask) {
     const QString current = m_metric->currentData().toString();
     m_metric->clear();
-    for (const auto& m : shownTask == "sweep" ? sweepMetrics() : needleMetrics()) m_metric->addItem(m.label, m.key);
+    for (const auto& m : shownTask == "sweep"   ? sweepMetrics()
+                         : shownTask == "ruler" ? rulerMetrics()
+                                                : needleMetrics())
+        m_metric->addItem(m.label, m.key);
     const int i = m_metric->findData(current);
     if (i >= 0) m_metric->setCurrentIndex(i);
 }
 
-void EvaluateForm::setTask(const QString& t) { m_task->setCurrentIndex(t == "sweep" ? 1 : 0); }
+void EvaluateForm::setTask(const QString& t) { m_task->setCurrentIndex(std::max(0, m_task->findData(t))); }
 QString EvaluateForm::task() const { return m_task->currentData().toString(); }
 
 QLineEdit* EvaluateForm::fieldEdit(const QString& name) const {
     const std::map<QString, QLineEdit*> edits = {
         {"lengths", m_lengths}, {"depths", m_depths},   {"set", m_set},         {"policies", m_policies},
         {"budgets", m_budgets}, {"window", m_windows},  {"kernel", m_kernels},  {"pooling", m_poolings},
-        {"gqa", m_gqa},         {"haystack", m_haystack}, {"out", m_out}};
+        {"gqa", m_gqa},         {"haystack", m_haystack}, {"out", m_out},
+        {"tasks", m_rulerTasks}, {"ruler_lengths", m_rulerLengths}, {"ratios", m_ratios},
+        {"ruler_budgets", m_rulerBudgets}};
     const auto it = edits.find(name);
     return it != edits.end() ? it->second : nullptr;
 }
@@ -216,12 +259,14 @@ QLineEdit* EvaluateForm::fieldEdit(const QString& name) const {
 void EvaluateForm::setField(const QString& name, const QString& value) {
     if (QLineEdit* e = fieldEdit(name)) e->setText(value);
     else if (name == "max_tokens") m_maxTokens->setValue(value.toInt());
+    else if (name == "samples") m_samples->setValue(value.toInt());
     else if (name == "needle") m_needle->setCurrentIndex(std::max(0, m_needle->findData(value)));
 }
 
 QString EvaluateForm::field(const QString& name) const {
     if (QLineEdit* e = fieldEdit(name)) return e->text();
     if (name == "max_tokens") return QString::number(m_maxTokens->value());
+    if (name == "samples") return QString::number(m_samples->value());
     if (name == "needle") return m_needle->currentData().toString();
     return QString();
 }
@@ -262,7 +307,21 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
     job.haystack = haystack();
     job.setPath = setPath();
     job.axes.policies = se::parse_name_list(m_policies->text().toStdString(), "Policies");
-    job.axes.budgets = se::parse_int_list(m_budgets->text().toStdString(), "Budgets");
+    if (job.task == "ruler") {
+        job.rulerTasks = m_rulerTasks->text().trimmed();
+        se::parse_ruler_tasks(job.rulerTasks.toStdString());   // names checked now
+        job.rulerLengths = se::parse_int_list(m_rulerLengths->text().toStdString(), "Lengths");
+        job.samples = m_samples->value();
+        if (!m_ratios->text().trimmed().isEmpty())
+            job.axes.ratios = se::parse_number_list(m_ratios->text().toStdString(), "Ratios");
+        job.axes.budgets.clear();
+        if (!m_rulerBudgets->text().trimmed().isEmpty())
+            job.axes.budgets = se::parse_int_list(m_rulerBudgets->text().toStdString(), "Budgets");
+        if (job.axes.ratios.empty() && job.axes.budgets.empty())
+            throw snapkv::InputError("Ratios, budgets: give at least one ratio or budget (the full cache is always run too)");
+    } else {
+        job.axes.budgets = se::parse_int_list(m_budgets->text().toStdString(), "Budgets");
+    }
     job.axes.windows = se::parse_int_list(m_windows->text().toStdString(), "W");
     job.axes.kernels = se::parse_int_list(m_kernels->text().toStdString(), "K");
     job.axes.poolings = se::parse_name_list(m_poolings->text().toStdString(), "pool");
@@ -270,6 +329,7 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
     se::expand_configs(job.axes);   // validate now, with the field names
     job.maxTokens = m_maxTokens->value();
     job.klSteps = job.maxTokens;
+    if (job.task == "ruler") job.klSteps = 32;   // as `snapkv ruler`: KL over the first 32 answer tokens
     job.outPath = m_out->text().trimmed();
     return job;
 }
@@ -281,19 +341,27 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
             if (!l.contains(s)) l << s;
         return l.join(',');
     };
-    std::vector<QString> policies, budgets, windows, kernels, poolings, gqa;
+    std::vector<QString> policies, budgets, ratios, windows, kernels, poolings, gqa;
     for (const auto& c : st["configs"]) {
         if (c.value("policy", std::string()) == "full") continue;
         policies.push_back(QString::fromStdString(c["policy"].get<std::string>()));
-        budgets.push_back(QString::number(c["budget"].get<int64_t>()));
+        // A configuration's size is a budget, or a compression ratio with a null budget.
+        if (c["budget"].is_number()) budgets.push_back(QString::number(c["budget"].get<int64_t>()));
+        if (c.contains("ratio") && c["ratio"].is_number()) ratios.push_back(fmtNumber(c["ratio"].get<double>()));
         windows.push_back(QString::number(c["window"].get<int64_t>()));
         if (c["kernel"].is_number()) kernels.push_back(QString::number(c["kernel"].get<int64_t>()));
         if (c["pooling"].is_string()) poolings.push_back(QString::fromStdString(c["pooling"].get<std::string>()));
         gqa.push_back(QString::fromStdString(c["gqa"].get<std::string>()));
     }
+    const bool ruler = st.contains("ruler");
     if (!policies.empty()) {
         m_policies->setText(joined(policies));
-        m_budgets->setText(joined(budgets));
+        if (ruler) {
+            m_ratios->setText(joined(ratios));
+            m_rulerBudgets->setText(joined(budgets));
+        } else if (!budgets.empty()) {
+            m_budgets->setText(joined(budgets));
+        }
         m_windows->setText(joined(windows));
         if (!kernels.empty()) m_kernels->setText(joined(kernels));
         if (!poolings.empty()) m_poolings->setText(joined(poolings));
@@ -308,6 +376,17 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         m_depths->setText(joined(d));
         const int i = m_needle->findData(QString::fromStdString(st["needle"]["needle"].value("name", std::string())));
         if (i >= 0) m_needle->setCurrentIndex(i);
+    }
+    if (ruler) {
+        const json& r = st["ruler"];
+        std::vector<QString> tasks, lengths;
+        for (const auto& t : r.value("tasks", json::array())) tasks.push_back(QString::fromStdString(t.get<std::string>()));
+        for (const auto& l : r.value("lengths", json::array())) lengths.push_back(QString::number(l.get<int64_t>()));
+        std::vector<QString> all;   // "all" only in RULER's order: the order is part of the settings
+        for (const auto& t : se::ruler_tasks()) all.push_back(QString::fromStdString(t.name));
+        m_rulerTasks->setText(tasks == all ? QString("all") : joined(tasks));
+        m_rulerLengths->setText(joined(lengths));
+        m_samples->setValue(static_cast<int>(r.value("samples", int64_t(10))));
     }
     m_out->setText(path);   // Run resumes this file
 }

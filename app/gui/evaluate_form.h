@@ -1,5 +1,5 @@
-// The Evaluate tab's form: which evaluation (needle grid or budget sweep), its grid fields, the
-// configurations, the results file, the plotted metric, the Run / Cancel / Open / Export buttons,
+// The Evaluate tab's form: which evaluation (needle grid, budget sweep or RULER), its grid fields,
+// the configurations, the results file, the plotted metric, the Run / Cancel / Open / Export buttons,
 // the progress bar and the status line. It turns its fields into an EvalJob (naming the bad field)
 // and fills them back from a results file's settings. It runs nothing and draws no plot: the view
 // (evaluate_view.h) listens to its signals.
@@ -28,11 +28,12 @@ class EvaluateForm : public QWidget {
 public:
     explicit EvaluateForm(QWidget* parent = nullptr);
 
-    // "needle" | "sweep"
+    // "needle" | "sweep" | "ruler"
     void setTask(const QString& task);
     QString task() const;
     // lengths, depths, needle, set, policies, budgets, window, kernel, pooling, gqa, max_tokens,
-    // haystack, out
+    // haystack, out; RULER: tasks, ruler_lengths, samples, ratios, ruler_budgets (the budgets of a
+    // RULER run: none by default, its sizes are ratios)
     void setField(const QString& name, const QString& value);
     QString field(const QString& name) const;
     void setMetric(const QString& key);
@@ -73,6 +74,14 @@ private:
     QComboBox* m_task;
     QGroupBox* m_needleBox;
     QGroupBox* m_sweepBox;
+    QGroupBox* m_rulerBox;
+    QLineEdit* m_rulerTasks;
+    QLineEdit* m_rulerLengths;
+    QSpinBox* m_samples;
+    QLineEdit* m_ratios;
+    QLineEdit* m_rulerBudgets;
+    QWidget* m_budgetsLabel;
+    QWidget* m_tokensLabel;
     QLineEdit* m_lengths;
     QLineEdit* m_depths;
     QComboBox* m_needle;

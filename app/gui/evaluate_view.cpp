@@ -4,6 +4,7 @@
 
 #include <QFileInfo>
 #include <QMouseEvent>
+#include <QSplitter>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -13,6 +14,7 @@
 #include "app/gui/data_export.h"
 #include "app/gui/evaluate_form.h"
 #include "app/gui/evaluate_plots.h"
+#include "app/gui/evaluate_ruler_table.h"
 #include "app/gui/plot_style.h"
 #include "core/eval/results_file.h"
 
@@ -46,10 +48,23 @@ EvaluateView::EvaluateView(QWidget* parent) : LazyView(parent) {
         m_plot->replot();
     });
 
+    m_rulerPanel = new RulerPanel;
+    m_rulerPanel->hide();
+    connect(m_rulerPanel, &RulerPanel::choiceChanged, this, [this] { markDirty(); });
+    connect(m_rulerPanel, &RulerPanel::rowRequested, this, [this](qint64 cell, qint64 config) {
+        if (const json* row = m_results.row(cell, config)) openRow(*row);
+    });
+    auto* split = new QSplitter(Qt::Horizontal);
+    split->setChildrenCollapsible(false);
+    split->addWidget(m_plot);
+    split->addWidget(m_rulerPanel);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_form);
-    layout->addWidget(m_plot, 1);
+    layout->addWidget(split, 1);
 
     m_redraw.setSingleShot(true);
     m_redraw.setInterval(kRedrawMs);
@@ -169,9 +184,13 @@ void EvaluateView::refresh() {
                                          : "No results yet: press Run grid, or Open results….");
     } else if (m_results.task() == "needle") {
         hint = drawNeedleHeatmaps(m_plot, m_results, metric(), &m_hits);
+    } else if (m_results.task() == "ruler") {
+        m_rulerPanel->showResults(m_results, metric());
+        hint = drawRulerLeaderboard(m_plot, m_results, m_rulerPanel->length(), m_rulerPanel->axis(), metric(), &m_hits);
     } else {
         hint = drawSweepCurves(m_plot, m_results, metric(), &m_hits);
     }
+    m_rulerPanel->setVisible(!m_results.empty() && m_results.task() == "ruler");
     m_form->setHint(hint);
     m_plot->replot();
 }
@@ -180,7 +199,7 @@ const json* EvaluateView::rowAt(const QPointF& pos) const { return m_hits.rowAt(
 
 void EvaluateView::onMouseMove(QMouseEvent* event) {
     const QPointF pos = event->position();
-    if (m_results.task() == "sweep") {
+    if (m_results.task() != "needle") {   // curves: the point's own tip
         if (const PlotHits::CurvePoint* cp = m_hits.pointAt(pos))
             QToolTip::showText(event->globalPosition().toPoint(), cp->tip, m_plot);
         else

@@ -1,8 +1,9 @@
-// The Evaluate tab: runs a needle-in-a-haystack grid or a budget sweep in its own worker thread
-// (EvalController) with progress, time left and Cancel, and draws the rows as they arrive: needle
-// heatmaps or sweep curves (evaluate_plots.h). Clicking a cell or a point asks the main window to
-// open that document (the worst item of a point) with the configuration applied and the needle
-// marked. Also shows results files and exports plot and rows. Its parts live in their own files:
+// The Evaluate tab: runs a needle-in-a-haystack grid, a budget sweep or RULER's synthetic tasks in
+// its own worker thread (EvalController) with progress, time left and Cancel, and draws the rows as
+// they arrive: needle heatmaps, sweep curves, or RULER's leaderboard beside its task x policy table
+// (evaluate_plots.h, evaluate_ruler_table.h). Clicking a cell, a point or a table entry asks the
+// main window to open that document (the worst item or sample there) with the configuration
+// applied and the needle(s) marked. Also shows results files and exports plot and rows. Its parts live in their own files:
 // the form (evaluate_form.h), the runner glue (evaluate_run.cpp), the plots and the hit tests
 // (evaluate_hits.h); this file wires them together.
 #pragma once
@@ -25,6 +26,7 @@ class QMouseEvent;
 namespace studio {
 
 class EvaluateForm;
+class RulerPanel;
 
 class EvaluateView : public LazyView {
     Q_OBJECT
@@ -38,8 +40,10 @@ public:
     EvalController* controller() const { return m_controller; }
     const EvalResults& results() const { return m_results; }
     QCustomPlot* plot() const { return m_plot; }
+    RulerPanel* rulerPanel() const { return m_rulerPanel; }   // shown for RULER results only
 
-    // The form, for scripts and tests: "needle" | "sweep", and the grid fields as typed.
+    // The form, for scripts and tests: "needle" | "sweep" | "ruler", and the fields as typed
+    // (evaluate_form.h lists them).
     void setTask(const QString& task);
     QString task() const;
     void setField(const QString& name, const QString& value);   // lengths, depths, needle, set, policies,
@@ -56,7 +60,7 @@ public:
     bool exportPlot(const QString& path, QString* error);
     bool exportData(const QString& path, QString* error);       // .jsonl or .csv
 
-    // Opens a row in the main views (through openCellRequested); the heatmap and curve clicks land here.
+    // Opens a row in the main views (through openCellRequested); heatmap, curve and table clicks land here.
     void openRow(const nlohmann::json& row);
     // The row under a point of the plot (heatmap cell, or the worst item of the nearest curve point).
     const nlohmann::json* rowAt(const QPointF& pos) const;
@@ -89,6 +93,7 @@ private:
 
     EvaluateForm* m_form;
     QCustomPlot* m_plot;
+    RulerPanel* m_rulerPanel;
     PlotHits m_hits;                 // what the plot shows, for the mouse
 
     QElapsedTimer m_runClock;
