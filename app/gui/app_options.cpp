@@ -148,7 +148,7 @@ QList<QCommandLineOption> applicationOptions() {
         {"run", "Run right away (load, prefill, select)."},
         {"screenshot", "After the run, save a 1600x1000 screenshot of the window and exit.", "file.png"},
         {"view", "View to show: overview, head, document, compare or evaluate.", "name"},
-        {"results", "Show an evaluation results file (snapkv needle/sweep JSON Lines) in the Evaluate tab.", "path"},
+        {"results", "Show an evaluation results file (snapkv needle/sweep/ruler JSON Lines) in the Evaluate tab.", "path"},
         {"max-tokens", "Tokens to generate for the compare view (headless).", "n", "32"},
         {"budget", "Budget C: tokens kept per head.", "n"},
         {"window", "Observation window W.", "n"},

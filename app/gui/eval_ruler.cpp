@@ -111,7 +111,7 @@ RulerStat configStat(const std::vector<SampleRows>& perTask, const QString& metr
 }  // namespace
 
 std::vector<EvalMetric> rulerMetrics() {
-    return {{"score", "RULER score (string_match_all, 0-100)", true},
+    return {{"score", "RULER score (0-100)", true},
             {"agree_full", "agreement with the full-cache answer (word F1, x100)", true},
             {"needle_kept", "share of the first needle's tokens kept, all heads (%)", true},
             {"value_kept", "share of the first answer's tokens kept, all heads (%)", true}};
@@ -220,6 +220,7 @@ RulerTable rulerTable(const EvalResults& results, int64_t length, const QString&
             if (configSize(c) != size) continue;
         }
         table.columns << (full ? QString("full cache") : configLabel(c, true));
+        table.headers << (full ? QString("full") : configLabel(c, false));
         table.configs.push_back(static_cast<int64_t>(k));
         table.seriesIndex.push_back(series);
     }

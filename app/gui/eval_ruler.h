@@ -49,7 +49,8 @@ struct RulerBoard {
 
 struct RulerTable {
     QStringList tasks;               // rows, in the run's order
-    QStringList columns;             // "full cache", then each series at the size
+    QStringList columns;             // "full cache", then each series at the size ("snapkv r0.5")
+    QStringList headers;             // the same without the size ("full", "snapkv"): the table's header
     std::vector<int64_t> configs;    // per column
     std::vector<int> seriesIndex;    // per column: the leaderboard series (-1 for the full cache)
     std::vector<std::vector<RulerStat>> cells;   // [task][column]

@@ -45,11 +45,15 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
             .arg(st["ruler"].value("samples", int64_t(0)))
             .arg(QString::fromStdString(st["model"].value("file", std::string()))),
         QFont(family, 11, QFont::Bold));
+    // What the lines and bands are, under the title: on the y axis it would not fit a short plot.
+    auto* subtitle = new QCPTextElement(plot, "line: mean over tasks · band: ±1 s.d. over samples · dashed: full cache",
+                                        QFont(family, 9));
+    subtitle->setTextColor(QColor(90, 90, 90));
     plot->plotLayout()->addElement(0, 0, title);
-    plot->plotLayout()->addElement(1, 0, legend);
-    plot->plotLayout()->addElement(2, 0, rect);
-    plot->plotLayout()->setRowStretchFactor(0, 0.01);
-    plot->plotLayout()->setRowStretchFactor(1, 0.01);
+    plot->plotLayout()->addElement(1, 0, subtitle);
+    plot->plotLayout()->addElement(2, 0, legend);
+    plot->plotLayout()->addElement(3, 0, rect);
+    for (int row = 0; row < 3; ++row) plot->plotLayout()->setRowStretchFactor(row, 0.01);
     plot->legend = legend;
     legend->setLayer("legend");
     legend->setFillOrder(QCPLegend::foColumnsFirst);
@@ -69,7 +73,7 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
         x->setScaleType(QCPAxis::stLogarithmic);
         x->setLabel("budget C: tokens kept per head (log scale)");
     }
-    y->setLabel(info.label + "  (line: mean over tasks; band: ±1 s.d. over samples)");
+    y->setLabel(info.label);
 
     double xmin = std::numeric_limits<double>::max(), xmax = 0;
     for (const auto& s : board.series)

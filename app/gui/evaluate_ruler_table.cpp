@@ -83,7 +83,8 @@ RulerPanel::RulerPanel(QWidget* parent) : QWidget(parent) {
     m_size->setToolTip("The size the table shows: a compression ratio (fraction of the cache removed) or a budget");
     bar->addWidget(new QLabel("Length"));
     bar->addWidget(m_length);
-    bar->addWidget(new QLabel("x axis"));
+    m_axisLabel = new QLabel("x axis");
+    bar->addWidget(m_axisLabel);
     bar->addWidget(m_axis);
     bar->addWidget(new QLabel("Table at"));
     bar->addWidget(m_size);
@@ -97,7 +98,8 @@ RulerPanel::RulerPanel(QWidget* parent) : QWidget(parent) {
     m_table->setObjectName("rulerTable");
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    // Columns as wide as their names and numbers: a stretched column would clip its header.
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setDefaultAlignment(Qt::AlignCenter);
     m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->setIconSize(QSize(14, 14));
@@ -131,7 +133,9 @@ void RulerPanel::showResults(const EvalResults& results, const QString& metric) 
         m_axis->clear();
         for (const QString& a : rulerAxes(results)) m_axis->addItem(a == "ratio" ? "compression ratio" : "budget", a);
         restore(m_axis, axis);
-        m_axis->setEnabled(m_axis->count() > 1);
+        // A choice only when the run has both ratios and budgets.
+        m_axis->setVisible(m_axis->count() > 1);
+        m_axisLabel->setVisible(m_axis->count() > 1);
         const QVariant size = m_size->currentData();
         m_size->clear();
         const std::vector<double> sizes = rulerSizes(results, this->axis());
@@ -151,7 +155,9 @@ void RulerPanel::fillTable(const EvalResults& results, const QString& metric) {
     m_table->setRowCount(nTasks + 1);
     m_table->setColumnCount(nCols);
     for (int c = 0; c < nCols; ++c) {
-        auto* h = new QTableWidgetItem(swatch(m_data.seriesIndex[static_cast<size_t>(c)]), m_data.columns[c]);
+        // The header names the series (the size is the panel's choice); the tooltip the configuration.
+        auto* h = new QTableWidgetItem(swatch(m_data.seriesIndex[static_cast<size_t>(c)]), m_data.headers[c]);
+        h->setToolTip(m_data.columns[c]);
         m_table->setHorizontalHeaderItem(c, h);
     }
     QStringList rowNames = m_data.tasks;

@@ -46,6 +46,7 @@ private:
 
     QComboBox* m_length;
     QComboBox* m_axis;
+    QLabel* m_axisLabel;
     QComboBox* m_size;
     QLabel* m_caption;
     QTableWidget* m_table;

@@ -58,8 +58,9 @@ EvaluateView::EvaluateView(QWidget* parent) : LazyView(parent) {
     split->setChildrenCollapsible(false);
     split->addWidget(m_plot);
     split->addWidget(m_rulerPanel);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    split->setSizes({560, 440});
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);

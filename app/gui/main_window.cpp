@@ -68,7 +68,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_tabs->addTab(m_document, "Document");
     m_tabs->addTab(m_compare, "Compare full vs compressed");
     m_evaluate = new EvaluateView;
-    m_tabs->addTab(m_evaluate, "Evaluate (needle, sweeps)");
+    m_tabs->addTab(m_evaluate, "Evaluate (needle, sweeps, RULER)");
 
     m_banner = new QWidget;
     m_banner->setStyleSheet("background:#fff4ce; border-bottom:1px solid #e0c96a");

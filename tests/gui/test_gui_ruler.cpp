@@ -288,5 +288,23 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         REQUIRE(studio::exportPlot(p, shots + "/ruler_leaderboard.png", &error, 1000, 650));
         REQUIRE(panel->grab().save(shots + "/ruler_table.png"));
         REQUIRE(ev->grab().save(shots + "/ruler_tab.png"));
+        // With SNAPKV_RULER_MODEL (the model of that run): the worst sample of the table's second
+        // row and column opened in the document and head views.
+        if (const QString model = qEnvironmentVariable("SNAPKV_RULER_MODEL"); !model.isEmpty()) {
+            const studio::RulerStat& s = panel->data().cells.at(1).at(1);
+            const json* row = ev->results().row(s.worstCell, s.worstConfig);
+            REQUIRE(row);
+            w->setModelPath(model);
+            w->resize(1600, 1000);
+            QSignalSpy opened(ev, &studio::EvaluateView::openCellRequested);
+            ev->openRow(*row);
+            REQUIRE(opened.wait(300000));
+            REQUIRE(guitest::waitRun(*w, 300000).what == "finished");
+            settle();
+            REQUIRE(w->grab().save(shots + "/ruler_sample_document.png"));
+            REQUIRE(w->showView("head"));
+            settle();
+            REQUIRE(w->grab().save(shots + "/ruler_sample_head.png"));
+        }
     }
 }
