@@ -66,8 +66,8 @@ void AnalysisState::setMarkedSpan(int64_t first, int64_t last, const QString& la
 }
 
 void AnalysisState::setMarkedSpans(std::vector<MarkedSpan> spans) {
-    spans.erase(std::remove_if(spans.begin(), spans.end(), [](const MarkedSpan& s) { return s.first < 0 || s.last <= s.first; }),
-                spans.end());
+    const auto empty = [](const MarkedSpan& s) { return s.first < 0 || s.last <= s.first; };
+    spans.erase(std::remove_if(spans.begin(), spans.end(), empty), spans.end());
     m_marks = std::move(spans);
     Q_EMIT markChanged();
 }

@@ -241,7 +241,8 @@ void DocumentView::refresh() {
     for (const QString& label : markLabels) {
         const int n = static_cast<int>(std::count_if(m_state->markedSpans().begin(), m_state->markedSpans().end(),
                                                      [&](const auto& m) { return m.label == label; }));
-        const QString text = (label.isEmpty() ? QString("marked") : label) + (n > 1 ? QString(" (%1)").arg(n) : QString());
+        const QString text =
+            (label.isEmpty() ? QString("marked") : label) + (n > 1 ? QString(" (%1)").arg(n) : QString());
         legend << QString("<b><u style='color:%1'>%2</u></b>").arg(kMarkColor.name(), text.toHtmlEscaped());
     }
     m_legend->setText(legend.join("&nbsp;&nbsp;"));
@@ -290,7 +291,8 @@ QString DocumentView::tooltipFor(int i) const {
                       .arg(visible(pre.pieces[i]));
     const int cat = i < static_cast<int>(m_categories.size()) ? m_categories[i] : Evicted;
     tip += QString("\n%1").arg(kCategoryName[cat]);
-    if (const auto* mark = m_state->markAt(i)) tip += " · " + (mark->label.isEmpty() ? QString("marked") : mark->label);
+    if (const auto* mark = m_state->markAt(i))
+        tip += " · " + (mark->label.isEmpty() ? QString("marked") : mark->label);
     if (const auto* hs = m_state->focusedHead()) {
         if (i < static_cast<int>(hs->votes.size())) tip += QString("\nvote %1").arg(hs->votes[i], 0, 'g', 4);
         if (i < static_cast<int>(hs->pooled.size())) tip += QString(" · pooled %1").arg(hs->pooled[i], 0, 'g', 4);

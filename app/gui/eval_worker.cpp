@@ -298,7 +298,8 @@ void EvalWorker::prepareCell(const EvalCellJob& job) {
             if (!diff.empty())
                 throw snapkv::InputError("this RULER sample cannot be rebuilt here: the results were made with other "
                                          "settings or data than the bundled word lists and essays (" + diff + ")");
-            if (cell < 0 || cell >= t.n_cells()) throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the run");
+            if (cell < 0 || cell >= t.n_cells())
+                throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the run");
             cp = t.prepare(s, cell);
         } else if (st.value("task", std::string()) == "needle") {
             const se::NeedleTask t(s, se::needle_options_from_settings(st.at("needle"), haystackOf(job.haystack)), maxTokens);

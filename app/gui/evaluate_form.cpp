@@ -227,7 +227,7 @@ void EvaluateForm::updateVisibility() {
     m_sweepBox->setVisible(t == "sweep");
     m_rulerBox->setVisible(t == "ruler");
     // RULER sizes are in its own box, and each task answers in its own number of tokens.
-    for (QWidget* w : {m_budgetsLabel, static_cast<QWidget*>(m_budgets), m_tokensLabel, static_cast<QWidget*>(m_maxTokens)})
+    for (QWidget* w : std::initializer_list<QWidget*>{m_budgetsLabel, m_budgets, m_tokensLabel, m_maxTokens})
         w->setVisible(t != "ruler");
 }
 
@@ -318,7 +318,8 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
         if (!m_rulerBudgets->text().trimmed().isEmpty())
             job.axes.budgets = se::parse_int_list(m_rulerBudgets->text().toStdString(), "Budgets");
         if (job.axes.ratios.empty() && job.axes.budgets.empty())
-            throw snapkv::InputError("Ratios, budgets: give at least one ratio or budget (the full cache is always run too)");
+            throw snapkv::InputError(
+                "Ratios, budgets: give at least one ratio or budget (the full cache is always run too)");
     } else {
         job.axes.budgets = se::parse_int_list(m_budgets->text().toStdString(), "Budgets");
     }
@@ -380,7 +381,8 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
     if (ruler) {
         const json& r = st["ruler"];
         std::vector<QString> tasks, lengths;
-        for (const auto& t : r.value("tasks", json::array())) tasks.push_back(QString::fromStdString(t.get<std::string>()));
+        for (const auto& t : r.value("tasks", json::array()))
+            tasks.push_back(QString::fromStdString(t.get<std::string>()));
         for (const auto& l : r.value("lengths", json::array())) lengths.push_back(QString::number(l.get<int64_t>()));
         std::vector<QString> all;   // "all" only in RULER's order: the order is part of the settings
         for (const auto& t : se::ruler_tasks()) all.push_back(QString::fromStdString(t.name));

@@ -1,7 +1,8 @@
 // The Evaluate tab's plots, each drawn from an EvalResults into a cleared QCustomPlot: the needle
 // heatmaps (evaluate_needle_plot.cpp), the budget-sweep curves (evaluate_sweep_plot.cpp), RULER's
-// leaderboard (evaluate_ruler_plot.cpp) and the empty state. Each records what it drew in a PlotHits for the mouse and returns the hint line the
-// tab shows under its form. They read rows and settings only: no worker, no files, no form.
+// leaderboard (evaluate_ruler_plot.cpp) and the empty state. Each records what it drew in a
+// PlotHits for the mouse and returns the hint line the tab shows under its form. They read rows
+// and settings only: no worker, no files, no form.
 #pragma once
 
 #include <QColor>

@@ -46,8 +46,8 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
             .arg(QString::fromStdString(st["model"].value("file", std::string()))),
         QFont(family, 11, QFont::Bold));
     // What the lines and bands are, under the title: on the y axis it would not fit a short plot.
-    auto* subtitle = new QCPTextElement(plot, "line: mean over tasks · band: ±1 s.d. over samples · dashed: full cache",
-                                        QFont(family, 9));
+    auto* subtitle = new QCPTextElement(
+        plot, "line: mean over tasks · band: ±1 s.d. over samples · dashed: full cache", QFont(family, 9));
     subtitle->setTextColor(QColor(90, 90, 90));
     plot->plotLayout()->addElement(0, 0, title);
     plot->plotLayout()->addElement(1, 0, subtitle);

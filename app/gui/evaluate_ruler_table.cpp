@@ -128,7 +128,8 @@ void RulerPanel::showResults(const EvalResults& results, const QString& metric) 
         const QSignalBlocker b1(m_length), b2(m_axis), b3(m_size);
         const QVariant length = m_length->currentData(), axis = m_axis->currentData();
         m_length->clear();
-        for (int64_t l : rulerLengths(results)) m_length->addItem(QString::number(l), QVariant::fromValue<qlonglong>(l));
+        for (int64_t l : rulerLengths(results))
+            m_length->addItem(QString::number(l), QVariant::fromValue<qlonglong>(l));
         restore(m_length, length);
         m_axis->clear();
         for (const QString& a : rulerAxes(results)) m_axis->addItem(a == "ratio" ? "compression ratio" : "budget", a);
@@ -167,8 +168,8 @@ void RulerPanel::fillTable(const EvalResults& results, const QString& metric) {
     for (int t = 0; t <= nTasks; ++t)
         for (int c = 0; c < nCols; ++c) {
             const bool average = t == nTasks;
-            const RulerStat& s =
-                average ? m_data.average[static_cast<size_t>(c)] : m_data.cells[static_cast<size_t>(t)][static_cast<size_t>(c)];
+            const auto col = static_cast<size_t>(c);
+            const RulerStat& s = average ? m_data.average[col] : m_data.cells[static_cast<size_t>(t)][col];
             auto* item = new QTableWidgetItem;
             item->setTextAlignment(Qt::AlignCenter);
             item->setData(kCellRole, QVariant::fromValue<qlonglong>(s.n > 0 ? s.worstCell : -1));
@@ -189,7 +190,8 @@ void RulerPanel::fillTable(const EvalResults& results, const QString& metric) {
                                 .arg(QString::fromStdString(w->value("ruler_task", std::string())))
                                 .arg(w->value("sample", int64_t(0)))
                                 .arg(100.0 * metricValue(*w, metric).value_or(0.0), 0, 'f', 0);
-                item->setToolTip(QString("%1 · %2: %3 ± %4 (s.d. over %5 samples)\nworst sample: %6. Click to open it.")
+                item->setToolTip(QString("%1 · %2: %3 ± %4 (s.d. over %5 samples)\n"
+                                         "worst sample: %6. Click to open it.")
                                      .arg(rowNames[t], m_data.columns[c])
                                      .arg(s.mean, 0, 'f', 1)
                                      .arg(s.sd, 0, 'f', 1)

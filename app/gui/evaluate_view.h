@@ -3,9 +3,9 @@
 // they arrive: needle heatmaps, sweep curves, or RULER's leaderboard beside its task x policy table
 // (evaluate_plots.h, evaluate_ruler_table.h). Clicking a cell, a point or a table entry asks the
 // main window to open that document (the worst item or sample there) with the configuration
-// applied and the needle(s) marked. Also shows results files and exports plot and rows. Its parts live in their own files:
-// the form (evaluate_form.h), the runner glue (evaluate_run.cpp), the plots and the hit tests
-// (evaluate_hits.h); this file wires them together.
+// applied and the needle(s) marked. Also shows results files and exports plot and rows. Its parts
+// live in their own files: the form (evaluate_form.h), the runner glue (evaluate_run.cpp), the
+// plots and the hit tests (evaluate_hits.h); this file wires them together.
 #pragma once
 
 #include <QElapsedTimer>

@@ -212,7 +212,8 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         // The budget axis: the same policies at C200, on a log axis.
         panel->setAxis("budget");
         ev->refreshNow();
-        CHECK(panel->data().columns.join(" | ").toStdString() == "full cache | snapkv C200 | streaming C200 | random C200");
+        CHECK(panel->data().columns.join(" | ").toStdString() ==
+              "full cache | snapkv C200 | streaming C200 | random C200");
         REQUIRE(graphNamed(p, "snapkv"));
         CHECK(graphNamed(p, "snapkv")->data()->at(0)->key == 200);
         CHECK(p->axisRects().front()->axis(QCPAxis::atBottom)->scaleType() == QCPAxis::stLogarithmic);
@@ -242,12 +243,14 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         REQUIRE(row);
         CHECK((*row)["ruler_task"] == "niah_multivalue");
         studio::EvalCellPrompt cell;
-        QObject::connect(ev, &studio::EvaluateView::openCellRequested, ev, [&](const studio::EvalCellPrompt& c) { cell = c; });
+        QObject::connect(ev, &studio::EvaluateView::openCellRequested, ev,
+                         [&](const studio::EvalCellPrompt& c) { cell = c; });
         QSignalSpy opened(ev, &studio::EvaluateView::openCellRequested);
         t->scrollToItem(t->item(1, 1));
         QTest::mouseClick(t->viewport(), Qt::LeftButton, {}, t->visualItemRect(t->item(1, 1)).center());
         REQUIRE(opened.wait(60000));   // a loaded file: the worker rebuilds the sample first
-        CHECK(cell.title.startsWith(QString("niah_multivalue #%1 at 600 tokens: snapkv r0.5").arg((*row)["sample"].get<int>())));
+        const int sample = (*row)["sample"].get<int>();
+        CHECK(cell.title.startsWith(QString("niah_multivalue #%1 at 600 tokens: snapkv r0.5").arg(sample)));
         CHECK(cell.params.ratio == 0.5);
         CHECK(cell.focusLeastKept);
         REQUIRE(guitest::waitRun(*w).what == "finished");
