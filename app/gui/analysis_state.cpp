@@ -14,7 +14,7 @@ void AnalysisState::clearModel() { replaceModel(std::nullopt); }
 void AnalysisState::replaceModel(std::optional<snapkv::ModelInfo> info) {
     m_model = std::move(info);
     m_prefill.reset();
-    m_markFirst = m_markLast = -1;
+    m_marks.clear();
     m_retune.reset();
     m_attention.reset();
     m_compare.reset();
@@ -27,7 +27,7 @@ void AnalysisState::replaceModel(std::optional<snapkv::ModelInfo> info) {
 
 void AnalysisState::setPrefill(const snapkv::PrefillSummary& summary) {
     m_prefill = summary;
-    m_markFirst = m_markLast = -1;
+    m_marks.clear();
     m_retune.reset();
     m_attention.reset();
     m_compare.reset();
@@ -62,10 +62,21 @@ void AnalysisState::setComparison(const ComparePtr& result) {
 }
 
 void AnalysisState::setMarkedSpan(int64_t first, int64_t last, const QString& label) {
-    m_markFirst = first < last ? first : -1;
-    m_markLast = first < last ? last : -1;
-    m_markLabel = label;
+    setMarkedSpans({MarkedSpan{first, last, label}});
+}
+
+void AnalysisState::setMarkedSpans(std::vector<MarkedSpan> spans) {
+    const auto empty = [](const MarkedSpan& s) { return s.first < 0 || s.last <= s.first; };
+    spans.erase(std::remove_if(spans.begin(), spans.end(), empty), spans.end());
+    m_marks = std::move(spans);
     Q_EMIT markChanged();
+}
+
+const AnalysisState::MarkedSpan* AnalysisState::markAt(int64_t i) const {
+    const MarkedSpan* hit = nullptr;
+    for (const auto& s : m_marks)
+        if (i >= s.first && i < s.last) hit = &s;
+    return hit;
 }
 
 void AnalysisState::setFocus(int layer, int head) {

@@ -7,6 +7,7 @@
 #include <QObject>
 
 #include <optional>
+#include <vector>
 
 #include "app/gui/display_settings.h"
 #include "app/gui/gui_types.h"
@@ -53,12 +54,22 @@ public:
     const DisplaySettings& display() const { return m_display; }
     void setDisplay(const DisplaySettings& d);
 
-    // Prompt tokens [first, last) to point out (an evaluation cell's needle); -1 when none. A new
-    // prefill or model clears it.
-    int64_t markedFirst() const { return m_markFirst; }
-    int64_t markedLast() const { return m_markLast; }
-    QString markedLabel() const { return m_markLabel; }
+    // Prompt tokens [first, last) to point out (an evaluation cell's needle; a RULER sample's
+    // needles and the answers inside them). A new prefill or model clears them.
+    struct MarkedSpan {
+        int64_t first = -1;
+        int64_t last = -1;
+        QString label;                   // "needle", "answer", ...
+    };
+    const std::vector<MarkedSpan>& markedSpans() const { return m_marks; }
+    // The span holding token i (the last one given wins: answers are given after their needles), or null.
+    const MarkedSpan* markAt(int64_t i) const;
+    // The first span; -1 when none.
+    int64_t markedFirst() const { return m_marks.empty() ? -1 : m_marks.front().first; }
+    int64_t markedLast() const { return m_marks.empty() ? -1 : m_marks.front().last; }
+    QString markedLabel() const { return m_marks.empty() ? QString() : m_marks.front().label; }
     void setMarkedSpan(int64_t first, int64_t last, const QString& label);
+    void setMarkedSpans(std::vector<MarkedSpan> spans);   // empty spans are dropped
 
 Q_SIGNALS:
     void modelChanged();
@@ -82,9 +93,7 @@ private:
     int m_layer = 0;
     int m_head = 0;
     DisplaySettings m_display;
-    int64_t m_markFirst = -1;
-    int64_t m_markLast = -1;
-    QString m_markLabel;
+    std::vector<MarkedSpan> m_marks;
 };
 
 }  // namespace studio

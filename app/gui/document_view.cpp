@@ -179,11 +179,14 @@ void DocumentView::render() {
                 fmt.setFontWeight(QFont::Bold);
             }
         }
-        if (static_cast<int64_t>(i) >= m_state->markedFirst() && static_cast<int64_t>(i) < m_state->markedLast()) {
+        if (const auto* mark = m_state->markAt(static_cast<int64_t>(i))) {
+            // An answer inside a needle sentence stands out from the rest of the sentence (dotted).
+            const bool answer = mark->label == "answer";
+            const bool sentence = !answer && m_state->markedSpans().size() > 1;
             fmt.setFontUnderline(true);
-            fmt.setUnderlineStyle(QTextCharFormat::SingleUnderline);
+            fmt.setUnderlineStyle(sentence ? QTextCharFormat::DotLine : QTextCharFormat::SingleUnderline);
             fmt.setUnderlineColor(kMarkColor);
-            fmt.setFontWeight(QFont::Bold);
+            fmt.setFontWeight(sentence ? QFont::Normal : QFont::Bold);
             fmt.setForeground(kMarkColor);
         }
         QString piece = QString::fromUtf8(pre.pieces[i].data(), static_cast<int>(pre.pieces[i].size()));
@@ -232,11 +235,16 @@ void DocumentView::refresh() {
         legend << (d.documentMode == DocumentMode::HeadVotes ? "votes / max vote:" : "share of heads keeping the token:") +
                       bar;
     }
-    if (m_state->markedFirst() >= 0)
-        legend << QString("<b><u style='color:%1'>%2</u></b>")
-                      .arg(kMarkColor.name(), (m_state->markedLabel().isEmpty() ? QString("marked")
-                                                                                : m_state->markedLabel())
-                                                  .toHtmlEscaped());
+    QStringList markLabels;
+    for (const auto& m : m_state->markedSpans())
+        if (!markLabels.contains(m.label)) markLabels << m.label;
+    for (const QString& label : markLabels) {
+        const int n = static_cast<int>(std::count_if(m_state->markedSpans().begin(), m_state->markedSpans().end(),
+                                                     [&](const auto& m) { return m.label == label; }));
+        const QString text =
+            (label.isEmpty() ? QString("marked") : label) + (n > 1 ? QString(" (%1)").arg(n) : QString());
+        legend << QString("<b><u style='color:%1'>%2</u></b>").arg(kMarkColor.name(), text.toHtmlEscaped());
+    }
     m_legend->setText(legend.join("&nbsp;&nbsp;"));
     if (const auto* sel = m_state->selection(); sel && m_state->hasPrefill()) {
         const auto counts = [&](int cat) { return std::count(m_categories.begin(), m_categories.end(), cat); };
@@ -283,8 +291,8 @@ QString DocumentView::tooltipFor(int i) const {
                       .arg(visible(pre.pieces[i]));
     const int cat = i < static_cast<int>(m_categories.size()) ? m_categories[i] : Evicted;
     tip += QString("\n%1").arg(kCategoryName[cat]);
-    if (i >= m_state->markedFirst() && i < m_state->markedLast())
-        tip += " · " + (m_state->markedLabel().isEmpty() ? QString("marked") : m_state->markedLabel());
+    if (const auto* mark = m_state->markAt(i))
+        tip += " · " + (mark->label.isEmpty() ? QString("marked") : mark->label);
     if (const auto* hs = m_state->focusedHead()) {
         if (i < static_cast<int>(hs->votes.size())) tip += QString("\nvote %1").arg(hs->votes[i], 0, 'g', 4);
         if (i < static_cast<int>(hs->pooled.size())) tip += QString(" · pooled %1").arg(hs->pooled[i], 0, 'g', 4);

@@ -49,6 +49,9 @@ QString configLabel(const json& c, bool withBudget) {
     if (policy == "full") return "full cache";
     QString s = QString::fromStdString(policy);
     if (withBudget && c.contains("budget") && c["budget"].is_number()) s += QString(" C%1").arg(c["budget"].get<int64_t>());
+    // kvpress's compression ratio (the budget is null then), printed as core's config_label does.
+    if (withBudget && c.contains("ratio") && c["ratio"].is_number())
+        s += QString(" r%1").arg(c["ratio"].get<double>(), 0, 'g', 6);
     if (c.contains("window") && c["window"].is_number() && c["window"].get<int64_t>() != 32)
         s += QString(" W%1").arg(c["window"].get<int64_t>());
     if (c.contains("kernel") && c["kernel"].is_number() && c["kernel"].get<int64_t>() != 7)
@@ -227,14 +230,26 @@ std::vector<SweepSeries> EvalResults::curves(const QString& metric, std::optiona
 QString EvalResults::describe(const json& r) const {
     const json* c = configJson(r.value("config", int64_t(-1)));
     QString s = c ? configLabel(*c) : QString("?");
-    if (r.contains("length")) s += QString(" · length %1 · depth %2%").arg(r["length"].get<int64_t>()).arg(r["depth"].get<double>());
+    if (r.contains("ruler_task"))
+        s += QString(" · %1 #%2 · length %3")
+                 .arg(QString::fromStdString(r["ruler_task"].get<std::string>()))
+                 .arg(r.value("sample", int64_t(0)))
+                 .arg(r.value("length", int64_t(0)));
+    else if (r.contains("length"))
+        s += QString(" · length %1 · depth %2%").arg(r["length"].get<int64_t>()).arg(r["depth"].get<double>());
     if (r.contains("item_id")) s += " · " + QString::fromStdString(r["item_id"].get<std::string>());
+    if (auto v = metricValue(r, "score")) s += QString(" · score %1").arg(100.0 * *v, 0, 'f', 0);
     if (r.contains("found")) s += r["found"].get<bool>() ? " · found" : " · missed";
     if (r.contains("needle_value")) s += " (" + QString::fromStdString(r["needle_value"].get<std::string>()) + ")";
     if (auto v = metricValue(r, "agree_full")) s += QString("\nagreement with full %1").arg(*v, 0, 'f', 2);
     if (auto v = metricValue(r, "kl_mean")) s += QString(" · KL %1").arg(*v, 0, 'g', 3);
     if (auto v = metricValue(r, "value_kept")) s += QString(" · value kept %1").arg(*v, 0, 'f', 2);
     if (r.contains("reference")) s += "\nreference: " + QString::fromStdString(r["reference"].get<std::string>());
+    if (r.contains("references") && r["references"].is_array()) {
+        QStringList refs;
+        for (const auto& x : r["references"]) refs << QString::fromStdString(x.get<std::string>());
+        s += "\nreferences: " + refs.join(", ");
+    }
     QString answer = QString::fromStdString(r.value("answer", std::string()));
     answer.replace('\n', QString::fromUtf8(" \u21b5 "));
     if (answer.size() > 160) answer = answer.left(157) + "...";

@@ -1,7 +1,8 @@
 // The rows of one evaluation (a results file, or a run in progress) and what the Evaluate tab draws
 // from them: needle heatmaps (one length x depth grid per configuration, full cache first) and
 // sweep curves (a metric against the budget, one series per policy, mean and spread over the
-// items, the full cache as a reference). Plain data: no widgets, no session.
+// items, the full cache as a reference). RULER's leaderboard and table are in eval_ruler.h.
+// Plain data: no widgets, no session.
 #pragma once
 
 #include <QString>
@@ -53,7 +54,7 @@ public:
     size_t size() const { return m_rows.size(); }
     const std::vector<nlohmann::json>& rows() const { return m_rows; }
     const nlohmann::json& settings() const { return m_settings; }
-    QString task() const;            // "needle" | "sweep" | ""
+    QString task() const;            // "needle" | "sweep" | "ruler" | ""
     int64_t expectedRows() const;    // cells x configurations, -1 if unknown
     QString path() const { return m_path; }
 
@@ -84,7 +85,8 @@ private:
 
 // The value of a metric in a row as a number (booleans 0/1), nullopt when absent or null.
 std::optional<double> metricValue(const nlohmann::json& row, const QString& key);
-// "snapkv C256" from a configuration's JSON (EvalConfig labels, without depending on core/eval).
+// "snapkv C256" or "snapkv r0.5" from a configuration's JSON (EvalConfig labels, without depending
+// on core/eval); withBudget false leaves the size (budget or ratio) out.
 QString configLabel(const nlohmann::json& config, bool withBudget = true);
 
 }  // namespace studio

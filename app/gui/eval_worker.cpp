@@ -10,6 +10,7 @@
 #include "core/eval/needle.h"
 #include "core/eval/qa_set.h"
 #include "core/eval/results_file.h"
+#include "core/eval/ruler_runner.h"
 
 #ifndef SNAPKV_SOURCE_DIR
 #define SNAPKV_SOURCE_DIR ""
@@ -45,6 +46,21 @@ std::vector<std::string> paths(const QStringList& l) {
 
 se::Haystack haystackOf(const QStringList& given) {
     return se::load_haystack(given.isEmpty() ? se::bundled_haystack(SNAPKV_SOURCE_DIR) : paths(given));
+}
+
+// RULER's generators draw from the bundled word lists and the bundled essays, as `snapkv ruler`
+// does by default.
+se::RulerData rulerData(se::Haystack* essays) {
+    *essays = haystackOf({});
+    return se::load_ruler_data(se::bundled_dataset("ruler", SNAPKV_SOURCE_DIR, "the RULER word lists"), essays->text);
+}
+
+std::vector<EvalCellPrompt::Mark> spansOf(const json& row, const char* key, const QString& label) {
+    std::vector<EvalCellPrompt::Mark> out;
+    if (!row.contains(key) || !row[key].is_array()) return out;
+    for (const auto& s : row[key])
+        if (s.is_array() && s.size() == 2) out.push_back({s[0].get<int64_t>(), s[1].get<int64_t>(), label});
+    return out;
 }
 
 std::string setPathOf(const QString& given) {
@@ -87,6 +103,13 @@ EvalCellPrompt makeCellPrompt(const se::CellPrompt& source, const json& settings
     out.queryAgnostic = c.query_agnostic;
     out.markFirst = source.needle.first;
     out.markLast = source.needle.last;
+    if (row.contains("needle_spans")) {   // RULER: every needle, and the answers inside them
+        out.marks = spansOf(row, "needle_spans", "needle");
+        for (const auto& m : spansOf(row, "answer_spans", "answer")) out.marks.push_back(m);
+        out.focusLeastKept = !out.marks.empty();
+    } else if (out.markFirst >= 0) {
+        out.marks.push_back({out.markFirst, out.markLast, "needle"});
+    }
     // Focus the head that kept the smallest share of the needle (the first such, layer-major).
     if (row.contains("needle_kept_heads") && row["needle_kept_heads"].is_array()) {
         double best = 2.0;
@@ -99,14 +122,48 @@ EvalCellPrompt makeCellPrompt(const se::CellPrompt& source, const json& settings
                     out.focusHead = static_cast<int>(h);
                 }
     }
-    QString where = row.contains("length")
+    QString where = row.contains("ruler_task")
+                        ? QString("%1 #%2 at %3 tokens")
+                              .arg(QString::fromStdString(row["ruler_task"].get<std::string>()))
+                              .arg(row.value("sample", int64_t(0)))
+                              .arg(row.value("length", int64_t(0)))
+                    : row.contains("length")
                         ? QString("length %1, depth %2%").arg(row["length"].get<int64_t>()).arg(row["depth"].get<double>())
                         : QString::fromStdString(row.value("item_id", std::string("item")));
     QString what = QString::fromStdString(se::config_label(c));
-    if (row.contains("found")) what += row["found"].get<bool>() ? " found the needle" : " missed the needle";
+    if (row.contains("score") && row["score"].is_number())
+        what += QString(" scored %1 of 100").arg(100.0 * row["score"].get<double>(), 0, 'f', 0);
+    else if (row.contains("found")) what += row["found"].get<bool>() ? " found the needle" : " missed the needle";
     else if (row.contains("agree_full")) what += QString(", agreement with full %1").arg(row["agree_full"].get<double>(), 0, 'f', 2);
     out.title = where + ": " + what;
     return out;
+}
+
+std::pair<int, int> leastKeptHead(const snapkv::Selection& sel, const std::vector<EvalCellPrompt::Mark>& marks) {
+    // Kept tokens per (layer, head), summed over the needles: shares weighted by each span's width.
+    std::vector<std::vector<double>> kept;
+    double width = 0;
+    for (const auto& m : marks) {
+        if (m.label != "needle" || m.last <= m.first) continue;
+        const se::SpanKept k = se::span_kept(sel, {m.first, std::min(m.last, sel.n_tokens)});
+        const double w = static_cast<double>(std::min(m.last, sel.n_tokens) - m.first);
+        if (w <= 0) continue;
+        width += w;
+        if (kept.empty()) kept.assign(k.heads.size(), {});
+        for (size_t l = 0; l < k.heads.size() && l < kept.size(); ++l) {
+            kept[l].resize(k.heads[l].size(), 0.0);
+            for (size_t h = 0; h < k.heads[l].size(); ++h) kept[l][h] += k.heads[l][h] * w;
+        }
+    }
+    std::pair<int, int> best{-1, -1};
+    double least = 0;
+    for (size_t l = 0; l < kept.size(); ++l)
+        for (size_t h = 0; h < kept[l].size(); ++h)
+            if (best.first < 0 || kept[l][h] < least) {
+                least = kept[l][h];
+                best = {static_cast<int>(l), static_cast<int>(h)};
+            }
+    return width > 0 ? best : std::pair<int, int>{-1, -1};
 }
 
 EvalWorker::EvalWorker() { registerEvalMetaTypes(); }
@@ -152,7 +209,23 @@ void EvalWorker::run(const EvalJob& job, const EvalCancelPtr& cancel) {
         ro.kl_steps = std::min(job.klSteps, job.maxTokens);
         const bool chat = job.chat && s.model_info().chat_format != "raw";
         std::unique_ptr<se::EvalTask> task;
-        if (job.task == "needle") {
+        if (job.task == "ruler") {
+            se::RulerOptions ropt;
+            ropt.tasks = se::parse_ruler_tasks(job.rulerTasks.toStdString());
+            ropt.lengths = job.rulerLengths;
+            ropt.samples = job.samples;
+            ropt.seed = job.axes.seed;
+            ropt.chat = chat;
+            se::Haystack essays;
+            se::RulerData data = rulerData(&essays);
+            ropt.essay_files = essays.files;
+            auto ruler = std::make_unique<se::RulerTask>(s, std::move(data), ropt);
+            // Each task answers in its own length (RULER's tokens_to_generate); the run's is the longest.
+            ro.generation.max_tokens = ruler->max_answer_tokens();
+            ro.kl_steps = std::min(job.klSteps, ro.generation.max_tokens);
+            se::check_ruler_memory(s, *ruler, ro, job.axes.query_agnostic);
+            task = std::move(ruler);
+        } else if (job.task == "needle") {
             const std::string nf = job.needlesFile.isEmpty()
                                        ? se::bundled_dataset("needles.jsonl", SNAPKV_SOURCE_DIR, "a needles file")
                                        : job.needlesFile.toStdString();
@@ -207,7 +280,28 @@ void EvalWorker::prepareCell(const EvalCellJob& job) {
         const int64_t maxTokens = st.at("generation").at("max_tokens").get<int64_t>();
         const int64_t cell = job.row.at("cell").get<int64_t>();
         se::CellPrompt cp;
-        if (st.value("task", std::string()) == "needle") {
+        if (st.value("task", std::string()) == "ruler") {
+            const json& rs = st.at("ruler");
+            se::RulerOptions ropt;
+            ropt.tasks = rs.at("tasks").get<std::vector<std::string>>();
+            ropt.lengths = rs.at("lengths").get<std::vector<int64_t>>();
+            ropt.samples = rs.at("samples").get<int64_t>();
+            ropt.seed = rs.at("seed").get<uint64_t>();
+            ropt.chat = rs.at("chat").get<bool>();
+            ropt.chat_format = rs.value("chat_format", std::string());
+            se::Haystack essays;
+            se::RulerData data = rulerData(&essays);
+            ropt.essay_files = essays.files;
+            const se::RulerTask t(s, std::move(data), ropt);
+            // The same seed draws the same sample only from the same words and essays.
+            const std::string diff = se::first_difference(t.settings(), rs);
+            if (!diff.empty())
+                throw snapkv::InputError("this RULER sample cannot be rebuilt here: the results were made with other "
+                                         "settings or data than the bundled word lists and essays (" + diff + ")");
+            if (cell < 0 || cell >= t.n_cells())
+                throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the run");
+            cp = t.prepare(s, cell);
+        } else if (st.value("task", std::string()) == "needle") {
             const se::NeedleTask t(s, se::needle_options_from_settings(st.at("needle"), haystackOf(job.haystack)), maxTokens);
             if (cell < 0 || cell >= t.n_cells()) throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the grid");
             cp = t.prepare(s, cell);

@@ -1,6 +1,7 @@
 // The Evaluate tab's worker thread: its own snapkv::Session (the main views keep theirs) runs a
-// needle grid or a sweep with core/eval, writes every finished row to the results file and sends
-// a copy to the GUI; it also rebuilds one cell's prompt when the user clicks it. EvalController is
+// needle grid, a sweep or RULER's synthetic tasks with core/eval, writes every finished row to the
+// results file and sends a copy to the GUI; it also rebuilds one cell's prompt when the user
+// clicks it. EvalController is
 // the GUI side: it owns the thread, queues jobs, and turns the worker's signals into its own.
 // Values cross threads (shared pointers to const copies); exceptions never do.
 #pragma once
@@ -28,7 +29,7 @@ using EvalRowPtr = std::shared_ptr<const nlohmann::json>;
 using EvalSourcePtr = std::shared_ptr<const snapkv::eval::CellPrompt>;   // a cell's prompt and needle span
 
 struct EvalJob {
-    QString task = "needle";             // "needle" | "sweep"
+    QString task = "needle";             // "needle" | "sweep" | "ruler"
     QString modelPath;
     snapkv::LoadOptions load;
     // needle
@@ -39,6 +40,10 @@ struct EvalJob {
     QStringList haystack;                // files or folders; empty = the bundled essays
     // sweep
     QString setPath;
+    // ruler (the essays and word lists are the bundled ones; the answer length is each task's own)
+    QString rulerTasks = "all";          // "all" or a comma list
+    std::vector<int64_t> rulerLengths;
+    int64_t samples = 10;
     snapkv::eval::GridAxes axes;
     int64_t maxTokens = 32;
     int64_t klSteps = 32;
@@ -59,12 +64,21 @@ struct EvalCellJob {
 struct EvalCellPrompt {
     snapkv::PromptSpec prompt;
     bool full = false;                   // the full-cache row: no selection to apply
-    snapkv::SelectionParams params;
+    snapkv::SelectionParams params;      // params.ratio >= 0: a compression ratio, not a budget
     bool queryAgnostic = false;
     int64_t markFirst = -1;              // needle tokens [first, last) in the prompt
     int64_t markLast = -1;
+    struct Mark {
+        int64_t first = -1;              // prompt tokens [first, last)
+        int64_t last = -1;
+        QString label;                   // "needle" | "answer"
+    };
+    std::vector<Mark> marks;             // every span to mark (the needle first); RULER: all needles and answers
     int focusLayer = -1;                 // the head that kept the least of the needle
     int focusHead = -1;
+    // Focus instead the head that keeps the least of all the "needle" marks, once the main views
+    // hold the selection (a RULER row records the first needle's heads only).
+    bool focusLeastKept = false;
     QString title;                       // "length 2048, depth 30%: snapkv C256 missed"
 };
 using EvalCellPtr = std::shared_ptr<const EvalCellPrompt>;
@@ -73,6 +87,9 @@ using EvalCellPtr = std::shared_ptr<const EvalCellPrompt>;
 // head that kept least of it focused. Throws snapkv::Error for a row the settings do not describe.
 EvalCellPrompt makeCellPrompt(const snapkv::eval::CellPrompt& source, const nlohmann::json& settings,
                               const nlohmann::json& row);
+// The (layer, head) of `sel` that kept the smallest share of the tokens of the marks labelled
+// "needle" (the first such, layer-major); (-1, -1) when there are none.
+std::pair<int, int> leastKeptHead(const snapkv::Selection& sel, const std::vector<EvalCellPrompt::Mark>& marks);
 
 struct EvalStatsValue {
     int64_t rowsWritten = 0;

@@ -1,10 +1,11 @@
-// The Evaluate tab: runs a needle-in-a-haystack grid or a budget sweep in its own worker thread
-// (EvalController) with progress, time left and Cancel, and draws the rows as they arrive: needle
-// heatmaps (length x depth, one per configuration, full cache first; colour = the chosen metric,
-// hover = the answer) or sweep curves (metric against a log budget axis, one line per policy with a
-// +-1 s.d. band, the full cache as a dashed reference, legend toggles, hover values). Clicking a
-// cell or a point asks the main window to open that document (the worst item of a point) with the
-// configuration applied and the needle marked. Also shows results files and exports plot and rows.
+// The Evaluate tab: runs a needle-in-a-haystack grid, a budget sweep or RULER's synthetic tasks in
+// its own worker thread (EvalController) with progress, time left and Cancel, and draws the rows as
+// they arrive: needle heatmaps, sweep curves, or RULER's leaderboard beside its task x policy table
+// (evaluate_plots.h, evaluate_ruler_table.h). Clicking a cell, a point or a table entry asks the
+// main window to open that document (the worst item or sample there) with the configuration
+// applied and the needle(s) marked. Also shows results files and exports plot and rows. Its parts
+// live in their own files: the form (evaluate_form.h), the runner glue (evaluate_run.cpp), the
+// plots and the hit tests (evaluate_hits.h); this file wires them together.
 #pragma once
 
 #include <QElapsedTimer>
@@ -16,21 +17,16 @@
 
 #include "app/gui/eval_results.h"
 #include "app/gui/eval_worker.h"
+#include "app/gui/evaluate_hits.h"
 #include "app/gui/lazy_view.h"
 
-class QComboBox;
 class QCustomPlot;
-class QCPAbstractPlottable;
-class QGroupBox;
-class QLabel;
-class QLineEdit;
 class QMouseEvent;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
-class QStackedWidget;
 
 namespace studio {
+
+class EvaluateForm;
+class RulerPanel;
 
 class EvaluateView : public LazyView {
     Q_OBJECT
@@ -44,8 +40,10 @@ public:
     EvalController* controller() const { return m_controller; }
     const EvalResults& results() const { return m_results; }
     QCustomPlot* plot() const { return m_plot; }
+    RulerPanel* rulerPanel() const { return m_rulerPanel; }   // shown for RULER results only
 
-    // The form, for scripts and tests: "needle" | "sweep", and the grid fields as typed.
+    // The form, for scripts and tests: "needle" | "sweep" | "ruler", and the fields as typed
+    // (evaluate_form.h lists them).
     void setTask(const QString& task);
     QString task() const;
     void setField(const QString& name, const QString& value);   // lengths, depths, needle, set, policies,
@@ -62,7 +60,7 @@ public:
     bool exportPlot(const QString& path, QString* error);
     bool exportData(const QString& path, QString* error);       // .jsonl or .csv
 
-    // Opens a row in the main views (through openCellRequested); the heatmap and curve clicks land here.
+    // Opens a row in the main views (through openCellRequested); heatmap, curve and table clicks land here.
     void openRow(const nlohmann::json& row);
     // The row under a point of the plot (heatmap cell, or the worst item of the nearest curve point).
     const nlohmann::json* rowAt(const QPointF& pos) const;
@@ -77,11 +75,7 @@ protected:
     void refresh() override;
 
 private:
-    void buildForm();
-    void updateFormVisibility();
-    void drawNeedle();
-    void drawSweep();
-    void drawEmpty(const QString& text);
+    void connectController();      // evaluate_run.cpp
     void onStarted(const QString& outPath, qint64 cells, qint64 present);
     void onRow(const EvalRowPtr& row, const EvalSourcePtr& source);
     void onCellsProgressed(qint64 done, qint64 total);
@@ -90,52 +84,17 @@ private:
     void onMouseRelease(QMouseEvent* event);
     void scheduleRedraw();
     void fillMetricCombo();
-    void fillFormFromSettings(const QString& path);   // the grid of a loaded results file
     EvalJob jobFromForm() const;    // throws snapkv::Error naming the field
-    QString defaultOutPath() const;
 
     EvalController* m_controller;
     ModelProvider m_modelProvider;
     EvalResults m_results;
     std::map<int64_t, EvalSourcePtr> m_sources;   // prompts of the cells run in this session
 
-    QComboBox* m_task;
-    QGroupBox* m_needleBox;
-    QGroupBox* m_sweepBox;
-    QLineEdit* m_lengths;
-    QLineEdit* m_depths;
-    QComboBox* m_needle;
-    QLineEdit* m_haystack;
-    QLineEdit* m_set;
-    QLineEdit* m_policies;
-    QLineEdit* m_budgets;
-    QLineEdit* m_windows;
-    QLineEdit* m_kernels;
-    QLineEdit* m_poolings;
-    QLineEdit* m_gqa;
-    QSpinBox* m_maxTokens;
-    QLineEdit* m_out;
-    QPushButton* m_run;
-    QPushButton* m_cancel;
-    QProgressBar* m_progress;
-    QLabel* m_status;
-    QComboBox* m_metric;
-    QLabel* m_hint;
+    EvaluateForm* m_form;
     QCustomPlot* m_plot;
-
-    // What the plot shows, for hit tests.
-    struct HeatPanel {
-        int64_t config = 0;
-        void* rect = nullptr;       // QCPAxisRect*
-    };
-    std::vector<HeatPanel> m_panels;
-    struct CurvePoint {
-        double x, y;
-        int64_t cell, config;
-        QString tip;
-    };
-    std::vector<CurvePoint> m_points;
-    std::map<QCPAbstractPlottable*, std::vector<QCPAbstractPlottable*>> m_bands;   // mean -> its band graphs
+    RulerPanel* m_rulerPanel;
+    PlotHits m_hits;                 // what the plot shows, for the mouse
 
     QElapsedTimer m_runClock;
     qint64 m_cellsTotal = 0;

@@ -368,6 +368,31 @@ void HeadView::rebuildHeatmap() {
     const int64_t m0 = m_state->markedFirst(), m1 = std::min(m_state->markedLast(), m_L);
     placeSpan(m_markHeat, m_markScores, m_markText, m0 >= 0 && m0 < m1, m0, m1, m_W, m1 - 0.5, 0.86,
               " " + (m_state->markedLabel().isEmpty() ? QString("marked") : m_state->markedLabel()), !m_rows.empty());
+    // Further spans: each label is captioned once; answers (inside their needles) are filled darker
+    // and captioned lower so that both captions stay readable.
+    const auto& marks = m_state->markedSpans();
+    QStringList captioned{m_state->markedLabel()};
+    for (size_t i = 1; i < marks.size(); ++i) {
+        if (m_moreMarks.size() < i) {
+            SpanItems items{};
+            const bool answer = marks[i].label == "answer";
+            makeSpan(m_plot, m_heatRect, m_scoreRect, QPen(kMarkColor, answer ? 1.5 : 1.2),
+                     QColor(179, 0, 27, answer ? 70 : 40), kMarkColor, &items.heat, &items.scores, &items.text);
+            m_moreMarks.push_back(items);
+        }
+        const SpanItems& items = m_moreMarks[i - 1];
+        const auto& m = marks[i];
+        const int64_t last = std::min(m.last, m_L);
+        const bool caption = !captioned.contains(m.label);
+        if (caption) captioned << m.label;
+        placeSpan(items.heat, items.scores, items.text, m.first < last, m.first, last, m_W, last - 0.5,
+                  m.label == "answer" ? 0.74 : 0.86, " " + m.label, !m_rows.empty());
+        items.text->setVisible(items.text->visible() && caption);
+    }
+    for (size_t i = marks.empty() ? 0 : marks.size() - 1; i < m_moreMarks.size(); ++i)
+        for (QCPAbstractItem* it : std::initializer_list<QCPAbstractItem*>{m_moreMarks[i].heat, m_moreMarks[i].scores,
+                                                                            m_moreMarks[i].text})
+            it->setVisible(false);
 
     // A sliding-window layer: nothing before its first reachable position is kept or counted.
     const auto* ls = m_state->focusedLayer();

@@ -86,6 +86,12 @@ private:
     QCPItemRect* m_markHeat;         // the marked span (an evaluation's needle)
     QCPItemRect* m_markScores;
     QCPItemText* m_markText;
+    struct SpanItems {
+        QCPItemRect* heat;
+        QCPItemRect* scores;
+        QCPItemText* text;
+    };
+    std::vector<SpanItems> m_moreMarks;   // the further marked spans (RULER's needles and answers), made on demand
     QCPItemRect* m_reachHeat;        // sliding-window layers: the prefix the next token cannot see
     QCPItemRect* m_reachScores;
     QCPItemText* m_reachText;

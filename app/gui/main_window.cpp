@@ -68,7 +68,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_tabs->addTab(m_document, "Document");
     m_tabs->addTab(m_compare, "Compare full vs compressed");
     m_evaluate = new EvaluateView;
-    m_tabs->addTab(m_evaluate, "Evaluate (needle, sweeps)");
+    m_tabs->addTab(m_evaluate, "Evaluate (needle, sweeps, RULER)");
 
     m_banner = new QWidget;
     m_banner->setStyleSheet("background:#fff4ce; border-bottom:1px solid #e0c96a");
@@ -336,11 +336,20 @@ void MainWindow::connectController() {
     connect(m_controller, &RunController::noteIssued, this, [this](const QString& n) { showInfo(n, 12000); });
     connect(m_controller, &RunController::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(m_controller, &RunController::runFinished, this, [this] {
+        if (m_pendingLeastKept && m_state->selection()) {
+            std::vector<EvalCellPrompt::Mark> marks;
+            for (const auto& m : m_pendingMarks) marks.push_back({m.first, m.last, m.label});
+            const auto [layer, head] = leastKeptHead(*m_state->selection(), marks);
+            if (layer >= 0) m_pendingLayer = layer, m_pendingHead = head;
+        }
+        m_pendingLeastKept = false;
         if (m_pendingLayer >= 0) m_state->setFocus(m_pendingLayer, m_pendingHead);
         m_pendingLayer = m_pendingHead = -1;
-        if (m_pendingMark) {
-            m_state->setMarkedSpan(m_pendingMark->first, m_pendingMark->last, m_pendingMark->label);
-            m_pendingMark.reset();
+        if (!m_pendingMarks.empty()) {
+            std::vector<AnalysisState::MarkedSpan> spans;
+            for (const auto& m : m_pendingMarks) spans.push_back({m.first, m.last, m.label});
+            m_state->setMarkedSpans(std::move(spans));
+            m_pendingMarks.clear();
         }
         const auto* sel = m_state->selection();
         QString msg = QString("Prefill of %1 tokens in %2 ms; selection in %3 ms.")

@@ -8,6 +8,7 @@
 #include <QPointer>
 
 #include <optional>
+#include <vector>
 #include <QUrl>
 
 #include "app/gui/param_state.h"
@@ -208,11 +209,14 @@ private:
     std::optional<ParamState> m_editParams;   // the edit being timed, until its result is drawn
     int m_pendingLayer = -1;            // focus restored from a session once its run has finished
     int m_pendingHead = -1;
+    // An evaluation cell's needle (RULER: needles and answers), marked once its run finished; with
+    // m_pendingLeastKept the head that kept least of the needles is focused then.
     struct PendingMark {
         int64_t first = -1, last = -1;
         QString label;
     };
-    std::optional<PendingMark> m_pendingMark;   // an evaluation cell's needle, marked once its run finished
+    std::vector<PendingMark> m_pendingMarks;
+    bool m_pendingLeastKept = false;
     QWidget* m_banner;
     QLabel* m_bannerText;
 };

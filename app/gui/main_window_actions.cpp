@@ -137,14 +137,18 @@ void MainWindow::openEvalCell(const EvalCellPrompt& cell) {
     m_prompt->setDocument(QString::fromStdString(cell.prompt.document));
     m_prompt->setQuestion(QString::fromStdString(cell.prompt.question));
     m_prompt->setChat(cell.prompt.chat);
+    m_prompt->setAnswerPrefix(QString::fromStdString(cell.prompt.answer_prefix));
     if (!cell.full) {
         ParamState p = m_params->state();
         p.sel = cell.params;
-        p.useRatio = false;
+        p.useRatio = cell.params.ratio >= 0;   // kvpress's compression ratio (RULER runs)
+        if (p.useRatio) p.ratio = cell.params.ratio;
         p.queryAgnostic = cell.queryAgnostic;
         m_params->setState(p, false);
     }
-    if (cell.markFirst >= 0) m_pendingMark = PendingMark{cell.markFirst, cell.markLast, "needle"};
+    m_pendingMarks.clear();
+    for (const auto& m : cell.marks) m_pendingMarks.push_back({m.first, m.last, m.label});
+    m_pendingLeastKept = cell.focusLeastKept;
     m_pendingLayer = cell.focusLayer;
     m_pendingHead = cell.focusHead;
     updateTitle();
@@ -295,6 +299,7 @@ SessionFile MainWindow::currentSession() const {
     s.document = m_prompt->document();
     s.documentPath = m_prompt->documentPath();
     s.question = m_prompt->question();
+    s.answerPrefix = m_prompt->answerPrefix();
     s.chat = m_prompt->chat();
     s.params = m_params->state();
     s.display = m_state->display();
@@ -329,6 +334,7 @@ void MainWindow::applySession(const SessionFile& s) {
     setModelPath(s.modelPath);
     m_prompt->setDocument(s.document, s.documentPath);
     m_prompt->setQuestion(s.question);
+    m_prompt->setAnswerPrefix(s.answerPrefix);
     m_prompt->setChat(s.chat);
     m_params->setState(s.params, false);
     m_state->setDisplay(s.display);

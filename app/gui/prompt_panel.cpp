@@ -72,6 +72,17 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     m_question->setObjectName("questionEdit");
     m_question->setPlaceholderText("What should the model answer about the document?");
     layout->addWidget(m_question);
+    m_prefixRow = new QWidget;
+    auto* prefixLayout = new QHBoxLayout(m_prefixRow);
+    prefixLayout->setContentsMargins(0, 0, 0, 0);
+    prefixLayout->addWidget(new QLabel("Answer starts with"));
+    m_answerPrefix = new QLineEdit;
+    m_answerPrefix->setObjectName("answerPrefixEdit");
+    m_answerPrefix->setToolTip("Words placed at the start of the answer (after the chat template's assistant header), "
+                               "as RULER prompts do; clear it to ask the question alone.");
+    prefixLayout->addWidget(m_answerPrefix, 1);
+    m_prefixRow->hide();
+    layout->addWidget(m_prefixRow);
     m_chat = new QCheckBox("wrap in the model's chat template");
     m_chat->setChecked(true);
     layout->addWidget(m_chat);
@@ -124,6 +135,11 @@ QString PromptPanel::question() const { return m_question->text(); }
 void PromptPanel::setQuestion(const QString& q) { m_question->setText(q.trimmed()); }
 bool PromptPanel::chat() const { return m_chat->isChecked(); }
 void PromptPanel::setChat(bool on) { m_chat->setChecked(on); }
+QString PromptPanel::answerPrefix() const { return m_answerPrefix->text(); }
+void PromptPanel::setAnswerPrefix(const QString& prefix) {
+    m_answerPrefix->setText(prefix);
+    m_prefixRow->setVisible(!prefix.isEmpty());
+}
 void PromptPanel::setModelStatus(const QString& text) { m_modelStatus->setText(text); }
 
 void PromptPanel::setChatFormat(const QString& format) {
@@ -143,6 +159,7 @@ snapkv::PromptSpec PromptPanel::promptSpec() const {
     p.document = document().toStdString();
     p.question = question().toStdString();
     p.chat = chat();
+    p.answer_prefix = answerPrefix().toStdString();
     if (p.question.empty() && !p.chat) {
         p.text = p.document;
         p.document.clear();

@@ -1,4 +1,5 @@
-// The inputs of a run: model file and device/dtype, document, question, chat template switch.
+// The inputs of a run: model file and device/dtype, document, question (and the answer's first
+// words, when an evaluation sample has them), chat template switch.
 // Only widgets and getters; opening files and running are MainWindow's business.
 #pragma once
 
@@ -32,6 +33,10 @@ public:
     void setQuestion(const QString& q);
     bool chat() const;
     void setChat(bool on);
+    // Words the answer starts with (RULER's answer prefix, set when a RULER sample is opened): part
+    // of the prompt, shown under the question only while set.
+    QString answerPrefix() const;
+    void setAnswerPrefix(const QString& prefix);
     void setModelStatus(const QString& text);
     // The loaded model's chat format ("chatml", "gemma", ..., "raw" when it has no template, as
     // Gemma 3 270M's base GGUF): named next to the chat switch, so that a switch that cannot wrap
@@ -52,6 +57,8 @@ private:
     QLabel* m_modelStatus;
     QPlainTextEdit* m_document;
     QLineEdit* m_question;
+    QWidget* m_prefixRow;
+    QLineEdit* m_answerPrefix;
     QCheckBox* m_chat;
     QLabel* m_docInfo;
     QString m_documentPath;

@@ -42,6 +42,7 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
     prompt["document"] = document;
     prompt["document_path"] = documentPath;
     prompt["question"] = question;
+    if (!answerPrefix.isEmpty()) prompt["answer_prefix"] = answerPrefix;
     prompt["chat"] = chat;
     o["prompt"] = prompt;
     o["params"] = params.toJson();
@@ -90,6 +91,7 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
         s.document = prompt.string("document", QString());
         s.documentPath = prompt.string("document_path", QString());
         s.question = prompt.string("question", QString());
+        s.answerPrefix = prompt.string("answer_prefix", QString());
         s.chat = prompt.boolean("chat", true);
         s.params = ParamState::fromJson(top.object("params"), "params");
         s.display = DisplaySettings::fromJson(top.object("display"));

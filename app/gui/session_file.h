@@ -21,6 +21,7 @@ struct SessionFile {
     QString document;
     QString documentPath;           // where the document came from, informational
     QString question;
+    QString answerPrefix;           // the answer's first words (a RULER sample); "" = none
     bool chat = true;
     ParamState params;
     DisplaySettings display;

@@ -1,0 +1,38 @@
+// The Evaluate tab's plots, each drawn from an EvalResults into a cleared QCustomPlot: the needle
+// heatmaps (evaluate_needle_plot.cpp), the budget-sweep curves (evaluate_sweep_plot.cpp), RULER's
+// leaderboard (evaluate_ruler_plot.cpp) and the empty state. Each records what it drew in a
+// PlotHits for the mouse and returns the hint line the tab shows under its form. They read rows
+// and settings only: no worker, no files, no form.
+#pragma once
+
+#include <QColor>
+#include <QString>
+
+#include <cstdint>
+
+class QCustomPlot;
+
+namespace studio {
+
+class EvalResults;
+struct PlotHits;
+
+// Okabe & Ito's colour-blind-safe qualitative palette (Color Universal Design, 2008): the colour of
+// the i-th series of a curve plot (repeats after 8).
+QColor seriesColor(int i);
+
+QString drawEmptyPlot(QCustomPlot* plot, const QString& text);
+// One length x depth heatmap per configuration (full cache first), one colour scale; hover shows a
+// cell's answer, a click opens it.
+QString drawNeedleHeatmaps(QCustomPlot* plot, const EvalResults& results, const QString& metric, PlotHits* hits);
+// The metric against a log budget axis, one line per policy with a +-1 s.d. band, the full cache
+// dashed; legend entries toggle a policy.
+QString drawSweepCurves(QCustomPlot* plot, const EvalResults& results, const QString& metric, PlotHits* hits);
+// RULER's leaderboard at one length, as kvpress plots it: the metric (0-100) against the
+// compression ratio ("ratio") or the budget ("budget", log axis), one line per policy with a +-1 s.d.
+// band over samples, the full cache as a dashed horizontal line; a click on a point opens its worst
+// sample. Series i has seriesColor(i), as the table's columns.
+QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int64_t length, const QString& axis,
+                             const QString& metric, PlotHits* hits);
+
+}  // namespace studio
