@@ -27,6 +27,7 @@
 #include "app/gui/data_export.h"
 #include "app/gui/plot_style.h"
 #include "core/eval/results_file.h"
+#include "core/snapkv/snapkv_params.h"
 
 namespace studio {
 
@@ -186,12 +187,17 @@ void EvaluateView::buildForm() {
     sf->addRow("Set", setRow);
     auto* cfg = new QGroupBox("Configurations (comma lists)");
     auto* cf = new QFormLayout(cfg);
-    m_policies = lineEdit("snapkv,streaming", "snapkv, streaming, h2o, random, pyramid, adakv");
-    m_budgets = lineEdit("256,1024", "Budgets C: tokens kept per head, window included");
-    m_windows = lineEdit("32", "Observation windows W");
-    m_kernels = lineEdit("7", "Pooling kernels K (odd)");
-    m_poolings = lineEdit("max", "max, avg, none");
-    m_gqa = lineEdit("kv-head", "kv-head (default: the cache shrinks), query-head (official)");
+    // The grid starts at core's defaults (those of the parameter panel and the CLI), with a
+    // baseline policy and a small budget beside them to compare against.
+    const snapkv::SelectionParams d = snapkv::default_params();
+    m_policies = lineEdit(QString::fromStdString(snapkv::policy_name(d.policy)) + ",streaming",
+                          QString::fromStdString(snapkv::policy_list_text()));
+    m_budgets = lineEdit(QString("256,%1").arg(d.budget), "Budgets C: tokens kept per head, window included");
+    m_windows = lineEdit(QString::number(d.window), "Observation windows W");
+    m_kernels = lineEdit(QString::number(d.kernel), "Pooling kernels K (odd)");
+    m_poolings = lineEdit(QString::fromStdString(snapkv::pooling_name(d.pooling)), "max, avg, none");
+    m_gqa = lineEdit(QString::fromStdString(snapkv::gqa_mode_name(d.gqa)),
+                     "kv-head (default: the cache shrinks), query-head (official)");
     auto* row1 = new QHBoxLayout;
     row1->addWidget(m_policies, 2);
     row1->addWidget(new QLabel("budgets"));
@@ -301,18 +307,23 @@ void EvaluateView::fillMetricCombo() {
 void EvaluateView::setTask(const QString& t) { m_task->setCurrentIndex(t == "sweep" ? 1 : 0); }
 QString EvaluateView::task() const { return m_task->currentData().toString(); }
 
-void EvaluateView::setField(const QString& name, const QString& value) {
+QLineEdit* EvaluateView::fieldEdit(const QString& name) const {
     const std::map<QString, QLineEdit*> edits = {
         {"lengths", m_lengths}, {"depths", m_depths},   {"set", m_set},         {"policies", m_policies},
         {"budgets", m_budgets}, {"window", m_windows},  {"kernel", m_kernels},  {"pooling", m_poolings},
         {"gqa", m_gqa},         {"haystack", m_haystack}, {"out", m_out}};
-    if (auto it = edits.find(name); it != edits.end()) it->second->setText(value);
+    const auto it = edits.find(name);
+    return it != edits.end() ? it->second : nullptr;
+}
+
+void EvaluateView::setField(const QString& name, const QString& value) {
+    if (QLineEdit* e = fieldEdit(name)) e->setText(value);
     else if (name == "max_tokens") m_maxTokens->setValue(value.toInt());
     else if (name == "needle") m_needle->setCurrentIndex(std::max(0, m_needle->findData(value)));
 }
 
 QString EvaluateView::field(const QString& name) const {
-    if (name == "out") return m_out->text();
+    if (QLineEdit* e = fieldEdit(name)) return e->text();
     if (name == "max_tokens") return QString::number(m_maxTokens->value());
     return QString();
 }

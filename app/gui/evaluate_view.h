@@ -51,7 +51,7 @@ public:
     void setField(const QString& name, const QString& value);   // lengths, depths, needle, set, policies,
                                                                  // budgets, window, kernel, pooling, gqa,
                                                                  // max_tokens, haystack, out
-    QString field(const QString& name) const;
+    QString field(const QString& name) const;                   // the same fields, as shown
     void setMetric(const QString& key);
     QString metric() const;
 
@@ -78,6 +78,7 @@ protected:
 
 private:
     void buildForm();
+    QLineEdit* fieldEdit(const QString& name) const;   // the form's line edit called name, or null
     void updateFormVisibility();
     void drawNeedle();
     void drawSweep();

@@ -63,16 +63,6 @@ int64_t parse_size(const std::string& s) {
 
 }  // namespace
 
-std::string format_bytes(int64_t b) {
-    char buf[32];
-    if (b >= (int64_t(1) << 40)) std::snprintf(buf, sizeof buf, "%.1f TiB", double(b) / double(int64_t(1) << 40));
-    else if (b >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
-    else if (b >= (int64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(int64_t(1) << 20));
-    else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
-    else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-    return buf;
-}
-
 std::string MemoryEstimate::breakdown() const {
     std::string s = "KV cache " + format_bytes(kv_cache);
     if (capture > 0) s += ", capture " + format_bytes(capture);

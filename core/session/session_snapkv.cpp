@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "core/common/units.h"
 #include "core/compare/lockstep.h"
 #include "core/model/generator.h"
 #include "core/session/session_impl.h"
@@ -18,10 +19,6 @@
 
 namespace snapkv {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Keys of the first n slots of a fresh cache: [Hkv, n, D], a view into the cache's buffer when it
 // is float32 (no copy: the prefill state keeps that cache unchanged for as long as the scorers
@@ -391,7 +388,7 @@ std::pair<double, double> Session::continuation_perplexity(const std::string& co
     if (cont.empty()) throw InputError("perplexity: the continuation is empty");
     PrefillSettings ps;
     ps.max_window = params.window;
-    ps.h2o = params.policy == Policy::H2O;
+    ps.h2o = policy_info(params.policy).needs_h2o;
     ps.new_tokens = static_cast<int64_t>(cont.size());   // the continuation is fed after the context
     PrefillState st = with_oom_report("running prefill", [&] { return m->run_prefill(pt, ps, progress, cancel); });
     std::vector<LayerScorer> scorers = build_scorers(st.aware);

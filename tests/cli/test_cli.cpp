@@ -162,7 +162,7 @@ TEST_CASE("snapkv selects per KV head by default and says why per query head gro
     CHECK(j["params"]["gqa"] == "kv-head");
     CHECK(j["params"]["tie_break"] == "later");
     CHECK(j["layers"][0]["heads"].size() == 4);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() < j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() < j["kv_bytes"]["full"].get<int64_t>());
     CHECK(j["cache_note"] == "");
     CHECK(r.err.find("note:") == std::string::npos);
 
@@ -170,7 +170,7 @@ TEST_CASE("snapkv selects per KV head by default and says why per query head gro
     REQUIRE(r.code == 0);
     j = json::parse(r.out);
     CHECK(j["layers"][0]["heads"].size() == 8);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
     const std::string note = j["cache_note"].get<std::string>();
     CHECK(note.find("each of the 8 query heads") != std::string::npos);
     CHECK(note.find("the 4 KV heads") != std::string::npos);
@@ -188,8 +188,8 @@ TEST_CASE("snapkv selects per KV head by default and says why per query head gro
     int differing = 0;
     for (size_t l = 0; l < late["layers"].size(); ++l)
         for (size_t h = 0; h < late["layers"][l]["heads"].size(); ++h) {
-            const auto a = late["layers"][l]["heads"][h]["selected"].get<std::vector<int64_t>>();
-            const auto b = early["layers"][l]["heads"][h]["selected"].get<std::vector<int64_t>>();
+            const auto a = late["layers"][l]["heads"][h]["kept"].get<std::vector<int64_t>>();
+            const auto b = early["layers"][l]["heads"][h]["kept"].get<std::vector<int64_t>>();
             CHECK(a.size() == b.size());
             differing += a != b;
         }
@@ -220,11 +220,11 @@ TEST_CASE("SmolLM2 default setting compresses the bundled essay while the offici
     CHECK(j["n_tokens"].get<int64_t>() > 2000);
     CHECK(j["params"]["gqa"] == "kv-head");
     CHECK(j["params"]["budget"] == 1024);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() * 2 < j["kv_bytes"]["full"].get<int64_t>() * 1.1);
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() * 2 < j["kv_bytes"]["full"].get<int64_t>() * 1.1);
     CHECK(j["cache_note"] == "");
     r = run(base + " --gqa query-head");   // official SnapKV: 9 query heads stored, 3 KV heads in the full cache
     REQUIRE(r.code == 0);
     j = json::parse(r.out);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
     CHECK(j["cache_note"].get<std::string>().find("each of the 9 query heads") != std::string::npos);
 }

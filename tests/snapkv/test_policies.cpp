@@ -56,6 +56,7 @@ TEST_CASE("every policy keeps sorted unique prefix positions within its budget",
     CAPTURE(policy_name(policy), gqa_mode_name(gqa));
     const std::vector<LayerScorer> scorers = random_scorers(4, H, Hkv, 32, L, 77);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = policy;
     p.gqa = gqa;
     p.window = W;
@@ -96,6 +97,7 @@ TEST_CASE("every policy keeps sorted unique prefix positions within its budget",
 TEST_CASE("streaming keeps the sink tokens and the most recent prefix tokens", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(1, 4, 2, 16, 60, 5);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::Streaming;
     p.window = 10;
     p.budget = 18;   // 8 prefix slots
@@ -112,6 +114,7 @@ TEST_CASE("streaming keeps the sink tokens and the most recent prefix tokens", "
 TEST_CASE("the random policy is reproducible with a seed and differs with another seed", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(2, 4, 2, 16, 300, 5);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::Random;
     p.window = 16;
     p.budget = 80;
@@ -147,6 +150,7 @@ TEST_CASE("h2o keeps the prefix positions with the largest accumulated attention
     std::vector<NaiveCapture> caps;
     const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 150, 9, &caps);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::H2O;
     p.window = 12;
     p.budget = 52;   // 40 prefix slots of P = 138
@@ -194,6 +198,7 @@ TEST_CASE("pyramid budgets follow KVCache-Factory's formula, worked by hand", "[
         // L = 300, W = 8, C = 58: C - W = 50, min 2, max 98, steps (98 - 2) // 4 = 24.
         const std::vector<LayerScorer> scorers = random_scorers(5, 4, 2, 8, 300, 3);
         SelectionParams p;
+        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
         p.policy = Policy::Pyramid;
         p.window = 8;
         p.budget = 58;
@@ -247,6 +252,7 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
     SECTION("alpha = 1 is SnapKV") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 13);
         SelectionParams p;
+        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
         p.window = 16;
         p.budget = 60;
         const Selection snap = select(scorers, p);
@@ -259,6 +265,7 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
     SECTION("through select: each head keeps its own top count, the shared slots go to the best") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 17);
         SelectionParams p;
+        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
         p.policy = Policy::AdaKV;
         p.window = 16;
         p.budget = 60;  // k = 44
@@ -316,6 +323,7 @@ TEST_CASE("kept mass is the share of the window's prefix attention on kept posit
     std::vector<NaiveCapture> caps;
     const std::vector<LayerScorer> scorers = random_scorers(1, 4, 2, 16, 120, 23, &caps);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 16;
     p.budget = 40;
     const Rows votes = naive_votes(caps[0], 16);
@@ -340,6 +348,7 @@ TEST_CASE("kept mass is the share of the window's prefix attention on kept posit
 TEST_CASE("the retune benchmark times every retune and reports a table", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(2, 4, 2, 32, 300, 29);
     SelectionParams base;
+    base.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     base.window = 16;
     base.budget = 64;
     const std::string table = run_retune_benchmark(scorers, base);
