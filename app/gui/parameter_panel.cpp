@@ -323,6 +323,8 @@ void ParameterPanel::updateEnabled() {
     m_kernel->setEnabled(info.pools() && m_state.sel.pooling != snapkv::Pooling::None);
     m_pooling->setEnabled(info.pools());
     m_tieBreak->setEnabled(info.uses_ties());
+    m_window->setEnabled(info.reads_param(snapkv::kReadsWindow));
+    m_windowSlider->setEnabled(info.reads_param(snapkv::kReadsWindow));
     m_form->setRowVisible(m_budgetRow, !m_state.useRatio);
     m_form->setRowVisible(m_ratioRow, m_state.useRatio);
     m_summary->setText(m_state.summary());

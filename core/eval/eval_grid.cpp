@@ -111,7 +111,7 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
                             c.params.policy = pol;
                             c.params.budget = budget;
                             c.params.gqa = g;
-                            c.params.window = w;
+                            c.params.window = policy_info(pol).reads_param(kReadsWindow) ? w : a.windows.front();
                             const bool pools = policy_info(pol).pools();
                             c.params.kernel = pools ? k : a.kernels.front();
                             c.params.pooling = pools ? pool : poolings.front();
@@ -135,7 +135,8 @@ nlohmann::json config_json(const EvalConfig& c) {
     const SelectionParams& p = c.params;
     const PolicyInfo& info = policy_info(p.policy);
     json all = params_to_json(p, c.query_agnostic);
-    json j = {{"policy", all["policy"]}, {"budget", all["budget"]}, {"window", all["window"]},
+    json j = {{"policy", all["policy"]}, {"budget", all["budget"]},
+              {"window", info.reads_param(kReadsWindow) ? all["window"] : json(nullptr)},
               {"kernel", info.pools() ? all["kernel"] : json(nullptr)},
               {"pooling", info.pools() ? all["pooling"] : json(nullptr)},
               {"gqa", all["gqa"]},
@@ -155,7 +156,7 @@ EvalConfig config_from_json(const nlohmann::json& j) {
         return c;
     }
     for (const char* key : {"budget", "window", "gqa"})
-        if (!j.contains(key) || j[key].is_null())
+        if (!j.contains(key) || (j[key].is_null() && std::string(key) != "window"))
             throw InputError("configuration " + j.dump() + " is incomplete: '" + key + "' is missing");
     // Null marks a parameter the policy does not read: the default stands.
     nlohmann::json given = nlohmann::json::object();
@@ -174,7 +175,7 @@ std::string config_label(const EvalConfig& c) {
     const SelectionParams d = default_params();
     const PolicyInfo& info = policy_info(p.policy);
     std::string s = policy_name(p.policy) + " C" + std::to_string(p.budget);
-    if (p.window != d.window) s += " W" + std::to_string(p.window);
+    if (p.window != d.window && info.reads_param(kReadsWindow)) s += " W" + std::to_string(p.window);
     if (info.pools()) {
         if (p.kernel != d.kernel) s += " K" + std::to_string(p.kernel);
         if (p.pooling != d.pooling) s += " " + pooling_name(p.pooling);

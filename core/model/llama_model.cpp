@@ -4,6 +4,7 @@
 // The attention itself is in model_attention.cpp, norms / RoPE / dense in model_ops.cpp.
 #include "core/model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/common/errors.h"
@@ -20,6 +21,25 @@ namespace {
 
 void check_cancel(const std::atomic<bool>* cancel) {
     if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
+}
+
+// q [T, H, D] pre-RoPE queries at positions pos0 .. pos0 + T - 1 -> their QueryStats. The centred
+// outer products are one float32 batched product, as kvpress's einsum computes them.
+QueryStats query_stats(const at::Tensor& q, int64_t pos0) {
+    QueryStats out;
+    const int64_t T = q.size(0);
+    const int64_t f = std::clamp<int64_t>(kQueryHeadPositions - pos0, 0, T);
+    at::Tensor qf = q.to(at::kFloat).transpose(0, 1);                                  // [H, T, D]
+    if (f > 0) out.head = qf.narrow(1, 0, f).to(at::kCPU).contiguous();                // [H, f, D]
+    out.count = T - f;
+    if (out.count > 0) {
+        at::Tensor rest = qf.narrow(1, f, out.count);                                  // [H, n, D]
+        at::Tensor mean = rest.mean(1, /*keepdim=*/true);                              // [H, 1, D]
+        at::Tensor centred = rest - mean;                                               // [H, n, D]
+        out.m2 = at::bmm(centred.transpose(1, 2), centred).to(at::kCPU, at::kDouble);  // [H, D, D]
+        out.mean = mean.squeeze(1).to(at::kCPU, at::kDouble);                          // [H, D]
+    }
+    return out;
 }
 
 }  // namespace
@@ -190,6 +210,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     if (opts.capture) {
         opts.capture->window_queries.assign(static_cast<size_t>(c.n_layer), at::Tensor());
         opts.capture->h2o_scores.assign(static_cast<size_t>(c.n_layer), at::Tensor());
+        opts.capture->queries.assign(static_cast<size_t>(opts.capture->query_stats ? c.n_layer : 0), QueryStats{});
     }
     if (opts.probe) {
         opts.probe->probs.assign(static_cast<size_t>(c.n_layer), at::Tensor());
@@ -217,6 +238,8 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
             q = rms_norm(q, L.q_norm, c.rms_eps);
             k = rms_norm(k, L.k_norm, c.rms_eps);
         }
+        if (opts.capture && opts.capture->query_stats)
+            opts.capture->queries[static_cast<size_t>(l)] = query_stats(q, pos0);
         q = model_ops::apply_rope(q.transpose(0, 1), pos, rope).contiguous();          // [H, T, D]
         k = model_ops::apply_rope(k.transpose(0, 1), pos, rope);                       // [Hkv, T, D]
         LayerKv& kv = cache.layer(l);

@@ -102,6 +102,11 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         // (the whole prompt's and the context's), float32 key copies only for 16-bit caches.
         int64_t cap = prod({parts, n_layer, H, W, D, 4});
         if (run.h2o) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
+        // Query statistics: [H, D, D] + [H, D] float64, [H, 16, D], the [D, D] RoPE mean and value
+        // norms [Hkv, L] per layer and part.
+        if (run.query_stats)
+            cap = sat_add(cap, prod({parts, n_layer, sat_add(sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4})),
+                                                             sat_add(prod({D, D, 4}), prod({Hkv, T, 4})))}));
         if (elem_bytes != 4) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, D, 4}));
         m.capture = cap;
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per

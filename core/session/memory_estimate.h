@@ -35,6 +35,7 @@ struct RunShape {
     int64_t logit_rows = 1;        // rows of logits one forward call returns (perplexity: a half chunk)
     int64_t max_window = 0;        // > 0: prefill with capture of this many window queries
     bool h2o = false;              // capture H2O scores
+    bool query_stats = false;      // capture query statistics and value norms (ExpectedAttention)
     bool two_parts = false;        // capture also the context alone (query-agnostic selection)
 };
 

@@ -20,6 +20,8 @@ std::string PolicyRule::note(const SelectionParams&, int64_t, int64_t) const { r
 
 bool PolicyRule::score(const LayerRows&, const SelectionParams&, float*) const { return false; }
 
+at::Tensor PolicyRule::score_tensor(const LayerScorer&, const SelectionParams&, int64_t, int64_t) const { return {}; }
+
 void PolicyRule::choose(const Choice& c, const SelectionParams& p, int64_t* out) const {
     const int64_t R = c.n_prefix - c.reach;
     for (int64_t h = 0; h < c.n_sel; ++h) {
@@ -61,6 +63,17 @@ void pooled_votes(const LayerRows& in, const SelectionParams& p, float* dst) {
     for (int64_t h = 0; h < H; ++h)
         pool_row(in.votes + h * in.votes_stride, P, p.kernel, p.pooling, pooled.data() + h * P);
     group_rows(pooled.data(), P, H, in.n_sel, P, dst);
+}
+
+void expand_kv_rows(const float* src, int64_t n_head_kv, int64_t n_sel, int64_t n_prefix, float* dst) {
+    const int64_t G = n_sel / n_head_kv;   // 1 in KvHead mode
+    for (int64_t h = 0; h < n_sel; ++h)
+        std::copy(src + (h / G) * n_prefix, src + (h / G + 1) * n_prefix, dst + h * n_prefix);
+}
+
+at::Tensor rows_per_selected_head(const at::Tensor& kv_rows, int64_t n_sel) {
+    const int64_t Hkv = kv_rows.size(0);
+    return n_sel == Hkv ? kv_rows : kv_rows.repeat_interleave(n_sel / Hkv, 0);
 }
 
 bool PooledVotesRule::score(const LayerRows& in, const SelectionParams& p, float* scores) const {

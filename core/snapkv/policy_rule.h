@@ -1,6 +1,7 @@
 // The one interface every eviction policy implements (policy_<name>.cpp), and the helpers the
 // policies share (GQA grouping of rows, SnapKV's pooled votes). A rule sees one layer as plain CPU
-// rows and works inside selector.cpp's parallel region: no LibTorch ops, no state, no parameter
+// rows and works inside selector.cpp's parallel region: no LibTorch ops (score_tensor, run before
+// that region, is where a rule uses them), no state, no parameter
 // validation (check_params in snapkv_params.h has run before). It does not gather tensors, build
 // Selections or measure kept mass: selector.cpp does that around it.
 //
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/snapkv/layer_scorer.h"
 #include "core/snapkv/snapkv_params.h"
 
 namespace snapkv {
@@ -21,11 +23,15 @@ namespace snapkv {
 struct LayerRows {
     int64_t layer = 0;
     int64_t n_head = 0;            // H
+    int64_t n_head_kv = 0;         // Hkv
     int64_t n_sel = 0;             // Hs
-    int64_t n_prefix = 0;          // P
+    int64_t n_prefix = 0;          // P = L - W
     int64_t n_tokens = 0;          // L
-    const float* votes = nullptr;  // [H, P] window votes (summed window attention)
+    // [H, Pv] window votes (summed window attention) of the last Wv queries, Pv = L - Wv: Wv = W for
+    // a policy with a window, else the user's window (they then only measure kept mass).
+    const float* votes = nullptr;
     int64_t votes_stride = 0;
+    int64_t n_votes = 0;           // Pv
     const float* h2o = nullptr;    // [H, L] attention received over all prompt queries; null unless needs_h2o
     int64_t h2o_stride = 0;
 };
@@ -60,6 +66,11 @@ public:
     // True when score() is SnapKV's pooled, group-meaned window votes and choose() the default
     // top-k: then the CUDA kernel (kernels/pool_topk) may do both on the device.
     virtual bool pooled_votes_top_k() const { return false; }
+    // Scores computed with LibTorch before the parallel region, from anything the layer's capture
+    // holds (keys, value norms, query statistics): [Hs, P] float32 on the CPU, row-major, or an
+    // undefined tensor to use score(). For presses whose scores are matrix products.
+    virtual at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams& p, int64_t window,
+                                    int64_t n_sel) const;
 
     // k sorted positions in [r, P) per head into out [Hs, k]. Default: per head the top k of the
     // scores over [r, P) (top_k_positions, params.tie_break).
@@ -77,6 +88,12 @@ void group_rows(const float* src, int64_t stride, int64_t n_head, int64_t n_sel,
 // SnapKV's scores: each query head's votes pooled (pool_row), then grouped (group_rows), the order
 // of kvpress. dst: [Hs, P].
 void pooled_votes(const LayerRows& in, const SelectionParams& p, float* dst);
+
+// rows [Hkv] of P floats, one score per KV head (kvpress's presses score the cache's heads) ->
+// dst [Hs, P]: a copy in KvHead mode, each query head h given KV head h / G's row in QueryHead mode.
+void expand_kv_rows(const float* src, int64_t n_head_kv, int64_t n_sel, int64_t n_prefix, float* dst);
+// The same for a score_tensor: [Hkv, P] -> [Hs, P].
+at::Tensor rows_per_selected_head(const at::Tensor& kv_rows, int64_t n_sel);
 
 // The rule of a policy that pools window votes and keeps the per-head top k (SnapKV, PyramidKV).
 class PooledVotesRule : public PolicyRule {

@@ -15,12 +15,12 @@
 namespace snapkv {
 
 // Row index in kPolicyTable (the order of the GUI's policy list).
-enum class Policy { SnapKV, Streaming, H2O, Random, Pyramid, AdaKV };
+enum class Policy { SnapKV, Streaming, H2O, Random, Pyramid, AdaKV, TOVA, Knorm, KeyDiff, ExpectedAttention };
 
 // The parameters of SelectionParams a policy can read, as bits of PolicyInfo::reads. Every policy
 // reads the budget (or ratio) and the GQA mode.
 enum ParamBit : uint32_t {
-    kReadsWindow = 1u << 0,       // W: observation window, always kept
+    kReadsWindow = 1u << 0,       // W: observation window, always kept (else PolicyInfo::fixed_window)
     kReadsKernel = 1u << 1,       // K and the pooling: the policy pools window votes
     kReadsTieBreak = 1u << 2,     // it ranks with a top-k, so equal scores need a rule
     kReadsSink = 1u << 3,         // n_sink
@@ -40,7 +40,12 @@ struct PolicyInfo {
     bool needs_h2o;           // prefill must record the attention each key received (H2O's score)
     bool ragged;              // heads keep different counts (one top-k across heads): no [Hs, k] tensor
     const PolicyRule& (*rule)();
+    // The window a policy that does not read W keeps: 1 for TOVA (the last token, whose attention
+    // scores the rest), 0 for a press that scores every position (Knorm, KeyDiff, ...).
+    int64_t fixed_window = 0;
 
+    // W: params.window, or the policy's fixed window.
+    int64_t window_of(int64_t window) const { return reads_param(kReadsWindow) ? window : fixed_window; }
     bool pools() const { return (reads & kReadsKernel) != 0; }      // reads kernel and pooling
     bool uses_ties() const { return (reads & kReadsTieBreak) != 0; }  // ranks: has scores to report
     bool reads_param(ParamBit bit) const { return (reads & bit) != 0; }
@@ -53,6 +58,10 @@ const PolicyRule& h2o_rule();         // policy_h2o.cpp
 const PolicyRule& random_rule();      // policy_random.cpp
 const PolicyRule& pyramid_rule();     // policy_pyramid.cpp
 const PolicyRule& adakv_rule();       // policy_adakv.cpp
+const PolicyRule& tova_rule();        // policy_tova.cpp
+const PolicyRule& knorm_rule();       // policy_knorm.cpp
+const PolicyRule& keydiff_rule();     // policy_keydiff.cpp
+const PolicyRule& expected_attention_rule();   // policy_expected_attention.cpp
 
 inline constexpr uint32_t kPoolingReads = kReadsWindow | kReadsKernel | kReadsTieBreak;
 
@@ -70,6 +79,17 @@ inline const PolicyInfo kPolicyTable[] = {
      kPoolingReads | kReadsPyramidBeta, false, false, pyramid_rule},
     {Policy::AdaKV, "adakv", "", "SnapKV with the budget shared across heads (AdaKV)",
      kPoolingReads | kReadsAdakvAlpha, false, true, adakv_rule},
+    // kvpress's score-based presses, with kvpress's defaults (ScorerPress: keep the top
+    // int(L * (1 - ratio)) of the press's scores per KV head).
+    {Policy::TOVA, "tova", "tovapress", "the last token's attention, averaged over all heads (TOVA; kvpress TOVAPress)",
+     kReadsTieBreak, false, false, tova_rule, 1},
+    {Policy::Knorm, "knorm", "knormpress", "keys of the smallest L2 norm (kvpress KnormPress)", kReadsTieBreak, false,
+     false, knorm_rule, 0},
+    {Policy::KeyDiff, "keydiff", "keydiffpress", "keys least like the layer's mean key direction (KeyDiff; kvpress "
+     "KeyDiffPress)", kReadsTieBreak, false, false, keydiff_rule, 0},
+    {Policy::ExpectedAttention, "expected_attention", "expected-attention,expectedattentionpress",
+     "attention expected from future queries, times the value norm (kvpress ExpectedAttentionPress)",
+     kReadsTieBreak | kReadsSink, false, false, expected_attention_rule, 0},
 };
 
 inline constexpr size_t kPolicyCount = sizeof(kPolicyTable) / sizeof(kPolicyTable[0]);

@@ -43,7 +43,9 @@ struct Plan {
     const PolicyInfo* info = nullptr;
     const PolicyRule* rule = nullptr;
     int64_t n_tokens = 0;                   // L
-    int64_t window = 0;                     // W
+    int64_t window = 0;                     // W: the policy's (params.window, or its fixed one)
+    int64_t vote_window = 0;                // Wv: W, or for a policy without a window the user's
+                                            // window (its votes only measure the kept mass)
     int64_t budget = 0;                     // C
     int64_t n_prefix = 0;                   // P
     int64_t n_head = 0;                     // H
@@ -64,9 +66,11 @@ struct Plan {
 // A layer's inputs as CPU float rows, gathered with ATen before the parallel region: row h of the
 // votes at votes + h * votes_stride (P floats), likewise h2o.
 struct LayerInput {
-    at::Tensor votes_owner;      // [H, P] the scorer's votes (CPU), or a CPU copy of them
+    at::Tensor votes_owner;      // [H, Pv] the scorer's votes (CPU), or a CPU copy of them
     const float* votes = nullptr;
     int64_t votes_stride = 0;
+    at::Tensor scores_owner;     // [Hs, P] CPU float: the rule's score_tensor, when it has one
+    const float* scores = nullptr;
     at::Tensor h2o_owner;        // [H, L] CPU float
     const float* h2o = nullptr;
     int64_t h2o_stride = 0;
@@ -111,9 +115,11 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
     plan.info = &info;
     plan.rule = &info.rule();
     plan.n_tokens = n_tokens;
-    plan.window = p.window;
+    plan.window = info.window_of(p.window);
+    plan.vote_window = plan.window > 0 ? plan.window
+                                       : std::clamp<int64_t>(p.window, 1, std::min(max_window, n_tokens - 1));
     plan.budget = effective_budget(p, n_tokens);
-    plan.n_prefix = n_tokens - p.window;
+    plan.n_prefix = n_tokens - plan.window;
     plan.n_head = first.n_head();
     plan.n_head_kv = first.n_head_kv();
     plan.n_sel = p.gqa == GqaMode::KvHead ? plan.n_head_kv : plan.n_head;
@@ -144,9 +150,8 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
 LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bool with_scores,
                         bool for_select) {
     LayerInput in;
-    const int64_t P = plan.n_prefix;
     {
-        at::Tensor votes = s.votes(plan.window);                               // [H, P] on the device
+        at::Tensor votes = s.votes(plan.vote_window);                          // [H, Pv] on the device
         bool cpu_votes = true;
 #ifdef SNAPKV_HAVE_CUDA
         // CUDA path: pooling (per query head, then the KV-group mean) and top-k in one kernel,
@@ -176,7 +181,17 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         if (cpu_votes) {
             in.votes_owner = cpu_float(votes);
             in.votes = in.votes_owner.data_ptr<float>();                       // [H, P]
-            in.votes_stride = P;
+            in.votes_stride = plan.n_tokens - plan.vote_window;
+        }
+    }
+    if (plan.info->uses_ties() && (plan.layer_compressed[layer] || with_scores)) {
+        at::Tensor t = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
+        if (t.defined()) {
+            in.scores_owner = cpu_float(t);                                    // [Hs, P]
+            TORCH_CHECK(in.scores_owner.dim() == 2 && in.scores_owner.size(0) == plan.n_sel &&
+                            in.scores_owner.size(1) == plan.n_prefix,
+                        "policy ", plan.info->name, ": score_tensor must be [Hs, P]");
+            in.scores = in.scores_owner.data_ptr<float>();
         }
     }
     if (plan.info->needs_h2o) {
@@ -187,14 +202,16 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
     return in;
 }
 
-// Share of a head's votes on the reachable prefix [reach, P) that falls on its kept positions; 1
-// when that prefix received no attention at all (nothing was lost). Summed in position order in
-// double, so keeping everything gives exactly 1.
-double kept_mass(const float* votes, int64_t reach, int64_t n_prefix, const int64_t* kept, int64_t n_kept) {
+// Share of a head's votes on the reachable voted prefix [reach, Pv) that falls on its kept
+// positions; 1 when that prefix received no attention at all (nothing was lost). Kept positions
+// at or after Pv (a policy without a window keeps some of the voting window itself) are not
+// counted. Summed in position order in double, so keeping everything gives exactly 1.
+double kept_mass(const float* votes, int64_t reach, int64_t n_votes, const int64_t* kept, int64_t n_kept) {
     double total = 0.0;
-    for (int64_t t = reach; t < n_prefix; ++t) total += votes[t];
+    for (int64_t t = reach; t < n_votes; ++t) total += votes[t];
     double on_kept = 0.0;
-    for (int64_t i = 0; i < n_kept; ++i) on_kept += votes[kept[i]];
+    for (int64_t i = 0; i < n_kept; ++i)
+        if (kept[i] < n_votes) on_kept += votes[kept[i]];
     if (!(total > 0.0)) return 1.0;
     return std::min(1.0, std::max(0.0, on_kept / total));
 }
@@ -212,9 +229,10 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     const bool compressed = plan.layer_compressed[layer];
     const int64_t k = plan.kept_count(layer);
 
-    // Votes per selected head [Hs, P] (group mean in KvHead mode).
-    std::vector<float> votes(static_cast<size_t>(Hs * P));
-    group_rows(in.votes, in.votes_stride, H, Hs, P, votes.data());
+    // Votes per selected head [Hs, Pv] (group mean in KvHead mode).
+    const int64_t Pv = plan.n_tokens - plan.vote_window;
+    std::vector<float> votes(static_cast<size_t>(Hs * Pv));
+    group_rows(in.votes, in.votes_stride, H, Hs, Pv, votes.data());
 
     // What the policy ranks [Hs, P] (its rule's score(): pooled votes, H2O's accumulated
     // attention, ...); policies that rank nothing choose by position.
@@ -227,15 +245,19 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
         scores.resize(static_cast<size_t>(Hs * P));
         if (in.pooled) {                                                     // CUDA path
             std::copy(in.pooled, in.pooled + Hs * P, scores.data());
+        } else if (in.scores) {                                              // the rule's score_tensor
+            std::copy(in.scores, in.scores + Hs * P, scores.data());
         } else {
             LayerRows rows;
             rows.layer = static_cast<int64_t>(layer);
             rows.n_head = H;
+            rows.n_head_kv = plan.n_head_kv;
             rows.n_sel = Hs;
             rows.n_prefix = P;
             rows.n_tokens = plan.n_tokens;
             rows.votes = in.votes;
             rows.votes_stride = in.votes_stride;
+            rows.n_votes = Pv;
             rows.h2o = in.h2o;
             rows.h2o_stride = in.h2o_stride;
             if (!rule.score(rows, p, scores.data())) scores.clear();
@@ -286,11 +308,14 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
             hs.kept = std::move(lists[size_t(h)]);
         else
             hs.kept.assign(kept + h * k, kept + (h + 1) * k);
-        hs.kept_mass = kept_mass(votes.data() + h * P, r, P, hs.kept.data(), int64_t(hs.kept.size()));
+        hs.kept_mass = kept_mass(votes.data() + h * Pv, r, Pv, hs.kept.data(), int64_t(hs.kept.size()));
         if (report_votes && !scores.empty()) {
             // A policy whose score is its own vote (H2O) reports it as the votes.
-            const float* v = (own_votes ? scores.data() : votes.data()) + h * P;
-            hs.votes.assign(v, v + P);
+            if (own_votes) {
+                hs.votes.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
+            } else {
+                hs.votes.assign(votes.data() + h * Pv, votes.data() + (h + 1) * Pv);   // Pv = P: the policy has a window
+            }
             if (!own_votes) hs.pooled.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
         }
     }

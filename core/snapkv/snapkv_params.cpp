@@ -55,7 +55,8 @@ int64_t effective_budget(const SelectionParams& p, int64_t n_tokens) {
 
 std::optional<ParamProblem> check_params(const SelectionParams& p, const ParamLimits& lim) {
     const PolicyInfo& info = policy_info(p.policy);
-    const int64_t L = lim.n_tokens, W = p.window, Wmax = lim.max_window;
+    // W: the window the policy keeps (params.window, or its fixed one: TOVA 1, Knorm 0, ...).
+    const int64_t L = lim.n_tokens, W = info.window_of(p.window), Wmax = lim.max_window;
     if (L > 0 && L < 2)
         return problem("prompt", std::to_string(L),
                        "tokens is too short to compress; at least 2 (a window and a prefix)");
@@ -64,12 +65,13 @@ std::optional<ParamProblem> check_params(const SelectionParams& p, const ParamLi
     if (Wmax > 0) w_hi = Wmax;
     if (L > 0) w_hi = w_hi > 0 ? std::min(w_hi, L - 1) : L - 1;
     const std::string range = w_hi > 0 ? "allowed 1.." + std::to_string(w_hi) : "allowed >= 1";
-    if (W < 1) return problem("window", std::to_string(W), "is out of range; " + range);
-    if (Wmax > 0 && W > Wmax)
+    const bool reads_window = info.reads_param(kReadsWindow);
+    if (reads_window && W < 1) return problem("window", std::to_string(W), "is out of range; " + range);
+    if (reads_window && Wmax > 0 && W > Wmax)
         return problem("window", std::to_string(W),
                        "is out of range; " + range + " (at most the captured window " + std::to_string(Wmax) +
                            ": prefill kept the queries of the last " + std::to_string(Wmax) + " tokens)");
-    if (L > 0 && W >= L)
+    if (L > 0 && W >= L && W > 0)
         return problem("window", std::to_string(W),
                        "must be smaller than the prompt length " + std::to_string(L) + "; " + range);
     // Budget, or the ratio form. C is known unless a ratio waits for the prompt.

@@ -164,3 +164,26 @@ TEST_CASE("Every row of the policy table is in the app's policy list and read ba
         CHECK(studio::ParamState::fromJson(s.toJson()) == s);
     }
 }
+
+TEST_CASE("Every policy of the table retunes in the app without a new prefill", "[gui][policy]") {
+    auto w = makeWindow(64);
+    REQUIRE(runAndWait(*w).what == "finished");
+    auto* state = w->state();
+    const int64_t L = state->prefill().n_tokens;
+    for (const auto& row : snapkv::kPolicyTable) {
+        CAPTURE(row.name);
+        if (row.id != state->params().sel.policy)
+            REQUIRE(editAndWait(*w, studio::ParameterPanel::FPolicy, static_cast<int>(row.id)).ok);
+        const snapkv::Selection* sel = state->selection();
+        REQUIRE(sel != nullptr);
+        CHECK(sel->params.policy == row.id);
+        CHECK(sel->window == row.window_of(state->params().sel.window));
+        // The layer's C - W prefix positions per head (PyramidKV: its layer's C; AdaKV: on average).
+        const int64_t k = sel->layers[0].budget - sel->window;
+        int64_t kept = 0;
+        for (const auto& h : sel->layers[0].heads) kept += static_cast<int64_t>(h.kept.size());
+        CHECK(kept == k * static_cast<int64_t>(sel->layers[0].heads.size()));
+        for (const auto& h : sel->layers[0].heads)
+            for (int64_t pos : h.kept) CHECK((pos >= 0 && pos < L - sel->window));
+    }
+}

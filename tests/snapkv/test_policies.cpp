@@ -358,3 +358,91 @@ TEST_CASE("the retune benchmark times every retune and reports a table", "[snapk
         CHECK_THAT(table, Contains(row));
     CHECK_THAT(table, Contains("median ms"));
 }
+
+TEST_CASE("kvpress's presses score what kvpress scores, on random captures", "[snapkv][policy]") {
+    const int64_t L = 120, H = 6, Hkv = 2, G = H / Hkv, D = 8, C = 60;
+    std::vector<NaiveCapture> naive;
+    const std::vector<LayerScorer> scorers = random_scorers(2, H, Hkv, 32, L, 91, &naive);
+    SelectionParams p;
+    p.budget = C;
+    p.window = 16;   // read by none of them
+    // The k best of a row (ties to the later position), as a set.
+    auto top = [](const std::vector<double>& s, int64_t k) {
+        std::vector<int64_t> idx(s.size());
+        std::iota(idx.begin(), idx.end(), 0);
+        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return s[size_t(a)] > s[size_t(b)]; });
+        std::vector<int64_t> out(idx.begin(), idx.begin() + k);
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    SECTION("knorm: per KV head the keys of the smallest norm, every position a candidate") {
+        p.policy = Policy::Knorm;
+        const Selection sel = select(scorers, p);
+        CHECK(sel.window == 0);
+        for (size_t l = 0; l < 2; ++l)
+            for (int64_t kv = 0; kv < Hkv; ++kv) {
+                std::vector<double> s(static_cast<size_t>(L));
+                for (int64_t t = 0; t < L; ++t) {
+                    double n2 = 0;
+                    for (int64_t d = 0; d < D; ++d) n2 += std::pow(naive[l].k[size_t((kv * L + t) * D + d)], 2);
+                    s[size_t(t)] = -std::sqrt(n2);
+                }
+                CHECK(sel.layers[l].heads[size_t(kv)].kept == top(s, C));
+            }
+    }
+    SECTION("keydiff: per KV head the keys least like the mean unit key") {
+        p.policy = Policy::KeyDiff;
+        const Selection sel = select(scorers, p);
+        for (size_t l = 0; l < 2; ++l)
+            for (int64_t kv = 0; kv < Hkv; ++kv) {
+                std::vector<double> anchor(size_t(D), 0.0);
+                std::vector<double> s(static_cast<size_t>(L));
+                auto key = [&](int64_t t, int64_t d) { return double(naive[l].k[size_t((kv * L + t) * D + d)]); };
+                auto norm = [&](int64_t t) {
+                    double n2 = 0;
+                    for (int64_t d = 0; d < D; ++d) n2 += key(t, d) * key(t, d);
+                    return std::sqrt(n2);
+                };
+                for (int64_t t = 0; t < L; ++t)
+                    for (int64_t d = 0; d < D; ++d) anchor[size_t(d)] += key(t, d) / norm(t) / double(L);
+                double an = 0;
+                for (double a : anchor) an += a * a;
+                for (int64_t t = 0; t < L; ++t) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < D; ++d) dot += key(t, d) * anchor[size_t(d)];
+                    s[size_t(t)] = -dot / (norm(t) * std::sqrt(an));
+                }
+                CHECK(sel.layers[l].heads[size_t(kv)].kept == top(s, C));
+            }
+    }
+    SECTION("tova: the last token's attention averaged over all heads, the last token kept") {
+        p.policy = Policy::TOVA;
+        const Selection sel = select(scorers, p);
+        CHECK(sel.window == 1);
+        for (size_t l = 0; l < 2; ++l) {
+            const Rows votes = naive_votes(naive[l], 1);   // [H][L - 1]
+            std::vector<double> s(size_t(L - 1), 0.0);
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t t = 0; t < L - 1; ++t) s[size_t(t)] += votes[size_t(h)][size_t(t)] / double(H);
+            for (const HeadSelection& hs : sel.layers[l].heads) CHECK(hs.kept == top(s, C - 1));
+        }
+    }
+    SECTION("query-head mode repeats each KV head's choice to its query heads") {
+        p.policy = Policy::Knorm;
+        const Selection kv = select(scorers, p);
+        p.gqa = GqaMode::QueryHead;
+        const Selection qh = select(scorers, p);
+        REQUIRE(qh.layers[0].heads.size() == size_t(H));
+        for (int64_t h = 0; h < H; ++h) CHECK(qh.layers[0].heads[size_t(h)].kept == kv.layers[0].heads[size_t(h / G)].kept);
+    }
+    SECTION("expected_attention without the query statistics prefill records is refused by name") {
+        p.policy = Policy::ExpectedAttention;
+        std::string error;
+        try {
+            select(scorers, p);
+        } catch (const InputError& e) {
+            error = e.what();
+        }
+        CHECK_THAT(error, Contains("expected_attention") && Contains("query statistics"));
+    }
+}
