@@ -45,6 +45,8 @@ APP_VALUE_HEADERS = {
     "core/io/model_config.h": "ModelConfig, what a loaded model is (session.h returns it)",
     "core/compare/compare_types.h": "the full-vs-compressed result types (session.h returns them)",
     "core/tokenizer/chat_template.h": "ChatFormat, how a prompt is wrapped (session.h takes it)",
+    "core/snapkv/policy_table.h": "the policy table: names, what each policy reads (lists and forms)",
+    "core/snapkv/params_json.h": "the one JSON form of parameters and selections (CLI and app write it)",
 }
 APP_MODULES = ("app/gui", "app/cli")  # siblings: neither includes the other
 TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*<(ATen|torch|c10)/')

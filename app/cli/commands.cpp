@@ -1,5 +1,5 @@
 // The subcommands: info, tokenize, generate, perplexity, bench, analyze, compare.
-// Output formats are the contracts in issues #2 and #3 (the GUI and the checks read the same data).
+// Parameters and selections are written in core's one JSON form (params_json.h), the app's too.
 #include "app/cli/commands.h"
 
 #include <cmath>
@@ -16,8 +16,10 @@
 
 #include "app/cli/cli_checks.h"
 #include "core/common/atomic_file.h"
+#include "core/common/units.h"
 #include "core/session/runtime.h"
 #include "core/session/session.h"
+#include "core/snapkv/params_json.h"
 
 namespace snapkv::cli {
 namespace {
@@ -39,20 +41,20 @@ struct PromptOpts {
     bool prompt_given() const { return prompt_opt != nullptr && prompt_opt->count() > 0; }
 };
 
+// Starts from core's default_params(), as the app and the evaluation grid do: per KV head, so that
+// on a GQA model the cache really shrinks; query-head (the official code's choice) is one option away.
 struct SelectOpts {
-    int64_t window = 32;
-    int64_t kernel = 7;
-    std::string pooling = "max";
-    int64_t budget = 1024;
-    double ratio = -1;
-    std::string policy = "snapkv";
-    // kv-head by default, as the desktop app: on a GQA model the cache really shrinks. query-head
-    // is the official code's choice (one selection per query head), one option away.
-    std::string gqa = "kv-head";
-    std::string tie_break = "later";
+    int64_t window = default_params().window;
+    int64_t kernel = default_params().kernel;
+    std::string pooling = pooling_name(default_params().pooling);
+    int64_t budget = default_params().budget;
+    double ratio = default_params().ratio;
+    std::string policy = policy_name(default_params().policy);
+    std::string gqa = gqa_mode_name(default_params().gqa);
+    std::string tie_break = tie_break_name(default_params().tie_break);
     bool query_agnostic = false;
-    int64_t sink = 4;
-    uint64_t seed = 42;
+    int64_t sink = default_params().n_sink;
+    uint64_t seed = default_params().seed;
     int64_t max_window = 0;                    // 0: max(128, W)
 };
 
@@ -65,18 +67,23 @@ void write_json(const json& j, const std::string& out) {
     write_output(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-// Options that contradict each other, checked before the model is loaded (exit code 2).
+SelectionParams make_params(const SelectOpts& o);
+
+// The selection options' option names, for core's parameter checks.
+std::string option_of(const std::string& field) {
+    if (field == "window" || field == "kernel" || field == "budget" || field == "ratio" || field == "pooling")
+        return "--" + field;
+    if (field == "n_sink") return "--sink";
+    return {};
+}
+
+// Options that contradict each other, checked before the model is loaded (exit code 2): core's
+// check_params without the prompt, naming the options.
 void check_select(const SelectOpts& o) {
-    if (o.pooling != "none" && o.kernel % 2 == 0)
-        usage_error("--kernel", "must be odd with " + o.pooling +
-                                    " pooling (the window is centred on each position; got " +
-                                    std::to_string(o.kernel) + "); --pooling none ignores it");
-    if (o.ratio < 0 && o.budget <= o.window)
-        usage_error("--budget", std::to_string(o.budget) + " must be larger than --window " +
-                                    std::to_string(o.window) + " (the budget counts the window)");
-    if (o.policy == "streaming" && o.ratio < 0 && o.sink > o.budget - o.window)
-        usage_error("--sink", std::to_string(o.sink) + " must be at most --budget minus --window (" +
-                                  std::to_string(o.budget - o.window) + ")");
+    if (const auto bad = check_params(make_params(o))) {
+        const std::string option = option_of(bad->field);
+        usage_error(option.empty() ? bad->field : option, bad->sentence(option_of));
+    }
 }
 
 int64_t max_window_of(const SelectOpts& o) {
@@ -124,9 +131,9 @@ void add_select(CLI::App* c, SelectOpts& o) {
         ->check(integer_in(2, kMaxBudgetOption));
     c->add_option("--ratio", o.ratio, "kvpress form: keep int(L*(1-ratio)) tokens instead of --budget")
         ->check(number_in(0.0, 1.0, false, true));
-    c->add_option("--policy", o.policy, "snapkv, streaming, h2o, random, pyramid or adakv")
+    c->add_option("--policy", o.policy, "Eviction policy: " + policy_list_text())
         ->capture_default_str()
-        ->check(one_of({"snapkv", "streaming", "h2o", "random", "pyramid", "adakv"}));
+        ->check(one_of(policy_spellings()));
     c->add_option("--gqa", o.gqa,
                   "kv-head (one selection per KV head, the cache shrinks; kvpress) or query-head (one per "
                   "query head, official SnapKV; on a GQA model the cache can grow)")
@@ -206,16 +213,6 @@ SelectionParams make_params(const SelectOpts& o) {
 }
 
 
-json params_json(const SelectionParams& p, const Selection* sel, bool query_agnostic) {
-    json j = {{"policy", policy_name(p.policy)}, {"window", p.window}, {"kernel", p.kernel},
-              {"pooling", pooling_name(p.pooling)}, {"budget", p.budget}, {"gqa", gqa_mode_name(p.gqa)},
-              {"tie_break", tie_break_name(p.tie_break)},
-              {"query_agnostic", query_agnostic}, {"sink", p.n_sink}, {"seed", p.seed}};
-    if (p.ratio >= 0) j["ratio"] = p.ratio;
-    if (sel) j["effective_budget"] = sel->budget;
-    return j;
-}
-
 ProgressFn stderr_progress(bool quiet) {
     if (quiet || !isatty(fileno(stderr))) return {};
     auto last = std::make_shared<std::string>();
@@ -236,16 +233,6 @@ std::unique_ptr<Session> open_session(const Common& c, bool quiet) {
     auto s = std::make_unique<Session>();
     s->load_model(c.model, {c.device, c.dtype, c.weights}, stderr_progress(quiet));
     return s;
-}
-
-std::string human_bytes(int64_t b) {
-    std::ostringstream ss;
-    ss << std::fixed << std::setprecision(1);
-    if (b >= (1LL << 30)) ss << b / double(1LL << 30) << " GiB";
-    else if (b >= (1LL << 20)) ss << b / double(1LL << 20) << " MiB";
-    else if (b >= 1024) ss << b / 1024.0 << " KiB";
-    else ss << b << " B";
-    return ss.str();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -286,7 +273,7 @@ void cmd_info(const Common& c, bool as_json) {
     std::cout << "\n"
               << "tokenizer      " << i.tokenizer_kind << "\n"
               << "chat template  " << i.chat_format << "\n"
-              << "weights        " << human_bytes(i.weight_bytes) << " "
+              << "weights        " << format_bytes(i.weight_bytes) << " "
               << (i.weights == "native" ? "in the file's formats (native)" : "as " + i.dtype) << " on " << i.device
               << "\n";
 }
@@ -351,7 +338,7 @@ void cmd_perplexity(const Common& c, const std::string& file, int64_t ctx, bool 
         SelectionParams p = make_params(so);
         auto [full, comp] = s->continuation_perplexity(context, continuation, p, stderr_progress(as_json), cancel);
         if (as_json) {
-            write_json({{"ppl_full", full}, {"ppl_compressed", comp}, {"params", params_json(p, nullptr, false)},
+            write_json({{"ppl_full", full}, {"ppl_compressed", comp}, {"params", params_to_json(p, false)},
                         {"context_chars", context.size()}, {"continuation_chars", continuation.size()}}, "");
         } else {
             std::cout << std::fixed << std::setprecision(4) << "continuation perplexity: full " << full
@@ -409,7 +396,7 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
         const PromptSpec spec = repeated_prompt(s, po, n);
         PrefillSettings ps;
         ps.max_window = max_window_of(so);
-        ps.h2o = p.policy == Policy::H2O;
+        ps.h2o = policy_info(p.policy).needs_h2o;
         ps.new_tokens = decode;
         reset_peak_device_memory();
         const PrefillSummary sum = s.prefill(spec, ps, stderr_progress(false), cancel);
@@ -426,15 +413,15 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
             for (double h : layer)
                 if (h >= 0) { hit += h; ++nh; }
         std::cout << std::setw(7) << n << std::setw(12) << std::fixed << std::setprecision(0) << sum.prefill_ms
-                  << std::setw(12) << human_bytes(r.full.kv_bytes) << std::setw(12) << human_bytes(r.compressed.kv_bytes)
+                  << std::setw(12) << format_bytes(r.full.kv_bytes) << std::setw(12) << format_bytes(r.compressed.kv_bytes)
                   << std::setw(13) << std::setprecision(1) << r.full.decode_tok_s << std::setw(13)
                   << r.compressed.decode_tok_s << std::setw(8) << std::setprecision(2)
                   << (r.full.decode_tok_s > 0 ? r.compressed.decode_tok_s / r.full.decode_tok_s : 0.0) << "x"
                   << std::setw(11) << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
                   << std::setw(10) << std::setprecision(3) << (nh ? hit / nh : -1.0) << "\n";
         if (const int64_t peak_decode = peak_device_memory_bytes(); peak_decode > 0 || peak_prefill > 0)
-            std::cout << "        peak device memory: prefill " << human_bytes(peak_prefill)
-                      << ", lockstep decode (both caches) " << human_bytes(peak_decode) << "\n";
+            std::cout << "        peak device memory: prefill " << format_bytes(peak_prefill)
+                      << ", lockstep decode (both caches) " << format_bytes(peak_decode) << "\n";
         std::cout << std::flush;
     }
 }
@@ -478,30 +465,17 @@ std::string growth_note(Session& s, const Selection& sel, int64_t full, int64_t 
     return cache_growth_note(sel, c.n_head, c.n_head_kv, full, comp);
 }
 
+// The selection in core's one JSON form (the app's export holds the same object), with the prompt's
+// tokens and the parameters beside it.
 json selection_json(Session& s, const Selection& sel, const SelectionParams& p, bool agnostic) {
     const PrefillSummary& sum = s.prefill_summary();
     std::vector<int32_t> tokens(sum.ids.begin(), sum.ids.begin() + sel.n_tokens);
-    json layers = json::array();
-    const bool has_scores = p.policy == Policy::SnapKV || p.policy == Policy::Pyramid || p.policy == Policy::AdaKV ||
-                            p.policy == Policy::H2O;
-    for (const auto& ls : sel.layers) {
-        json heads = json::array();
-        for (size_t h = 0; h < ls.heads.size(); ++h) {
-            const HeadSelection& hs = ls.heads[h];
-            json jh = {{"head", h}, {"selected", hs.kept}, {"kept_mass", hs.kept_mass}};
-            if (has_scores && !hs.votes.empty()) jh["votes"] = hs.votes;
-            if (has_scores && !hs.pooled.empty()) jh["pooled"] = hs.pooled;
-            heads.push_back(std::move(jh));
-        }
-        layers.push_back({{"layer", ls.layer}, {"compressed", ls.compressed}, {"budget", ls.budget},
-                          {"sliding_window", ls.sliding_window}, {"first_reachable", ls.first_reachable},
-                          {"heads", std::move(heads)}});
-    }
-    auto [full, comp] = s.kv_bytes(sel);
-    return {{"n_tokens", sel.n_tokens}, {"n_prompt_tokens", sum.n_tokens}, {"tokens", tokens},
-            {"params", params_json(p, &sel, agnostic)}, {"window", sel.window}, {"compressed", sel.compressed},
-            {"note", sel.note}, {"layers", std::move(layers)}, {"kv_bytes", {{"full", full}, {"compressed", comp}}},
-            {"cache_note", growth_note(s, sel, full, comp)}};
+    const auto [full, comp] = s.kv_bytes(sel);
+    json j = selection_to_json(sel, {full, comp, growth_note(s, sel, full, comp)});
+    j["n_prompt_tokens"] = sum.n_tokens;
+    j["tokens"] = tokens;
+    j["params"] = params_to_json(p, agnostic);
+    return j;
 }
 
 void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out,
@@ -534,7 +508,7 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     SelectionParams p = make_params(so);
     PrefillSettings ps;
     ps.max_window = max_window_of(so);
-    ps.h2o = p.policy == Policy::H2O;
+    ps.h2o = policy_info(p.policy).needs_h2o;
     ps.new_tokens = go.max_tokens;   // prompt + new tokens are checked against the context first
     const bool quiet = out.empty() || out == "-";
     s->prefill(spec, ps, stderr_progress(quiet), cancel);
@@ -554,12 +528,12 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
         growth_note(*s, s->select(p, r.query_agnostic, false), r.full.kv_bytes, r.compressed.kv_bytes);
     json j = {{"full", run(r.full)}, {"compressed", run(r.compressed)}, {"steps", steps},
               {"first_divergence", r.first_divergence < 0 ? json(nullptr) : json(r.first_divergence)},
-              {"hit_rate", r.hit_rate}, {"hit_threshold", theta}, {"params", params_json(p, nullptr, r.query_agnostic)},
+              {"hit_rate", r.hit_rate}, {"hit_threshold", theta}, {"params", params_to_json(p, r.query_agnostic)},
               {"prefill_ms", r.prefill_ms}, {"note", r.note}, {"cache_note", cache_note}};
     write_json(j, out);
     if (!quiet) {
         std::cerr << "full:       " << r.full.text << "\ncompressed: " << r.compressed.text << "\n";
-        std::cerr << "KV bytes " << human_bytes(r.full.kv_bytes) << " -> " << human_bytes(r.compressed.kv_bytes)
+        std::cerr << "KV bytes " << format_bytes(r.full.kv_bytes) << " -> " << format_bytes(r.compressed.kv_bytes)
                   << "; first divergence: " << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
                   << "\n";
         if (!cache_note.empty()) std::cerr << "note: " << cache_note << "\n";

@@ -33,13 +33,22 @@ namespace {
 using json = nlohmann::json;
 using namespace snapkv::eval;
 
+template <typename T>
+std::string join(const std::vector<T>& v) {
+    std::ostringstream ss;
+    for (size_t i = 0; i < v.size(); ++i) ss << (i ? "," : "") << v[i];
+    return ss.str();
+}
+
 struct EvalOpts {
     std::string model, device = "cpu", dtype = "float32", weights = "native";
-    std::string policies = "snapkv", budgets = "1024", gqa = "kv-head", windows = "32", kernels = "7",
-                poolings = "max", tie_break = "later";
+    // The grid's axes default to core's default_params(), one value each (GridAxes{}).
+    std::string policies = join(GridAxes{}.policies), budgets = join(GridAxes{}.budgets), gqa = join(GridAxes{}.gqa),
+                windows = join(GridAxes{}.windows), kernels = join(GridAxes{}.kernels),
+                poolings = join(GridAxes{}.poolings), tie_break = GridAxes{}.tie_break;
     bool query_agnostic = false;
-    int64_t sink = 4;
-    uint64_t seed = 42;
+    int64_t sink = GridAxes{}.n_sink;
+    uint64_t seed = GridAxes{}.seed;
     int64_t max_tokens = 32;
     int64_t kl_steps = 32;
     double theta = 0.05;
@@ -57,7 +66,7 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
     c->add_option("--weights", o.weights,
                   "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
         ->capture_default_str();
-    c->add_option("--policies", o.policies, "Comma list: snapkv, streaming, h2o, random, pyramid, adakv")
+    c->add_option("--policies", o.policies, "Comma list: " + policy_list_text())
         ->capture_default_str();
     c->add_option("--budgets", o.budgets, "Comma list of budgets C (tokens kept per head, window included)")
         ->capture_default_str();

@@ -14,6 +14,7 @@
 #include "app/gui/walkthrough.h"
 #include "core/common/path_checks.h"
 #include "core/eval/datasets.h"
+#include "core/snapkv/snapkv_params.h"
 
 #ifndef SNAPKV_SOURCE_DIR
 #define SNAPKV_SOURCE_DIR ""
@@ -155,7 +156,7 @@ QList<QCommandLineOption> applicationOptions() {
         {"window", "Observation window W.", "n"},
         {"kernel", "Pooling kernel K (odd).", "n"},
         {"pooling", "Pooling: max, avg or none.", "name"},
-        {"policy", "Policy: snapkv, streaming, h2o, random, pyramid, adakv.", "name"},
+        {"policy", QString("Policy: %1.").arg(QString::fromStdString(snapkv::policy_list_text())), "name"},
         {"gqa", "Grouped-query attention: kv-head (default: one selection per KV head, the cache shrinks) or "
                 "query-head (official SnapKV: one per query head).", "mode"},
         {"tie-break", "Which of equal scores top-k keeps: later (default, as torch.topk did) or earlier.", "order"},
@@ -243,19 +244,34 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.window = intOption(p, "window", 1, wmax,
                          QString(" (the app captures the queries of the last %1 prompt tokens)").arg(wmax), &o.error);
     o.kernel = intOption(p, "kernel", 1, 1023, " (an odd pooling kernel)", &o.error);
-    if (o.kernel && *o.kernel % 2 == 0 && o.error.isEmpty())
-        o.error = QString("--kernel %1 is even; the pooling kernel must be odd").arg(*o.kernel);
     if (auto v = intOption(p, "bench-retune", 1, 100000, QString(), &o.error)) o.benchRetune = *v;
     const int steps = static_cast<int>(walkthroughSteps().size());
     if (auto v = intOption(p, "walkthrough", 1, steps, " (the walkthrough's steps)", &o.error)) o.walkthroughStep = *v;
     o.pooling = nameOption(p, "pooling", poolingNames() + QStringList{"maxpool", "avgpool"}, &o.error);
-    o.policy = nameOption(p, "policy", policyNames() + QStringList{"streamingllm", "pyramidkv"}, &o.error);
+    QStringList policySpellings;
+    for (const auto& name : snapkv::policy_spellings()) policySpellings << QString::fromStdString(name);
+    o.policy = nameOption(p, "policy", policySpellings, &o.error);
     o.gqa = nameOption(p, "gqa", {"query-head", "kv-head"}, &o.error);
     o.tieBreak = nameOption(p, "tie-break", {"later", "earlier"}, &o.error);
-    if (o.budget && o.window && *o.budget <= *o.window && o.error.isEmpty())
-        o.error = QString("--budget %1 must be larger than --window %2 (the budget counts the window)")
-                      .arg(*o.budget)
-                      .arg(*o.window);
+    // The selection options given, over the defaults, through core's one parameter check. Only a
+    // problem among the options given is reported here (the saved settings they land on are
+    // checked again when applied): an even --kernel, a --budget not above the --window.
+    if (o.error.isEmpty() && (o.budget || o.window || o.kernel)) {
+        snapkv::SelectionParams probe = snapkv::default_params();
+        if (o.budget) probe.budget = *o.budget;
+        if (o.window) probe.window = *o.window;
+        if (o.kernel) probe.kernel = *o.kernel;
+        if (!o.policy.isEmpty()) probe.policy = snapkv::parse_policy(o.policy.toStdString());
+        if (!o.pooling.isEmpty()) probe.pooling = snapkv::parse_pooling(o.pooling.toStdString());
+        const auto option = [](const std::string& field) {
+            return field == "window" || field == "kernel" || field == "budget" ? "--" + field : std::string();
+        };
+        const auto bad = snapkv::check_params(probe, {0, appMaxWindow()});
+        const bool given = bad && ((bad->field == "kernel" && o.kernel) ||
+                                   (bad->field == "budget" && o.budget && o.window) ||
+                                   (bad->field == "window" && o.window));
+        if (given) o.error = QString::fromStdString(option(bad->field) + " " + bad->sentence(option));
+    }
     for (const char* name : {"model", "document", "session", "screenshot", "results"})
         if (p.isSet(name) && p.value(name).isEmpty() && o.error.isEmpty())
             o.error = QString("--%1 is empty; give a path").arg(name);

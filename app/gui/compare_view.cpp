@@ -16,6 +16,7 @@
 
 #include "app/gui/analysis_state.h"
 #include "app/gui/plot_style.h"
+#include "core/common/units.h"
 
 namespace studio {
 
@@ -25,12 +26,7 @@ const QColor kKlColor("#3b6fd8");
 const QColor kAgree("#8fd19e");
 const QColor kDisagree("#f28b82");
 
-QString fmtBytes(int64_t b) {
-    if (b >= (int64_t(1) << 30)) return QString("%1 GiB").arg(b / double(int64_t(1) << 30), 0, 'f', 2);
-    if (b >= (int64_t(1) << 20)) return QString("%1 MiB").arg(b / double(int64_t(1) << 20), 0, 'f', 2);
-    if (b >= 1024) return QString("%1 KiB").arg(b / 1024.0, 0, 'f', 1);
-    return QString("%1 B").arg(b);
-}
+QString fmtBytes(int64_t b) { return QString::fromStdString(snapkv::format_bytes(b)); }
 
 QString tokenHtml(const std::string& piece) {
     QString s = QString::fromUtf8(piece.data(), static_cast<int>(piece.size())).toHtmlEscaped();

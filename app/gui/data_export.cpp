@@ -1,5 +1,6 @@
 // Plot and data export: everything is rendered into memory first, then written by saveBytes
 // (temporary file + rename), so a failed export never leaves a cut file in place of a good one.
+// Parameters and the selection are core's JSON (params_json.h), the same objects the CLI writes.
 #include "app/gui/data_export.h"
 
 #include <QBuffer>
@@ -19,6 +20,8 @@
 #include "app/gui/analysis_state.h"
 #include "app/gui/atomic_write.h"
 #include "app/gui/head_stats.h"
+#include "app/gui/json_fields.h"
+#include "core/snapkv/params_json.h"
 
 namespace studio {
 
@@ -221,35 +224,10 @@ QJsonObject analysisJson(const AnalysisState& state) {
         o["prefill"] = pre;
     }
     if (const auto* sel = state.selection()) {
-        QJsonObject s;
-        s["n_tokens"] = static_cast<qint64>(sel->n_tokens);
-        s["window"] = static_cast<qint64>(sel->window);
-        s["budget"] = static_cast<qint64>(sel->budget);
-        s["compressed"] = sel->compressed;
-        s["note"] = QString::fromStdString(sel->note);
-        if (auto r = state.retune()) {
-            s["kv_bytes_full"] = static_cast<qint64>(r->kvBytesFull);
-            s["kv_bytes_kept"] = static_cast<qint64>(r->kvBytesKept);
-            s["cache_note"] = r->cacheNote;
-        }
-        QJsonArray layers;
-        for (const auto& ls : sel->layers) {
-            QJsonObject lo;
-            lo["layer"] = static_cast<qint64>(ls.layer);
-            lo["compressed"] = ls.compressed;
-            lo["budget"] = static_cast<qint64>(ls.budget);
-            QJsonArray heads;
-            for (const auto& hs : ls.heads) {
-                QJsonObject ho;
-                ho["kept"] = ints(hs.kept);
-                ho["kept_mass"] = hs.kept_mass;
-                heads.append(ho);
-            }
-            lo["heads"] = heads;
-            layers.append(lo);
-        }
-        s["layers"] = layers;
-        o["selection"] = s;
+        // Core's selection JSON, the object `snapkv analyze` writes.
+        snapkv::SelectionBytes bytes;
+        if (auto r = state.retune()) bytes = {r->kvBytesFull, r->kvBytesKept, r->cacheNote.toStdString()};
+        o["selection"] = toQtJson(snapkv::selection_to_json(*sel, bytes));
     }
     if (const auto* hs = state.focusedHead()) {
         QJsonObject f;

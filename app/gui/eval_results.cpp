@@ -9,6 +9,7 @@
 
 #include "core/common/errors.h"
 #include "core/eval/results_file.h"
+#include "core/snapkv/snapkv_params.h"
 
 namespace studio {
 
@@ -47,18 +48,20 @@ std::optional<double> metricValue(const json& row, const QString& key) {
 QString configLabel(const json& c, bool withBudget) {
     const std::string policy = c.value("policy", std::string("?"));
     if (policy == "full") return "full cache";
+    // Labels name what differs from core's defaults (the grid's, the panel's and the CLI's).
+    const snapkv::SelectionParams d = snapkv::default_params();
     QString s = QString::fromStdString(policy);
     if (withBudget && c.contains("budget") && c["budget"].is_number()) s += QString(" C%1").arg(c["budget"].get<int64_t>());
     // kvpress's compression ratio (the budget is null then), printed as core's config_label does.
     if (withBudget && c.contains("ratio") && c["ratio"].is_number())
         s += QString(" r%1").arg(c["ratio"].get<double>(), 0, 'g', 6);
-    if (c.contains("window") && c["window"].is_number() && c["window"].get<int64_t>() != 32)
+    if (c.contains("window") && c["window"].is_number() && c["window"].get<int64_t>() != d.window)
         s += QString(" W%1").arg(c["window"].get<int64_t>());
-    if (c.contains("kernel") && c["kernel"].is_number() && c["kernel"].get<int64_t>() != 7)
+    if (c.contains("kernel") && c["kernel"].is_number() && c["kernel"].get<int64_t>() != d.kernel)
         s += QString(" K%1").arg(c["kernel"].get<int64_t>());
-    if (c.contains("pooling") && c["pooling"].is_string() && c["pooling"] != "max")
+    if (c.contains("pooling") && c["pooling"].is_string() && c["pooling"] != snapkv::pooling_name(d.pooling))
         s += " " + QString::fromStdString(c["pooling"].get<std::string>());
-    if (c.contains("gqa") && c["gqa"].is_string() && c["gqa"] != "kv-head")
+    if (c.contains("gqa") && c["gqa"].is_string() && c["gqa"] != snapkv::gqa_mode_name(d.gqa))
         s += " " + QString::fromStdString(c["gqa"].get<std::string>());
     if (c.value("query_agnostic", false) == true) s += " q-agnostic";
     return s;

@@ -25,6 +25,7 @@
 #include "app/gui/eval_results.h"
 #include "app/gui/eval_ruler.h"
 #include "core/eval/ruler_tasks.h"
+#include "core/snapkv/snapkv_params.h"
 
 namespace studio {
 
@@ -127,12 +128,17 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     rf->addRow("Ratios", sizeRow);
     auto* cfg = new QGroupBox("Configurations (comma lists)");
     auto* cf = new QFormLayout(cfg);
-    m_policies = lineEdit("snapkv,streaming", "snapkv, streaming, h2o, random, pyramid, adakv");
-    m_budgets = lineEdit("256,1024", "Budgets C: tokens kept per head, window included");
-    m_windows = lineEdit("32", "Observation windows W");
-    m_kernels = lineEdit("7", "Pooling kernels K (odd)");
-    m_poolings = lineEdit("max", "max, avg, none");
-    m_gqa = lineEdit("kv-head", "kv-head (default: the cache shrinks), query-head (official)");
+    // The grid starts at core's defaults (those of the parameter panel and the CLI), with a
+    // baseline policy and a small budget beside them to compare against.
+    const snapkv::SelectionParams d = snapkv::default_params();
+    m_policies = lineEdit(QString::fromStdString(snapkv::policy_name(d.policy)) + ",streaming",
+                          QString::fromStdString(snapkv::policy_list_text()));
+    m_budgets = lineEdit(QString("256,%1").arg(d.budget), "Budgets C: tokens kept per head, window included");
+    m_windows = lineEdit(QString::number(d.window), "Observation windows W");
+    m_kernels = lineEdit(QString::number(d.kernel), "Pooling kernels K (odd)");
+    m_poolings = lineEdit(QString::fromStdString(snapkv::pooling_name(d.pooling)), "max, avg, none");
+    m_gqa = lineEdit(QString::fromStdString(snapkv::gqa_mode_name(d.gqa)),
+                     "kv-head (default: the cache shrinks), query-head (official)");
     auto* row1 = new QHBoxLayout;
     row1->addWidget(m_policies, 2);
     auto* budgetsLabel = new QLabel("budgets");

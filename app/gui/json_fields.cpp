@@ -7,9 +7,20 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/errors.h"
 
 namespace studio {
+
+QJsonObject toQtJson(const nlohmann::json& object) {
+    const std::string text = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return QJsonDocument::fromJson(QByteArray::fromStdString(text)).object();
+}
+
+nlohmann::json fromQtJson(const QJsonObject& object) {
+    return nlohmann::json::parse(QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString());
+}
 
 QString JsonFields::path(const char* key) const {
     return m_prefix.isEmpty() ? QString::fromLatin1(key) : m_prefix + "." + QLatin1String(key);

@@ -1,7 +1,8 @@
 // Typed, checked reads of one JSON object of a session file or of the saved settings: a key that is
 // missing gives the fallback, a key of the wrong type or out of range throws snapkv::InputError
 // naming the key's path, the value found and what is allowed ("params.window: \"abc\" is not a
-// whole number"). No file access; the callers report the message.
+// whole number"); and the bridge to core's JSON objects. No file access; the callers report the
+// message.
 #pragma once
 
 #include <QJsonObject>
@@ -10,7 +11,14 @@
 
 #include <cstdint>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace studio {
+
+// Between Qt's JSON and core's (nlohmann), through the text, so that core's one reader and writer
+// serve the app's files too.
+QJsonObject toQtJson(const nlohmann::json& object);
+nlohmann::json fromQtJson(const QJsonObject& object);
 
 class JsonFields {
 public:

@@ -26,7 +26,7 @@
 #include "app/gui/session_file.h"
 #include "app/gui/walkthrough.h"
 #include "core/common/path_checks.h"
-#include "core/session/memory_estimate.h"
+#include "core/common/units.h"
 
 #include <qcustomplot.h>
 

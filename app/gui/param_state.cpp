@@ -1,5 +1,5 @@
-// ParamState: conversion to core's SelectionParams, JSON round-trip with checked types, the checks
-// that need no prompt, and the presets.
+// ParamState: conversion to core's SelectionParams, JSON round-trip through core's reader and
+// writer, core's checks that need no prompt plus the app's own, and the presets.
 #include "app/gui/param_state.h"
 
 #include <QJsonValue>
@@ -9,20 +9,11 @@
 
 #include "app/gui/json_fields.h"
 #include "core/session/session.h"
+#include "core/snapkv/params_json.h"
 
 namespace studio {
 
-snapkv::SelectionParams defaultSelectionParams() {
-    snapkv::SelectionParams p;
-    p.policy = snapkv::Policy::SnapKV;
-    p.window = 32;
-    p.kernel = 7;
-    p.pooling = snapkv::Pooling::Max;
-    p.budget = 1024;
-    p.gqa = snapkv::GqaMode::KvHead;
-    p.tie_break = snapkv::TieBreak::Later;
-    return p;
-}
+snapkv::SelectionParams defaultSelectionParams() { return snapkv::default_params(); }
 
 int64_t appMaxWindow() { return snapkv::PrefillSettings{}.max_window; }
 
@@ -33,57 +24,27 @@ snapkv::SelectionParams ParamState::toSelectionParams() const {
 }
 
 QJsonObject ParamState::toJson() const {
-    QJsonObject o;
-    o["policy"] = QString::fromStdString(snapkv::policy_name(sel.policy));
-    o["window"] = static_cast<qint64>(sel.window);
-    o["kernel"] = static_cast<qint64>(sel.kernel);
-    o["pooling"] = QString::fromStdString(snapkv::pooling_name(sel.pooling));
-    o["budget"] = static_cast<qint64>(sel.budget);
-    o["use_ratio"] = useRatio;
-    o["ratio"] = ratio;
-    o["gqa"] = QString::fromStdString(snapkv::gqa_mode_name(sel.gqa));
-    o["tie_break"] = QString::fromStdString(snapkv::tie_break_name(sel.tie_break));
-    o["n_sink"] = static_cast<qint64>(sel.n_sink);
-    o["seed"] = QString::number(sel.seed);
-    o["pyramid_beta"] = static_cast<qint64>(sel.pyramid_beta);
-    o["adakv_alpha"] = sel.adakv_alpha;
-    o["query_agnostic"] = queryAgnostic;
+    // Core's one parameter JSON (the CLI writes the same), plus what only the app keeps.
+    QJsonObject o = toQtJson(snapkv::params_to_json(toSelectionParams(), queryAgnostic));
     o["hit_threshold"] = hitThreshold;
     return o;
 }
 
 ParamState ParamState::fromJson(const QJsonObject& o, const QString& prefix) {
     ParamState s;
+    // Core's reader names "<prefix>.<key>", the value and what is allowed.
+    const snapkv::ParamsFromJson r = snapkv::params_from_json(fromQtJson(o), prefix.toStdString(), s.sel);
+    s.sel = r.params;
+    s.queryAgnostic = r.query_agnostic;
+    s.useRatio = s.sel.ratio >= 0.0;
+    if (s.useRatio) s.ratio = s.sel.ratio;
+    s.sel.ratio = -1.0;   // the state keeps the ratio in useRatio / ratio
     const JsonFields f(o, prefix);
-    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-    // parse_* throw snapkv::InputError naming the allowed values; prefixed with the key here.
-    auto named = [&](const char* key, auto parse, auto fallback) {
-        if (!f.has(key)) return fallback;
-        const QString v = f.string(key, QString());
-        try {
-            return parse(v.toStdString());
-        } catch (const snapkv::Error& e) {
-            f.fail(key, QString("is not allowed (%1)").arg(QString::fromUtf8(e.what())));
-        }
-    };
-    s.sel.policy = named("policy", snapkv::parse_policy, s.sel.policy);
-    s.sel.pooling = named("pooling", snapkv::parse_pooling, s.sel.pooling);
-    s.sel.gqa = named("gqa", snapkv::parse_gqa_mode, s.sel.gqa);
-    s.sel.tie_break = named("tie_break", snapkv::parse_tie_break, s.sel.tie_break);
-    s.sel.window = f.integer("window", s.sel.window, -kMax, kMax);
-    s.sel.kernel = f.integer("kernel", s.sel.kernel, -kMax, kMax);
-    s.sel.budget = f.integer("budget", s.sel.budget, -kMax, kMax);
-    s.sel.n_sink = f.integer("n_sink", s.sel.n_sink, -kMax, kMax);
-    if (f.has("seed")) {
-        bool ok = false;
-        s.sel.seed = f.string("seed", QString()).toULongLong(&ok);
-        if (!ok) f.fail("seed", "is not a whole number in a string (64-bit seeds do not fit a JSON number)");
+    // Older files kept the ratio beside a switch, remembered while the budget was in tokens.
+    if (f.has("use_ratio")) {
+        s.useRatio = f.boolean("use_ratio", s.useRatio);
+        s.ratio = f.number("ratio", s.ratio);
     }
-    s.sel.pyramid_beta = f.integer("pyramid_beta", s.sel.pyramid_beta, -kMax, kMax);
-    s.sel.adakv_alpha = f.number("adakv_alpha", s.sel.adakv_alpha);
-    s.useRatio = f.boolean("use_ratio", s.useRatio);
-    s.ratio = f.number("ratio", s.ratio);
-    s.queryAgnostic = f.boolean("query_agnostic", s.queryAgnostic);
     s.hitThreshold = f.number("hit_threshold", s.hitThreshold);
     if (const QString problem = s.check(); !problem.isEmpty())
         throw snapkv::InputError(((prefix.isEmpty() ? QString() : prefix + ".") + problem).toStdString());
@@ -91,29 +52,18 @@ ParamState ParamState::fromJson(const QJsonObject& o, const QString& prefix) {
 }
 
 QString ParamState::check() const {
-    const int64_t wmax = appMaxWindow();
-    if (sel.window < 1 || sel.window > wmax)
-        return QString("window: %1 is out of range; allowed 1..%2 (the app captures the queries of the last %2 "
-                       "prompt tokens)")
-            .arg(sel.window)
-            .arg(wmax);
-    if (sel.kernel < 1 || sel.kernel % 2 == 0)
-        return QString("kernel: %1 is not allowed; the pooling kernel must be odd and at least 1").arg(sel.kernel);
-    if (sel.budget < 2)
-        return QString("budget: %1 is out of range; allowed >= 2 (and larger than the window)").arg(sel.budget);
-    if (!useRatio && sel.budget <= sel.window)
-        return QString("budget: %1 must be larger than the window %2 (the budget counts the window)")
-            .arg(sel.budget)
-            .arg(sel.window);
+    // Core's check without a prompt (the window against the app's capture), then what only the app
+    // has: the ratio kept while the budget is in tokens, theta, and the widgets' int ranges.
+    if (const auto bad = snapkv::check_params(toSelectionParams(), {0, appMaxWindow()}))
+        return QString::fromStdString(bad->text());
     if (!(ratio >= 0.0 && ratio < 1.0))
         return QString("ratio: %1 is out of range; allowed 0 <= ratio < 1").arg(ratio);
     if (!(hitThreshold > 0.0 && hitThreshold <= 1.0))
         return QString("hit_threshold: %1 is out of range; allowed 0 < theta <= 1").arg(hitThreshold);
-    if (sel.n_sink < 0) return QString("n_sink: %1 is out of range; allowed >= 0").arg(sel.n_sink);
-    if (sel.pyramid_beta < 1)
-        return QString("pyramid_beta: %1 is out of range; allowed >= 1").arg(sel.pyramid_beta);
-    if (!(sel.adakv_alpha >= 0.0 && sel.adakv_alpha <= 1.0))
-        return QString("adakv_alpha: %1 is out of range; allowed 0 <= alpha <= 1").arg(sel.adakv_alpha);
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+    for (const auto& [name, v] : {std::pair{"kernel", sel.kernel}, std::pair{"budget", sel.budget},
+                                  std::pair{"n_sink", sel.n_sink}, std::pair{"pyramid_beta", sel.pyramid_beta}})
+        if (v < -kMax || v > kMax) return QString("%1: %2 is out of range; allowed up to %3").arg(name).arg(v).arg(kMax);
     return {};
 }
 
@@ -176,10 +126,8 @@ QList<Preset> presets() {
 }
 
 QStringList policyNames() {
-    using snapkv::Policy;
     QStringList l;
-    for (Policy p : {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid, Policy::AdaKV})
-        l << QString::fromStdString(snapkv::policy_name(p));
+    for (const auto& name : snapkv::policy_names()) l << QString::fromStdString(name);
     return l;
 }
 

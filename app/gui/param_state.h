@@ -11,10 +11,10 @@
 
 namespace studio {
 
-// The app's default selection: SnapKV with the official window 32, kernel 7, max pooling and
-// C 1024, but one selection per KV head (kvpress's GQA handling), so that on a GQA model the cache
-// really shrinks (per query head it would keep n_head / n_head_kv times more than the full cache
-// holds, e.g. 1.46x on SmolLM2 with the bundled 2.1K-token essay). Ties to the later position.
+// The app's default selection: core's default_params() (SnapKV, W 32, K 7, max pooling, C 1024,
+// one selection per KV head so that on a GQA model the cache really shrinks: per query head it
+// would keep n_head / n_head_kv times more than the full cache holds, e.g. 1.46x on SmolLM2 with
+// the bundled 2.1K-token essay). The CLI and the evaluation grid start from the same value.
 snapkv::SelectionParams defaultSelectionParams();
 
 // The largest window the app can select with: its prefill captures the queries of the last 128
@@ -30,15 +30,17 @@ struct ParamState {
 
     // The parameters core expects (ratio set or cleared according to useRatio).
     snapkv::SelectionParams toSelectionParams() const;
+    // Core's parameter JSON (params_json.h, the CLI's too) plus "hit_threshold".
     QJsonObject toJson() const;
     // Missing keys keep their defaults; a key of the wrong type, an unknown name or a value that is
     // never valid (check()) throws snapkv::InputError naming "<prefix>.<key>", the value and what is
-    // allowed.
+    // allowed. Reads the older files' "use_ratio" and "n_sink" too.
     static ParamState fromJson(const QJsonObject& o, const QString& prefix = "params");
-    // The first value that no prompt can make valid (window outside 1..appMaxWindow(), an even or
-    // non-positive kernel, budget < 2, ratio outside [0, 1), theta outside (0, 1], negative sinks,
-    // pyramid beta < 1, adakv alpha outside [0, 1]) as "<name>: <value> ...; allowed ...", or "".
-    // Limits that depend on the prompt (W < L, C > W, K <= L - W) are core's validate_params.
+    // The first value that no prompt can make valid, as "<name>: <value> ...; allowed ...", or "":
+    // core's check_params without a prompt (window outside 1..appMaxWindow(), C <= W, an even
+    // kernel for a policy that pools, ...), then the ratio kept for the ratio form outside [0, 1) and
+    // theta outside (0, 1]. Limits that depend on the prompt (W < L, K <= L - W) wait for core's
+    // validate_params.
     QString check() const;
     bool operator==(const ParamState& o) const;
     bool operator!=(const ParamState& o) const { return !(*this == o); }
@@ -56,7 +58,7 @@ struct Preset {
 // pooling, ratio, pooled scores averaged per KV group).
 QList<Preset> presets();
 
-QStringList policyNames();          // in Policy enum order
+QStringList policyNames();          // in the policy table's order (= Policy enum order)
 QStringList poolingNames();         // in Pooling enum order
 
 }  // namespace studio

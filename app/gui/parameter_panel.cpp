@@ -1,7 +1,8 @@
 // ParameterPanel: form widgets <-> ParamState, undo commands, debounce.
 #include "app/gui/parameter_panel.h"
 
-#include "core/session/memory_estimate.h"
+#include "core/common/units.h"
+#include "core/snapkv/policy_table.h"
 
 #include <QComboBox>
 #include <QDateTime>
@@ -96,9 +97,13 @@ void ParameterPanel::buildUi() {
     m_policy = new QComboBox;
     m_policy->setObjectName("policyCombo");
     m_policy->addItems(policyNames());
-    m_policy->setToolTip("snapkv: window votes + pooling (paper). streaming: sinks + recent. h2o: attention received "
-                         "over all queries. random: baseline. pyramid: budgets shrink with depth. adakv: budgets "
-                         "shared across heads.");
+    // One line per row of core's policy table, on the list and on each entry.
+    QStringList tips;
+    for (const auto& row : snapkv::kPolicyTable) {
+        tips << QString("%1: %2").arg(QString::fromLatin1(row.name), QString::fromLatin1(row.summary));
+        m_policy->setItemData(static_cast<int>(row.id), QString::fromLatin1(row.summary), Qt::ToolTipRole);
+    }
+    m_policy->setToolTip(tips.join("\n"));
     form->addRow("Policy", m_policy);
 
     m_windowSlider = new QSlider(Qt::Horizontal);
@@ -313,11 +318,13 @@ void ParameterPanel::showMatchingPreset() {
 }
 
 void ParameterPanel::updateEnabled() {
-    const bool scored = m_state.sel.policy == snapkv::Policy::SnapKV || m_state.sel.policy == snapkv::Policy::Pyramid ||
-                        m_state.sel.policy == snapkv::Policy::AdaKV;
-    m_kernel->setEnabled(scored && m_state.sel.pooling != snapkv::Pooling::None);
-    m_pooling->setEnabled(scored);
-    m_tieBreak->setEnabled(scored || m_state.sel.policy == snapkv::Policy::H2O);
+    // Controls the policy does not read are disabled (core's policy table says which).
+    const snapkv::PolicyInfo& info = snapkv::policy_info(m_state.sel.policy);
+    m_kernel->setEnabled(info.pools() && m_state.sel.pooling != snapkv::Pooling::None);
+    m_pooling->setEnabled(info.pools());
+    m_tieBreak->setEnabled(info.uses_ties());
+    m_window->setEnabled(info.reads_param(snapkv::kReadsWindow));
+    m_windowSlider->setEnabled(info.reads_param(snapkv::kReadsWindow));
     m_form->setRowVisible(m_budgetRow, !m_state.useRatio);
     m_form->setRowVisible(m_ratioRow, m_state.useRatio);
     m_summary->setText(m_state.summary());

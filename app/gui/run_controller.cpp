@@ -156,7 +156,8 @@ void RunController::requestAttention() {
     job.id = m_nextId++;
     job.layer = m_state->layer();
     job.head = m_state->head();
-    job.window = sel->window;
+    // A policy without a window of its own (Knorm, KeyDiff, ...) shows the user's window's attention.
+    job.window = sel->window > 0 ? sel->window : m_state->params().sel.window;
     job.queryAgnostic = m_state->params().queryAgnostic;
     job.gqa = sel->params.gqa;
     m_attentionInFlight = job.id;

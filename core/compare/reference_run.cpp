@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/common/errors.h"
+#include "core/common/units.h"
 #include "core/model/sampler.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -11,10 +12,6 @@ namespace snapkv {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // The step loop both runs share: sample, record, stop at end-of-generation / length / context,
 // otherwise feed the token back. on_step(step, logits [V], token) sees every sampled token;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/common/errors.h"
+#include "core/snapkv/params_json.h"
 
 namespace snapkv::eval {
 namespace {
@@ -37,9 +38,23 @@ void require_non_empty(const std::vector<T>& v, const char* option) {
     if (v.empty()) throw InputError(std::string(option) + ": the list is empty");
 }
 
-}  // namespace
+// The grid's option for a parameter check_params names.
+std::string grid_option(const std::string& field) {
+    if (field == "budget" || field == "ratio") return "--budgets";
+    if (field == "n_sink") return "--sink";
+    return "--" + field;
+}
 
-bool policy_uses_pooling(Policy p) { return p == Policy::SnapKV || p == Policy::Pyramid || p == Policy::AdaKV; }
+// "--budgets: budget 32 must be larger than the window 32 (...)", "--kernel: 4 must be odd ...".
+void check_config(const EvalConfig& c) {
+    if (const auto bad = check_params(c.params)) {
+        const std::string option = grid_option(bad->field);
+        const bool list_of_many = option == "--budgets" || option == "--sink";
+        throw InputError(option + ": " + (list_of_many ? bad->field + " " : std::string()) + bad->sentence());
+    }
+}
+
+}  // namespace
 
 std::vector<int64_t> parse_int_list(const std::string& s, const std::string& option) {
     std::vector<int64_t> out;
@@ -75,20 +90,10 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     require_non_empty(a.windows, "--window");
     require_non_empty(a.kernels, "--kernel");
     require_non_empty(a.poolings, "--pooling");
-    for (int64_t w : a.windows)
-        if (w < 1) throw InputError("--window: " + std::to_string(w) + " is not allowed; a window is at least 1 token");
-    for (int64_t k : a.kernels)
-        if (k < 1 || k % 2 == 0)
-            throw InputError("--kernel: " + std::to_string(k) + " is not allowed; the pooling kernel must be odd and >= 1");
     for (double r : a.ratios)
         if (!(r >= 0.0 && r < 1.0))
             throw InputError("--ratios: " + fmt_number(r) +
                              " is outside [0, 1) (kvpress's compression ratio: the fraction of the cache removed)");
-    for (int64_t b : a.budgets)
-        for (int64_t w : a.windows)
-            if (b <= w)
-                throw InputError("--budgets: budget " + std::to_string(b) + " must be larger than the window " +
-                                 std::to_string(w) + " (the budget counts the window)");
     std::vector<Policy> policies;
     for (const auto& p : a.policies) policies.push_back(parse_policy(p));
     std::vector<GqaMode> gqa;
@@ -110,7 +115,7 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     // A size is a budget (ratio < 0) or a ratio.
     std::vector<std::pair<int64_t, double>> sizes;
     for (int64_t b : a.budgets) sizes.push_back({b, -1.0});
-    for (double r : a.ratios) sizes.push_back({0, r});
+    for (double r : a.ratios) sizes.push_back({default_params().budget, r});
     for (Policy pol : policies)
         for (const auto& [budget, ratio] : sizes)
             for (GqaMode g : gqa)
@@ -122,13 +127,15 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
                             c.params.budget = budget;
                             c.params.ratio = ratio;
                             c.params.gqa = g;
-                            c.params.window = w;
-                            c.params.kernel = policy_uses_pooling(pol) ? k : a.kernels.front();
-                            c.params.pooling = policy_uses_pooling(pol) ? pool : poolings.front();
+                            c.params.window = policy_info(pol).reads_param(kReadsWindow) ? w : a.windows.front();
+                            const bool pools = policy_info(pol).pools();
+                            c.params.kernel = pools ? k : a.kernels.front();
+                            c.params.pooling = pools ? pool : poolings.front();
                             c.params.n_sink = a.n_sink;
                             c.params.seed = a.seed;
                             c.params.tie_break = tie;
                             c.query_agnostic = a.query_agnostic;
+                            check_config(c);
                             if (seen.insert(config_json(c).dump()).second) out.push_back(c);
                         }
     return out;
@@ -139,60 +146,64 @@ nlohmann::json config_json(const EvalConfig& c) {
     if (c.full)
         return {{"policy", "full"}, {"budget", nullptr}, {"window", nullptr}, {"kernel", nullptr},
                 {"pooling", nullptr}, {"gqa", nullptr}, {"tie_break", nullptr}, {"query_agnostic", nullptr}};
+    // The parameters' one JSON form, cut to the grid's axes: null for what the policy does not
+    // read (so rows of different policies line up), its own parameters only where it reads them.
+    // A ratio configuration has a null budget and its "ratio".
     const SelectionParams& p = c.params;
-    const bool pools = policy_uses_pooling(p.policy);
-    json j = {{"policy", policy_name(p.policy)}, {"budget", p.ratio >= 0 ? json(nullptr) : json(p.budget)},
-              {"window", p.window},
-              {"kernel", pools ? json(p.kernel) : json(nullptr)},
-              {"pooling", pools ? json(pooling_name(p.pooling)) : json(nullptr)},
-              {"gqa", gqa_mode_name(p.gqa)},
-              {"tie_break", pools || p.policy == Policy::H2O ? json(tie_break_name(p.tie_break)) : json(nullptr)},
-              {"query_agnostic", c.query_agnostic}};
+    const PolicyInfo& info = policy_info(p.policy);
+    json all = params_to_json(p, c.query_agnostic);
+    json j = {{"policy", all["policy"]}, {"budget", p.ratio >= 0 ? json(nullptr) : all["budget"]},
+              {"window", info.reads_param(kReadsWindow) ? all["window"] : json(nullptr)},
+              {"kernel", info.pools() ? all["kernel"] : json(nullptr)},
+              {"pooling", info.pools() ? all["pooling"] : json(nullptr)},
+              {"gqa", all["gqa"]},
+              {"tie_break", info.uses_ties() ? all["tie_break"] : json(nullptr)},
+              {"query_agnostic", all["query_agnostic"]}};
     if (p.ratio >= 0) j["ratio"] = p.ratio;
-    if (p.policy == Policy::Streaming) j["sink"] = p.n_sink;
-    if (p.policy == Policy::Random) j["seed"] = p.seed;
+    if (info.reads_param(kReadsSink)) j["sink"] = all["sink"];
+    if (info.reads_param(kReadsSeed)) j["seed"] = all["seed"];
     return j;
 }
 
 EvalConfig config_from_json(const nlohmann::json& j) {
     EvalConfig c;
-    try {
-        const std::string policy = j.at("policy").get<std::string>();
-        if (policy == "full") {
-            c.full = true;
-            return c;
-        }
-        SelectionParams& p = c.params;
-        p.policy = parse_policy(policy);
-        if (j.contains("ratio") && !j["ratio"].is_null()) p.ratio = j["ratio"].get<double>();
-        else p.budget = j.at("budget").get<int64_t>();
-        p.window = j.at("window").get<int64_t>();
-        if (j.contains("kernel") && !j["kernel"].is_null()) p.kernel = j["kernel"].get<int64_t>();
-        if (j.contains("pooling") && !j["pooling"].is_null()) p.pooling = parse_pooling(j["pooling"].get<std::string>());
-        p.gqa = parse_gqa_mode(j.at("gqa").get<std::string>());
-        if (j.contains("tie_break") && !j["tie_break"].is_null())
-            p.tie_break = parse_tie_break(j["tie_break"].get<std::string>());
-        if (j.contains("sink")) p.n_sink = j["sink"].get<int64_t>();
-        if (j.contains("seed")) p.seed = j["seed"].get<uint64_t>();
-        c.query_agnostic = j.value("query_agnostic", false);
-    } catch (const nlohmann::json::exception& e) {
-        throw InputError("configuration " + j.dump() + " is incomplete: " + e.what());
+    if (!j.is_object() || !j.contains("policy"))
+        throw InputError("configuration " + j.dump() + " is incomplete: it names no policy");
+    if (j["policy"] == "full") {
+        c.full = true;
+        return c;
     }
+    const bool has_ratio = j.contains("ratio") && !j["ratio"].is_null();
+    for (const char* key : {"budget", "window", "gqa"}) {
+        const std::string k = key;
+        if (k == "budget" && has_ratio) continue;   // a ratio configuration's budget is null
+        if (!j.contains(key) || (j[key].is_null() && k != "window"))
+            throw InputError("configuration " + j.dump() + " is incomplete: '" + key + "' is missing");
+    }
+    // Null marks a parameter the policy does not read: the default stands.
+    nlohmann::json given = nlohmann::json::object();
+    for (const auto& [key, value] : j.items())
+        if (!value.is_null()) given[key] = value;
+    const ParamsFromJson r = params_from_json(given, "configuration");
+    c.params = r.params;
+    c.query_agnostic = r.query_agnostic;
     return c;
 }
 
 std::string config_label(const EvalConfig& c) {
     if (c.full) return "full";
+    // Labels name what is not the default.
     const SelectionParams& p = c.params;
+    const SelectionParams d = default_params();
+    const PolicyInfo& info = policy_info(p.policy);
     std::string s = policy_name(p.policy) + (p.ratio >= 0 ? " r" + fmt_number(p.ratio) : " C" + std::to_string(p.budget));
-    if (p.window != 32) s += " W" + std::to_string(p.window);
-    if (policy_uses_pooling(p.policy)) {
-        if (p.kernel != 7) s += " K" + std::to_string(p.kernel);
-        if (p.pooling != Pooling::Max) s += " " + pooling_name(p.pooling);
+    if (p.window != d.window && info.reads_param(kReadsWindow)) s += " W" + std::to_string(p.window);
+    if (info.pools()) {
+        if (p.kernel != d.kernel) s += " K" + std::to_string(p.kernel);
+        if (p.pooling != d.pooling) s += " " + pooling_name(p.pooling);
     }
-    if (p.gqa != GqaMode::KvHead) s += " " + gqa_mode_name(p.gqa);   // labels name what is not the default
-    if (p.tie_break == TieBreak::Earlier && (policy_uses_pooling(p.policy) || p.policy == Policy::H2O))
-        s += " ties-earlier";
+    if (p.gqa != d.gqa) s += " " + gqa_mode_name(p.gqa);
+    if (p.tie_break != d.tie_break && info.uses_ties()) s += " " + std::string("ties-") + tie_break_name(p.tie_break);
     if (c.query_agnostic) s += " q-agnostic";
     return s;
 }

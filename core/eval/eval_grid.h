@@ -21,30 +21,35 @@ struct EvalConfig {
     bool query_agnostic = false;
 };
 
-// What the user asked for; every list must be non-empty.
+// What the user asked for; every list must be non-empty. Each axis defaults to the one value of
+// default_params() (the CLI's and the app's defaults).
 struct GridAxes {
-    std::vector<std::string> policies{"snapkv"};
-    std::vector<int64_t> budgets{1024};
+    std::vector<std::string> policies{policy_name(default_params().policy)};
+    std::vector<int64_t> budgets{default_params().budget};
     // kvpress's compression ratios (the fraction of the cache removed, 0 <= r < 1): each keeps
     // int(L x (1 - r)) tokens of the L being compressed, so the budget follows each prompt. May be
     // the only size axis (budgets empty).
     std::vector<double> ratios;
-    std::vector<std::string> gqa{"kv-head"};   // the app's default: the cache shrinks
-    std::vector<int64_t> windows{32};
-    std::vector<int64_t> kernels{7};
-    std::vector<std::string> poolings{"max"};
+    std::vector<std::string> gqa{gqa_mode_name(default_params().gqa)};
+    std::vector<int64_t> windows{default_params().window};
+    std::vector<int64_t> kernels{default_params().kernel};
+    std::vector<std::string> poolings{pooling_name(default_params().pooling)};
     bool query_agnostic = false;
-    int64_t n_sink = 4;
-    uint64_t seed = 42;
-    std::string tie_break = "later";   // one for the whole grid: earlier | later
+    int64_t n_sink = default_params().n_sink;
+    uint64_t seed = default_params().seed;
+    std::string tie_break = tie_break_name(default_params().tie_break);   // one for the whole grid
 };
 
-// Full first, then the cross product in the order above (policy outermost; budgets, then ratios).
-// Options a policy does not use (kernel and pooling for streaming, h2o and random) collapse, so no
-// duplicate rows. Throws InputError naming the option for an unknown policy/pooling/GQA mode, a
-// budget not larger than a window, a ratio outside [0, 1), a window < 1 or an even kernel.
+// Full first, then the cross product in the order above (policy outermost). Options a policy does
+// not read (policy_table.h: kernel and pooling for streaming, h2o and random) collapse, so no
+    // kvpress's compression ratios (the fraction of the cache removed, 0 <= r < 1): each keeps
+    // int(L x (1 - r)) tokens of the L being compressed, so the budget follows each prompt. May be
+    // the only size axis (budgets empty).
+    std::vector<double> ratios;
+// duplicate rows. Throws InputError naming the option for an unknown policy/pooling/GQA mode and
+// for the first configuration check_params refuses (a budget not larger than a window, a window
+// < 1, an even kernel for a policy that pools, ...).
 std::vector<EvalConfig> expand_configs(const GridAxes& axes);
-bool policy_uses_pooling(Policy p);
 
 // Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations),
 // ratio (ratio configurations only), window, kernel, pooling, gqa, tie_break, query_agnostic (nulls

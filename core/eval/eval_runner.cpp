@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/common/units.h"
 #include "core/eval/text_score.h"
 
 namespace snapkv::eval {
@@ -13,10 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 json span_json(TokenSpan s) { return s.empty() ? json(nullptr) : json::array({s.first, s.last}); }
 
@@ -141,7 +138,7 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
     for (const auto& c : m_options.configs) {
         if (c.full) continue;
         ps.max_window = std::max(ps.max_window, c.params.window);
-        ps.h2o = ps.h2o || c.params.policy == Policy::H2O;
+        ps.h2o = ps.h2o || policy_info(c.params.policy).needs_h2o;
     }
     CompareSettings cs;
     cs.generation = m_options.generation;

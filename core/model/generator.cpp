@@ -6,16 +6,10 @@
 #include <cmath>
 
 #include "core/common/errors.h"
+#include "core/common/units.h"
 #include "core/tokenizer/tokenizer.h"
 
 namespace snapkv {
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 GenerateResult generate(const LlamaModel& model, const Tokenizer& tok, const std::vector<int32_t>& prompt,
                         KvCache& cache, const GenerateOptions& opts) {

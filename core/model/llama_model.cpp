@@ -4,6 +4,7 @@
 // The attention itself is in model_attention.cpp, norms / RoPE / dense in model_ops.cpp.
 #include "core/model/llama_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -79,6 +80,25 @@ void mlp_chunked(const ModelConfig& c, const WeightMatrix& w_gate, const WeightM
         x.narrow(0, t0, n).add_(ff);
         clk.lap(S::Residual);
     }
+}
+
+// q [T, H, D] pre-RoPE queries at positions pos0 .. pos0 + T - 1 -> their QueryStats. The centred
+// outer products are one float32 batched product, as kvpress's einsum computes them.
+QueryStats query_stats(const at::Tensor& q, int64_t pos0) {
+    QueryStats out;
+    const int64_t T = q.size(0);
+    const int64_t f = std::clamp<int64_t>(kQueryHeadPositions - pos0, 0, T);
+    at::Tensor qf = q.to(at::kFloat).transpose(0, 1);                                  // [H, T, D]
+    if (f > 0) out.head = qf.narrow(1, 0, f).to(at::kCPU).contiguous();                // [H, f, D]
+    out.count = T - f;
+    if (out.count > 0) {
+        at::Tensor rest = qf.narrow(1, f, out.count);                                  // [H, n, D]
+        at::Tensor mean = rest.mean(1, /*keepdim=*/true);                              // [H, 1, D]
+        at::Tensor centred = rest - mean;                                               // [H, n, D]
+        out.m2 = at::bmm(centred.transpose(1, 2), centred).to(at::kCPU, at::kDouble);  // [H, D, D]
+        out.mean = mean.squeeze(1).to(at::kCPU, at::kDouble);                          // [H, D]
+    }
+    return out;
 }
 
 }  // namespace
@@ -256,6 +276,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     if (opts.capture) {
         opts.capture->window_queries.assign(static_cast<size_t>(c.n_layer), at::Tensor());
         opts.capture->h2o_scores.assign(static_cast<size_t>(c.n_layer), at::Tensor());
+        opts.capture->queries.assign(static_cast<size_t>(opts.capture->query_stats ? c.n_layer : 0), QueryStats{});
     }
     if (opts.probe) {
         opts.probe->probs.assign(static_cast<size_t>(c.n_layer), at::Tensor());
@@ -299,6 +320,8 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
             k = rms_norm(k, L.k_norm, c.rms_eps);
             clk.lap(S::Norms);
         }
+        if (opts.capture && opts.capture->query_stats)
+            opts.capture->queries[static_cast<size_t>(l)] = query_stats(q, pos0);
         q = rope_heads(q, L.rope);                                                     // [H, T, D]
         k = rope_heads(k, L.rope);                                                     // [Hkv, T, D]
         clk.lap(S::Rope);

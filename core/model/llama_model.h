@@ -42,12 +42,26 @@ struct ModelOptions {
     bool native_weights = true;
 };
 
+// The pre-RoPE queries of one forward call, as ExpectedAttention (kvpress) reads them: those at
+// absolute positions below kQueryHeadPositions as they are (so that any n_sink up to it can be left
+// out later), the others as a count, a mean and a centred sum of outer products (calls combine
+// with Chan's formula).
+inline constexpr int64_t kQueryHeadPositions = 16;
+struct QueryStats {
+    at::Tensor head;        // [H, f, D] float32 (CPU): the call's queries at positions < kQueryHeadPositions
+    int64_t count = 0;      // n: the call's queries at positions >= kQueryHeadPositions
+    at::Tensor mean;        // [H, D] float64 (CPU) of those n; undefined when n == 0
+    at::Tensor m2;          // [H, D, D] float64 (CPU): sum over them of (q - mean)(q - mean)^T
+};
+
 // What prefill keeps for SnapKV-style selection, per layer (no extra pass).
 struct PrefillCapture {
     int64_t max_window = 0;               // capture the post-RoPE queries of the last max_window tokens
     bool h2o = false;                     // accumulate attention received per key over all queries
+    bool query_stats = false;             // record QueryStats of the pre-RoPE queries
     std::vector<at::Tensor> window_queries;  // per layer [H, W, D] (float32)
     std::vector<at::Tensor> h2o_scores;      // per layer [H, S] (float32), S = cache size after the call
+    std::vector<QueryStats> queries;         // per layer, with query_stats
 };
 
 // Attention of the last token of a call over the cache, per layer (for hit rates); column s is

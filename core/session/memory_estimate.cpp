@@ -63,16 +63,6 @@ int64_t parse_size(const std::string& s) {
 
 }  // namespace
 
-std::string format_bytes(int64_t b) {
-    char buf[32];
-    if (b >= (int64_t(1) << 40)) std::snprintf(buf, sizeof buf, "%.1f TiB", double(b) / double(int64_t(1) << 40));
-    else if (b >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
-    else if (b >= (int64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(int64_t(1) << 20));
-    else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
-    else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-    return buf;
-}
-
 std::string MemoryEstimate::breakdown() const {
     std::string s = "KV cache " + format_bytes(kv_cache);
     if (capture > 0) s += ", capture " + format_bytes(capture);
@@ -112,6 +102,11 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         // (the whole prompt's and the context's), float32 key copies only for 16-bit caches.
         int64_t cap = prod({parts, n_layer, H, W, D, 4});
         if (run.h2o) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
+        // Query statistics: [H, D, D] + [H, D] float64, [H, 16, D], the [D, D] RoPE mean and value
+        // norms [Hkv, L] per layer and part.
+        if (run.query_stats)
+            cap = sat_add(cap, prod({parts, n_layer, sat_add(sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4})),
+                                                             sat_add(prod({D, D, 4}), prod({Hkv, T, 4})))}));
         if (elem_bytes != 4) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, D, 4}));
         m.capture = cap;
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per

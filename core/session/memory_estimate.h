@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/common/units.h"   // format_bytes, used with the estimates
 #include "core/io/model_config.h"
 
 namespace snapkv {
@@ -34,6 +35,7 @@ struct RunShape {
     int64_t logit_rows = 1;        // rows of logits one forward call returns (perplexity: a half chunk)
     int64_t max_window = 0;        // > 0: prefill with capture of this many window queries
     bool h2o = false;              // capture H2O scores
+    bool query_stats = false;      // capture query statistics and value norms (ExpectedAttention)
     bool two_parts = false;        // capture also the context alone (query-agnostic selection)
 };
 
@@ -49,9 +51,6 @@ struct AvailableMemory {
 // Free memory for a device string ("cpu", "cuda", "cuda:N"). SNAPKV_MEMORY_LIMIT (bytes, or with a
 // K/M/G/T suffix, powers of 1024) caps it, for machines shared with other work.
 AvailableMemory available_memory(const std::string& device);
-
-// "12.0 GiB", "377.0 MiB", "16.0 KiB", "100 B".
-std::string format_bytes(int64_t bytes);
 
 // Throws InputError unless estimate.extra() fits in the available memory: "<what> needs about X
 // beyond the weights (<breakdown>) but only Y is available (<source>)<hint>".

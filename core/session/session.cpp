@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/common/units.h"
 #include "core/model/generator.h"
 #include "core/session/session_impl.h"
 
@@ -35,10 +36,6 @@ bool parse_weights(const std::string& s) {
     if (s == "native") return true;
     if (s == "f32" || s == "float32") return false;
     throw InputError("weights '" + s + "' is not known (native, f32)");
-}
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ using TokenFn = std::function<bool(int32_t, const std::string&)>;
 struct PrefillSettings {
     int64_t max_window = 128;        // queries captured per layer: windows up to this retune freely
     bool h2o = true;                 // accumulate H2O scores (attention received over all queries)
+    bool query_stats = true;         // pre-RoPE query statistics, RoPE and value norms (expected_attention)
     int64_t new_tokens = 0;          // tokens to generate after this prefill (compare): the prompt
                                      // plus these must fit the context, checked before prefill
 };

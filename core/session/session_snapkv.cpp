@@ -10,18 +10,16 @@
 #include <cstdio>
 #include <numeric>
 
+#include "core/common/units.h"
 #include "core/compare/lockstep.h"
 #include "core/model/generator.h"
+#include "core/model/model_ops.h"
 #include "core/session/session_impl.h"
 #include "core/snapkv/retune_bench.h"
 #include "core/snapkv/selector.h"
 
 namespace snapkv {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Keys of the first n slots of a fresh cache: [Hkv, n, D], a view into the cache's buffer when it
 // is float32 (no copy: the prefill state keeps that cache unchanged for as long as the scorers
@@ -44,10 +42,60 @@ int64_t capture_bytes(const PrefillState& st, const std::vector<LayerScorer>& sc
         for (size_t l = 0; l < captures->size(); ++l) {
             const LayerCapture& c = (*captures)[l];
             const auto li = static_cast<int64_t>(l);
-            bytes += own(c.window_queries, li) + own(c.h2o, li) + own(c.keys, li);
+            bytes += own(c.window_queries, li) + own(c.h2o, li) + own(c.keys, li) + own(c.query_head, li) +
+                     own(c.query_mean, li) + own(c.query_m2, li) + own(c.future_rope, li) + own(c.value_norms, li);
         }
     for (const LayerScorer& sc : scorers) bytes += sc.cache_bytes();
     return bytes;
+}
+
+// Appends one forward call's query statistics (positions after those already in c) to c: the
+// queries of the first positions are concatenated, the rest combined with Chan et al.'s formula
+// for the centred sums, in double.
+void add_query_stats(LayerCapture& c, const QueryStats& s) {
+    if (s.head.defined()) c.query_head = c.query_head.defined() ? at::cat({c.query_head, s.head}, 1) : s.head;
+    if (s.count == 0) return;
+    if (c.query_count == 0) {
+        c.query_count = s.count;
+        c.query_mean = s.mean.clone();                                                  // [H, D]
+        c.query_m2 = s.m2.clone();                                                      // [H, D, D]
+        return;
+    }
+    const double na = double(c.query_count), nb = double(s.count), n = na + nb;
+    const at::Tensor delta = s.mean - c.query_mean;                                     // [H, D]
+    c.query_m2 = c.query_m2 + s.m2 + delta.unsqueeze(2) * delta.unsqueeze(1) * (na * nb / n);
+    c.query_mean = c.query_mean + delta * (nb / n);
+    c.query_count += s.count;
+}
+
+// [D, D]: the layer's RoPE at positions first .. first + count - 1 averaged, as the row map
+// x -> x R^T (row j: the rotation of the unit vector e_j), from the model's own RoPE (its pair
+// layout, scaling and partial rotary dims). Undefined when a position is beyond the table.
+at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64_t count) {
+    const model_ops::RopeTable table = model_ops::rope_table(c, layer);
+    const int64_t D = c.head_dim;
+    const at::Tensor eye = at::eye(D, at::TensorOptions().dtype(at::kFloat));            // [D, D]
+    at::Tensor sum = at::zeros({D, D}, at::TensorOptions().dtype(at::kDouble));
+    try {
+        for (int64_t p0 = first; p0 < first + count; p0 += 64) {
+            const int64_t n = std::min<int64_t>(64, first + count - p0);
+            at::Tensor x = eye.repeat({n, 1}).unsqueeze(0);                               // [1, n*D, D]
+            at::Tensor pos = at::arange(p0, p0 + n, at::TensorOptions().dtype(at::kLong)).repeat_interleave(D);
+            sum += model_ops::apply_rope(x, pos, table).view({n, D, D}).sum(0).to(at::kDouble);
+        }
+    } catch (const InputError&) {
+        return {};
+    }
+    return (sum / double(count)).to(at::kFloat);
+}
+
+// ExpectedAttention's inputs for a capture of the first n prompt tokens (its query statistics
+// already added): the RoPE of the next 512 positions, as kvpress averages it, and the value norms.
+void add_expected_attention_inputs(LayerCapture& cap, const ModelConfig& c, const KvCache& cache, int64_t layer,
+                                   int64_t n) {
+    cap.future_rope = future_rope(c, layer, n, 512);                                      // [D, D]
+    at::Tensor v = cache.layer(layer).values().narrow(1, 0, n).to(at::kFloat);           // [Hkv, n, D]
+    cap.value_norms = at::linalg_vector_norm(v, 2, {-1}, false, c10::nullopt).to(at::kCPU).contiguous();  // [Hkv, n]
 }
 
 }  // namespace
@@ -76,6 +124,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     shape.cache_slots = L + 256;
     shape.max_window = settings.max_window;
     shape.h2o = settings.h2o;
+    shape.query_stats = settings.query_stats;
     shape.two_parts = two_parts;
     check_fits(L, settings.new_tokens, estimate(shape), "the prompt", ": shorten the document");
 
@@ -87,6 +136,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     auto run = [&](const std::vector<int32_t>& ids, PrefillCapture& cap, int64_t layer_offset) {
         cap.max_window = settings.max_window;
         cap.h2o = settings.h2o;
+        cap.query_stats = settings.query_stats;
         ForwardOptions fo;
         fo.capture = &cap;
         fo.cancel = cancel;
@@ -130,15 +180,28 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
                 h.narrow(1, 0, Lc).add_(ctx_cap.h2o_scores[li]);
                 aware.h2o = h;
             }
+            if (settings.query_stats) {
+                add_query_stats(aware, ctx_cap.queries[li]);
+                add_query_stats(aware, q_cap.queries[li]);
+                add_expected_attention_inputs(aware, c, st.cache, l, L);
+            }
             LayerCapture agn;
             scoring(agn, l);
             agn.keys = cache_keys(st.cache, l, Lc);                                       // [Hkv, Lc, D]
             agn.window_queries = ctx_cap.window_queries[li];
             if (settings.h2o) agn.h2o = ctx_cap.h2o_scores[li];
+            if (settings.query_stats) {
+                add_query_stats(agn, ctx_cap.queries[li]);
+                add_expected_attention_inputs(agn, c, st.cache, l, Lc);
+            }
             st.agnostic.push_back(std::move(agn));
         } else {
             aware.window_queries = ctx_cap.window_queries[li];
             if (settings.h2o) aware.h2o = ctx_cap.h2o_scores[li];
+            if (settings.query_stats) {
+                add_query_stats(aware, ctx_cap.queries[li]);
+                add_expected_attention_inputs(aware, c, st.cache, l, L);
+            }
         }
         st.aware.push_back(std::move(aware));
     }
@@ -396,7 +459,7 @@ std::pair<double, double> Session::continuation_perplexity(const std::string& co
     if (cont.empty()) throw InputError("perplexity: the continuation is empty");
     PrefillSettings ps;
     ps.max_window = params.window;
-    ps.h2o = params.policy == Policy::H2O;
+    ps.h2o = policy_info(params.policy).needs_h2o;
     ps.new_tokens = static_cast<int64_t>(cont.size());   // the continuation is fed after the context
     PrefillState st = with_oom_report("running prefill", [&] { return m->run_prefill(pt, ps, progress, cancel); });
     std::vector<LayerScorer> scorers = build_scorers(st.aware);

@@ -28,6 +28,17 @@ struct LayerCapture {
     double scale = 0.0;          // 0 or 1/sqrt(D): divide by sqrt(D), as snapkv_utils.py does
     double softcap = 0.0;        // gemma2's attn_logit_softcapping; 0: none
     int64_t sliding_window = 0;  // 0: the layer sees the whole prefix
+
+    // ExpectedAttention's inputs (kvpress expected_attention_press.py); undefined unless prefill
+    // recorded them. Pre-RoPE queries: those of the first F = min(16, L) positions as they are,
+    // the rest as count, mean and centred sum of outer products (so n_sink <= 16 can be left out).
+    at::Tensor query_head;       // [H, F, D] float32
+    int64_t query_count = 0;     // queries at positions F .. L - 1
+    at::Tensor query_mean;       // [H, D] float64 of those
+    at::Tensor query_m2;         // [H, D, D] float64: their sum of (q - mean)(q - mean)^T
+    at::Tensor future_rope;      // [D, D] float32: RoPE of positions L .. L + 511 averaged, as the
+                                 // row map x -> x R^T (kvpress averages R over 512 future positions)
+    at::Tensor value_norms;      // [Hkv, L] float32: L2 norm of each value vector
 };
 
 // Votes exactly as FasterDecoding/SnapKV snapkv_utils.py (SnapKVCluster.update_kv): scores

@@ -76,15 +76,13 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
         {"window 47", set_window(47)},     // 15 rows above a checkpoint (stride 32)
         {"window 127", set_window(127)},   // 31 rows above one: the most recomputed
         {"window " + std::to_string(base.window) + " (base)", set_window(base.window)},
-        {"policy streaming", set_policy(Policy::Streaming)},
-        {"policy h2o", set_policy(Policy::H2O)},
-        {"policy random", set_policy(Policy::Random)},
-        {"policy pyramid", set_policy(Policy::Pyramid)},
-        {"policy adakv", set_policy(Policy::AdaKV)},
-        {"policy snapkv", set_policy(Policy::SnapKV)},
-        {"gqa kv-head", [](SelectionParams& q) { q.gqa = GqaMode::KvHead; }},
-        {"gqa query-head", [](SelectionParams& q) { q.gqa = GqaMode::QueryHead; }},
     };
+    // Every other policy of the table, then back to the base's.
+    for (Policy p : all_policies())
+        if (p != base.policy) steps.push_back({"policy " + policy_name(p), set_policy(p)});
+    steps.push_back({"policy " + policy_name(base.policy), set_policy(base.policy)});
+    steps.push_back({"gqa kv-head", [](SelectionParams& q) { q.gqa = GqaMode::KvHead; }});
+    steps.push_back({"gqa query-head", [](SelectionParams& q) { q.gqa = GqaMode::QueryHead; }});
 
     SelectionParams params = base;
     for (const Step& step : steps) {
@@ -95,7 +93,7 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
             const double first = median_ms(1, [&] { sel = select(layers, next, true); });
             const double ms = median_ms(repeats, [&] { sel = select(layers, next, true); });
             std::string positions = "-";
-            if (next.policy != Policy::AdaKV) {
+            if (!policy_info(next.policy).ragged) {
                 char buf[32];
                 std::snprintf(buf, sizeof buf, "%.1f",
                               median_ms(repeats, [&] { select_positions(layers, next); }));

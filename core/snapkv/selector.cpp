@@ -1,6 +1,6 @@
 // Selection over LayerScorers: validates the parameters once, then per layer takes the cached
-// votes for the window, pools and groups them on the CPU (a few hundred KB per layer), runs the
-// policy's position choice (policies.h) and measures the kept attention mass. Holds no state, so
+// votes for the window as CPU rows (a few hundred KB per layer), lets the policy's rule
+// (policy_rule.h) score and choose positions, and measures the kept attention mass. Holds no state, so
 // a retune is one call; it never recomputes attention. CUDA path: for SnapKV and PyramidKV on CUDA
 // votes, pooling + top-k run in kernels/pool_topk (gpu_ops.h) before the CPU loops, which then
 // take those positions (and pooled rows); AdaKV's shared top-k stays on the CPU.
@@ -21,19 +21,10 @@
 
 #include "core/common/errors.h"
 #include "core/snapkv/gpu_ops.h"
+#include "core/snapkv/policy_rule.h"
 
 namespace snapkv {
 namespace {
-
-std::string fmt_double(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
-
-bool policy_pools(Policy p) {
-    return p == Policy::SnapKV || p == Policy::Pyramid || p == Policy::AdaKV;
-}
 
 void check_kernel(int64_t kernel, int64_t n_prefix) {
     if (kernel < 1 || kernel % 2 == 0 || kernel > n_prefix)
@@ -49,8 +40,12 @@ at::Tensor cpu_float(const at::Tensor& x) {
 // Everything select() decided before looking at a layer.
 struct Plan {
     SelectionParams params;
+    const PolicyInfo* info = nullptr;
+    const PolicyRule* rule = nullptr;
     int64_t n_tokens = 0;                   // L
-    int64_t window = 0;                     // W
+    int64_t window = 0;                     // W: the policy's (params.window, or its fixed one)
+    int64_t vote_window = 0;                // Wv: W, or for a policy without a window the user's
+                                            // window (its votes only measure the kept mass)
     int64_t budget = 0;                     // C
     int64_t n_prefix = 0;                   // P
     int64_t n_head = 0;                     // H
@@ -71,9 +66,11 @@ struct Plan {
 // A layer's inputs as CPU float rows, gathered with ATen before the parallel region: row h of the
 // votes at votes + h * votes_stride (P floats), likewise h2o.
 struct LayerInput {
-    at::Tensor votes_owner;      // [H, P] the scorer's votes (CPU), or a CPU copy of them
+    at::Tensor votes_owner;      // [H, Pv] the scorer's votes (CPU), or a CPU copy of them
     const float* votes = nullptr;
     int64_t votes_stride = 0;
+    at::Tensor scores_owner;     // [Hs, P] CPU float: the rule's score_tensor, when it has one
+    const float* scores = nullptr;
     at::Tensor h2o_owner;        // [H, L] CPU float
     const float* h2o = nullptr;
     int64_t h2o_stride = 0;
@@ -103,30 +100,31 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
                              std::to_string(first.n_head_kv()) + "; all layers must match");
         max_window = std::min(max_window, s.max_window());
     }
-    if (p.policy == Policy::H2O)
+    const PolicyInfo& info = policy_info(p.policy);
+    if (info.needs_h2o)
         for (size_t l = 0; l < layers.size(); ++l)
             if (!layers[l].has_h2o())
-                throw InputError("policy: h2o needs the accumulated attention (LayerCapture.h2o), "
-                                 "which layer " + std::to_string(l) + " did not record; allowed: "
-                                 "another policy, or a prefill that records h2o");
+                throw InputError("policy: " + std::string(info.name) + " needs the accumulated attention "
+                                 "(LayerCapture.h2o), which layer " + std::to_string(l) + " did not record; "
+                                 "allowed: another policy, or a prefill that records h2o");
     const int64_t n_tokens = first.n_tokens();
     validate_params(p, n_tokens, max_window);
 
     Plan plan;
     plan.params = p;
+    plan.info = &info;
+    plan.rule = &info.rule();
     plan.n_tokens = n_tokens;
-    plan.window = p.window;
+    plan.window = info.window_of(p.window);
+    plan.vote_window = plan.window > 0 ? plan.window
+                                       : std::clamp<int64_t>(p.window, 1, std::min(max_window, n_tokens - 1));
     plan.budget = effective_budget(p, n_tokens);
-    plan.n_prefix = n_tokens - p.window;
+    plan.n_prefix = n_tokens - plan.window;
     plan.n_head = first.n_head();
     plan.n_head_kv = first.n_head_kv();
     plan.n_sel = p.gqa == GqaMode::KvHead ? plan.n_head_kv : plan.n_head;
     const auto n_layer = static_cast<int64_t>(layers.size());
-    if (p.policy == Policy::Pyramid)
-        plan.layer_budget =
-            pyramid_layer_budgets(plan.budget, plan.window, n_tokens, n_layer, p.pyramid_beta);
-    else
-        plan.layer_budget.assign(layers.size(), plan.budget);
+    plan.layer_budget = plan.rule->layer_budgets(p, plan.budget, n_tokens, n_layer);
     // FasterDecoding/SnapKV returns early when `q_len < self.max_capacity_prompt`; at q_len == C
     // it "compresses" by keeping all L - W prefix tokens, and in query-head mode that copies each
     // KV head to every query head of its group: a cache G times the full one with nothing evicted.
@@ -152,9 +150,8 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
 LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bool with_scores,
                         bool for_select) {
     LayerInput in;
-    const int64_t P = plan.n_prefix;
     {
-        at::Tensor votes = s.votes(plan.window);                               // [H, P] on the device
+        at::Tensor votes = s.votes(plan.vote_window);                          // [H, Pv] on the device
         bool cpu_votes = true;
 #ifdef SNAPKV_HAVE_CUDA
         // CUDA path: pooling (per query head, then the KV-group mean) and top-k in one kernel,
@@ -162,7 +159,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         const SelectionParams& p = plan.params;
         const bool compressed = plan.layer_compressed[layer];
         if (votes.is_cuda() && gpu_kernels_available() && plan.reach[layer] == 0 &&
-            (p.policy == Policy::SnapKV || p.policy == Policy::Pyramid) && (compressed || with_scores)) {
+            plan.rule->pooled_votes_top_k() && (compressed || with_scores)) {
             auto pooled_pos = gpu_pool_topk(votes, plan.n_head / plan.n_sel, p.kernel, p.pooling,
                                             compressed ? plan.kept_count(layer) : 0, p.tie_break);
             if (with_scores) {
@@ -184,10 +181,20 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         if (cpu_votes) {
             in.votes_owner = cpu_float(votes);
             in.votes = in.votes_owner.data_ptr<float>();                       // [H, P]
-            in.votes_stride = P;
+            in.votes_stride = plan.n_tokens - plan.vote_window;
         }
     }
-    if (plan.params.policy == Policy::H2O) {
+    if (plan.info->uses_ties() && (plan.layer_compressed[layer] || with_scores)) {
+        at::Tensor t = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
+        if (t.defined()) {
+            in.scores_owner = cpu_float(t);                                    // [Hs, P]
+            TORCH_CHECK(in.scores_owner.dim() == 2 && in.scores_owner.size(0) == plan.n_sel &&
+                            in.scores_owner.size(1) == plan.n_prefix,
+                        "policy ", plan.info->name, ": score_tensor must be [Hs, P]");
+            in.scores = in.scores_owner.data_ptr<float>();
+        }
+    }
+    if (plan.info->needs_h2o) {
         in.h2o_owner = cpu_float(s.capture().h2o);                            // [H, L]
         in.h2o = in.h2o_owner.data_ptr<float>();
         in.h2o_stride = s.n_tokens();
@@ -195,39 +202,19 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
     return in;
 }
 
-// rows [H] of P floats (row h at src + h * stride) -> dst [Hs, P]: a copy in QueryHead mode, the
-// mean over each KV group in KvHead mode (kvpress snapkv_press.py: view(Hkv, G, P).mean(2)).
-// Query head h = kv * G + g.
-void group_rows(const float* src, int64_t stride, const Plan& plan, float* dst) {
-    const int64_t P = plan.n_prefix;
-    const int64_t G = plan.n_head / plan.n_sel;
-    for (int64_t hs = 0; hs < plan.n_sel; ++hs) {
-        float* out = dst + hs * P;
-        const float* first = src + hs * G * stride;
-        std::copy(first, first + P, out);
-        if (G == 1) continue;
-        for (int64_t g = 1; g < G; ++g) {
-            const float* row = first + g * stride;
-            for (int64_t t = 0; t < P; ++t) out[t] += row[t];
-        }
-        const float inv = 1.0f / static_cast<float>(G);
-        for (int64_t t = 0; t < P; ++t) out[t] *= inv;
-    }
-}
-
-// Share of a head's votes on the reachable prefix [reach, P) that falls on its kept positions; 1
-// when that prefix received no attention at all (nothing was lost). Summed in position order in
-// double, so keeping everything gives exactly 1.
-double kept_mass(const float* votes, int64_t reach, int64_t n_prefix, const int64_t* kept, int64_t n_kept) {
+// Share of a head's votes on the reachable voted prefix [reach, Pv) that falls on its kept
+// positions; 1 when that prefix received no attention at all (nothing was lost). Kept positions
+// at or after Pv (a policy without a window keeps some of the voting window itself) are not
+// counted. Summed in position order in double, so keeping everything gives exactly 1.
+double kept_mass(const float* votes, int64_t reach, int64_t n_votes, const int64_t* kept, int64_t n_kept) {
     double total = 0.0;
-    for (int64_t t = reach; t < n_prefix; ++t) total += votes[t];
+    for (int64_t t = reach; t < n_votes; ++t) total += votes[t];
     double on_kept = 0.0;
-    for (int64_t i = 0; i < n_kept; ++i) on_kept += votes[kept[i]];
+    for (int64_t i = 0; i < n_kept; ++i)
+        if (kept[i] < n_votes) on_kept += votes[kept[i]];
     if (!(total > 0.0)) return 1.0;
     return std::min(1.0, std::max(0.0, on_kept / total));
 }
-
-bool policy_ranks(Policy p) { return policy_pools(p) || p == Policy::H2O; }
 
 // One layer, plain loops only (runs inside at::parallel_for). Writes the kept positions to
 // kept_out ([Hs, k], when given) and/or fills *sel (when given) with kept lists, kept mass and,
@@ -235,77 +222,75 @@ bool policy_ranks(Policy p) { return policy_pools(p) || p == Policy::H2O; }
 void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_scores,
                int64_t* kept_out, LayerSelection* sel) {
     const SelectionParams& p = plan.params;
+    const PolicyRule& rule = *plan.rule;
     const int64_t P = plan.n_prefix;
     const int64_t H = plan.n_head;
     const int64_t Hs = plan.n_sel;
     const bool compressed = plan.layer_compressed[layer];
     const int64_t k = plan.kept_count(layer);
 
-    // Votes per selected head [Hs, P] (group mean in KvHead mode).
-    std::vector<float> votes(static_cast<size_t>(Hs * P));
-    group_rows(in.votes, in.votes_stride, plan, votes.data());
+    // Votes per selected head [Hs, Pv] (group mean in KvHead mode).
+    const int64_t Pv = plan.n_tokens - plan.vote_window;
+    std::vector<float> votes(static_cast<size_t>(Hs * Pv));
+    group_rows(in.votes, in.votes_stride, H, Hs, Pv, votes.data());
 
-    // What the policy ranks [Hs, P]: pooled votes (pool per query head, then group: kvpress
-    // order) or H2O's accumulated attention.
+    // What the policy ranks [Hs, P] (its rule's score(): pooled votes, H2O's accumulated
+    // attention, ...); policies that rank nothing choose by position.
     std::vector<float> scores;
-    const bool report_votes = with_scores && policy_ranks(p.policy);
+    const bool ranks = plan.info->uses_ties();
+    const bool report_votes = with_scores && ranks;
     // (CUDA path: the kernel gave the pooled rows when they are reported, and the positions of a
     // compressed layer; with positions and nothing to report, no scores are needed.)
-    if (policy_ranks(p.policy) && (compressed || report_votes) && (in.pooled || !in.kept)) {
+    if (ranks && (compressed || report_votes) && (in.pooled || !in.kept)) {
         scores.resize(static_cast<size_t>(Hs * P));
         if (in.pooled) {                                                     // CUDA path
             std::copy(in.pooled, in.pooled + Hs * P, scores.data());
-        } else if (policy_pools(p.policy)) {
-            std::vector<float> pooled(static_cast<size_t>(H * P));           // [H, P]
-            for (int64_t h = 0; h < H; ++h)
-                pool_row(in.votes + h * in.votes_stride, P, p.kernel, p.pooling, pooled.data() + h * P);
-            group_rows(pooled.data(), P, plan, scores.data());
+        } else if (in.scores) {                                              // the rule's score_tensor
+            std::copy(in.scores, in.scores + Hs * P, scores.data());
         } else {
-            group_rows(in.h2o, in.h2o_stride, plan, scores.data());           // first P of [H, L]
+            LayerRows rows;
+            rows.layer = static_cast<int64_t>(layer);
+            rows.n_head = H;
+            rows.n_head_kv = plan.n_head_kv;
+            rows.n_sel = Hs;
+            rows.n_prefix = P;
+            rows.n_tokens = plan.n_tokens;
+            rows.votes = in.votes;
+            rows.votes_stride = in.votes_stride;
+            rows.n_votes = Pv;
+            rows.h2o = in.h2o;
+            rows.h2o_stride = in.h2o_stride;
+            if (!rule.score(rows, p, scores.data())) scores.clear();
         }
     }
 
     // Policies choose among the reachable prefix [r, P) (all of it but for sliding-window
-    // layers), R positions; their results are shifted back by r.
+    // layers), R positions.
     const int64_t r = plan.reach[layer];
-    const int64_t R = P - r;
-    std::vector<std::vector<int64_t>> lists(static_cast<size_t>(Hs));
+    Choice choice;
+    choice.scores = scores.empty() ? nullptr : scores.data();
+    choice.layer = static_cast<int64_t>(layer);
+    choice.n_sel = Hs;
+    choice.n_prefix = P;
+    choice.reach = r;
+    choice.k = k;
+    std::vector<std::vector<int64_t>> lists;
     std::vector<int64_t> local;
     int64_t* kept = kept_out;
-    const bool ragged = compressed && p.policy == Policy::AdaKV;
+    const bool ragged = compressed && plan.info->ragged;
     if (ragged) {
-        std::vector<float> reachable(static_cast<size_t>(Hs * R));                // [Hs, R]
-        for (int64_t h = 0; h < Hs; ++h)
-            std::copy(scores.data() + h * P + r, scores.data() + (h + 1) * P, reachable.data() + h * R);
-        lists = adakv_positions(reachable.data(), Hs, R, k, p.adakv_alpha, p.tie_break);
-        for (auto& list : lists)
-            for (int64_t& pos : list) pos += r;
+        lists = rule.choose_lists(choice, p);
     } else {
         if (!kept) {
             local.resize(static_cast<size_t>(Hs * k));
             kept = local.data();
         }
-        for (int64_t h = 0; h < Hs; ++h) {
-            int64_t* row = kept + h * k;
-            if (!compressed) {
-                std::iota(row, row + k, r);
-                continue;
-            }
-            switch (p.policy) {
-            // StreamingLLM's sinks are the first tokens: out of a sliding window's reach.
-            case Policy::Streaming: streaming_positions(R, k, r > 0 ? 0 : p.n_sink, row); break;
-            case Policy::Random:
-                random_positions(R, k, random_stream_seed(p.seed, int64_t(layer), h), row);
-                break;
-            default:
-                if (in.kept)                                                     // CUDA path (r == 0)
-                    std::copy(in.kept + h * k, in.kept + (h + 1) * k, row);
-                else
-                    top_k_positions(scores.data() + h * P + r, R, k, p.tie_break, row);
-                break;
-            }
-            if (r > 0 && !in.kept)
-                for (int64_t i = 0; i < k; ++i) row[i] += r;
+        if (!compressed) {
+            for (int64_t h = 0; h < Hs; ++h) std::iota(kept + h * k, kept + (h + 1) * k, r);
+        } else if (in.kept) {                                                // CUDA path (r == 0)
+            std::copy(in.kept, in.kept + Hs * k, kept);
+        } else {
+            rule.choose(choice, p, kept);
         }
     }
     if (!sel) return;
@@ -316,18 +301,22 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     sel->sliding_window = plan.sliding_window[layer];
     sel->first_reachable = r;
     sel->heads.resize(static_cast<size_t>(Hs));
+    const bool own_votes = rule.score_is_votes();
     for (int64_t h = 0; h < Hs; ++h) {
         HeadSelection& hs = sel->heads[size_t(h)];
         if (ragged)
             hs.kept = std::move(lists[size_t(h)]);
         else
             hs.kept.assign(kept + h * k, kept + (h + 1) * k);
-        hs.kept_mass = kept_mass(votes.data() + h * P, r, P, hs.kept.data(), int64_t(hs.kept.size()));
-        if (report_votes) {
-            // H2O reports its own score (accumulated attention) as the votes.
-            const float* v = (p.policy == Policy::H2O ? scores.data() : votes.data()) + h * P;
-            hs.votes.assign(v, v + P);
-            if (policy_pools(p.policy)) hs.pooled.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
+        hs.kept_mass = kept_mass(votes.data() + h * Pv, r, Pv, hs.kept.data(), int64_t(hs.kept.size()));
+        if (report_votes && !scores.empty()) {
+            // A policy whose score is its own vote (H2O) reports it as the votes.
+            if (own_votes) {
+                hs.votes.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
+            } else {
+                hs.votes.assign(votes.data() + h * Pv, votes.data() + (h + 1) * Pv);   // Pv = P: the policy has a window
+            }
+            if (!own_votes) hs.pooled.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
         }
     }
 }
@@ -377,58 +366,6 @@ at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie) {
     return out;
 }
 
-int64_t effective_budget(const SelectionParams& p, int64_t n_tokens) {
-    if (p.ratio < 0.0) return p.budget;
-    if (!(p.ratio >= 0.0 && p.ratio < 1.0))   // NaN lands here too
-        throw InputError("ratio: " + fmt_double(p.ratio) +
-                         " is out of range; allowed 0 <= ratio < 1 (or negative to use budget)");
-    // kvpress: n_kept = int(q_len * (1 - compression_ratio))
-    return static_cast<int64_t>(static_cast<double>(n_tokens) * (1.0 - p.ratio));
-}
-
-void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_window) {
-    const int64_t W = p.window;
-    const std::string range = "allowed 1.." + std::to_string(std::min(max_window, n_tokens - 1));
-    if (n_tokens < 2)
-        throw InputError("prompt: " + std::to_string(n_tokens) +
-                         " tokens is too short to compress; at least 2 (a window and a prefix)");
-    if (W < 1)
-        throw InputError("window: " + std::to_string(W) + " is out of range; " + range);
-    if (W > max_window)
-        throw InputError("window: " + std::to_string(W) + " is larger than the captured window " +
-                         std::to_string(max_window) + " (prefill kept the queries of the last " +
-                         std::to_string(max_window) + " tokens); " + range);
-    if (W >= n_tokens)
-        throw InputError("window: " + std::to_string(W) +
-                         " must be smaller than the prompt length " + std::to_string(n_tokens) +
-                         "; " + range);
-    const int64_t C = effective_budget(p, n_tokens);
-    if (C <= W) {
-        if (p.ratio >= 0.0)
-            throw InputError("ratio: " + fmt_double(p.ratio) + " keeps int(" +
-                             std::to_string(n_tokens) + " * (1 - " + fmt_double(p.ratio) +
-                             ")) = " + std::to_string(C) + " tokens, not more than the window " +
-                             std::to_string(W) + "; allowed: a ratio that keeps more than " +
-                             std::to_string(W) + " tokens (the budget counts the window)");
-        throw InputError("budget: " + std::to_string(C) + " must be larger than the window " +
-                         std::to_string(W) + " (the budget counts the window); allowed > " +
-                         std::to_string(W));
-    }
-    // No pooling reads no kernel: any value is fine then (issue 8 #14: --kernel 2 with none).
-    if (policy_pools(p.policy) && p.pooling != Pooling::None) check_kernel(p.kernel, n_tokens - W);
-    if (p.policy == Policy::Streaming && (p.n_sink < 0 || p.n_sink > C - W))
-        throw InputError("n_sink: " + std::to_string(p.n_sink) +
-                         " is out of range; allowed 0.." + std::to_string(C - W) +
-                         " (the budget " + std::to_string(C) + " minus the window " +
-                         std::to_string(W) + ")");
-    if (p.policy == Policy::Pyramid && p.pyramid_beta < 1)
-        throw InputError("pyramid_beta: " + std::to_string(p.pyramid_beta) +
-                         " is out of range; allowed >= 1");
-    if (p.policy == Policy::AdaKV && !(p.adakv_alpha >= 0.0 && p.adakv_alpha <= 1.0))
-        throw InputError("adakv_alpha: " + fmt_double(p.adakv_alpha) +
-                         " is out of range; allowed 0 <= alpha <= 1");
-}
-
 Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p,
                  bool with_scores) {
     c10::InferenceMode guard;
@@ -443,13 +380,8 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
     if (!sel.compressed)
         sel.note = "prompt of " + std::to_string(plan.n_tokens) + " tokens fits in the budget " +
                    std::to_string(plan.budget) + ": nothing to evict, not compressed";
-    else if (p.policy == Policy::Pyramid && !pyramid_is_graded(plan.budget, plan.window, plan.n_tokens))
-        sel.note = "pyramid: prompt of " + std::to_string(plan.n_tokens) +
-                   " tokens is shorter than 2 * (budget - window) = " +
-                   std::to_string(2 * (plan.budget - plan.window)) +
-                   ": every layer keeps budget - window = " +
-                   std::to_string(plan.budget - plan.window) +
-                   " prefix tokens (KVCache-Factory's uniform branch)";
+    else
+        sel.note = plan.rule->note(p, plan.budget, plan.n_tokens);
 
     std::string sliding;
     int64_t n_sliding = 0, window_sw = 0;
@@ -475,9 +407,9 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
 
 std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
                                          const SelectionParams& p) {
-    if (p.policy == Policy::AdaKV)
-        throw InputError("policy: adakv keeps a different number of positions per head, which "
-                         "select_positions cannot return as one tensor; use select() and the "
+    if (policy_info(p.policy).ragged)
+        throw InputError("policy: " + policy_name(p.policy) + " keeps a different number of positions per head, "
+                         "which select_positions cannot return as one tensor; use select() and the "
                          "per-head lists instead");
     c10::InferenceMode guard;
     const Plan plan = make_plan(layers, p);

@@ -1,7 +1,7 @@
-// SnapKV selection over the per-layer scorers: parameter checks, budgets, pooling, GQA grouping and
-// the kept positions of every policy (SnapKV, StreamingLLM, H2O, random, PyramidKV, AdaKV), as
-// Selection values for the GUI/CLI or as position tensors for the cache gather. Pure functions:
-// no model, no KV cache, no state between calls.
+// Selection over the per-layer scorers: parameter checks, budgets, sliding-window reach and the kept
+// positions of every policy of policy_table.h (each policy's rule scores and chooses), as Selection
+// values for the GUI/CLI or as position tensors for the cache gather. Pure functions: no model, no
+// KV cache, no state between calls.
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, Hs = heads selected (H in QueryHead mode, Hkv in KvHead
 // mode), L = prompt tokens, W = window, P = prefix length L - W, C = budget (window included),
@@ -30,15 +30,7 @@ at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling
 // scores [N, P] (any device) -> [N, min(k, P)] int64 on the CPU.
 at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie = TieBreak::Later);
 
-// C: params.budget, or in the ratio form (params.ratio >= 0, kvpress) int(L * (1 - ratio)), the
-// truncation of Python's int(). Throws InputError for a ratio outside [0, 1).
-int64_t effective_budget(const SelectionParams& p, int64_t n_tokens);
-
-// Throws InputError (naming the parameter, its value and what is allowed) unless:
-// 1 <= W <= Wmax, W < L, C > W (C counts the window), and, for the policies that pool (snapkv,
-// pyramid, adakv) with max or avg pooling, K odd with 1 <= K <= L - W; streaming 0 <= n_sink <= C - W;
-// pyramid beta >= 1; adakv 0 <= alpha <= 1.
-void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_window);
+// effective_budget, check_params and validate_params: snapkv_params.h.
 
 // Runs the policy on every layer. L <= C leaves a layer uncompressed (FasterDecoding/SnapKV:
 // `if q_len < max_capacity_prompt: return`; at L == C nothing would be evicted either): all

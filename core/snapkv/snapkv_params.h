@@ -1,15 +1,19 @@
 // Selection parameters and per-layer results of SnapKV and the other KV-eviction policies, as plain
-// values (no LibTorch) so that the GUI, the CLI and the JSON writers share them.
-// Semantics follow FasterDecoding/SnapKV snapkv_utils.py and NVIDIA kvpress snapkv_press.py.
+// values (no LibTorch) so that the GUI, the CLI and the JSON writers share them; their one set of
+// defaults and their one check. Semantics follow FasterDecoding/SnapKV snapkv_utils.py and NVIDIA
+// kvpress snapkv_press.py. The policies themselves are rows of policy_table.h.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/snapkv/policy_table.h"
+
 namespace snapkv {
 
-enum class Policy { SnapKV, Streaming, H2O, Random, Pyramid, AdaKV };
 enum class Pooling { Max, Avg, None };
 // QueryHead: official SnapKV, keys repeated to every query head, one selection per query head,
 //            the compressed cache holds n_head heads.
@@ -23,6 +27,11 @@ enum class GqaMode { QueryHead, KvHead };
 // index: Later prefers the higher head, then the later position.
 enum class TieBreak { Earlier, Later };
 
+// The member initialisers are the user-visible defaults of the CLI, the app and the evaluation grid
+// (default_params()): SnapKV's official W 32, K 7, max pooling and C 1024, but one selection per KV
+// head (kvpress's GQA handling), so that on a GQA model the cache really shrinks; per query head it
+// would keep n_head / n_head_kv times more than the full cache holds. Code that wants the official
+// code's per-query-head selection sets gqa = GqaMode::QueryHead.
 struct SelectionParams {
     Policy policy = Policy::SnapKV;
     int64_t window = 32;          // W: observation window, always kept
@@ -30,7 +39,7 @@ struct SelectionParams {
     Pooling pooling = Pooling::Max;
     int64_t budget = 1024;        // C: tokens kept per head, window included
     double ratio = -1.0;          // kvpress form: if >= 0, keep int(L * (1 - ratio)) tokens instead of budget
-    GqaMode gqa = GqaMode::QueryHead;
+    GqaMode gqa = GqaMode::KvHead;
     int64_t n_sink = 4;           // StreamingLLM sink tokens
     uint64_t seed = 42;           // Random policy
     int64_t pyramid_beta = 20;    // PyramidKV (KVCache-Factory) beta
@@ -38,14 +47,51 @@ struct SelectionParams {
     TieBreak tie_break = TieBreak::Later;   // top-k among equal scores (snapkv, pyramid, adakv, h2o)
 };
 
-std::string policy_name(Policy p);       // "snapkv", "streaming", "h2o", "random", "pyramid", "adakv"
-Policy parse_policy(const std::string& s);   // throws InputError naming the allowed values
+// The defaults every front end starts from (SelectionParams{}).
+inline SelectionParams default_params() { return SelectionParams{}; }
+
+// policy_name / parse_policy: policy_table.h.
 std::string pooling_name(Pooling p);     // "max", "avg", "none"
 Pooling parse_pooling(const std::string& s);
 std::string gqa_mode_name(GqaMode m);    // "query-head", "kv-head"
 GqaMode parse_gqa_mode(const std::string& s);
 std::string tie_break_name(TieBreak t);  // "earlier", "later"
 TieBreak parse_tie_break(const std::string& s);
+
+// C: params.budget, or in the ratio form (params.ratio >= 0, kvpress) int(L * (1 - ratio)), the
+// truncation of Python's int(). Throws InputError for a ratio outside [0, 1).
+int64_t effective_budget(const SelectionParams& p, int64_t n_tokens);
+
+// What the parameters are checked against; 0 = not known yet (those checks are skipped).
+struct ParamLimits {
+    int64_t n_tokens = 0;      // L: the prompt's length
+    int64_t max_window = 0;    // Wmax: the queries prefill captured
+};
+
+// The first bad parameter: which field ("window", "kernel", "budget", "ratio", "n_sink",
+// "pyramid_beta", "adakv_alpha", "prompt"), its value as written, and the rule it breaks. The rule
+// may refer to another field as {field}, so that each front end names it its own way.
+struct ParamProblem {
+    std::string field;
+    std::string value;
+    std::string rule;
+    // field name -> how this front end calls it ("--window"); empty names the field plainly.
+    using Namer = std::function<std::string(const std::string& field)>;
+    // "8 must be larger than the window 8 (...)", or with a namer "... than --window 8 (...)".
+    std::string sentence(const Namer& name = {}) const;
+    // "budget: 8 must be larger than the window 8 (...)".
+    std::string text() const { return field + ": " + sentence(); }
+};
+
+// The one parameter check of core, the CLI, the app and the evaluation grid. Always: 1 <= W (<=
+// Wmax), C > W (C counts the window) or 0 <= ratio < 1, n_sink >= 0, pyramid_beta >= 1,
+// 0 <= adakv_alpha <= 1; for a policy that pools (policy_table.h) with max or avg pooling, K odd
+// and >= 1. With the prompt known: L >= 2, W < L, the ratio's int(L * (1 - ratio)) > W, K <= L - W,
+// and for a policy that reads n_sink, n_sink <= C - W. Parameters a policy does not read are not
+// checked beyond the never-valid values.
+std::optional<ParamProblem> check_params(const SelectionParams& p, const ParamLimits& limits = {});
+// check_params as an InputError with ParamProblem::text().
+void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_window);
 
 // One head's selection (a query head in QueryHead mode, a KV head in KvHead mode).
 struct HeadSelection {

@@ -162,7 +162,7 @@ TEST_CASE("snapkv selects per KV head by default and says why per query head gro
     CHECK(j["params"]["gqa"] == "kv-head");
     CHECK(j["params"]["tie_break"] == "later");
     CHECK(j["layers"][0]["heads"].size() == 4);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() < j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() < j["kv_bytes"]["full"].get<int64_t>());
     CHECK(j["cache_note"] == "");
     CHECK(r.err.find("note:") == std::string::npos);
 
@@ -170,7 +170,7 @@ TEST_CASE("snapkv selects per KV head by default and says why per query head gro
     REQUIRE(r.code == 0);
     j = json::parse(r.out);
     CHECK(j["layers"][0]["heads"].size() == 8);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
     const std::string note = j["cache_note"].get<std::string>();
     CHECK(note.find("each of the 8 query heads") != std::string::npos);
     CHECK(note.find("the 4 KV heads") != std::string::npos);
@@ -188,8 +188,8 @@ TEST_CASE("snapkv selects per KV head by default and says why per query head gro
     int differing = 0;
     for (size_t l = 0; l < late["layers"].size(); ++l)
         for (size_t h = 0; h < late["layers"][l]["heads"].size(); ++h) {
-            const auto a = late["layers"][l]["heads"][h]["selected"].get<std::vector<int64_t>>();
-            const auto b = early["layers"][l]["heads"][h]["selected"].get<std::vector<int64_t>>();
+            const auto a = late["layers"][l]["heads"][h]["kept"].get<std::vector<int64_t>>();
+            const auto b = early["layers"][l]["heads"][h]["kept"].get<std::vector<int64_t>>();
             CHECK(a.size() == b.size());
             differing += a != b;
         }
@@ -220,11 +220,42 @@ TEST_CASE("SmolLM2 default setting compresses the bundled essay while the offici
     CHECK(j["n_tokens"].get<int64_t>() > 2000);
     CHECK(j["params"]["gqa"] == "kv-head");
     CHECK(j["params"]["budget"] == 1024);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() * 2 < j["kv_bytes"]["full"].get<int64_t>() * 1.1);
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() * 2 < j["kv_bytes"]["full"].get<int64_t>() * 1.1);
     CHECK(j["cache_note"] == "");
     r = run(base + " --gqa query-head");   // official SnapKV: 9 query heads stored, 3 KV heads in the full cache
     REQUIRE(r.code == 0);
     j = json::parse(r.out);
-    CHECK(j["kv_bytes"]["compressed"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
+    CHECK(j["kv_bytes"]["kept"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
     CHECK(j["cache_note"].get<std::string>().find("each of the 9 query heads") != std::string::npos);
+}
+
+TEST_CASE("snapkv analyze runs every policy, kvpress's presses with their own windows", "[cli]") {
+    // The rows of core's policy table (policy_table.h); window: the window each keeps.
+    const std::vector<std::pair<std::string, int64_t>> policies = {
+        {"snapkv", 8}, {"streaming", 8}, {"h2o", 8}, {"random", 8}, {"pyramid", 8}, {"adakv", 8},
+        {"tova", 1}, {"knorm", 0}, {"keydiff", 0}, {"expected_attention", 0}};
+    const std::string base = "analyze --model " + q(kStories) + " --prompt " +
+                             q(snapkv::test::read_text(data_path("reference/ppl-text.txt")).substr(0, 600)) +
+                             " --window 8 --budget 48 --json -";
+    for (const auto& [policy, window] : policies) {
+        INFO("--policy " << policy);
+        const Result r = run(base + " --policy " + policy);
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        const json j = json::parse(r.out);
+        CHECK(j["params"]["policy"] == policy);
+        CHECK(j["window"] == window);
+        const int64_t L = j["n_tokens"];
+        int64_t kept = 0;
+        for (const auto& h : j["layers"][0]["heads"]) {
+            kept += static_cast<int64_t>(h["kept"].size());
+            for (const auto& pos : h["kept"]) CHECK(pos.get<int64_t>() < L - window);
+        }
+        // The layer's C - W per head (PyramidKV: that layer's C; AdaKV: on average).
+        const int64_t C = j["layers"][0]["budget"];
+        CHECK(kept == (C - window) * static_cast<int64_t>(j["layers"][0]["heads"].size()));
+    }
+    const Result bad = run(base + " --policy tovaa");
+    CHECK(bad.code == 2);
+    CHECK(bad.err.find("expected_attention") != std::string::npos);
 }

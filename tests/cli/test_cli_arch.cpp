@@ -107,7 +107,7 @@ TEST_CASE("snapkv analyze marks sliding-window layers and keeps nothing they can
     CHECK(l0["sliding_window"] == 10);
     CHECK(l0["first_reachable"] == L - 9);
     for (const auto& h : l0["heads"])
-        for (const auto& pos : h["selected"]) CHECK(pos.get<int64_t>() >= L - 9);
+        for (const auto& pos : h["kept"]) CHECK(pos.get<int64_t>() >= L - 9);
     CHECK(j["layers"][1]["sliding_window"] == 0);
     CHECK(j["note"].get<std::string>().find("sliding-window layer 0 (window 10)") != std::string::npos);
 }

@@ -52,7 +52,7 @@ TEST_CASE("every usage error exits 2 and names the option", "[cli][usage]") {
         {kAnalyze + " --window abc --json -", "--window"},
         {kAnalyze + " --max-window 0 --json -", "--max-window"},
         {kAnalyze + " --max-window -3 --json -", "--max-window"},
-        {kAnalyze + " --kernel 4 --json -", "--kernel: must be odd"},
+        {kAnalyze + " --kernel 4 --json -", "--kernel: 4 must be odd"},
         {"analyze" + kPromptArgs + " --window 8 --budget 8 --json -", "--budget: 8 must be larger than --window 8"},
         {kAnalyze + " --ratio 1 --json -", "--ratio"},
         {kAnalyze + " --policy bogus --json -", "--policy: must be one of"},

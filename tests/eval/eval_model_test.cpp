@@ -136,6 +136,7 @@ TEST_CASE("one full decode scored against many selections equals the lockstep co
     for (const char* policy : {"snapkv", "streaming"}) {
         for (bool agnostic : {false, true}) {
             SelectionParams sp;
+            sp.gqa = GqaMode::QueryHead;   // official SnapKV's mode
             sp.policy = parse_policy(policy);
             sp.window = 16;
             sp.kernel = 5;

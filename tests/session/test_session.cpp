@@ -37,6 +37,7 @@ PromptSpec doc_prompt(const std::string& question) {
 
 SelectionParams params(int64_t window, int64_t kernel, int64_t budget) {
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = window;
     p.kernel = kernel;
     p.budget = budget;

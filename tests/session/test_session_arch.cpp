@@ -24,6 +24,7 @@ PromptSpec ids_prompt(const std::string& name) {
 
 SelectionParams params(int64_t window, int64_t budget) {
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = window;
     p.kernel = 3;
     p.budget = budget;

@@ -91,6 +91,7 @@ TEST_CASE("the prefill memory estimate covers what a prefill keeps", "[session][
     const PrefillSummary sum = s.prefill(story_prompt(), ps);
     const MemoryEstimate est = s.estimate_prefill_memory(sum.n_tokens, ps, /*two_parts=*/true);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 20;
     p.budget = 200;
     s.select(p);   // fills the scorers' votes of window 20

@@ -56,6 +56,7 @@ TEST_CASE("every policy keeps sorted unique prefix positions within its budget",
     CAPTURE(policy_name(policy), gqa_mode_name(gqa));
     const std::vector<LayerScorer> scorers = random_scorers(4, H, Hkv, 32, L, 77);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = policy;
     p.gqa = gqa;
     p.window = W;
@@ -96,6 +97,7 @@ TEST_CASE("every policy keeps sorted unique prefix positions within its budget",
 TEST_CASE("streaming keeps the sink tokens and the most recent prefix tokens", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(1, 4, 2, 16, 60, 5);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::Streaming;
     p.window = 10;
     p.budget = 18;   // 8 prefix slots
@@ -112,6 +114,7 @@ TEST_CASE("streaming keeps the sink tokens and the most recent prefix tokens", "
 TEST_CASE("the random policy is reproducible with a seed and differs with another seed", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(2, 4, 2, 16, 300, 5);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::Random;
     p.window = 16;
     p.budget = 80;
@@ -147,6 +150,7 @@ TEST_CASE("h2o keeps the prefix positions with the largest accumulated attention
     std::vector<NaiveCapture> caps;
     const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 150, 9, &caps);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::H2O;
     p.window = 12;
     p.budget = 52;   // 40 prefix slots of P = 138
@@ -194,6 +198,7 @@ TEST_CASE("pyramid budgets follow KVCache-Factory's formula, worked by hand", "[
         // L = 300, W = 8, C = 58: C - W = 50, min 2, max 98, steps (98 - 2) // 4 = 24.
         const std::vector<LayerScorer> scorers = random_scorers(5, 4, 2, 8, 300, 3);
         SelectionParams p;
+        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
         p.policy = Policy::Pyramid;
         p.window = 8;
         p.budget = 58;
@@ -247,6 +252,7 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
     SECTION("alpha = 1 is SnapKV") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 13);
         SelectionParams p;
+        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
         p.window = 16;
         p.budget = 60;
         const Selection snap = select(scorers, p);
@@ -259,6 +265,7 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
     SECTION("through select: each head keeps its own top count, the shared slots go to the best") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 17);
         SelectionParams p;
+        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
         p.policy = Policy::AdaKV;
         p.window = 16;
         p.budget = 60;  // k = 44
@@ -316,6 +323,7 @@ TEST_CASE("kept mass is the share of the window's prefix attention on kept posit
     std::vector<NaiveCapture> caps;
     const std::vector<LayerScorer> scorers = random_scorers(1, 4, 2, 16, 120, 23, &caps);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 16;
     p.budget = 40;
     const Rows votes = naive_votes(caps[0], 16);
@@ -340,6 +348,7 @@ TEST_CASE("kept mass is the share of the window's prefix attention on kept posit
 TEST_CASE("the retune benchmark times every retune and reports a table", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(2, 4, 2, 32, 300, 29);
     SelectionParams base;
+    base.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     base.window = 16;
     base.budget = 64;
     const std::string table = run_retune_benchmark(scorers, base);
@@ -348,4 +357,92 @@ TEST_CASE("the retune benchmark times every retune and reports a table", "[snapk
                             "policy adakv", "gqa kv-head"})
         CHECK_THAT(table, Contains(row));
     CHECK_THAT(table, Contains("median ms"));
+}
+
+TEST_CASE("kvpress's presses score what kvpress scores, on random captures", "[snapkv][policy]") {
+    const int64_t L = 120, H = 6, Hkv = 2, G = H / Hkv, D = 8, C = 60;
+    std::vector<NaiveCapture> naive;
+    const std::vector<LayerScorer> scorers = random_scorers(2, H, Hkv, 32, L, 91, &naive);
+    SelectionParams p;
+    p.budget = C;
+    p.window = 16;   // read by none of them
+    // The k best of a row (ties to the later position), as a set.
+    auto top = [](const std::vector<double>& s, int64_t k) {
+        std::vector<int64_t> idx(s.size());
+        std::iota(idx.begin(), idx.end(), 0);
+        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return s[size_t(a)] > s[size_t(b)]; });
+        std::vector<int64_t> out(idx.begin(), idx.begin() + k);
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    SECTION("knorm: per KV head the keys of the smallest norm, every position a candidate") {
+        p.policy = Policy::Knorm;
+        const Selection sel = select(scorers, p);
+        CHECK(sel.window == 0);
+        for (size_t l = 0; l < 2; ++l)
+            for (int64_t kv = 0; kv < Hkv; ++kv) {
+                std::vector<double> s(static_cast<size_t>(L));
+                for (int64_t t = 0; t < L; ++t) {
+                    double n2 = 0;
+                    for (int64_t d = 0; d < D; ++d) n2 += std::pow(naive[l].k[size_t((kv * L + t) * D + d)], 2);
+                    s[size_t(t)] = -std::sqrt(n2);
+                }
+                CHECK(sel.layers[l].heads[size_t(kv)].kept == top(s, C));
+            }
+    }
+    SECTION("keydiff: per KV head the keys least like the mean unit key") {
+        p.policy = Policy::KeyDiff;
+        const Selection sel = select(scorers, p);
+        for (size_t l = 0; l < 2; ++l)
+            for (int64_t kv = 0; kv < Hkv; ++kv) {
+                std::vector<double> anchor(size_t(D), 0.0);
+                std::vector<double> s(static_cast<size_t>(L));
+                auto key = [&](int64_t t, int64_t d) { return double(naive[l].k[size_t((kv * L + t) * D + d)]); };
+                auto norm = [&](int64_t t) {
+                    double n2 = 0;
+                    for (int64_t d = 0; d < D; ++d) n2 += key(t, d) * key(t, d);
+                    return std::sqrt(n2);
+                };
+                for (int64_t t = 0; t < L; ++t)
+                    for (int64_t d = 0; d < D; ++d) anchor[size_t(d)] += key(t, d) / norm(t) / double(L);
+                double an = 0;
+                for (double a : anchor) an += a * a;
+                for (int64_t t = 0; t < L; ++t) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < D; ++d) dot += key(t, d) * anchor[size_t(d)];
+                    s[size_t(t)] = -dot / (norm(t) * std::sqrt(an));
+                }
+                CHECK(sel.layers[l].heads[size_t(kv)].kept == top(s, C));
+            }
+    }
+    SECTION("tova: the last token's attention averaged over all heads, the last token kept") {
+        p.policy = Policy::TOVA;
+        const Selection sel = select(scorers, p);
+        CHECK(sel.window == 1);
+        for (size_t l = 0; l < 2; ++l) {
+            const Rows votes = naive_votes(naive[l], 1);   // [H][L - 1]
+            std::vector<double> s(size_t(L - 1), 0.0);
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t t = 0; t < L - 1; ++t) s[size_t(t)] += votes[size_t(h)][size_t(t)] / double(H);
+            for (const HeadSelection& hs : sel.layers[l].heads) CHECK(hs.kept == top(s, C - 1));
+        }
+    }
+    SECTION("query-head mode repeats each KV head's choice to its query heads") {
+        p.policy = Policy::Knorm;
+        const Selection kv = select(scorers, p);
+        p.gqa = GqaMode::QueryHead;
+        const Selection qh = select(scorers, p);
+        REQUIRE(qh.layers[0].heads.size() == size_t(H));
+        for (int64_t h = 0; h < H; ++h) CHECK(qh.layers[0].heads[size_t(h)].kept == kv.layers[0].heads[size_t(h / G)].kept);
+    }
+    SECTION("expected_attention without the query statistics prefill records is refused by name") {
+        p.policy = Policy::ExpectedAttention;
+        std::string error;
+        try {
+            select(scorers, p);
+        } catch (const InputError& e) {
+            error = e.what();
+        }
+        CHECK_THAT(error, Contains("expected_attention") && Contains("query statistics"));
+    }
 }

@@ -177,6 +177,7 @@ TEST_CASE("top-k keeps the best scores in position order and breaks ties by the 
 
 TEST_CASE("the ratio form keeps int(L * (1 - ratio)) tokens like kvpress", "[snapkv]") {
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.budget = 1024;
     SECTION("a negative ratio uses the budget") {
         p.ratio = -1.0;

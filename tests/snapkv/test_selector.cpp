@@ -66,6 +66,7 @@ TEST_CASE("snapkv selection equals the naive loop reference", "[snapkv]") {
     Model m = random_model(2, H, Hkv, 32, L, 16, unsigned(L * 7 + W));
 
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = W;
     p.kernel = K;
     p.budget = C;
@@ -122,6 +123,7 @@ TEST_CASE("the tie-break setting decides which tied positions every ranking poli
     const GqaMode gqa = GENERATE(GqaMode::QueryHead, GqaMode::KvHead);
     CAPTURE(policy_name(policy), gqa_mode_name(gqa));
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = policy;
     p.gqa = gqa;
     p.window = 16;
@@ -171,6 +173,7 @@ TEST_CASE("h2o breaks ties of its accumulated attention by the tie-break setting
     std::vector<LayerScorer> scorers;
     scorers.emplace_back(lc);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.policy = Policy::H2O;
     p.window = 8;
     p.budget = 18;   // 10 of the 32 prefix positions
@@ -191,6 +194,7 @@ TEST_CASE("kv-head mode equals query-head mode when every query head has its own
           "[snapkv]") {
     Model m = random_model(2, 4, 4, 16, 80, 8, 21);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 8;
     p.budget = 30;
     p.kernel = 5;
@@ -213,6 +217,7 @@ TEST_CASE("kv-head mode makes one selection per KV head from the group-mean pool
           "[snapkv]") {
     Model m = random_model(1, 6, 3, 16, 90, 8, 4);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 10;
     p.budget = 40;
     p.kernel = 3;
@@ -231,6 +236,7 @@ TEST_CASE("a prompt that fits the budget is not compressed and the note says so"
     // did, and the query-head "compressed" cache was G times the full one).
     Model m = random_model(2, 4, 2, 16, 40, 8, 3);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 8;
     p.budget = GENERATE(64, 40);
     if (GENERATE(false, true)) {
@@ -266,6 +272,7 @@ TEST_CASE("a prompt that fits the budget is not compressed and the note says so"
 TEST_CASE("the ratio form sets the budget from the prompt length", "[snapkv]") {
     Model m = random_model(1, 4, 2, 16, 40, 8, 3);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 8;
     p.budget = 1000;   // ignored
     p.ratio = 0.5;     // C = int(40 * 0.5) = 20
@@ -282,6 +289,7 @@ TEST_CASE("every bad parameter is an input error naming the parameter and the al
           "[snapkv]") {
     Model m = random_model(2, 4, 2, 16, 40, 8, 3, /*with_h2o=*/false);  // L = 40, Wmax = 16
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 8;
     p.budget = 20;
     p.kernel = 5;
@@ -378,6 +386,7 @@ TEST_CASE("select_positions returns the kept positions of select as one tensor p
           "[snapkv]") {
     Model m = random_model(3, 6, 2, 16, 120, 8, 8);
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 16;
     p.budget = 50;
     p.kernel = 5;

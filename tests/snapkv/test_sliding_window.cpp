@@ -84,6 +84,7 @@ TEST_CASE("a sliding-window layer keeps only what the next token can see", "[sna
     const std::vector<LayerScorer> layers =
         scorers_of({scored_capture(0, 0, 0, 1), scored_capture(0, 0, 9, 2), scored_capture(0, 0, 30, 3)});
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 4;
     p.kernel = 3;
     p.budget = 16;                                          // 12 prefix positions per head
@@ -136,6 +137,7 @@ TEST_CASE("on a sliding-window layer SnapKV keeps the top pooled votes of the re
           "[snapkv][arch]") {
     const std::vector<LayerScorer> layers = scorers_of({scored_capture(0, 0, 30, 5)});
     SelectionParams p;
+    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
     p.window = 4;
     p.kernel = 1;
     p.pooling = Pooling::None;

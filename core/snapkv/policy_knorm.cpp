@@ -1,0 +1,29 @@
+// Knorm (Devoto et al. 2024, arXiv 2406.11430; kvpress knorm_press.py): keys with a small L2 norm
+// draw more attention, so the score is minus the key's norm, per KV head, in float32, over every
+// prompt position: no window is protected (the table's fixed_window 0), the top int(L * (1 -
+// ratio)) are kept.
+#include <ATen/ATen.h>
+
+#include "core/snapkv/policy_rule.h"
+
+namespace snapkv {
+
+namespace {
+
+class KnormRule : public PolicyRule {
+public:
+    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams&, int64_t, int64_t n_sel) const override {
+        const at::Tensor keys = layer.capture().keys.narrow(1, 0, layer.n_tokens()).to(at::kFloat);  // [Hkv, L, D]
+        const at::Tensor s = -at::linalg_vector_norm(keys, 2, {-1}, false, c10::nullopt);         // [Hkv, L]
+        return rows_per_selected_head(s, n_sel);                                                 // [Hs, L]
+    }
+};
+
+}  // namespace
+
+const PolicyRule& knorm_rule() {
+    static const KnormRule rule;
+    return rule;
+}
+
+}  // namespace snapkv
