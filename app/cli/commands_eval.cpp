@@ -4,18 +4,15 @@
 // printed at the end (heatmaps, per-budget means) is a summary for people; scripts read the JSONL.
 #include "app/cli/commands.h"
 
-#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <sstream>
-
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include "app/cli/cli_checks.h"
+#include "app/cli/eval_cli.h"
 #include "core/eval/datasets.h"
 #include "core/eval/eval_runner.h"
 #include "core/eval/needle.h"
@@ -125,71 +122,29 @@ bool use_chat(const Session& s, const EvalOpts& o) {
     return !o.no_chat && (!o.chat_format.empty() ? o.chat_format != "raw" : s.model_info().chat_format != "raw");
 }
 
-std::string fmt_s(double ms) {
-    std::ostringstream ss;
-    ss << std::fixed << std::setprecision(ms < 10000 ? 1 : 0) << ms / 1000.0 << " s";
-    return ss.str();
-}
-
-// Resume, run, append: the part both runners share. Returns the rows of this run's settings now in the file.
-std::vector<Row> run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, const EvalOpts& o,
-                               const std::atomic<bool>* cancel) {
-    EvalRun run(s, task, ro);
-    const std::set<RowKey> done = resume_rows(o.out, run.settings());
-    const bool tty = isatty(fileno(stderr));
-    if (!o.quiet)
-        std::cerr << task.name() << ": " << task.n_cells() << " cells x " << ro.configs.size() << " configurations"
-                  << (ro.shard.count > 1 ? ", shard " + std::to_string(ro.shard.index) + "/" + std::to_string(ro.shard.count) +
-                                               " (" + std::to_string(run.shard_cells().size()) + " cells)"
-                                         : std::string())
-                  << (done.empty() ? "" : ", resuming: " + std::to_string(done.size()) + " rows already in " + o.out)
-                  << "\n";
-    RowWriter writer(o.out);
-    std::vector<Row> cell_rows;
-    const auto t0 = std::chrono::steady_clock::now();
-    int64_t run_cells = 0;
-    ProgressFn progress = [&](const std::string& stage, int64_t d, int64_t t) {
-        if (o.quiet) return;
-        if (stage != "cells") {
-            if (tty) std::cerr << "\r  " << stage << " " << d << "/" << t << "        " << std::flush;
-            return;
-        }
-        if (cell_rows.empty()) return;   // skipped (resumed) cell
-        ++run_cells;
-        const double el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        const Row& f = cell_rows.front();
-        std::cerr << (tty ? "\r" : "") << "[" << d << "/" << t << "] ";
-        if (task.name() == "needle") std::cerr << "length " << f["length"] << " depth " << f["depth"].get<double>() << ":";
-        else std::cerr << f["item_id"].get<std::string>() << ":";
-        for (const Row& r : cell_rows) {
-            std::cerr << " " << r["policy"].get<std::string>();
-            if (!r["budget"].is_null()) std::cerr << " C" << r["budget"];
-            if (r.contains("found")) std::cerr << (r["found"].get<bool>() ? " found" : " missed");
-            else std::cerr << " agree " << std::setprecision(2) << r["agree_full"].get<double>();
-            std::cerr << ";";
-        }
-        std::cerr << " ETA " << fmt_s(el / run_cells * static_cast<double>(t - d)) << "\n";
-        cell_rows.clear();
+// A cell line names the document (needle: its length and depth) and shows per configuration whether
+// the needle was found, or how much of the answer agreed with the full cache.
+std::vector<Row> run_grid(Session& s, const EvalTask& task, const RunOptions& ro, const EvalOpts& o,
+                          const std::atomic<bool>* cancel) {
+    CellLine line;
+    if (task.name() == "needle")
+        line.label = [](std::ostream& os, const Row& f) {
+            os << "length " << f["length"] << " depth " << f["depth"].get<double>();
+        };
+    else
+        line.label = [](std::ostream& os, const Row& f) { os << f["item_id"].get<std::string>(); };
+    line.result = [](std::ostream& os, const Row& r) {
+        os << r["policy"].get<std::string>();
+        if (!r["budget"].is_null()) os << " C" << r["budget"];
+        if (r.contains("found")) os << (r["found"].get<bool>() ? " found" : " missed");
+        else os << " agree " << std::setprecision(2) << r["agree_full"].get<double>();
     };
-    const RunStats st = run.run(done, [&](const Row& r) {
-        writer.write(r);
-        cell_rows.push_back(r);
-    }, progress, cancel);
-    std::cout << task.name() << ": " << st.rows_written << " rows written to " << o.out << " (" << st.cells_run
-              << " cells run, " << st.cells_skipped << " already done)\n";
-    if (st.cells_run > 0) {
-        std::cout << "time: " << fmt_s(st.wall_ms) << " (" << std::fixed << std::setprecision(2)
-                  << st.cells_run / (st.wall_ms / 60000.0) << " cells/min); prefill " << fmt_s(st.prefill_ms)
-                  << ", full-cache decode " << fmt_s(st.reference_ms) << ", compressed select+decode "
-                  << fmt_s(st.compressed_ms) << "\n"
-                  << "one prefill and one full decode per document served every configuration: saved ~"
-                  << fmt_s(st.saved_ms) << " against one `snapkv compare` per configuration\n";
-    }
-    std::vector<Row> rows;
-    for (auto& r : read_results(o.out, false).rows)
-        if (r["settings"] == run.settings()) rows.push_back(std::move(r));
-    std::stable_sort(rows.begin(), rows.end(), row_less);
-    return rows;
+    const std::string header = task.name() + ": " + std::to_string(task.n_cells()) + " cells";
+    CliRun run = run_and_write(s, task, ro, header, o.out, o.quiet, line, cancel);
+    if (run.stats.cells_run > 0)
+        std::cout << "one prefill and one full decode per document served every configuration: saved ~"
+                  << fmt_s(run.stats.saved_ms) << " against one `snapkv compare` per configuration\n";
+    return std::move(run.rows);
 }
 
 // Per configuration: lengths down, depths across; '#' found, '.' missed, ' ' not run yet.
@@ -271,7 +226,7 @@ void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_lengt
     no.lengths = !lengths.empty() ? parse_int_list(lengths, "--lengths")
                                   : NeedleTask::default_lengths(*s, no, o.max_tokens, max_length);
     NeedleTask task(*s, no, o.max_tokens);
-    const std::vector<Row> rows = run_and_write(*s, task, ro, o, cancel);
+    const std::vector<Row> rows = run_grid(*s, task, ro, o, cancel);
     print_needle_maps(rows, task.options(), ro);
 }
 
@@ -281,7 +236,7 @@ void cmd_sweep(const EvalOpts& o, const std::string& set_path, const std::atomic
     QaSet set = load_qa_set(set_path);
     auto s = load(o);
     SweepTask task(*s, std::move(set), use_chat(*s, o), o.chat_format, o.max_tokens);
-    const std::vector<Row> rows = run_and_write(*s, task, ro, o, cancel);
+    const std::vector<Row> rows = run_grid(*s, task, ro, o, cancel);
     print_sweep_table(rows, ro);
 }
 

@@ -6,18 +6,16 @@
 #include "app/cli/commands.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 
 #include "app/cli/cli_checks.h"
+#include "app/cli/eval_cli.h"
 #include "core/eval/datasets.h"
 #include "core/eval/eval_runner.h"
 #include "core/eval/needle.h"
@@ -49,12 +47,6 @@ struct RulerCliOpts {
     std::string chat_format, essays, words, shard, out;
     bool quiet = false;
 };
-
-std::string fmt_s(double ms) {
-    std::ostringstream ss;
-    ss << std::fixed << std::setprecision(ms < 10000 ? 1 : 0) << ms / 1000.0 << " s";
-    return ss.str();
-}
 
 RunOptions run_options(const RulerCliOpts& o) {
     GridAxes a;
@@ -164,55 +156,19 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     check_ratios_fit(ro, task);
     check_ruler_memory(s, task, ro, o.query_agnostic);
 
-    EvalRun run(s, task, ro);
-    const std::set<RowKey> done = resume_rows(o.out, run.settings());
-    const bool tty = isatty(fileno(stderr));
-    if (!o.quiet)
-        std::cerr << "ruler: " << ropt.tasks.size() << " tasks x " << ropt.lengths.size() << " lengths x " << o.samples
-                  << " samples = " << task.n_cells() << " cells, x " << ro.configs.size() << " configurations"
-                  << (ro.shard.count > 1 ? ", shard " + std::to_string(ro.shard.index) + "/" +
-                                               std::to_string(ro.shard.count) + " (" +
-                                               std::to_string(run.shard_cells().size()) + " cells)"
-                                         : std::string())
-                  << (done.empty() ? "" : ", resuming: " + std::to_string(done.size()) + " rows already in " + o.out)
-                  << "\n";
-    RowWriter writer(o.out);
-    std::vector<Row> cell_rows;
-    const auto t0 = std::chrono::steady_clock::now();
-    int64_t run_cells = 0;
-    ProgressFn progress = [&](const std::string& stage, int64_t d, int64_t t) {
-        if (o.quiet) return;
-        if (stage != "cells") {
-            if (tty) std::cerr << "\r  " << stage << " " << d << "/" << t << "        " << std::flush;
-            return;
-        }
-        if (cell_rows.empty()) return;   // skipped (resumed) cell
-        ++run_cells;
-        const double el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        const Row& f = cell_rows.front();
-        std::cerr << (tty ? "\r" : "") << "[" << d << "/" << t << "] " << f["ruler_task"].get<std::string>() << " "
-                  << f["length"] << " #" << f["sample"] << ":";
-        for (const Row& r : cell_rows)
-            std::cerr << " " << config_label(config_from_json(r)) << " " << std::fixed << std::setprecision(0)
-                      << 100.0 * r["score"].get<double>() << ";";
-        std::cerr << " ETA " << fmt_s(el / static_cast<double>(run_cells) * static_cast<double>(t - d)) << "\n";
-        cell_rows.clear();
+    // A cell line names the task, length and sample, and gives each configuration's score (0-100).
+    CellLine line;
+    line.label = [](std::ostream& os, const Row& f) {
+        os << f["ruler_task"].get<std::string>() << " " << f["length"] << " #" << f["sample"];
     };
-    const RunStats st = run.run(done, [&](const Row& r) {
-        writer.write(r);
-        cell_rows.push_back(r);
-    }, progress, cancel);
-    std::cout << "ruler: " << st.rows_written << " rows written to " << o.out << " (" << st.cells_run << " cells run, "
-              << st.cells_skipped << " already done)\n";
-    if (st.cells_run > 0)
-        std::cout << "time: " << fmt_s(st.wall_ms) << " (" << std::fixed << std::setprecision(2)
-                  << static_cast<double>(st.cells_run) / (st.wall_ms / 60000.0) << " cells/min); prefill "
-                  << fmt_s(st.prefill_ms) << ", full-cache decode " << fmt_s(st.reference_ms)
-                  << ", compressed select+decode " << fmt_s(st.compressed_ms) << "\n";
-    std::vector<Row> rows;
-    for (auto& r : read_results(o.out, false).rows)
-        if (r["settings"] == run.settings()) rows.push_back(std::move(r));
-    std::stable_sort(rows.begin(), rows.end(), row_less);
+    line.result = [](std::ostream& os, const Row& r) {
+        os << config_label(config_from_json(r)) << " " << std::fixed << std::setprecision(0)
+           << 100.0 * r["score"].get<double>();
+    };
+    const std::string header = "ruler: " + std::to_string(ropt.tasks.size()) + " tasks x " +
+                               std::to_string(ropt.lengths.size()) + " lengths x " + std::to_string(o.samples) +
+                               " samples = " + std::to_string(task.n_cells()) + " cells,";
+    const std::vector<Row> rows = run_and_write(s, task, ro, header, o.out, o.quiet, line, cancel).rows;
     print_table(rows, ro, task);
 }
 

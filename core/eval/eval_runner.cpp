@@ -57,6 +57,25 @@ void add_answer_scores(json& row, const CellPrompt& cell, const std::string& ans
 
 }  // namespace
 
+TokenSpan PieceText::span(size_t a, size_t b) const {
+    TokenSpan s;
+    for (size_t i = 0; i < ends.size(); ++i) {
+        const size_t start = i ? ends[i - 1] : 0;
+        if (ends[i] > a && s.first < 0) s.first = static_cast<int64_t>(i);
+        if (start < b) s.last = static_cast<int64_t>(i) + 1;
+    }
+    return s;
+}
+
+PieceText piece_text(const Session& s, const std::vector<int32_t>& ids) {
+    PieceText p;
+    for (int32_t id : ids) {
+        p.text += s.token_piece(id);
+        p.ends.push_back(p.text.size());
+    }
+    return p;
+}
+
 SpanKept span_kept(const Selection& sel, TokenSpan span) {
     SpanKept out;
     if (span.empty()) return out;

@@ -28,6 +28,16 @@ struct TokenSpan {
     bool empty() const { return first < 0 || last <= first; }
 };
 
+// A prompt's token pieces concatenated, so that a text found in it (a needle, an answer) can be mapped
+// back to the tokens that carry it; the needle and RULER tasks share it.
+struct PieceText {
+    std::string text;
+    std::vector<size_t> ends;   // end offset in text of each token's piece
+    // Token span of the characters [a, b) of text.
+    TokenSpan span(size_t a, size_t b) const;
+};
+PieceText piece_text(const Session& s, const std::vector<int32_t>& ids);
+
 // One cell, ready to prefill.
 struct CellPrompt {
     PromptSpec prompt;

@@ -60,17 +60,6 @@ std::vector<size_t> sentence_starts(const std::string& t) {
     return out;
 }
 
-// Token index range of the characters [a, b) of the concatenated token pieces.
-TokenSpan span_of(const std::vector<size_t>& ends, size_t a, size_t b) {
-    TokenSpan s;
-    for (size_t i = 0; i < ends.size(); ++i) {
-        const size_t start = i ? ends[i - 1] : 0;
-        if (ends[i] > a && s.first < 0) s.first = static_cast<int64_t>(i);
-        if (start < b) s.last = static_cast<int64_t>(i) + 1;
-    }
-    return s;
-}
-
 std::string fmt_depth(double d) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", d);
@@ -315,17 +304,12 @@ CellPrompt NeedleTask::prepare(const Session& s, int64_t cell) const {
     cp.value = value;
     const PromptTokens pt = s.build_prompt(cp.prompt);
     // Token spans of the needle and its value: where their text lies in the concatenated pieces.
-    std::string joined;
-    std::vector<size_t> ends;
-    for (int32_t id : pt.ids) {
-        joined += s.token_piece(id);
-        ends.push_back(joined.size());
-    }
-    const size_t at = joined.find(needle_text);
+    const PieceText pieces = piece_text(s, pt.ids);
+    const size_t at = pieces.text.find(needle_text);
     if (at != std::string::npos) {
-        cp.needle = span_of(ends, at, at + needle_text.size());
+        cp.needle = pieces.span(at, at + needle_text.size());
         const size_t v = needle_text.find(value);
-        if (v != std::string::npos) cp.value_tokens = span_of(ends, at + v, at + v + value.size());
+        if (v != std::string::npos) cp.value_tokens = pieces.span(at + v, at + v + value.size());
     }
     const size_t doc_at = doc.find(needle_text);
     const size_t hay_chars = doc.size() - needle_text.size();

@@ -14,17 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// Token index range of the characters [a, b) of the concatenated token pieces.
-TokenSpan span_of(const std::vector<size_t>& ends, size_t a, size_t b) {
-    TokenSpan s;
-    for (size_t i = 0; i < ends.size(); ++i) {
-        const size_t start = i ? ends[i - 1] : 0;
-        if (ends[i] > a && s.first < 0) s.first = static_cast<int64_t>(i);
-        if (start < b) s.last = static_cast<int64_t>(i) + 1;
-    }
-    return s;
-}
-
 json spans_json(const std::vector<TokenSpan>& spans) {
     json out = json::array();
     for (const auto& s : spans) out.push_back(s.empty() ? json(nullptr) : json::array({s.first, s.last}));
@@ -141,23 +130,18 @@ CellPrompt RulerTask::prepare(const Session& s, int64_t cell) const {
 
     // Token spans of the needles and of the references inside them, found in the token pieces.
     const PromptTokens pt = s.build_prompt(cp.prompt);
-    std::string joined;
-    std::vector<size_t> ends;
-    for (int32_t tok : pt.ids) {
-        joined += s.token_piece(tok);
-        ends.push_back(joined.size());
-    }
+    const PieceText pieces = piece_text(s, pt.ids);
     std::vector<TokenSpan> needle_spans;
     std::vector<TokenSpan> answer_spans(rs.text.references.size());   // by reference; empty: not in a needle
     size_t from = 0;
     for (const auto& needle : rs.text.needles) {
-        const size_t at = joined.find(needle, from);
+        const size_t at = pieces.text.find(needle, from);
         if (at == std::string::npos) continue;
         from = at + needle.size();
-        needle_spans.push_back(span_of(ends, at, at + needle.size()));
+        needle_spans.push_back(pieces.span(at, at + needle.size()));
         for (size_t r = 0; r < rs.text.references.size(); ++r) {
             const size_t v = answer_spans[r].empty() ? needle.find(rs.text.references[r]) : std::string::npos;
-            if (v != std::string::npos) answer_spans[r] = span_of(ends, at + v, at + v + rs.text.references[r].size());
+            if (v != std::string::npos) answer_spans[r] = pieces.span(at + v, at + v + rs.text.references[r].size());
         }
     }
     // The kept-needle statistics of the row follow the first needle and the first reference.

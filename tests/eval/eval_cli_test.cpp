@@ -17,6 +17,7 @@
 #include "cli/cli_run.h"
 #include "common/temp_dir.h"
 #include "common/test_util.h"
+#include "eval/eval_cli_helpers.h"
 
 using json = nlohmann::json;
 using Catch::Matchers::Contains;
@@ -25,24 +26,14 @@ namespace {
 
 using snapkv::test::cli::Result;
 using snapkv::test::cli::run_shell;
+using snapkv::test::eval::check_same_rows;
+using snapkv::test::eval::rows_without_timing;
 
 const std::string kCli = SNAPKV_CLI_PATH;
 const std::string kGrid = " --model " + snapkv::test::data_path("stories260K.gguf") +
                           " --haystack " + snapkv::test::data_path("reference/ppl-text.txt") +
                           " --lengths 96,128 --depths 0,50,100 --policies snapkv,streaming --budgets 48"
                           " --window 16 --kernel 5 --quiet";
-
-std::vector<json> rows_without_timing(const std::string& path) {
-    std::vector<json> rows;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        json r = json::parse(line);
-        r.erase("timing");
-        rows.push_back(std::move(r));
-    }
-    return rows;
-}
 
 }  // namespace
 
@@ -71,12 +62,7 @@ TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]")
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("merged 18 rows from 3 files"));
     const std::vector<json> a = rows_without_timing(whole), b = rows_without_timing(dir.file("parts/all.jsonl"));
-    REQUIRE(a.size() == 18);
-    REQUIRE(b.size() == 18);
-    for (size_t i = 0; i < a.size(); ++i) {
-        INFO("row " << i);
-        CHECK(a[i] == b[i]);
-    }
+    check_same_rows(a, b, 18);
     // (checked here, not in SECTIONs, so that the runs above happen once)
     r = run_shell(kCli + " merge --out " + dir.file("dup.jsonl") + parts + " " + dir.file("parts/part-0.jsonl"));
     CHECK(r.code == 1);

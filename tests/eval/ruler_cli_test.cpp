@@ -5,11 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <fstream>
 
 #include "cli/cli_run.h"
 #include "common/temp_dir.h"
 #include "common/test_util.h"
+#include "eval/eval_cli_helpers.h"
 
 using json = nlohmann::json;
 using Catch::Matchers::Contains;
@@ -18,23 +18,13 @@ namespace {
 
 using snapkv::test::cli::Result;
 using snapkv::test::cli::run_shell;
+using snapkv::test::eval::check_same_rows;
+using snapkv::test::eval::rows_without_timing;
 
 const std::string kCli = SNAPKV_CLI_PATH;
 const std::string kModel = " --model " + snapkv::test::data_path("stories260K.gguf");
 const std::string kGrid = kModel + " --tasks niah_single_1,niah_multikey_2,niah_multivalue --lengths 600"
                                    " --samples 2 --ratios 0.5 --budgets 200 --window 16 --quiet";
-
-std::vector<json> rows_without_timing(const std::string& path) {
-    std::vector<json> rows;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        json r = json::parse(line);
-        r.erase("timing");
-        rows.push_back(std::move(r));
-    }
-    return rows;
-}
 
 }  // namespace
 
@@ -57,12 +47,7 @@ TEST_CASE("two ruler shards merged equal the unsharded run, and a rerun resumes"
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Contains("merged 18 rows from 2 files"));
     const std::vector<json> a = rows_without_timing(whole), b = rows_without_timing(dir.file("all.jsonl"));
-    REQUIRE(a.size() == 18);
-    REQUIRE(b.size() == 18);
-    for (size_t i = 0; i < a.size(); ++i) {
-        INFO("row " << i);
-        CHECK(a[i] == b[i]);
-    }
+    check_same_rows(a, b, 18);
     // What a row carries: the task, its references and score, the ratio and the budget it came to.
     const json& row = a[2];
     CHECK(row["ruler_task"] == "niah_single_1");

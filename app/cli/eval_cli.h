@@ -1,0 +1,36 @@
+// The run loop `snapkv needle`, `snapkv sweep` and `snapkv ruler` share: resume from --out, print the
+// header line, run the grid with one progress line per finished cell (its scores and an ETA), append
+// rows, print the totals. What a cell line says is the command's; the tables at the end are too.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/eval/eval_runner.h"
+
+namespace snapkv::cli {
+
+// Seconds, one decimal below 10 s.
+std::string fmt_s(double ms);
+
+// How a finished cell reads on its progress line "[d/t] LABEL: RESULT; RESULT; ... ETA ...":
+// `label` names the cell from its first row, `result` prints one row (configuration and score).
+struct CellLine {
+    std::function<void(std::ostream&, const eval::Row&)> label;
+    std::function<void(std::ostream&, const eval::Row&)> result;
+};
+
+struct CliRun {
+    std::vector<eval::Row> rows;   // the rows of this run's settings now in `out`, sorted
+    eval::RunStats stats;
+};
+
+// `header` is the start of the first stderr line, up to " x N configurations". Progress goes to
+// stderr unless `quiet`; the totals go to stdout.
+CliRun run_and_write(Session& s, const eval::EvalTask& task, const eval::RunOptions& ro, const std::string& header,
+                     const std::string& out, bool quiet, const CellLine& line, const std::atomic<bool>* cancel);
+
+}  // namespace snapkv::cli
