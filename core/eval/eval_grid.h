@@ -40,15 +40,11 @@ struct GridAxes {
     std::string tie_break = tie_break_name(default_params().tie_break);   // one for the whole grid
 };
 
-// Full first, then the cross product in the order above (policy outermost). Options a policy does
-// not read (policy_table.h: kernel and pooling for streaming, h2o and random) collapse, so no
-    // kvpress's compression ratios (the fraction of the cache removed, 0 <= r < 1): each keeps
-    // int(L x (1 - r)) tokens of the L being compressed, so the budget follows each prompt. May be
-    // the only size axis (budgets empty).
-    std::vector<double> ratios;
-// duplicate rows. Throws InputError naming the option for an unknown policy/pooling/GQA mode and
-// for the first configuration check_params refuses (a budget not larger than a window, a window
-// < 1, an even kernel for a policy that pools, ...).
+// Full first, then the cross product in the order above (policy outermost; budgets, then ratios).
+// Options a policy does not read (policy_table.h: kernel and pooling for streaming, h2o and random)
+// collapse, so no duplicate rows. Throws InputError naming the option for an unknown
+// policy/pooling/GQA mode, a ratio outside [0, 1) and the first configuration check_params refuses
+// (a budget not larger than a window, a window < 1, an even kernel for a policy that pools, ...).
 std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 
 // Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations),
