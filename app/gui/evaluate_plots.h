@@ -7,10 +7,12 @@
 
 #include <QColor>
 #include <QString>
+#include <QVector>
 
 #include <cstdint>
 
 class QCustomPlot;
+class QCPAxis;
 
 namespace studio {
 
@@ -22,6 +24,13 @@ struct PlotHits;
 QColor seriesColor(int i);
 
 QString drawEmptyPlot(QCustomPlot* plot, const QString& text);
+
+// A series' mean line over a +-1 s.d. band (translucent fill between two dotted edges, kept out of
+// the legend), registered in hits so that toggling the legend entry hides the band too. Returns the
+// line. fill_alpha, width and marker size let each plot keep its own look.
+void addBandLine(QCustomPlot* plot, QCPAxis* x, QCPAxis* y, const QVector<double>& px, const QVector<double>& lo,
+                 const QVector<double>& hi, const QVector<double>& mean, const QColor& c, const QString& label,
+                 int fill_alpha, double width, double marker, PlotHits* hits);
 // One length x depth heatmap per configuration (full cache first), one colour scale; hover shows a
 // cell's answer, a click opens it.
 QString drawNeedleHeatmaps(QCustomPlot* plot, const EvalResults& results, const QString& metric, PlotHits* hits);

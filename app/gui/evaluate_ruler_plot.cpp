@@ -115,27 +115,7 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
                                         .arg(p.stat.n)
                                         .arg(worst)});
         }
-        // The band: translucent, with thin dotted edges so that overlapping bands stay readable.
-        QColor edge = c;
-        edge.setAlpha(150);
-        QCPGraph* lower = plot->addGraph(x, y);
-        lower->setData(px, bandLo, true);
-        lower->setPen(QPen(edge, 1, Qt::DotLine));
-        lower->removeFromLegend();
-        QCPGraph* upper = plot->addGraph(x, y);
-        upper->setData(px, bandHi, true);
-        upper->setPen(QPen(edge, 1, Qt::DotLine));
-        QColor fill = c;
-        fill.setAlpha(32);
-        upper->setBrush(fill);
-        upper->setChannelFillGraph(lower);
-        upper->removeFromLegend();
-        QCPGraph* line = plot->addGraph(x, y);
-        line->setData(px, mean, true);
-        line->setName(s.label);
-        line->setPen(QPen(c, 2.4));
-        line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, Qt::white, 8));
-        hits->bands[line] = {lower, upper};
+        addBandLine(plot, x, y, px, bandLo, bandHi, mean, c, s.label, 32, 2.4, 8, hits);
     }
     hits->panels.push_back({-1, rect});
     return "Click a legend entry to hide a policy; hover a point for its score; click a point or a table cell to open "

@@ -79,27 +79,7 @@ QString drawSweepCurves(QCustomPlot* plot, const EvalResults& results, const QSt
                                         .arg(p.n)
                                         .arg(p.worstId)});
         }
-        // The band: translucent, with thin dotted edges so that overlapping bands stay readable.
-        QColor edge = c;
-        edge.setAlpha(150);
-        QCPGraph* lower = plot->addGraph(x, y);
-        lower->setData(bx, lo, true);
-        lower->setPen(QPen(edge, 1, Qt::DotLine));
-        lower->removeFromLegend();
-        QCPGraph* upper = plot->addGraph(x, y);
-        upper->setData(bx, hi, true);
-        upper->setPen(QPen(edge, 1, Qt::DotLine));
-        QColor fill = c;
-        fill.setAlpha(28);
-        upper->setBrush(fill);
-        upper->setChannelFillGraph(lower);
-        upper->removeFromLegend();
-        QCPGraph* line = plot->addGraph(x, y);
-        line->setData(bx, mean, true);
-        line->setName(s.label);
-        line->setPen(QPen(c, 2.2));
-        line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, Qt::white, 7));
-        hits->bands[line] = {lower, upper};
+        addBandLine(plot, x, y, bx, lo, hi, mean, c, s.label, 28, 2.2, 7, hits);
     }
     if (xmax <= 0) xmin = 1, xmax = 2;
     x->setRange(xmin / 1.4, xmax * 1.4);
