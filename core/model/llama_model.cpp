@@ -5,7 +5,6 @@
 #include "core/model/llama_model.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <optional>
 
@@ -13,6 +12,7 @@
 #include "core/io/model_file.h"
 #include "core/model/decode_ops.h"
 #include "core/model/prefill_ops.h"
+#include "core/model/forward_parts.h"
 #include "core/quant/qkernels.h"
 
 namespace snapkv {
@@ -20,70 +20,7 @@ namespace snapkv {
 using model_ops::dense;
 using model_ops::rms_norm;
 
-namespace {
-
-void check_cancel(const std::atomic<bool>* cancel) {
-    if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
-}
-
-// Adds the time since the previous lap to a stage of a ForwardProfile; does nothing without one.
-class StageClock {
-public:
-    explicit StageClock(ForwardProfile* p) : m_p(p), m_dequant0(p ? WeightMatrix::dequant_ns() : 0) {
-        if (m_p) m_t = std::chrono::steady_clock::now();
-    }
-    void lap(ForwardProfile::Stage s) {
-        if (!m_p) return;
-        const auto now = std::chrono::steady_clock::now();
-        m_p->ms[s] += std::chrono::duration<double, std::milli>(now - m_t).count();
-        m_t = now;
-    }
-    ~StageClock() {
-        if (m_p) m_p->dequant_ms += static_cast<double>(WeightMatrix::dequant_ns() - m_dequant0) / 1e6;
-    }
-
-private:
-    ForwardProfile* m_p;
-    int64_t m_dequant0;
-    std::chrono::steady_clock::time_point m_t;
-};
-
-// Prompts longer than this run their feed-forward in chunks of this many tokens.
-constexpr int64_t kMlpChunk = 1024;
-
-// x += ffn(h) for h, x [T, E] float32 CPU contiguous, kMlpChunk rows at a time, over the three
-// matrices dequantized once (the chunks share them).
-void mlp_chunked(const ModelConfig& c, const WeightMatrix& w_gate, const WeightMatrix& w_up,
-                 const WeightMatrix& w_down, const at::Tensor& post_norm, const at::Tensor& h, at::Tensor& x,
-                 StageClock& clk) {
-    using S = ForwardProfile;
-    const int64_t T = h.size(0);
-    const at::Tensor wg = w_gate.to_float(), wu = w_up.to_float(), wd = w_down.to_float();  // [F, E], [F, E], [E, F]
-    clk.lap(S::FfnProj);
-    for (int64_t t0 = 0; t0 < T; t0 += kMlpChunk) {
-        const int64_t n = std::min(kMlpChunk, T - t0);
-        const at::Tensor hc = h.narrow(0, t0, n);                                      // [n, E]
-        at::Tensor gate = at::linear(hc, wg);                                          // [n, F]
-        const at::Tensor up = at::linear(hc, wu);                                      // [n, F]
-        clk.lap(S::FfnProj);
-        if (c.ffn_act == FfnActivation::GeluTanh)
-            prefill_ops::gelu_tanh_mul(gate, up);
-        else
-            prefill_ops::silu_mul(gate, up);
-        clk.lap(S::Activation);
-        at::Tensor ff = at::linear(gate, wd);                                          // [n, E]
-        clk.lap(S::FfnProj);
-        if (post_norm.defined()) {
-            ff = rms_norm(ff, post_norm, c.rms_eps);
-            clk.lap(S::Norms);
-        }
-        x.narrow(0, t0, n).add_(ff);
-        clk.lap(S::Residual);
-    }
-}
-
-// q [T, H, D] pre-RoPE queries at positions pos0 .. pos0 + T - 1 -> their QueryStats. The centred
-// outer products are one float32 batched product, as kvpress's einsum computes them.
+// The centred outer products are one float32 batched product, as kvpress's einsum computes them.
 QueryStats query_stats(const at::Tensor& q, int64_t pos0) {
     QueryStats out;
     const int64_t T = q.size(0);
@@ -100,8 +37,6 @@ QueryStats query_stats(const at::Tensor& q, int64_t pos0) {
     }
     return out;
 }
-
-}  // namespace
 
 const char* ForwardProfile::name(int stage) {
     static const char* const names[kStages] = {"embed",    "norms",     "qkv proj",  "rope",
@@ -302,6 +237,13 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     for (int64_t l = 0; l < c.n_layer; ++l) {
         check_cancel(opts.cancel);
         const Layer& L = m_layers[static_cast<size_t>(l)];
+        if (fused && T > kLayerChunk) {
+            // A long prompt: the same layer in token chunks (peak memory; see long_prompt_layer).
+            if (!rope_rows[L.rope]) rope_rows[L.rope] = prefill_ops::rope_rows_for(pos, m_ropes[L.rope]);
+            long_prompt_layer(l, x, cache.layer(l), pos, pos0, *rope_rows[L.rope], opts, clk);
+            if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
+            continue;
+        }
         at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);                            // [T, E]
         clk.lap(S::Norms);
         // One pass over the kernel threads for the three products of a decode step.
@@ -353,14 +295,6 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         clk.lap(S::Residual);
         h = rms_norm(x, L.ffn_norm, c.rms_eps);
         clk.lap(S::Norms);
-        if (fused && T > kMlpChunk) {
-            // A long prompt's feed-forward in token chunks over weights dequantized once: its
-            // [T, F] intermediates were the largest buffers of a prefill (100 MB at 8K tokens on
-            // SmolLM2). Rows are independent, so the result is the same.
-            mlp_chunked(c, L.w_gate, L.w_up, L.w_down, c.post_norms ? L.ffn_post_norm : at::Tensor(), h, x, clk);
-            if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
-            continue;
-        }
         std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);   // [T, F] each
         clk.lap(S::FfnProj);
         at::Tensor gate = gu[0];

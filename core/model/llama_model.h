@@ -32,6 +32,10 @@
 namespace snapkv {
 
 class ModelFile;
+class StageClock;
+namespace prefill_ops {
+struct RopeTableRows;
+}
 
 struct ModelOptions {
     c10::Device device = c10::Device(c10::kCPU);
@@ -138,6 +142,14 @@ private:
 
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
                          const ForwardOptions& opts) const;               // [H, T, D] -> [T, H*D]
+    // Layer l of a prompt longer than kLayerChunk on the CPU in float32 (long_prompt_layer.cpp):
+    // forward()'s operations for one layer in token chunks, so that only x [T, E] is held whole.
+    // Rows are independent and attention is causal, so the result is forward()'s up to
+    // summation order (GEMM sizes, H2O's sums added per chunk). x is updated in place; the
+    // layer's keys and values are appended to kv.
+    void long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const at::Tensor& pos, int64_t pos0,
+                           const prefill_ops::RopeTableRows& rope, const ForwardOptions& opts,
+                           StageClock& clk) const;
     // Attention of one token's queries q [H, D] over a cpu_float() cache that already holds its
     // keys: probs [Hc, g, S] (softmax), out [H, D]. Plain buffers (model_attention.cpp).
     void attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs,

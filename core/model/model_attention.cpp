@@ -60,7 +60,7 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
 
 at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos,
                                  int64_t layer, const ForwardOptions& opts) const {
-    // q: [H, T, D]; the cache already holds this call's keys; q_pos: [T] int64.
+    // q: [H, T, D], rows of D contiguous; the cache already holds this call's keys; q_pos: [T] int64.
     const int64_t H = q.size(0), T = q.size(1), D = q.size(2);
     const int64_t Hc = kv.n_heads();
     const int64_t g = H / Hc;
@@ -83,7 +83,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs;
         return o.view({T, H * D});
     }
-    if (T > 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && q.is_contiguous() && kv.cpu_float() &&
+    if (T > 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && q.stride(2) == 1 && kv.cpu_float() &&
         !opts.probe) {
         // Prefill on the CPU in float32: core/quant's blocked attention with an online softmax,
         // never a [T, S] score matrix (H2O's sums from a second pass over the keys); written
@@ -92,9 +92,9 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         const at::Tensor qp = q_pos.to(at::kLong).contiguous();
         at::Tensor o = at::empty({T, H * D}, q.options());                             // [T, H*D]
         PrefillAttention pa;
-        pa.q = q.data_ptr<float>();
-        pa.q_head_stride = T * D;
-        pa.q_tok_stride = D;
+        pa.q = q.data_ptr<float>();   // [H, T, D] or a long prompt's [T, H, D] seen as [H, T, D]
+        pa.q_head_stride = q.stride(0);
+        pa.q_tok_stride = q.stride(1);
         pa.k = kv.key_data();
         pa.v = kv.value_data();
         pa.kv_head_stride = kv.capacity() * D;
@@ -127,7 +127,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
         return o;
     }
-    at::Tensor qg = q.view({Hc, g, T, D});
+    at::Tensor qg = q.contiguous().view({Hc, g, T, D});
     at::Tensor out = at::empty({Hc, g, T, D}, q.options());
     const int64_t chunk = std::max<int64_t>(1, opts.attn_chunk);
     at::Tensor h2o;

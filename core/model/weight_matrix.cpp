@@ -196,6 +196,8 @@ at::Tensor WeightMatrix::to_float() const {
 
 int64_t WeightMatrix::dequant_ns() { return g_dequant_ns.load(); }
 
+int64_t WeightMatrix::tile_values() { return g_tile_values.load(); }
+
 int64_t WeightMatrix::set_tile_values(int64_t values) { return g_tile_values.exchange(std::max<int64_t>(1, values)); }
 
 }  // namespace snapkv

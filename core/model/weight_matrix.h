@@ -57,6 +57,7 @@ public:
     // Values per dequantized tile of the multi-token path (default 4M: 16 MB of scratch per
     // thread). Tests lower it to exercise tiling; returns the previous value.
     static int64_t set_tile_values(int64_t values);
+    static int64_t tile_values();
     // Nanoseconds spent dequantizing tiles for multi-token products since start-up, all threads
     // (ForwardProfile reads the difference).
     static int64_t dequant_ns();
