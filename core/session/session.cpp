@@ -129,7 +129,7 @@ MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillS
                                                 bool two_parts) const {
     RunShape run;
     run.n_tokens = n_tokens;
-    run.cache_slots = n_tokens + 256;   // run_prefill's cache
+    run.cache_slots = n_tokens;   // run_prefill's cache: exactly the prompt
     run.max_window = std::max<int64_t>(settings.max_window, 1);
     run.h2o = settings.h2o;
     run.two_parts = two_parts;

@@ -121,7 +121,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     // Lengths and memory first: nothing is allocated for a prompt that cannot run.
     RunShape shape;
     shape.n_tokens = L;
-    shape.cache_slots = L + 256;
+    shape.cache_slots = L;
     shape.max_window = settings.max_window;
     shape.h2o = settings.h2o;
     shape.query_stats = settings.query_stats;
@@ -130,7 +130,8 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
 
     PrefillState st;
     st.prompt = prompt;
-    st.cache = model->new_cache(L + 256);
+    // Exactly the prompt: generation never appends to this cache (it runs on clones and gathers).
+    st.cache = model->new_cache(L);
     auto t0 = std::chrono::steady_clock::now();
     const int64_t total_layers = c.n_layer * (two_parts ? 2 : 1);
     auto run = [&](const std::vector<int32_t>& ids, PrefillCapture& cap, int64_t layer_offset) {
