@@ -19,7 +19,8 @@ constexpr const char* kFormat = "snapkv-studio-session";
 constexpr int kVersion = 1;
 constexpr qint64 kMaxSessionBytes = qint64(256) << 20;   // documents are at most a few MB
 
-// A value from the file as messages quote it: at most 100 characters (issue 22).
+// A value from the file as messages quote it: at most 100 characters, so that a corrupt or hostile
+// file (a megabyte-long string) cannot flood the error dialog.
 QString quotedValue(const QJsonValue& v) {
     const QString s = v.toVariant().toString();
     return s.size() > 100 ? s.left(100) + QString("... (%1 characters)").arg(s.size()) : s;
