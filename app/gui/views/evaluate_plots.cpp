@@ -52,4 +52,21 @@ QString drawEmptyPlot(QCustomPlot* plot, const QString& text) {
     return QString();
 }
 
+QCPAxisRect* addLegendLayout(QCustomPlot* plot, std::initializer_list<QCPLayoutElement*> headers) {
+    auto* rect = new QCPAxisRect(plot);
+    auto* legend = new QCPLegend;
+    int row = 0;
+    for (QCPLayoutElement* e : headers) plot->plotLayout()->addElement(row++, 0, e);
+    plot->plotLayout()->addElement(row, 0, legend);
+    plot->plotLayout()->addElement(row + 1, 0, rect);
+    for (int r = 0; r <= row; ++r) plot->plotLayout()->setRowStretchFactor(r, 0.01);
+    plot->legend = legend;
+    legend->setLayer("legend");
+    legend->setFillOrder(QCPLegend::foColumnsFirst);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setSelectableParts(QCPLegend::spItems);
+    for (QCPAxis* a : rect->axes()) styleAxis(a);
+    return rect;
+}
+
 }  // namespace studio

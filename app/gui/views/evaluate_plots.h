@@ -11,8 +11,12 @@
 
 #include <cstdint>
 
+#include <initializer_list>
+
 class QCustomPlot;
 class QCPAxis;
+class QCPAxisRect;
+class QCPLayoutElement;
 
 namespace studio {
 
@@ -24,6 +28,11 @@ struct PlotHits;
 QColor seriesColor(int i);
 
 QString drawEmptyPlot(QCustomPlot* plot, const QString& text);
+
+// The layout of the curve plots (sweep, RULER): the header elements (title, subtitle) stacked on
+// top, then the plot's legend (entries in columns, no border, entries clickable to hide a series),
+// then one axis rect in the house style, which is returned. Rows above the rect take no stretch.
+QCPAxisRect* addLegendLayout(QCustomPlot* plot, std::initializer_list<QCPLayoutElement*> headers);
 
 // A series' mean line over a +-1 s.d. band (translucent fill between two dotted edges, kept out of
 // the legend), registered in hits so that toggling the legend entry hides the band too. Returns the

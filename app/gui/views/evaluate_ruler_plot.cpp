@@ -34,8 +34,6 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
     const QString family = plot->font().family();
     const bool ratio = axis == "ratio";
 
-    auto* rect = new QCPAxisRect(plot);
-    auto* legend = new QCPLegend;
     auto* title = new QCPTextElement(
         plot,
         QString("RULER at %1 tokens · %2 task%3 x %4 samples · model %5")
@@ -49,17 +47,7 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
     auto* subtitle = new QCPTextElement(
         plot, "line: mean over tasks · band: ±1 s.d. over samples · dashed: full cache", QFont(family, 9));
     subtitle->setTextColor(QColor(90, 90, 90));
-    plot->plotLayout()->addElement(0, 0, title);
-    plot->plotLayout()->addElement(1, 0, subtitle);
-    plot->plotLayout()->addElement(2, 0, legend);
-    plot->plotLayout()->addElement(3, 0, rect);
-    for (int row = 0; row < 3; ++row) plot->plotLayout()->setRowStretchFactor(row, 0.01);
-    plot->legend = legend;
-    legend->setLayer("legend");
-    legend->setFillOrder(QCPLegend::foColumnsFirst);
-    legend->setBorderPen(Qt::NoPen);
-    legend->setSelectableParts(QCPLegend::spItems);
-    for (QCPAxis* a : rect->axes()) styleAxis(a);
+    QCPAxisRect* rect = addLegendLayout(plot, {title, subtitle});
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     // Ticks at the sizes that were run (and 0, the full cache, on the ratio axis).

@@ -20,24 +20,12 @@ QString drawSweepCurves(QCustomPlot* plot, const EvalResults& results, const QSt
     const std::vector<SweepSeries> series = results.curves(key, &full);
     const QString family = plot->font().family();
 
-    auto* rect = new QCPAxisRect(plot);
-    auto* legend = new QCPLegend;
     auto* title = new QCPTextElement(plot, QString("Budget sweep · %1 items · model %2")
                                                .arg(results.settings()["sweep"]["set"].value("items", 0))
                                                .arg(QString::fromStdString(
                                                    results.settings()["model"].value("file", std::string()))),
                                      QFont(family, 11, QFont::Bold));
-    plot->plotLayout()->addElement(0, 0, title);
-    plot->plotLayout()->addElement(1, 0, legend);
-    plot->plotLayout()->addElement(2, 0, rect);
-    plot->plotLayout()->setRowStretchFactor(0, 0.01);
-    plot->plotLayout()->setRowStretchFactor(1, 0.01);
-    plot->legend = legend;
-    legend->setLayer("legend");
-    legend->setFillOrder(QCPLegend::foColumnsFirst);
-    legend->setBorderPen(Qt::NoPen);
-    legend->setSelectableParts(QCPLegend::spItems);
-    for (QCPAxis* a : rect->axes()) styleAxis(a);
+    QCPAxisRect* rect = addLegendLayout(plot, {title});
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     x->setScaleType(QCPAxis::stLogarithmic);
