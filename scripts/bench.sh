@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The numbers the issues ask for, on the default model: runtime prefill/decode speed, SnapKV
-# retune latency on an 8K-token prompt, and full vs compressed decode speed and KV bytes at
-# 2K/4K/8K tokens with C = 1024. Prints tables; takes a few minutes on 2 cores.
+# The speed and memory numbers that show whether SnapKV pays off, on the default model: runtime
+# prefill/decode speed, SnapKV retune latency on an 8K-token prompt, and full vs compressed decode
+# speed and KV bytes at 2K/4K/8K tokens with C = 1024. Prints tables; takes a few minutes on 2 cores.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 B="${SNAPKV_BIN:-$here/build/app/cli/snapkv}"

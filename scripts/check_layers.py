@@ -55,7 +55,7 @@ SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 
 
 def module_of(path):
-    """'core/kv/kv_cache.h' -> 'kv'; 'app/gui/x.h' -> 'app/gui'; 'kernels/x.h' -> 'kernels'."""
+    """'core/kv/kv_cache.h' -> 'kv'; 'app/gui/views/x.h' -> 'app/gui'; 'kernels/x.h' -> 'kernels'."""
     parts = path.split("/")
     if parts[0] == "core" and len(parts) > 2:
         return parts[1]
@@ -206,7 +206,7 @@ def self_test():
         cases = [  # (file that gets the include, include, words the report must contain)
             ("core/kv/kv_cache.cpp", "core/snapkv/gpu_ops.h", "kv (level 4) -> snapkv (level 6): the arrow points up"),
             ("core/quant/qkernels.cpp", "core/tokenizer/tokenizer.h", "siblings on level 2"),
-            ("core/model/sampler.cpp", "app/gui/gui_types.h", "core never includes app/"),
+            ("core/model/sampler.cpp", "app/gui/state/gui_types.h", "core never includes app/"),
             ("core/snapkv/selector.cpp", "kernels/cuda_util.h", "core sees only kernels/snapkv_kernels.h"),
             ("kernels/gather_kv.cu", "core/common/errors.h", "kernels/ sits below core"),
             ("app/gui/main.cpp", "core/model/llama_model.h", "app/ sees core through"),

@@ -93,21 +93,9 @@ RunOptions run_options(const EvalOpts& o) {
     GridAxes a;
     a.policies = parse_name_list(o.policies, "--policies");
     a.budgets = parse_int_list(o.budgets, "--budgets");
-    a.gqa = parse_name_list(o.gqa, "--gqa");
-    a.windows = parse_int_list(o.windows, "--window");
-    a.kernels = parse_int_list(o.kernels, "--kernel");
-    a.poolings = parse_name_list(o.poolings, "--pooling");
-    a.query_agnostic = o.query_agnostic;
-    a.n_sink = o.sink;
-    a.seed = o.seed;
-    a.tie_break = o.tie_break;
-    RunOptions r;
-    r.configs = expand_configs(a);
+    RunOptions r = grid_run_options(a, o);
     r.generation.max_tokens = o.max_tokens;
-    r.generation.greedy = true;
     r.kl_steps = std::min(o.kl_steps, o.max_tokens);
-    r.hit_threshold = o.theta;
-    r.shard = parse_shard(o.shard);
     return r;
 }
 

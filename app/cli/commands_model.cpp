@@ -1,16 +1,21 @@
-// Model-level subcommands and the architecture summary of `info`: `snapkv logits` writes the
-// float32 logits at every position of a prompt as JSON, so that any model file can be checked
-// against another implementation (transformers, llama.cpp) position by position. No SnapKV here.
+// Model-level subcommands: `snapkv info` (architecture, hyperparameters, tensor types, tokenizer,
+// template), `snapkv tokenize`, and `snapkv logits`, which writes the float32 logits at every
+// position of a prompt as JSON, so that any model file can be checked against another
+// implementation (transformers, llama.cpp) position by position. No SnapKV here.
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_checks.h"
+#include "app/cli/command_options.h"
 #include "app/cli/commands.h"
 #include "core/common/errors.h"
+#include "core/common/units.h"
 #include "core/session/session.h"
 
 namespace snapkv::cli {
@@ -72,6 +77,60 @@ void cmd_logits(const LogitsOpts& o, const std::atomic<bool>* cancel) {
     if (!f) throw InputError("--json: writing '" + o.out + "' failed");
 }
 
+void cmd_info(const Common& c, bool as_json) {
+    auto s = open_session(c, true);
+    const ModelInfo i = s->model_info();
+    const ModelConfig& k = i.config;
+    std::map<std::string, int> types;
+    for (const auto& t : i.tensors) types[t.type]++;
+    if (as_json) {
+        json j = {{"path", i.path}, {"format", i.format}, {"arch", k.arch}, {"name", k.name},
+                  {"n_layer", k.n_layer}, {"n_embd", k.n_embd}, {"n_ff", k.n_ff}, {"n_head", k.n_head},
+                  {"n_head_kv", k.n_head_kv}, {"head_dim", k.head_dim}, {"n_rot", k.n_rot}, {"n_vocab", k.n_vocab},
+                  {"n_ctx_train", k.n_ctx_train}, {"rope_freq_base", k.rope_freq_base}, {"rope_neox", k.rope_neox},
+                  {"rope_scaling", k.rope_scaling.type}, {"rms_eps", k.rms_eps}, {"qkv_bias", k.qkv_bias},
+                  {"tied_embeddings", k.tied_embeddings}, {"tensor_types", types},
+                  {"n_tensors", i.tensors.size()}, {"tokenizer", i.tokenizer_kind}, {"chat_template", i.chat_format},
+                  {"weights", i.weights}, {"weight_bytes", i.weight_bytes}};
+        j["architecture"] = arch_json(k);
+        write_json(j, "");
+        return;
+    }
+    std::cout << "file           " << i.path << " (" << i.format << ")\n"
+              << "architecture   " << k.arch << "  name: " << k.name << "\n"
+              << "layers         " << k.n_layer << "\n"
+              << "embedding      " << k.n_embd << "   feed-forward " << k.n_ff << "\n"
+              << "heads          " << k.n_head << " query, " << k.n_head_kv << " key/value, head_dim " << k.head_dim
+              << "\n"
+              << "vocabulary     " << k.n_vocab << "   context " << k.n_ctx_train << "\n"
+              << "rope           base " << k.rope_freq_base << ", " << k.n_rot << " dims, "
+              << (k.rope_neox ? "NeoX" : "normal") << " layout, scaling " << k.rope_scaling.type << "\n"
+              << "rms eps        " << k.rms_eps << "   qkv bias " << (k.qkv_bias ? "yes" : "no")
+              << "   tied embeddings " << (k.tied_embeddings ? "yes" : "no") << "\n"
+              << arch_text(k)
+              << "tensors        " << i.tensors.size() << ":";
+    for (const auto& [t, n] : types) std::cout << " " << n << " " << t;
+    std::cout << "\n"
+              << "tokenizer      " << i.tokenizer_kind << "\n"
+              << "chat template  " << i.chat_format << "\n"
+              << "weights        " << format_bytes(i.weight_bytes) << " "
+              << (i.weights == "native" ? "in the file's formats (native)" : "as " + i.dtype) << " on " << i.device
+              << "\n";
+}
+
+void cmd_tokenize(const Common& c, const std::string& text, bool no_bos, bool as_json) {
+    auto s = open_session(c, true);
+    const std::vector<int32_t> ids = s->tokenize(text, !no_bos, true);
+    json pieces = json::array();
+    for (int32_t id : ids) pieces.push_back(s->token_text(id));
+    if (as_json) {
+        write_json({{"ids", ids}, {"pieces", pieces}}, "");
+        return;
+    }
+    for (size_t i = 0; i < ids.size(); ++i)
+        std::cout << std::setw(7) << ids[i] << "  " << pieces[i].get<std::string>() << "\n";
+}
+
 }  // namespace
 
 json arch_json(const ModelConfig& c) {
@@ -113,6 +172,26 @@ void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     cmd->add_option("--json", o.out, "Output file ('-' for stdout): {\"ids\": [...], \"n_vocab\": V, \"logits\": [[...], ...]}")
         ->required();
     cmd->callback([cancel] { cmd_logits(o, cancel); });
+    // Options live as long as the app: one static block per subcommand.
+    {
+        static Common c;
+        static bool as_json = false;
+        auto* cmd = app.add_subcommand("info", "Architecture, hyperparameters, tensor types, tokenizer, template");
+        add_common(cmd, c);
+        cmd->add_flag("--json", as_json, "Print JSON");
+        cmd->callback([] { cmd_info(c, as_json); });
+    }
+    {
+        static Common c;
+        static std::string text;
+        static bool as_json = false, no_bos = false;
+        auto* cmd = app.add_subcommand("tokenize", "Token ids and pieces of a text");
+        add_common(cmd, c);
+        cmd->add_option("--text,-t", text, "Text to tokenize")->required();
+        cmd->add_flag("--no-bos", no_bos, "Do not add BOS/EOS even if the model's metadata says so");
+        cmd->add_flag("--json", as_json, "Print {\"ids\": [...], \"pieces\": [...]}");
+        cmd->callback([] { cmd_tokenize(c, text, no_bos, as_json); });
+    }
 }
 
 }  // namespace snapkv::cli

@@ -55,21 +55,7 @@ RunOptions run_options(const RulerCliOpts& o) {
     a.ratios = o.ratios.empty() ? std::vector<double>{} : parse_number_list(o.ratios, "--ratios");
     if (a.budgets.empty() && a.ratios.empty())
         throw InputError("--ratios, --budgets: give at least one ratio or budget (the full cache is always run too)");
-    a.gqa = parse_name_list(o.gqa, "--gqa");
-    a.windows = parse_int_list(o.windows, "--window");
-    a.kernels = parse_int_list(o.kernels, "--kernel");
-    a.poolings = parse_name_list(o.poolings, "--pooling");
-    a.query_agnostic = o.query_agnostic;
-    a.n_sink = o.sink;
-    a.seed = o.seed;
-    a.tie_break = o.tie_break;
-    RunOptions r;
-    r.configs = expand_configs(a);
-    r.generation.greedy = true;
-    r.kl_steps = o.kl_steps;
-    r.hit_threshold = o.theta;
-    r.shard = parse_shard(o.shard);
-    return r;
+    return grid_run_options(a, o);
 }
 
 // A ratio keeps int(n x (1 - r)) tokens; refuse, before any prefill, one that leaves no more than the

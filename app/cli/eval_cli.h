@@ -28,6 +28,29 @@ struct CliRun {
     eval::RunStats stats;
 };
 
+// The run options of a grid from the axes the command parsed itself (policies, and budgets or
+// ratios) and the options `needle`, `sweep` and `ruler` share, read from their text in one way:
+// comma lists of GQA modes, windows, kernels and poolings; query-agnostic, sinks, seed, tie break;
+// greedy answers, KL steps, the hit threshold and the shard. Opts is the command's option struct.
+template <typename Opts>
+eval::RunOptions grid_run_options(eval::GridAxes a, const Opts& o) {
+    a.gqa = eval::parse_name_list(o.gqa, "--gqa");
+    a.windows = eval::parse_int_list(o.windows, "--window");
+    a.kernels = eval::parse_int_list(o.kernels, "--kernel");
+    a.poolings = eval::parse_name_list(o.poolings, "--pooling");
+    a.query_agnostic = o.query_agnostic;
+    a.n_sink = o.sink;
+    a.seed = o.seed;
+    a.tie_break = o.tie_break;
+    eval::RunOptions r;
+    r.configs = eval::expand_configs(a);
+    r.generation.greedy = true;
+    r.kl_steps = o.kl_steps;
+    r.hit_threshold = o.theta;
+    r.shard = eval::parse_shard(o.shard);
+    return r;
+}
+
 // `header` is the start of the first stderr line, up to " x N configurations". Progress goes to
 // stderr unless `quiet`; the totals go to stdout.
 CliRun run_and_write(Session& s, const eval::EvalTask& task, const eval::RunOptions& ro, const std::string& header,

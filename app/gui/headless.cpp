@@ -10,18 +10,18 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/atomic_write.h"
-#include "app/gui/compare_view.h"
-#include "app/gui/document_view.h"
-#include "app/gui/evaluate_view.h"
-#include "app/gui/head_view.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/files/atomic_write.h"
+#include "app/gui/views/compare_view.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/evaluate_view.h"
+#include "app/gui/views/head_view.h"
 #include "app/gui/main_window.h"
-#include "app/gui/overview_view.h"
-#include "app/gui/parameter_panel.h"
-#include "app/gui/prompt_panel.h"
-#include "app/gui/run_controller.h"
-#include "app/gui/walkthrough.h"
+#include "app/gui/views/overview_view.h"
+#include "app/gui/panels/parameter_panel.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/workers/run_controller.h"
+#include "app/gui/panels/walkthrough.h"
 
 namespace studio {
 

@@ -14,7 +14,7 @@
 #include <QList>
 #include <QObject>
 
-#include "app/gui/app_options.h"
+#include "app/gui/state/app_options.h"
 
 namespace studio {
 

@@ -7,9 +7,9 @@
 
 #include "app/gui/headless.h"
 #include "app/gui/main_window.h"
-#include "app/gui/model_fetch.h"
-#include "app/gui/prompt_panel.h"
-#include "app/gui/walkthrough.h"
+#include "app/gui/panels/model_fetch.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/panels/walkthrough.h"
 #include "core/session/runtime.h"
 
 #ifndef SNAPKV_VERSION

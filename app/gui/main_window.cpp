@@ -26,21 +26,21 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/app_options.h"
-#include "app/gui/compare_view.h"
-#include "app/gui/display_options.h"
-#include "app/gui/document_view.h"
-#include "app/gui/evaluate_view.h"
-#include "app/gui/head_view.h"
-#include "app/gui/model_menu.h"
-#include "app/gui/overview_view.h"
-#include "app/gui/parameter_panel.h"
-#include "app/gui/prompt_panel.h"
-#include "app/gui/run_controller.h"
-#include "app/gui/session_file.h"
-#include "app/gui/shortcuts_dialog.h"
-#include "app/gui/walkthrough.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/state/app_options.h"
+#include "app/gui/views/compare_view.h"
+#include "app/gui/panels/display_panel.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/evaluate_view.h"
+#include "app/gui/views/head_view.h"
+#include "app/gui/panels/model_menu.h"
+#include "app/gui/views/overview_view.h"
+#include "app/gui/panels/parameter_panel.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/workers/run_controller.h"
+#include "app/gui/files/session_file.h"
+#include "app/gui/panels/shortcuts_dialog.h"
+#include "app/gui/panels/walkthrough.h"
 
 namespace studio {
 
@@ -105,7 +105,7 @@ MainWindow::~MainWindow() { m_controller->shutdown(); }
 void MainWindow::buildDocks() {
     m_params = new ParameterPanel;
     m_params->setObjectName("parameterPanel");
-    m_displayOptions = new DisplayOptions(m_state);
+    m_displayPanel = new DisplayPanel(m_state);
     m_prompt = new PromptPanel;
     m_walk = new Walkthrough;
 
@@ -120,7 +120,7 @@ void MainWindow::buildDocks() {
     };
     m_paramsDock = dock("Parameters (live)", "parametersDock", m_params, Qt::LeftDockWidgetArea);
     m_promptDock = dock("Prompt and model", "promptDock", m_prompt, Qt::LeftDockWidgetArea);
-    m_displayDock = dock("Display", "displayDock", m_displayOptions, Qt::LeftDockWidgetArea);
+    m_displayDock = dock("Display", "displayDock", m_displayPanel, Qt::LeftDockWidgetArea);
     tabifyDockWidget(m_promptDock, m_displayDock);
     m_promptDock->raise();
     m_walkDock = dock("Walkthrough", "walkthroughDock", m_walk, Qt::BottomDockWidgetArea);

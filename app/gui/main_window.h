@@ -11,7 +11,7 @@
 #include <vector>
 #include <QUrl>
 
-#include "app/gui/param_state.h"
+#include "app/gui/state/param_state.h"
 
 class QAction;
 class QDockWidget;
@@ -26,7 +26,7 @@ namespace studio {
 
 class AnalysisState;
 class CompareView;
-class DisplayOptions;
+class DisplayPanel;
 class DocumentView;
 class EvaluateView;
 struct EvalCellPrompt;
@@ -154,7 +154,7 @@ private:
     AnalysisState* m_state;
     RunController* m_controller;
     ParameterPanel* m_params;
-    DisplayOptions* m_displayOptions;
+    DisplayPanel* m_displayPanel;
     PromptPanel* m_prompt;
     OverviewView* m_overview;
     HeadView* m_head;

@@ -3,6 +3,7 @@
 // grid pays one prefill and one full decode per document, not one per configuration.
 #include "core/compare/reference_run.h"
 #include "core/session/session_impl.h"
+#include "core/snapkv/compressed_cache.h"
 
 namespace snapkv {
 
@@ -17,7 +18,8 @@ RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_
     // positions a selection can drop. Each compare narrows it to its own window below.
     const int64_t prefix = std::max<int64_t>(0, L - 1);
     // As in compare(): sliding-window layers hold only what their window reaches.
-    LockstepRun full{m->full_cache(st.cache, L, settings.generation.max_tokens), st.last_logits};
+    LockstepRun full{window_trimmed_cache(st.cache, m->model->config(), L, settings.generation.max_tokens),
+                     st.last_logits};
     const int64_t full_bytes = full.cache.bytes();
     auto ref = std::make_shared<FullReference>(with_oom_report("generating", [&] {
         return run_full_reference(*m->model, *m->tok, std::move(full), settings.generation, prefix,

@@ -67,15 +67,9 @@ struct Session::Impl {
     PrefillState run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
                              const ProgressFn& progress, CancelFlag cancel) const;
     const std::vector<LayerScorer>& scorers(bool query_agnostic);
-    // Per-layer slot lists for gather_cache: kept prefix positions + the window, per cache head.
-    // Sliding-window layers keep only the positions the next token can see, whether compressed or
-    // not (an empty list keeps a layer whole).
-    std::vector<LayerKeep> keep_lists(const Selection& sel, int64_t n_tokens) const;
-    // The compressed run of a selection of the current prefill, with room for max_tokens more.
+    // The compressed run of a selection of the current prefill, with room for max_tokens more (the
+    // caches and masks come from core/snapkv/compressed_cache.h).
     CompressedStart start_compressed(const Selection& sel, int64_t max_tokens, CancelFlag cancel) const;
-    // The full cache as a sliding-window runtime holds it: sliding layers trimmed to the positions
-    // the next token (at n_tokens) can see, the others whole.
-    KvCache full_cache(const KvCache& cache, int64_t n_tokens, int64_t extra_capacity) const;
     std::string piece(int32_t id) const;
 };
 

@@ -8,13 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 
 #include "core/common/units.h"
 #include "core/compare/lockstep.h"
 #include "core/model/generator.h"
 #include "core/model/model_ops.h"
 #include "core/session/session_impl.h"
+#include "core/snapkv/compressed_cache.h"
 #include "core/snapkv/retune_bench.h"
 #include "core/snapkv/selector.h"
 
@@ -216,61 +216,6 @@ const std::vector<LayerScorer>& Session::Impl::scorers(bool query_agnostic) {
     return agnostic_scorers;
 }
 
-namespace {
-
-// First position the next token (at n_tokens) can see in a layer with this sliding window.
-int64_t first_visible(int64_t sliding_window, int64_t n_tokens) {
-    return sliding_window > 0 ? std::max<int64_t>(0, n_tokens - sliding_window + 1) : 0;
-}
-
-// Every cache head keeps [first, n_tokens).
-LayerKeep suffix_keep(int64_t n_heads, int64_t first, int64_t n_tokens) {
-    std::vector<int64_t> slots(static_cast<size_t>(n_tokens - first));
-    std::iota(slots.begin(), slots.end(), first);
-    return LayerKeep(static_cast<size_t>(n_heads), slots);
-}
-
-}  // namespace
-
-std::vector<LayerKeep> Session::Impl::keep_lists(const Selection& sel, int64_t n_tokens) const {
-    std::vector<LayerKeep> keep(sel.layers.size());
-    const int64_t W = sel.window;
-    for (size_t l = 0; l < sel.layers.size(); ++l) {
-        const LayerSelection& ls = sel.layers[l];
-        const int64_t first = first_visible(ls.sliding_window, n_tokens);
-        if (!ls.compressed) {
-            // Whole, or for a sliding layer what its window reaches (one list per KV head).
-            if (first > 0) keep[l] = suffix_keep(model->config().n_head_kv, first, n_tokens);
-            continue;
-        }
-        LayerKeep& k = keep[l];
-        k.resize(ls.heads.size());
-        for (size_t h = 0; h < ls.heads.size(); ++h) {
-            k[h] = ls.heads[h].kept;
-            for (int64_t p = std::max(n_tokens - W, first); p < n_tokens; ++p) k[h].push_back(p);
-        }
-    }
-    return keep;
-}
-
-KvCache Session::Impl::full_cache(const KvCache& cache, int64_t n_tokens, int64_t extra_capacity) const {
-    const ModelConfig& c = model->config();
-    std::vector<LayerKeep> keep(static_cast<size_t>(c.n_layer));
-    bool any = false;
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-        const int64_t first = first_visible(c.layers[static_cast<size_t>(l)].sliding_window, n_tokens);
-        if (first == 0) continue;
-        keep[static_cast<size_t>(l)] = suffix_keep(c.n_head_kv, first, n_tokens);
-        any = true;
-    }
-    if (!any) {
-        KvCache out = cache.clone();
-        out.reserve(extra_capacity);
-        return out;
-    }
-    return gather_cache(cache, keep, extra_capacity);
-}
-
 PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings& settings,
                                 const ProgressFn& progress, CancelFlag cancel) {
     m->require_model();
@@ -360,33 +305,6 @@ std::string Session::retune_benchmark(const SelectionParams& base) {
     return line + run_retune_benchmark(scorers, base);
 }
 
-}  // namespace snapkv
-
-namespace snapkv {
-namespace {
-
-// Per layer [H, P] bool masks of kept prefix positions per query head (hit rates).
-std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head) {
-    std::vector<at::Tensor> out;
-    const int64_t P = sel.n_tokens - sel.window;
-    for (const auto& ls : sel.layers) {
-        if (!ls.compressed) {
-            out.emplace_back();
-            continue;
-        }
-        const auto hs = static_cast<int64_t>(ls.heads.size());
-        const int64_t g = n_head / hs;   // 1 in query-head mode, group size in kv-head mode
-        at::Tensor mask = at::zeros({n_head, P}, at::kBool);
-        auto acc = mask.accessor<bool, 2>();
-        for (int64_t h = 0; h < n_head; ++h)
-            for (int64_t p : ls.heads[static_cast<size_t>(h / g)].kept) acc[h][p] = true;
-        out.push_back(mask);
-    }
-    return out;
-}
-
-}  // namespace
-
 CompressedStart Session::Impl::start_compressed(const Selection& sel, int64_t max_tokens, CancelFlag cancel) const {
     require_prefill();
     const PrefillState& st = *state;
@@ -395,25 +313,23 @@ CompressedStart Session::Impl::start_compressed(const Selection& sel, int64_t ma
     if (sel.n_tokens != L && (st.agnostic.empty() || sel.n_tokens != st.prompt.n_context))
         throw InputError("selection: it covers " + std::to_string(sel.n_tokens) + " tokens but the prefill has " +
                          std::to_string(L) + ": select again after prefill");
-    const std::vector<LayerKeep> keep = keep_lists(sel, sel.n_tokens);
+    const ModelConfig& c = model->config();
     CompressedStart out;
     out.query_agnostic = agnostic;
     if (agnostic) {
         // kvpress's default: compress the context alone, then feed the question to the compressed cache.
         const int64_t Lc = sel.n_tokens;
-        out.run.cache = gather_cache(st.cache.prefix(Lc), keep, (L - Lc) + max_tokens);
+        out.run.cache = compressed_cache(st.cache, sel, c.n_head_kv, (L - Lc) + max_tokens);
         std::vector<int32_t> q(st.prompt.ids.begin() + Lc, st.prompt.ids.end());
         ForwardOptions fo;
         fo.cancel = cancel;
         out.run.logits = model->forward(q, out.run.cache, fo);
     } else {
         // Prefill attention used the full K/V, so the first token is the full run's.
-        out.run.cache = gather_cache(st.cache, keep, max_tokens);
+        out.run.cache = compressed_cache(st.cache, sel, c.n_head_kv, max_tokens);
         out.run.logits = st.last_logits;
     }
-    out.kept = kept_masks(sel, model->config().n_head);
-    for (auto& mask : out.kept)
-        if (mask.defined()) mask = mask.to(model->options().device);   // next to the probed attention
+    out.kept = kept_masks(sel, c.n_head, model->options().device);   // next to the probed attention
     return out;
 }
 
@@ -428,7 +344,7 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     m->check_generation_fits(L, max_tokens);
     // The full run holds what a sliding-window runtime would (sliding layers trimmed to their
     // window), so that its KV bytes are the honest baseline of the compressed run's.
-    LockstepRun full{m->full_cache(st.cache, L, max_tokens), st.last_logits};
+    LockstepRun full{window_trimmed_cache(st.cache, m->model->config(), L, max_tokens), st.last_logits};
     CompressedStart comp = m->start_compressed(sel, max_tokens, cancel);
     const int64_t full_bytes = full.cache.bytes();
     const int64_t comp_bytes = comp.run.cache.bytes();
@@ -466,7 +382,7 @@ std::pair<double, double> Session::continuation_perplexity(const std::string& co
     std::vector<LayerScorer> scorers = build_scorers(st.aware);
     Selection sel = snapkv::select(scorers, params, false);
     const auto extra = static_cast<int64_t>(cont.size());
-    KvCache comp = gather_cache(st.cache, m->keep_lists(sel, sel.n_tokens), extra);
+    KvCache comp = compressed_cache(st.cache, sel, m->model->config().n_head_kv, extra);
     auto nll_of = [&](KvCache& cache) {
         double nll = token_nll(st.last_logits.select(0, 0), cont[0]);
         if (cont.size() > 1) {

@@ -34,10 +34,10 @@ namespace {
 
 // The old behaviour took 25-33 s; a loaded 2-core machine starts LibTorch in well under this.
 constexpr double kQuickSeconds = 10.0;
-// The probes ran under a 4 GB limit, where the old code only said "out of memory". An
-// AddressSanitizer build reserves terabytes of shadow address space at start-up, which no
-// address-space limit allows: there the probes run without it (and say so); the message, exit
-// code, time and "nothing written" checks still apply.
+// The hostile-file probes these tests repeat ran under a 4 GB limit, where the old code only said
+// "out of memory". An AddressSanitizer build reserves terabytes of shadow address space at
+// start-up, which no address-space limit allows: there the probes run without it (and say so);
+// the message, exit code, time and "nothing written" checks still apply.
 #if defined(__SANITIZE_ADDRESS__)
 #define SNAPKV_TEST_ASAN 1
 #elif defined(__has_feature)

@@ -6,7 +6,7 @@
 #include <QApplication>
 #include <QTemporaryDir>
 
-#include "app/gui/gui_types.h"
+#include "app/gui/state/gui_types.h"
 #include "core/session/runtime.h"
 
 int main(int argc, char** argv) {

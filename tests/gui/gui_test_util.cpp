@@ -7,9 +7,9 @@
 #include <QProcess>
 #include <QTimer>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/compare_view.h"
-#include "app/gui/run_controller.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/compare_view.h"
+#include "app/gui/workers/run_controller.h"
 
 namespace guitest {
 

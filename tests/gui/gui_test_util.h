@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "app/gui/main_window.h"
-#include "app/gui/parameter_panel.h"
+#include "app/gui/panels/parameter_panel.h"
 
 namespace guitest {
 

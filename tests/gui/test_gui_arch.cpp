@@ -7,10 +7,10 @@
 
 #include <qcustomplot.h>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/document_view.h"
-#include "app/gui/head_view.h"
-#include "app/gui/overview_view.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/head_view.h"
+#include "app/gui/views/overview_view.h"
 #include "gui_test_util.h"
 
 using namespace guitest;

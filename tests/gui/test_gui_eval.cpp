@@ -10,10 +10,10 @@
 
 #include <fstream>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/document_view.h"
-#include "app/gui/evaluate_view.h"
-#include "app/gui/head_view.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/evaluate_view.h"
+#include "app/gui/views/head_view.h"
 #include "core/eval/results_file.h"
 #include "gui_test_util.h"
 

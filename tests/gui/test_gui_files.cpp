@@ -15,9 +15,9 @@
 #include <functional>
 #include <sys/resource.h>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/compare_view.h"
-#include "app/gui/session_file.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/compare_view.h"
+#include "app/gui/files/session_file.h"
 #include "gui_test_util.h"
 
 using namespace guitest;

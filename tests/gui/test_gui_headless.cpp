@@ -15,7 +15,7 @@
 #include <functional>
 #include <sys/resource.h>
 
-#include "app/gui/prompt_panel.h"
+#include "app/gui/panels/prompt_panel.h"
 #include "core/session/session.h"
 #include "gui_test_util.h"
 

@@ -10,11 +10,11 @@
 #include <iterator>
 #include <set>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/document_view.h"
-#include "app/gui/head_view.h"
-#include "app/gui/overview_view.h"
-#include "app/gui/run_controller.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/head_view.h"
+#include "app/gui/views/overview_view.h"
+#include "app/gui/workers/run_controller.h"
 #include "gui_test_util.h"
 
 using namespace guitest;

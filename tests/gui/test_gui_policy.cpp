@@ -10,11 +10,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/data_export.h"
-#include "app/gui/evaluate_view.h"
-#include "app/gui/json_fields.h"
-#include "app/gui/parameter_panel.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/files/data_export.h"
+#include "app/gui/views/evaluate_view.h"
+#include "app/gui/files/json_fields.h"
+#include "app/gui/panels/parameter_panel.h"
 #include "core/eval/eval_grid.h"
 #include "core/snapkv/params_json.h"
 #include "gui_test_util.h"

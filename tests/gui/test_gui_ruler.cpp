@@ -17,11 +17,11 @@
 #include <algorithm>
 #include <fstream>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/data_export.h"
-#include "app/gui/eval_ruler.h"
-#include "app/gui/evaluate_ruler_table.h"
-#include "app/gui/evaluate_view.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/files/data_export.h"
+#include "app/gui/state/eval_ruler.h"
+#include "app/gui/views/evaluate_ruler_table.h"
+#include "app/gui/views/evaluate_view.h"
 #include "core/eval/results_file.h"
 #include "core/eval/ruler_runner.h"
 #include "gui_test_util.h"

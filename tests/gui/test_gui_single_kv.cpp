@@ -14,12 +14,12 @@
 
 #include <qcustomplot.h>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/head_view.h"
-#include "app/gui/model_menu.h"
-#include "app/gui/overview_view.h"
-#include "app/gui/plot_style.h"
-#include "app/gui/prompt_panel.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/head_view.h"
+#include "app/gui/panels/model_menu.h"
+#include "app/gui/views/overview_view.h"
+#include "app/gui/plot/plot_style.h"
+#include "app/gui/panels/prompt_panel.h"
 #include "gui_test_util.h"
 
 using namespace guitest;

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "app/gui/colormaps.h"
-#include "app/gui/display_settings.h"
-#include "app/gui/head_stats.h"
-#include "app/gui/param_state.h"
+#include "app/gui/plot/colormaps.h"
+#include "app/gui/state/display_settings.h"
+#include "app/gui/state/head_stats.h"
+#include "app/gui/state/param_state.h"
 
 using namespace studio;
 

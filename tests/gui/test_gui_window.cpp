@@ -19,15 +19,15 @@
 #include <QTextEdit>
 #include <QElapsedTimer>
 
-#include "app/gui/analysis_state.h"
-#include "app/gui/compare_view.h"
-#include "app/gui/document_view.h"
-#include "app/gui/head_view.h"
-#include "app/gui/overview_view.h"
-#include "app/gui/parameter_panel.h"
-#include "app/gui/prompt_panel.h"
-#include "app/gui/run_controller.h"
-#include "app/gui/shortcuts_dialog.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/compare_view.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/head_view.h"
+#include "app/gui/views/overview_view.h"
+#include "app/gui/panels/parameter_panel.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/workers/run_controller.h"
+#include "app/gui/panels/shortcuts_dialog.h"
 #include "gui_test_util.h"
 
 #include <qcustomplot.h>

@@ -2,7 +2,7 @@
 // transformers 4.x keys (rope_theta, rope_scaling, rope_local_base_freq, sliding_window_pattern,
 // no layer_types), which most published checkpoints still carry, and the multimodal Gemma 3
 // layout (model_type gemma3, text_config, language_model.* tensors). Each must give transformers'
-// logits. Also the refusals of this issue: longrope past its original context, unknown types.
+// logits. Also what is refused rather than guessed: longrope past its original context, unknown types.
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -1,0 +1,170 @@
+// PromptPanel: model/device/dtype/weights row, document editor, question line.
+#include "app/gui/panels/prompt_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace studio {
+
+PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* form = new QFormLayout;
+    form->setLabelAlignment(Qt::AlignRight);
+
+    auto* modelRow = new QHBoxLayout;
+    m_model = new QLineEdit;
+    m_model->setObjectName("modelPathEdit");
+    m_model->setPlaceholderText("GGUF file or Hugging Face folder");
+    auto* browse = new QPushButton("…");
+    browse->setToolTip("Open a model (Ctrl+Shift+O)");
+    browse->setMaximumWidth(32);
+    modelRow->addWidget(m_model, 1);
+    modelRow->addWidget(browse);
+    form->addRow("Model", modelRow);
+
+    auto* devRow = new QHBoxLayout;
+    m_device = new QComboBox;
+    m_device->setObjectName("deviceCombo");
+    m_device->addItem("cpu");
+    m_dtype = new QComboBox;
+    m_dtype->setObjectName("dtypeCombo");
+    m_dtype->addItems({"float32", "float16", "bfloat16"});
+    m_weights = new QComboBox;
+    m_weights->setObjectName("weightsCombo");
+    m_weights->addItem("native", "native");
+    m_weights->addItem("float32", "f32");
+    m_weights->setToolTip("native: keep the file's weight format in memory (quantized blocks, 16-bit), "
+                          "dequantized on the fly; float32: dequantize every weight at load (CPU)");
+    devRow->addWidget(m_device, 1);
+    devRow->addWidget(m_dtype, 1);
+    devRow->addWidget(m_weights, 1);
+    form->addRow("Device", devRow);
+    m_modelStatus = new QLabel;
+    m_modelStatus->setWordWrap(true);
+    m_modelStatus->setStyleSheet("color:#555");
+    form->addRow("", m_modelStatus);
+    layout->addLayout(form);
+
+    auto* docHead = new QHBoxLayout;
+    docHead->addWidget(new QLabel("<b>Document</b>"));
+    m_docInfo = new QLabel;
+    m_docInfo->setStyleSheet("color:#555");
+    docHead->addWidget(m_docInfo, 1);
+    auto* openDoc = new QPushButton("Open…");
+    openDoc->setToolTip("Open a text or markdown document (Ctrl+O)");
+    docHead->addWidget(openDoc);
+    layout->addLayout(docHead);
+    m_document = new QPlainTextEdit;
+    m_document->setObjectName("documentEdit");
+    m_document->setPlaceholderText("Paste or open a document; drop a file on the window.");
+    layout->addWidget(m_document, 1);
+    layout->addWidget(new QLabel("<b>Question</b>"));
+    m_question = new QLineEdit;
+    m_question->setObjectName("questionEdit");
+    m_question->setPlaceholderText("What should the model answer about the document?");
+    layout->addWidget(m_question);
+    m_prefixRow = new QWidget;
+    auto* prefixLayout = new QHBoxLayout(m_prefixRow);
+    prefixLayout->setContentsMargins(0, 0, 0, 0);
+    prefixLayout->addWidget(new QLabel("Answer starts with"));
+    m_answerPrefix = new QLineEdit;
+    m_answerPrefix->setObjectName("answerPrefixEdit");
+    m_answerPrefix->setToolTip("Words placed at the start of the answer (after the chat template's assistant header), "
+                               "as RULER prompts do; clear it to ask the question alone.");
+    prefixLayout->addWidget(m_answerPrefix, 1);
+    m_prefixRow->hide();
+    layout->addWidget(m_prefixRow);
+    m_chat = new QCheckBox("wrap in the model's chat template");
+    m_chat->setChecked(true);
+    layout->addWidget(m_chat);
+
+    connect(browse, &QPushButton::clicked, this, &PromptPanel::browseModelRequested);
+    connect(openDoc, &QPushButton::clicked, this, &PromptPanel::openDocumentRequested);
+    connect(m_device, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
+    connect(m_dtype, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
+    connect(m_weights, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
+    connect(m_document, &QPlainTextEdit::textChanged, this, [this] {
+        const int chars = m_document->document()->characterCount();
+        m_docInfo->setText(QString("%1 characters%2")
+                               .arg(chars)
+                               .arg(m_documentPath.isEmpty() ? QString() : " · " + QFileInfo(m_documentPath).fileName()));
+    });
+}
+
+QString PromptPanel::modelPath() const { return m_model->text().trimmed(); }
+void PromptPanel::setModelPath(const QString& path) { m_model->setText(path); }
+
+snapkv::LoadOptions PromptPanel::loadOptions() const {
+    snapkv::LoadOptions o;
+    o.device = m_device->currentText().toStdString();
+    o.dtype = m_dtype->currentText().toStdString();
+    o.weights = m_weights->currentData().toString().toStdString();
+    return o;
+}
+
+void PromptPanel::setLoadOptions(const snapkv::LoadOptions& o) {
+    const int d = m_device->findText(QString::fromStdString(o.device));
+    if (d >= 0) m_device->setCurrentIndex(d);
+    const int t = m_dtype->findText(QString::fromStdString(o.dtype));
+    if (t >= 0) m_dtype->setCurrentIndex(t);
+    const int w = m_weights->findData(QString::fromStdString(o.weights));
+    if (w >= 0) m_weights->setCurrentIndex(w);
+}
+
+void PromptPanel::setCudaAvailable(bool available) {
+    if (available && m_device->findText("cuda") < 0) m_device->addItem("cuda");
+    // Half precision is a CUDA option in core.
+    m_dtype->setEnabled(available);
+}
+
+QString PromptPanel::document() const { return m_document->toPlainText(); }
+void PromptPanel::setDocument(const QString& text, const QString& path) {
+    m_documentPath = path;
+    m_document->setPlainText(text);
+}
+QString PromptPanel::question() const { return m_question->text(); }
+void PromptPanel::setQuestion(const QString& q) { m_question->setText(q.trimmed()); }
+bool PromptPanel::chat() const { return m_chat->isChecked(); }
+void PromptPanel::setChat(bool on) { m_chat->setChecked(on); }
+QString PromptPanel::answerPrefix() const { return m_answerPrefix->text(); }
+void PromptPanel::setAnswerPrefix(const QString& prefix) {
+    m_answerPrefix->setText(prefix);
+    m_prefixRow->setVisible(!prefix.isEmpty());
+}
+void PromptPanel::setModelStatus(const QString& text) { m_modelStatus->setText(text); }
+
+void PromptPanel::setChatFormat(const QString& format) {
+    if (format == "raw") {
+        m_chat->setText("wrap in the model's chat template (it has none: plain text)");
+        m_chat->setToolTip("This model has no chat template: the document and the question are joined by a blank line "
+                           "as plain text, whether or not this is on.");
+    } else {
+        m_chat->setText(format.isEmpty() ? QString("wrap in the model's chat template")
+                                         : QString("wrap in the model's chat template (%1)").arg(format));
+        m_chat->setToolTip(QString());
+    }
+}
+
+snapkv::PromptSpec PromptPanel::promptSpec() const {
+    snapkv::PromptSpec p;
+    p.document = document().toStdString();
+    p.question = question().toStdString();
+    p.chat = chat();
+    p.answer_prefix = answerPrefix().toStdString();
+    if (p.question.empty() && !p.chat) {
+        p.text = p.document;
+        p.document.clear();
+    }
+    return p;
+}
+
+}  // namespace studio
