@@ -21,12 +21,47 @@ std::string option_of(const std::string& field) {
     return {};
 }
 
+// Buffers what nlohmann's serializer writes and hands it on in 1 MiB pieces, so that a large
+// JSON (an 8K-token selection with every head's votes: ~50 MB) is never one string in memory.
+class PieceAdapter : public nlohmann::detail::output_adapter_protocol<char> {
+public:
+    explicit PieceAdapter(const ByteSink& sink) : m_sink(sink) { m_buf.reserve(kPiece); }
+    void write_character(char c) override {
+        m_buf.push_back(c);
+        if (m_buf.size() >= kPiece) flush();
+    }
+    void write_characters(const char* s, std::size_t n) override {
+        m_buf.append(s, n);
+        if (m_buf.size() >= kPiece) flush();
+    }
+    void flush() {
+        if (m_buf.empty()) return;
+        m_sink(m_buf);
+        m_buf.clear();
+    }
+
+private:
+    static constexpr size_t kPiece = size_t(1) << 20;
+    const ByteSink& m_sink;
+    std::string m_buf;
+};
 
 }  // namespace
 
 void write_json(const json& j, const std::string& out) {
-    // Invalid UTF-8 in generated text (a token split inside a character) is replaced, not fatal.
-    write_output(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    auto produce = [&](const ByteSink& write) {
+        auto adapter = std::make_shared<PieceAdapter>(write);
+        // Invalid UTF-8 in generated text (a token split inside a character) is replaced, not fatal.
+        nlohmann::detail::serializer<json> ser(adapter, ' ', json::error_handler_t::replace);
+        ser.dump(j, /*pretty_print=*/true, /*ensure_ascii=*/false, /*indent_step=*/2);
+        adapter->write_character('\n');
+        adapter->flush();
+    };
+    if (out.empty() || out == "-") {
+        produce([](std::string_view piece) { write_output("-", std::string(piece)); });
+        return;
+    }
+    write_file_atomic(out, produce);
 }
 
 // check_params without the prompt, naming the options.

@@ -38,20 +38,36 @@ int write_all(int fd, std::string_view data, size_t* done) {
     return 0;
 }
 
-std::string write_error(int err, size_t done, size_t total) {
-    return std::string(std::strerror(err)) + " (after " + std::to_string(done) + " of " +
-           std::to_string(total) + " bytes)";
+// A write that failed part-way: the errno and the bytes written before it.
+struct WriteFailed {
+    int err;
+    size_t done;
+};
+
+// Runs produce with a sink writing every piece to fd; WriteFailed on the first failing write.
+void produce_to(int fd, const std::function<void(const ByteSink&)>& produce) {
+    size_t total = 0;
+    produce([&](std::string_view piece) {
+        size_t done = 0;
+        if (const int err = write_all(fd, piece, &done); err != 0) throw WriteFailed{err, total + done};
+        total += done;
+    });
 }
 
 // Devices and FIFOs: no temporary file can stand in for them.
-void write_in_place(const std::string& path, std::string_view data) {
+void write_in_place(const std::string& path, const std::function<void(const ByteSink&)>& produce) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) fail(path, std::strerror(errno), false);
-    size_t done = 0;
-    const int err = write_all(fd, data, &done);
-    const int close_err = ::close(fd) == 0 ? 0 : errno;
-    if (err != 0) fail(path, write_error(err, done, data.size()), false);
-    if (close_err != 0) fail(path, std::string("closing failed: ") + std::strerror(close_err), false);
+    try {
+        produce_to(fd, produce);
+    } catch (const WriteFailed& w) {
+        ::close(fd);
+        fail(path, std::string(std::strerror(w.err)) + " (after " + std::to_string(w.done) + " bytes)", false);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    if (::close(fd) != 0) fail(path, std::string("closing failed: ") + std::strerror(errno), false);
 }
 
 mode_t default_mode() {
@@ -81,12 +97,16 @@ void create_parent_dirs(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view data) {
+    write_file_atomic(path, [&](const ByteSink& write) { write(data); });
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(const ByteSink&)>& produce) {
     if (path.empty()) throw FileError(Kind::Io, "cannot write a file with an empty name");
     std::string target = path;
     struct stat st {};
     bool existed = ::stat(path.c_str(), &st) == 0;
     if (existed && S_ISDIR(st.st_mode)) fail(path, "it is a folder", false);
-    if (existed && !S_ISREG(st.st_mode)) return write_in_place(path, data);
+    if (existed && !S_ISREG(st.st_mode)) return write_in_place(path, produce);
     // A link to a file: replace the file it points to, not the link.
     std::error_code ec;
     if (existed && fs::is_symlink(fs::symlink_status(path, ec))) {
@@ -105,10 +125,15 @@ void write_file_atomic(const std::string& path, std::string_view data) {
         ::unlink(tmp.c_str());
         fail(path, reason, existed);
     };
-    size_t done = 0;
-    if (const int err = write_all(fd, data, &done); err != 0) {
+    try {
+        produce_to(fd, produce);
+    } catch (const WriteFailed& w) {
         ::close(fd);
-        abandon(write_error(err, done, data.size()));
+        abandon(std::string(std::strerror(w.err)) + " (after " + std::to_string(w.done) + " bytes)");
+    } catch (...) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw;
     }
     // mkstemp makes the file 0600: give it the old file's mode, or what a plain open would.
     if (::fchmod(fd, existed ? (st.st_mode & 07777) : default_mode()) != 0) {
