@@ -58,26 +58,6 @@ RunOptions run_options(const RulerCliOpts& o) {
     return grid_run_options(a, o);
 }
 
-// A ratio keeps int(n x (1 - r)) tokens; refuse, before any prefill, one that leaves no more than the
-// window of the shortest prompt (less 1% for the fit of the sizing).
-void check_ratios_fit(const RunOptions& ro, const RulerTask& task) {
-    for (const auto& c : ro.configs) {
-        if (c.full || c.params.ratio < 0) continue;
-        for (int64_t length : task.options().lengths) {
-            const auto n = static_cast<int64_t>(0.99 * static_cast<double>(length - task.max_answer_tokens()));
-            const auto kept = static_cast<int64_t>(static_cast<double>(n) * (1.0 - c.params.ratio));
-            if (kept <= c.params.window) {
-                std::ostringstream r;
-                r << c.params.ratio;
-                throw InputError("--ratios: " + r.str() + " keeps about " + std::to_string(kept) + " of the " +
-                                 std::to_string(n) + " tokens of a length-" + std::to_string(length) +
-                                 " prompt, not more than the window " + std::to_string(c.params.window) +
-                                 "; choose a smaller ratio or a longer length");
-            }
-        }
-    }
-}
-
 void print_table(const std::vector<Row>& rows, const RunOptions& ro, const RulerTask& task) {
     const std::vector<RulerScore> scores = ruler_scores(rows);
     for (int64_t length : task.options().lengths) {
@@ -139,7 +119,7 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     RulerTask task(s, std::move(data), ropt);
     ro.generation.max_tokens = task.max_answer_tokens();
     ro.kl_steps = std::min(ro.kl_steps, ro.generation.max_tokens);
-    check_ratios_fit(ro, task);
+    check_ruler_ratios(task, ro, "--ratios: ");
     check_ruler_memory(s, task, ro, o.query_agnostic);
 
     // A cell line names the task, length and sample, and gives each configuration's score (0-100).

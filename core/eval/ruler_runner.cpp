@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "core/session/memory_estimate.h"
@@ -169,6 +170,25 @@ void check_ruler_memory(const Session& s, const RulerTask& task, const RunOption
     const int64_t longest = *std::max_element(task.options().lengths.begin(), task.options().lengths.end());
     require_memory(s.estimate_prefill_memory(longest, ps, query_agnostic), s.available_memory(),
                    "--lengths: a RULER prompt of length " + std::to_string(longest), ": choose shorter --lengths");
+}
+
+void check_ruler_ratios(const RulerTask& task, const RunOptions& run, const std::string& prefix) {
+    for (const auto& c : run.configs) {
+        if (c.full || c.params.ratio < 0) continue;
+        for (int64_t length : task.options().lengths) {
+            // The prompt part of a length, less 1% for the fit of the sizing.
+            const auto n = static_cast<int64_t>(0.99 * static_cast<double>(length - task.max_answer_tokens()));
+            const auto kept = static_cast<int64_t>(static_cast<double>(n) * (1.0 - c.params.ratio));
+            if (kept <= c.params.window) {
+                std::ostringstream r;
+                r << c.params.ratio;
+                throw InputError(prefix + "ratio " + r.str() + " keeps about " + std::to_string(kept) + " of the " +
+                                 std::to_string(n) + " tokens of a length-" + std::to_string(length) +
+                                 " prompt, not more than the window " + std::to_string(c.params.window) +
+                                 "; choose a smaller ratio or a longer length");
+            }
+        }
+    }
 }
 
 std::vector<RulerScore> ruler_scores(const std::vector<Row>& rows) {

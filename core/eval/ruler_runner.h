@@ -64,6 +64,11 @@ private:
 // free memory with these configurations' capture, before any prefill.
 void check_ruler_memory(const Session& s, const RulerTask& task, const RunOptions& run, bool query_agnostic);
 
+// Refuses (InputError: prefix + one line with the numbers) a compression ratio that would keep no
+// more than the window of the shortest prompt, before any prefill: kvpress's ratio keeps
+// int(n x (1 - r)) of n tokens, and SnapKV-style selection always keeps the window.
+void check_ruler_ratios(const RulerTask& task, const RunOptions& run, const std::string& prefix = "");
+
 // Mean and standard deviation over samples of the row scores (x100, as RULER reports them) of one
 // task, length and configuration.
 struct RulerScore {

@@ -79,7 +79,7 @@ TEST_CASE("ruler refuses an unknown task, a ratio outside [0, 1) and a length be
         {" --ratios -0.25", "--ratios: -0.25 is outside [0, 1)"},
         {" --lengths 1024,4096", "--lengths: length 4096 is above the model's context of 2048 tokens"},
         {" --tasks vt --lengths 600", "--lengths: length 600 is too short for vt"},
-        {" --ratios 0.99 --lengths 1500 --tasks niah_single_1", "--ratios: 0.99 keeps about"},
+        {" --ratios 0.99 --lengths 1500 --tasks niah_single_1", "--ratios: ratio 0.99 keeps about"},
         {" --samples 0", "--samples: 0 must be at least 1"},
         {" --tasks niah_single_1 --lengths 1024 --samples 1", "--lengths: a RULER prompt of length 1024 needs about"},
     };

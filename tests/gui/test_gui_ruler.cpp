@@ -133,6 +133,24 @@ TEST_CASE("the Evaluate tab runs RULER like snapkv ruler, cancels and resumes", 
     CHECK(readRows(more).size() == 24);
 }
 
+TEST_CASE("the Evaluate tab refuses a ratio that keeps no more than the window, before any prefill",
+          "[gui][eval][ruler]") {
+    auto w = makeWindow(64);
+    QTemporaryDir dir;
+    auto* ev = w->evaluateView();
+    REQUIRE(w->showView("evaluate"));
+    const QString out = dir.filePath("ruler.jsonl");
+    rulerForm(ev, out, 1);
+    ev->setField("ratios", "0.5,0.99");
+    QString error;
+    if (ev->startRun(&error)) REQUIRE(waitEval(ev));
+    const QString said = error + ev->statusText();
+    INFO(said.toStdString());
+    CHECK(said.contains("ratio 0.99 keeps about"));
+    CHECK(said.contains("not more than the window 32"));
+    CHECK_FALSE(QFileInfo::exists(out));
+}
+
 TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a point's worst sample",
           "[gui][eval][ruler]") {
     // Made once for all the sections (Catch runs the case again for each).

@@ -223,6 +223,7 @@ void EvalWorker::run(const EvalJob& job, const EvalCancelPtr& cancel) {
             // Each task answers in its own length (RULER's tokens_to_generate); the run's is the longest.
             ro.generation.max_tokens = ruler->max_answer_tokens();
             ro.kl_steps = std::min(job.klSteps, ro.generation.max_tokens);
+            se::check_ruler_ratios(*ruler, ro);
             se::check_ruler_memory(s, *ruler, ro, job.axes.query_agnostic);
             task = std::move(ruler);
         } else if (job.task == "needle") {
