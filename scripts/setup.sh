@@ -25,7 +25,7 @@ done
 # 1. Debian packages (only the missing ones are fetched).
 packages=(build-essential cmake ninja-build pkg-config ccache python3 python3-pip
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libtorch-dev catch2 nlohmann-json3-dev
-          libcli11-dev libpcre2-dev libopenblas0-pthread xvfb xauth)
+          libcli11-dev libpcre2-dev libopenblas0-pthread xvfb xauth parallel)
 if [ "$fuzz_tools" = 1 ]; then packages+=(clang libclang-rt-14-dev); fi
 if [ "$test_tools" = 1 ]; then
   packages+=(slurmctld slurmd slurm-client munge desktop-file-utils appstream libxml2-utils shared-mime-info)
