@@ -15,7 +15,7 @@ namespace {
 
 using namespace detail;
 
-constexpr int kRowsPerBlock = 8;   // warps per block, one destination row each
+constexpr int kRowsPerBlock = 8;  // warps per block, one destination row each
 
 struct Params {
     const void* src;       // [Hsrc, src_rows, D]
@@ -23,22 +23,31 @@ struct Params {
     void* dst;             // [Hdst, dst_rows, D]
     int64_t n_keep;        // M
     int64_t repeat;
-    int64_t n_slots;       // S
+    int64_t n_slots;  // S
     int64_t src_rows;
     int64_t dst_rows;
-    int64_t units;         // vector units per row
+    int64_t units;  // vector units per row
 };
 
-template <class V> __device__ __forceinline__ V zero_unit() { return V(0); }
-template <> __device__ __forceinline__ uint2 zero_unit<uint2>() { return make_uint2(0, 0); }
-template <> __device__ __forceinline__ uint4 zero_unit<uint4>() { return make_uint4(0, 0, 0, 0); }
+template <class V>
+__device__ __forceinline__ V zero_unit() {
+    return V(0);
+}
+template <>
+__device__ __forceinline__ uint2 zero_unit<uint2>() {
+    return make_uint2(0, 0);
+}
+template <>
+__device__ __forceinline__ uint4 zero_unit<uint4>() {
+    return make_uint4(0, 0, 0, 0);
+}
 
 template <class V>
 __global__ void __launch_bounds__(32 * kRowsPerBlock) gather_rows_kernel(Params p) {
     const V* src = static_cast<const V*>(p.src);
     V* dst = static_cast<V*>(p.dst);
-    const int h = blockIdx.y;                         // destination head
-    const int hs = h / static_cast<int>(p.repeat);    // its source head
+    const int h = blockIdx.y;                       // destination head
+    const int hs = h / static_cast<int>(p.repeat);  // its source head
     const int64_t* index = p.index + h * p.n_keep;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * kRowsPerBlock;
     for (int64_t m = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y; m < p.n_keep; m += stride) {
@@ -74,8 +83,7 @@ bool aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % 
 
 }  // namespace
 
-void gather_kv(const GatherShape& shape, DType dtype, const void* src, const int64_t* index, void* dst,
-               void* stream) {
+void gather_kv(const GatherShape& shape, DType dtype, const void* src, const int64_t* index, void* dst, void* stream) {
     const char* fn = "gather_kv";
     check_shape(shape);
     const int64_t n_rows = shape.n_head_src * shape.repeat * shape.n_keep;

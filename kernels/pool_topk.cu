@@ -21,7 +21,7 @@ namespace {
 
 using namespace detail;
 
-constexpr int kThreads = 512;    // 1024 would cap registers at 64 and spill
+constexpr int kThreads = 512;  // 1024 would cap registers at 64 and spill
 constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 256;
 
@@ -52,33 +52,33 @@ __device__ __forceinline__ int block_exclusive_sum(int v, int* warp_sums, int* t
             const int y = __shfl_up_sync(0xffffffffu, s, off);
             if (lane >= off) s += y;
         }
-        if (lane < kWarps) warp_sums[lane] = s;   // inclusive over warps
+        if (lane < kWarps) warp_sums[lane] = s;  // inclusive over warps
     }
     __syncthreads();
     const int before = warp > 0 ? warp_sums[warp - 1] : 0;
     *total = warp_sums[kWarps - 1];
-    __syncthreads();   // warp_sums may be reused by the next call
+    __syncthreads();  // warp_sums may be reused by the next call
     return before + x - v;
 }
 
 struct Params {
-    const float* votes;   // [N, P]
-    int64_t n_prefix;     // P
-    int64_t group;        // G
-    int64_t kernel;       // K
+    const float* votes;  // [N, P]
+    int64_t n_prefix;    // P
+    int64_t group;       // G
+    int64_t kernel;      // K
     PoolKind pooling;
     int64_t k;
-    bool ties_later;      // keep the last needed ties instead of the first
-    float* pooled;        // [R, P]
-    int64_t* positions;   // [R, k]
+    bool ties_later;     // keep the last needed ties instead of the first
+    float* pooled;       // [R, P]
+    int64_t* positions;  // [R, k]
 };
 
 __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
-    __shared__ unsigned int hist[kBins + 1];   // the extra bin takes the lanes that do not count
+    __shared__ unsigned int hist[kBins + 1];  // the extra bin takes the lanes that do not count
     __shared__ int warp_sums[kWarps];
     __shared__ unsigned int s_digit;
     __shared__ long long s_need;
-    __shared__ long long s_equal;   // entries matching the prefix and this pass's digit
+    __shared__ long long s_equal;  // entries matching the prefix and this pass's digit
 
     const int64_t r = blockIdx.x;
     const int64_t P = p.n_prefix;
@@ -90,17 +90,17 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
     //    sum, then div). Window sums run left to right and divide by K, as ATen's avg_pool does.
     const int64_t half = p.kernel / 2;
     for (int64_t t = tid; t < P; t += kThreads) {
-        const int64_t lo = t > half ? t - half : 0;                // window clipped to [0, P)
+        const int64_t lo = t > half ? t - half : 0;  // window clipped to [0, P)
         const int64_t hi = t + half < P - 1 ? t + half : P - 1;
         float acc = 0.0f;
         for (int64_t g = 0; g < p.group; ++g) {
             const float* v = p.votes + (r * p.group + g) * P;
             float x;
             if (p.pooling == PoolKind::Max) {
-                x = -INFINITY;   // padding never wins
+                x = -INFINITY;  // padding never wins
                 for (int64_t q = lo; q <= hi; ++q) {
                     const float y = v[q];
-                    if (y > x || isnan(y)) x = y;   // F.max_pool1d propagates NaN
+                    if (y > x || isnan(y)) x = y;  // F.max_pool1d propagates NaN
                 }
             } else if (p.pooling == PoolKind::Avg) {
                 float s = 0.0f;  // zero padding adds nothing but is counted in K
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
         }
         row[t] = p.group == 1 ? acc : acc / static_cast<float>(p.group);
     }
-    __syncthreads();   // the block's global writes are visible to the block after the barrier
+    __syncthreads();  // the block's global writes are visible to the block after the barrier
     if (p.k == 0) return;
     int64_t* out = p.positions + r * p.k;
     if (p.k >= P) {
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
 
     // 2. Radix select of the k-th largest key, most significant byte first.
     uint32_t prefix = 0, mask = 0;
-    long long need = p.k;   // entries still to take among those matching prefix
+    long long need = p.k;  // entries still to take among those matching prefix
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (int i = tid; i <= kBins; i += kThreads) hist[i] = 0;
         __syncthreads();
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) pool_topk_kernel(Params p) {
         prefix |= s_digit << shift;
         mask |= 0xffu << shift;
         need = s_need;
-        __syncthreads();   // s_digit / s_need / hist are rewritten by the next pass
+        __syncthreads();  // s_digit / s_need / hist are rewritten by the next pass
     }
     // The k-th largest key; `need` of the `n_equal` entries equal to it are kept (after the last
     // pass the entries matching the whole prefix are exactly those equal to kth).
@@ -189,8 +189,8 @@ void check_shape(const PoolTopkShape& s) {
         throw_arg(fn, "votes are [" + std::to_string(s.n_rows) + ", " + std::to_string(s.n_prefix) +
                           "]; both sizes must be at least 1");
     if (s.group < 1 || s.n_rows % s.group != 0)
-        throw_arg(fn, "group " + std::to_string(s.group) + " must be positive and divide n_rows " +
-                          std::to_string(s.n_rows));
+        throw_arg(
+            fn, "group " + std::to_string(s.group) + " must be positive and divide n_rows " + std::to_string(s.n_rows));
     if (s.n_rows / s.group > 2147483647LL)
         throw_arg(fn, "too many selected rows: " + std::to_string(s.n_rows / s.group));
     if (s.pooling != PoolKind::None && (s.kernel < 1 || s.kernel % 2 == 0 || s.kernel > s.n_prefix))
@@ -207,8 +207,8 @@ size_t pool_topk_workspace_bytes(const PoolTopkShape& shape) {
     return align_up(static_cast<size_t>(shape.n_rows / shape.group * shape.n_prefix) * sizeof(float));
 }
 
-void pool_topk(const PoolTopkShape& shape, const float* votes, int64_t* positions, float* pooled,
-               void* workspace, size_t workspace_bytes, void* stream) {
+void pool_topk(const PoolTopkShape& shape, const float* votes, int64_t* positions, float* pooled, void* workspace,
+               size_t workspace_bytes, void* stream) {
     const char* fn = "pool_topk";
     check_shape(shape);
     require_device_pointer(votes, fn, "votes");

@@ -21,8 +21,7 @@ int cuda_device_count(std::string* why) {
     const cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
         if (why)
-            *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(err) + ": " +
-                   cudaGetErrorString(err);
+            *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
         cudaGetLastError();  // not sticky: clear it so later calls start clean
         return 0;
     }
@@ -42,10 +41,8 @@ std::string cuda_device_summary() {
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
     char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "%s, compute %d.%d, %d SMs, %.1f GiB; driver %d.%d, runtime %d.%d", p.name,
-                  p.major, p.minor, p.multiProcessorCount,
-                  static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
+    std::snprintf(buf, sizeof buf, "%s, compute %d.%d, %d SMs, %.1f GiB; driver %d.%d, runtime %d.%d", p.name, p.major,
+                  p.minor, p.multiProcessorCount, static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
                   driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
     return buf;
 }
@@ -53,8 +50,7 @@ std::string cuda_device_summary() {
 namespace detail {
 
 void throw_cuda(cudaError_t err, const std::string& where) {
-    throw KernelError("snapkv kernels: " + where + ": " + cudaGetErrorName(err) + ": " +
-                      cudaGetErrorString(err));
+    throw KernelError("snapkv kernels: " + where + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
 }
 
 void throw_arg(const std::string& fn, const std::string& msg) {
@@ -90,13 +86,12 @@ int sm_count(int device, const char* fn) {
     return n;
 }
 
-Scratch::Scratch(void* given, size_t given_bytes, size_t need, cudaStream_t stream, const char* fn)
-    : m_stream(stream) {
+Scratch::Scratch(void* given, size_t given_bytes, size_t need, cudaStream_t stream, const char* fn) : m_stream(stream) {
     if (need == 0) return;
     if (given != nullptr) {
         if (given_bytes < need)
-            throw_arg(fn, "workspace of " + std::to_string(given_bytes) + " bytes, " +
-                              std::to_string(need) + " needed");
+            throw_arg(fn,
+                      "workspace of " + std::to_string(given_bytes) + " bytes, " + std::to_string(need) + " needed");
         m_ptr = static_cast<char*>(given);
         return;
     }

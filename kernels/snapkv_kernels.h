@@ -68,9 +68,8 @@ size_t window_votes_workspace_bytes(const VotesShape& shape);
 // Type pairs: float32 queries with keys of any DType, or both float16, or both bfloat16.
 // workspace: at least window_votes_workspace_bytes(shape) bytes of device memory, or nullptr to
 // allocate it stream-ordered (cudaMallocAsync) for this call.
-void window_votes(const VotesShape& shape, const void* queries, DType query_dtype, const void* keys,
-                  DType key_dtype, float* votes, void* workspace = nullptr,
-                  size_t workspace_bytes = 0, void* stream = nullptr);
+void window_votes(const VotesShape& shape, const void* queries, DType query_dtype, const void* keys, DType key_dtype,
+                  float* votes, void* workspace = nullptr, size_t workspace_bytes = 0, void* stream = nullptr);
 
 // ---- Pooling + top-k -------------------------------------------------------------------------
 // SnapKV's clustering and selection (selector.h pool_scores + top_k_positions): per row of votes,
@@ -86,7 +85,7 @@ struct PoolTopkShape {
     int64_t group = 1;     // G: 1 (QueryHead, N output rows) or H / Hkv (KvHead, N / G rows)
     int64_t kernel = 1;    // K: odd, 1 <= K <= P (not read for PoolKind::None)
     PoolKind pooling = PoolKind::Max;
-    int64_t k = 0;         // positions kept per output row, 0 <= k <= P (C - W)
+    int64_t k = 0;  // positions kept per output row, 0 <= k <= P (C - W)
     TieOrder ties = TieOrder::Later;
 };
 
@@ -115,7 +114,7 @@ struct GatherShape {
 
 // src: [Hsrc, src_rows, D]; index: [Hdst, M] int64; dst: [Hdst, dst_rows, D], rows [0, M) written.
 // Call once for keys and once for values; both buffers of the given dtype.
-void gather_kv(const GatherShape& shape, DType dtype, const void* src, const int64_t* index,
-               void* dst, void* stream = nullptr);
+void gather_kv(const GatherShape& shape, DType dtype, const void* src, const int64_t* index, void* dst,
+               void* stream = nullptr);
 
 }  // namespace snapkv::kernels

@@ -24,34 +24,34 @@ namespace {
 
 using namespace detail;
 
-constexpr int kThreads = 256;      // 16 x 16: ty picks query rows, tx picks keys
-constexpr int kTn = 8;             // keys per thread
-constexpr int kBn = 16 * kTn;      // keys per tile
-constexpr int kBk = 32;            // head_dim slice per shared-memory step
-constexpr int kMaxSplits = 128;    // key splits of pass 1 (bounds the workspace)
+constexpr int kThreads = 256;    // 16 x 16: ty picks query rows, tx picks keys
+constexpr int kTn = 8;           // keys per thread
+constexpr int kBn = 16 * kTn;    // keys per tile
+constexpr int kBk = 32;          // head_dim slice per shared-memory step
+constexpr int kMaxSplits = 128;  // key splits of pass 1 (bounds the workspace)
 constexpr int kMaxHeadDim = 256;
-constexpr int kBlocksPerSm = 4;    // grid sizing target: about two waves of two resident blocks
+constexpr int kBlocksPerSm = 4;  // grid sizing target: about two waves of two resident blocks
 // Both passes are bounded to two resident blocks per SM (128 registers a thread): unbounded, pass 1
 // with TM = 8 takes 230 registers and one block per SM; bounded it spills under 100 bytes, in the
 // per-tile epilogue, outside the dot-product loop.
 
 struct Params {
-    const void* queries;   // [H, q_rows, D]
-    const void* keys;      // [Hkv, k_rows, D]
-    int64_t group;         // G
-    int64_t head_dim;      // D
-    int64_t dim_pad;       // Dp
-    int64_t n_tokens;      // L
-    int64_t window;        // W
+    const void* queries;  // [H, q_rows, D]
+    const void* keys;     // [Hkv, k_rows, D]
+    int64_t group;        // G
+    int64_t head_dim;     // D
+    int64_t dim_pad;      // Dp
+    int64_t n_tokens;     // L
+    int64_t window;       // W
     int64_t q_rows;
     int64_t k_rows;
-    float sqrt_d;          // sqrt(D): scores are divided by it, as the reference does
-    int n_split;           // pass 1 key splits
-    int tiles_per_split;   // pass 1 key tiles per split
-    int tiles_per_block;   // pass 2 prefix tiles per block
-    float2* partial;       // [H, W, n_split] (row max, sum of exp(score - max))
-    float2* stats;         // [H, W] (row max, 1 / sum)
-    float* votes;          // [H, P]
+    float sqrt_d;         // sqrt(D): scores are divided by it, as the reference does
+    int n_split;          // pass 1 key splits
+    int tiles_per_split;  // pass 1 key tiles per split
+    int tiles_per_block;  // pass 2 prefix tiles per block
+    float2* partial;      // [H, W, n_split] (row max, sum of exp(score - max))
+    float2* stats;        // [H, W] (row max, 1 / sum)
+    float* votes;         // [H, P]
 };
 
 constexpr float kNegInf = -INFINITY;
@@ -80,8 +80,7 @@ __device__ void load_queries(float* Qs, const Params& p, int64_t h, int64_t c0) 
         const int m = idx / dp;
         const int d = idx - m * dp;
         const int64_t i = c0 + m;
-        Qs[d * (BM + 1) + m] =
-            (i < p.window && d < p.head_dim) ? to_float(q[i * p.head_dim + d]) : 0.0f;
+        Qs[d * (BM + 1) + m] = (i < p.window && d < p.head_dim) ? to_float(q[i * p.head_dim + d]) : 0.0f;
     }
 }
 
@@ -94,16 +93,15 @@ __device__ void load_keys(float* Ks, const Params& p, int64_t kvh, int64_t key0,
         const int kk = idx - n * kBk;
         const int64_t j = key0 + n;
         const int d = d0 + kk;
-        Ks[kk * (kBn + 1) + n] =
-            (j < p.n_tokens && d < p.head_dim) ? to_float(k[j * p.head_dim + d]) : 0.0f;
+        Ks[kk * (kBn + 1) + n] = (j < p.n_tokens && d < p.head_dim) ? to_float(k[j * p.head_dim + d]) : 0.0f;
     }
 }
 
 // acc[a][b] = q(row ty + 16a) . k(key key0 + tx + 16b) over all D, for the queries already in Qs.
 // Starts with a barrier, so the caller may have just written Qs or still be reading Ks.
 template <class TK, int TM>
-__device__ void tile_dots(float (&acc)[TM][kTn], const float* Qs, float* Ks, const Params& p,
-                          int64_t kvh, int64_t key0, int tx, int ty) {
+__device__ void tile_dots(float (&acc)[TM][kTn], const float* Qs, float* Ks, const Params& p, int64_t kvh, int64_t key0,
+                          int tx, int ty) {
     constexpr int BM = 16 * TM;
 #pragma unroll
     for (int a = 0; a < TM; ++a)
@@ -134,8 +132,8 @@ template <class TQ, class TK, int TM>
 __global__ void __launch_bounds__(kThreads, 2) row_stats_kernel(Params p) {
     constexpr int BM = 16 * TM;
     extern __shared__ float smem[];
-    float* Qs = smem;                                   // [Dp][BM + 1]
-    float* Ks = smem + p.dim_pad * (BM + 1);            // [kBk][BN + 1]
+    float* Qs = smem;                         // [Dp][BM + 1]
+    float* Ks = smem + p.dim_pad * (BM + 1);  // [kBk][BN + 1]
     const int tx = threadIdx.x & 15;
     const int ty = threadIdx.x >> 4;
     const int split = blockIdx.x;
@@ -147,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 2) row_stats_kernel(Params p) {
     const int64_t t_end = min(n_tiles, t_begin + p.tiles_per_split);
 
     for (int64_t c0 = 0; c0 < W; c0 += BM) {
-        __syncthreads();   // the previous chunk's readers of Qs are done
+        __syncthreads();  // the previous chunk's readers of Qs are done
         load_queries<TQ, BM>(Qs, p, h, c0);
         float m[TM], l[TM];
 #pragma unroll
@@ -191,8 +189,7 @@ __global__ void __launch_bounds__(kThreads, 2) row_stats_kernel(Params p) {
                 merge_stats(m[a], l[a], m2, l2);
             }
             const int64_t i = c0 + ty + 16 * a;
-            if (tx == 0 && i < W)
-                p.partial[(h * W + i) * p.n_split + split] = make_float2(m[a], l[a]);
+            if (tx == 0 && i < W) p.partial[(h * W + i) * p.n_split + split] = make_float2(m[a], l[a]);
         }
     }
 }
@@ -216,9 +213,9 @@ template <class TQ, class TK, int TM>
 __global__ void __launch_bounds__(kThreads, 2) votes_kernel(Params p) {
     constexpr int BM = 16 * TM;
     extern __shared__ float smem[];
-    float* Qs = smem;                                   // [Dp][BM + 1]
-    float* Ks = smem + p.dim_pad * (BM + 1);            // [kBk][BN + 1]
-    float* red = Ks + kBk * (kBn + 1);                  // [16][BN] column sums per ty
+    float* Qs = smem;                         // [Dp][BM + 1]
+    float* Ks = smem + p.dim_pad * (BM + 1);  // [kBk][BN + 1]
+    float* red = Ks + kBk * (kBn + 1);        // [16][BN] column sums per ty
     const int tx = threadIdx.x & 15;
     const int ty = threadIdx.x >> 4;
     const int64_t h = blockIdx.y;
@@ -252,8 +249,7 @@ __global__ void __launch_bounds__(kThreads, 2) votes_kernel(Params p) {
             for (int a = 0; a < TM; ++a) {
                 if (c0 + ty + 16 * a >= W) continue;
 #pragma unroll
-                for (int b = 0; b < kTn; ++b)
-                    col[b] += expf(acc[a][b] / p.sqrt_d - row_max[a]) * row_inv[a];
+                for (int b = 0; b < kTn; ++b) col[b] += expf(acc[a][b] / p.sqrt_d - row_max[a]) * row_inv[a];
             }
 #pragma unroll
             for (int b = 0; b < kTn; ++b) red[ty * kBn + tx + 16 * b] = col[b];
@@ -316,8 +312,7 @@ void check_shape(const VotesShape& s) {
     if (s.n_head < 1 || s.n_head_kv < 1 || s.n_head % s.n_head_kv != 0)
         throw_arg(fn, "n_head " + std::to_string(s.n_head) + " must be a positive multiple of n_head_kv " +
                           std::to_string(s.n_head_kv));
-    if (s.n_head > 65535)
-        throw_arg(fn, "n_head " + std::to_string(s.n_head) + " is over the grid limit 65535");
+    if (s.n_head > 65535) throw_arg(fn, "n_head " + std::to_string(s.n_head) + " is over the grid limit 65535");
     if (s.head_dim < 1 || s.head_dim > kMaxHeadDim)
         throw_arg(fn, "head_dim " + std::to_string(s.head_dim) + " is out of range; allowed 1.." +
                           std::to_string(kMaxHeadDim));
@@ -325,11 +320,11 @@ void check_shape(const VotesShape& s) {
         throw_arg(fn, "window " + std::to_string(s.window) + " must be at least 1 and less than n_tokens " +
                           std::to_string(s.n_tokens));
     if (s.query_rows != 0 && s.query_rows < s.window)
-        throw_arg(fn, "query_rows " + std::to_string(s.query_rows) + " is less than the window " +
-                          std::to_string(s.window));
+        throw_arg(
+            fn, "query_rows " + std::to_string(s.query_rows) + " is less than the window " + std::to_string(s.window));
     if (s.key_rows != 0 && s.key_rows < s.n_tokens)
-        throw_arg(fn, "key_rows " + std::to_string(s.key_rows) + " is less than n_tokens " +
-                          std::to_string(s.n_tokens));
+        throw_arg(fn,
+                  "key_rows " + std::to_string(s.key_rows) + " is less than n_tokens " + std::to_string(s.n_tokens));
 }
 
 template <class TQ, class TK, int TM>
@@ -348,8 +343,8 @@ void launch(const Params& p, const Plan& pl, int64_t n_head, int max_smem, cudaS
     k1<<<dim3(pl.n_split, static_cast<unsigned>(n_head)), block, pl.smem1, stream>>>(p);
     check_launch("window_votes: pass 1 (row statistics) launch");
     const int64_t rows = n_head * p.window;
-    combine_stats_kernel<<<static_cast<unsigned>(ceil_div(rows, 256)), 256, 0, stream>>>(
-        p.partial, p.stats, rows, p.n_split);
+    combine_stats_kernel<<<static_cast<unsigned>(ceil_div(rows, 256)), 256, 0, stream>>>(p.partial, p.stats, rows,
+                                                                                         p.n_split);
     check_launch("window_votes: statistics merge launch");
     k2<<<dim3(pl.pass2_blocks, static_cast<unsigned>(n_head)), block, pl.smem2, stream>>>(p);
     check_launch("window_votes: pass 2 (votes) launch");
@@ -371,8 +366,8 @@ size_t window_votes_workspace_bytes(const VotesShape& shape) {
     return workspace_for(shape);
 }
 
-void window_votes(const VotesShape& shape, const void* queries, DType query_dtype, const void* keys,
-                  DType key_dtype, float* votes, void* workspace, size_t workspace_bytes, void* stream) {
+void window_votes(const VotesShape& shape, const void* queries, DType query_dtype, const void* keys, DType key_dtype,
+                  float* votes, void* workspace, size_t workspace_bytes, void* stream) {
     const char* fn = "window_votes";
     check_shape(shape);
     if (query_dtype != DType::Float32 && query_dtype != key_dtype)
@@ -411,7 +406,8 @@ void window_votes(const VotesShape& shape, const void* queries, DType query_dtyp
     const int64_t rows = shape.n_head * shape.window;
     const int64_t splits_cap = std::min<int64_t>(ceil_div(shape.n_tokens, kBn), kMaxSplits);
     p.partial = reinterpret_cast<float2*>(scratch.data());
-    p.stats = reinterpret_cast<float2*>(scratch.data() + align_up(static_cast<size_t>(rows * splits_cap) * sizeof(float2)));
+    p.stats = reinterpret_cast<float2*>(scratch.data() +
+                                        align_up(static_cast<size_t>(rows * splits_cap) * sizeof(float2)));
     p.votes = votes;
 
     const int64_t H = shape.n_head;

@@ -2,7 +2,7 @@
 # Format check: every tracked C++/CUDA file (git ls-files *.cpp *.h *.cu *.cuh *.c) against
 # .clang-format with clang-format 14 (--dry-run --Werror): prints each file and line that would
 # change and exits 1 if any would. Changes nothing; `--fix` formats the files in place instead.
-# Not yet in .ci/run: the tree is formatted once, then the check joins CI.
+# .ci/run runs it before building.
 set -euo pipefail
 cd "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cf="${CLANG_FORMAT:-$(command -v clang-format-14 || command -v clang-format || true)}"

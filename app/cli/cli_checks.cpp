@@ -64,9 +64,7 @@ CLI::Validator one_of(const std::vector<std::string>& names) {
         "{" + list + "}");
 }
 
-void usage_error(const std::string& option, const std::string& message) {
-    throw CLI::ValidationError(option, message);
-}
+void usage_error(const std::string& option, const std::string& message) { throw CLI::ValidationError(option, message); }
 
 void check_output_not_input(const std::string& option, const std::string& output,
                             const std::vector<NamedPath>& inputs) {

@@ -26,8 +26,7 @@ CLI::Validator one_of(const std::vector<std::string>& names);
 
 // Refuses (usage error, exit 2) an output path that names one of the inputs, before any work:
 // "--json: 'doc.md' is the document (--doc); an output never replaces an input: ...".
-void check_output_not_input(const std::string& option, const std::string& output,
-                            const std::vector<NamedPath>& inputs);
+void check_output_not_input(const std::string& option, const std::string& output, const std::vector<NamedPath>& inputs);
 
 // The whole text file named by an option. Throws InputError naming `what` and the path when it
 // does not exist, is a folder, cannot be read, or holds NUL bytes (a binary file, refused like

@@ -107,11 +107,15 @@ void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
 }
 
 void add_select(CLI::App* c, SelectOpts& o) {
-    c->add_option("--window", o.window, "Observation window W")->capture_default_str()->check(integer_in(1, kMaxLengthOption));
+    c->add_option("--window", o.window, "Observation window W")
+        ->capture_default_str()
+        ->check(integer_in(1, kMaxLengthOption));
     c->add_option("--kernel", o.kernel, "Pooling kernel K (odd; ignored by --pooling none)")
         ->capture_default_str()
         ->check(integer_in(1, kMaxLengthOption));
-    c->add_option("--pooling", o.pooling, "max, avg or none")->capture_default_str()->check(one_of({"max", "avg", "none"}));
+    c->add_option("--pooling", o.pooling, "max, avg or none")
+        ->capture_default_str()
+        ->check(one_of({"max", "avg", "none"}));
     c->add_option("--budget", o.budget, "Budget C: tokens kept per head, window included")
         ->capture_default_str()
         ->check(integer_in(2, kMaxBudgetOption));
@@ -130,7 +134,9 @@ void add_select(CLI::App* c, SelectOpts& o) {
         ->capture_default_str()
         ->check(one_of({"earlier", "later"}));
     c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
-    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str()->check(integer_in(0, kMaxLengthOption));
+    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxLengthOption));
     c->add_option("--seed", o.seed, "Seed of the random policy (and of sampling)")->capture_default_str();
     c->add_option("--max-window", o.max_window, "Queries captured per layer (default: max(128, W))")
         ->check(integer_in(1, kMaxLengthOption));
@@ -139,7 +145,7 @@ void add_select(CLI::App* c, SelectOpts& o) {
 void add_gen(CLI::App* c, GenerationSettings& o, int64_t min_tokens) {
     c->add_option("--max-tokens,-n", o.max_tokens, "Tokens to generate (generation stops at the context)")
         ->capture_default_str()
-        ->check(integer_in(min_tokens, INT64_MAX));   // any count: generation stops at the context
+        ->check(integer_in(min_tokens, INT64_MAX));  // any count: generation stops at the context
     c->add_flag("--greedy", o.greedy, "Greedy decoding (argmax)");
     c->add_option("--temperature", o.temperature, "Sampling temperature; 0 means greedy, as in llama.cpp")
         ->capture_default_str()
@@ -158,7 +164,8 @@ GenerationSettings cli_generation_defaults() {
 }
 
 std::vector<NamedPath> inputs_of(const Common& c, const PromptOpts& o) {
-    return {{"the model (--model)", c.model}, {"the document (--doc)", o.doc},
+    return {{"the model (--model)", c.model},
+            {"the document (--doc)", o.doc},
             {"the prompt file (--prompt-file)", o.prompt_file}};
 }
 
@@ -199,7 +206,7 @@ PromptSpec checked_json_run(const Common& c, const PromptOpts& po, const SelectO
     check_output_not_input("--json", out, inputs_of(c, po));
     check_select(so);
     PromptSpec spec = make_prompt(po);
-    if (!out.empty() && out != "-") create_parent_dirs(out);   // fail before the prefill, not after
+    if (!out.empty() && out != "-") create_parent_dirs(out);  // fail before the prefill, not after
     return spec;
 }
 

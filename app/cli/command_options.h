@@ -33,7 +33,7 @@ struct PromptOpts {
     std::string prompt, prompt_file, doc, question;
     bool chat = false;
     std::string chat_format;
-    const CLI::Option* prompt_opt = nullptr;   // to tell --prompt "" from no --prompt
+    const CLI::Option* prompt_opt = nullptr;  // to tell --prompt "" from no --prompt
     bool prompt_given() const { return prompt_opt != nullptr && prompt_opt->count() > 0; }
 };
 
@@ -51,12 +51,12 @@ struct SelectOpts {
     bool query_agnostic = false;
     int64_t sink = default_params().n_sink;
     uint64_t seed = default_params().seed;
-    int64_t max_window = 0;                    // 0: max(128, W)
+    int64_t max_window = 0;  // 0: max(128, W)
 };
 
 // Upper bounds that only catch absurd values (a real setting is far below them).
 constexpr int64_t kMaxBudgetOption = int64_t(1) << 40;
-constexpr int64_t kMaxLengthOption = int64_t(1) << 26;   // the largest context arch_tensors allows
+constexpr int64_t kMaxLengthOption = int64_t(1) << 26;  // the largest context arch_tensors allows
 
 // Writes j, indented, to out ("" or "-": stdout) through write_output.
 void write_json(const json& j, const std::string& out);

@@ -7,12 +7,12 @@
 namespace snapkv::cli {
 
 void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
-    register_model_commands(app, cancel);      // logits, info, tokenize
-    register_generate_commands(app, cancel);   // generate, perplexity
+    register_model_commands(app, cancel);     // logits, info, tokenize
+    register_generate_commands(app, cancel);  // generate, perplexity
     register_bench_command(app, cancel);
     register_analyze_command(app, cancel);
     register_compare_command(app, cancel);
-    register_eval_commands(app, cancel);       // needle, sweep, merge
+    register_eval_commands(app, cancel);  // needle, sweep, merge
     register_ruler_commands(app, cancel);
 }
 

@@ -43,11 +43,12 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
                     const SelectOpts& so, const std::atomic<bool>* cancel) {
     const SelectionParams p = make_params(so);
     std::cout << "policy " << policy_name(p.policy) << ", W " << p.window << ", K " << p.kernel << ", "
-              << pooling_name(p.pooling) << " pooling, C " << p.budget << ", " << gqa_mode_name(p.gqa) << "; "
-              << decode << " greedy tokens\n\n";
+              << pooling_name(p.pooling) << " pooling, C " << p.budget << ", " << gqa_mode_name(p.gqa) << "; " << decode
+              << " greedy tokens\n\n";
     std::cout << std::right << std::setw(7) << "L" << std::setw(12) << "prefill ms" << std::setw(12) << "KV full"
               << std::setw(12) << "KV comp" << std::setw(13) << "full tok/s" << std::setw(13) << "comp tok/s"
-              << std::setw(9) << "speedup" << std::setw(11) << "diverge@" << std::setw(10) << "hit rate" << "\n";
+              << std::setw(9) << "speedup" << std::setw(11) << "diverge@" << std::setw(10) << "hit rate"
+              << "\n";
     for (int64_t n : lengths) {
         const PromptSpec spec = repeated_prompt(s, po, n);
         PrefillSettings ps;
@@ -67,13 +68,17 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
         int64_t nh = 0;
         for (const auto& layer : r.hit_rate)
             for (double h : layer)
-                if (h >= 0) { hit += h; ++nh; }
+                if (h >= 0) {
+                    hit += h;
+                    ++nh;
+                }
         std::cout << std::setw(7) << n << std::setw(12) << std::fixed << std::setprecision(0) << sum.prefill_ms
-                  << std::setw(12) << format_bytes(r.full.kv_bytes) << std::setw(12) << format_bytes(r.compressed.kv_bytes)
-                  << std::setw(13) << std::setprecision(1) << r.full.decode_tok_s << std::setw(13)
-                  << r.compressed.decode_tok_s << std::setw(8) << std::setprecision(2)
+                  << std::setw(12) << format_bytes(r.full.kv_bytes) << std::setw(12)
+                  << format_bytes(r.compressed.kv_bytes) << std::setw(13) << std::setprecision(1) << r.full.decode_tok_s
+                  << std::setw(13) << r.compressed.decode_tok_s << std::setw(8) << std::setprecision(2)
                   << (r.full.decode_tok_s > 0 ? r.compressed.decode_tok_s / r.full.decode_tok_s : 0.0) << "x"
-                  << std::setw(11) << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
+                  << std::setw(11)
+                  << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
                   << std::setw(10) << std::setprecision(3) << (nh ? hit / nh : -1.0) << "\n";
         if (const int64_t peak_decode = peak_device_memory_bytes(); peak_decode > 0 || peak_prefill > 0)
             std::cout << "        peak device memory: prefill " << format_bytes(peak_prefill)
@@ -95,7 +100,8 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
     if (!retune) {
         std::vector<BenchRow> rows = s->bench(lengths, decode, {}, cancel, profile);
         std::cout << std::left << std::setw(18) << "test" << std::right << std::setw(10) << "tokens" << std::setw(12)
-                  << "ms" << std::setw(12) << "tok/s" << "\n";
+                  << "ms" << std::setw(12) << "tok/s"
+                  << "\n";
         for (const auto& r : rows) {
             std::cout << std::left << std::setw(18) << r.what << std::right << std::setw(10) << r.tokens
                       << std::setw(12) << std::fixed << std::setprecision(1) << r.ms << std::setw(12) << r.tok_s

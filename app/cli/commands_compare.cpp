@@ -12,15 +12,15 @@
 namespace snapkv::cli {
 namespace {
 
-void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go, double theta,
-                 const std::string& out, const std::atomic<bool>* cancel) {
+void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go,
+                 double theta, const std::string& out, const std::atomic<bool>* cancel) {
     const PromptSpec spec = checked_json_run(c, po, so, out);
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
     PrefillSettings ps;
     ps.max_window = max_window_of(so);
     ps.h2o = policy_info(p.policy).needs_h2o;
-    ps.new_tokens = go.max_tokens;   // prompt + new tokens are checked against the context first
+    ps.new_tokens = go.max_tokens;  // prompt + new tokens are checked against the context first
     const bool quiet = out.empty() || out == "-";
     s->prefill(spec, ps, stderr_progress(quiet), cancel);
     CompareSettings cs;
@@ -29,24 +29,33 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     cs.hit_threshold = theta;
     CompareResult r = s->compare(p, cs, stderr_progress(quiet), cancel);
     auto run = [](const RunOutput& o) {
-        return json{{"ids", o.ids}, {"text", o.text}, {"kv_bytes", o.kv_bytes}, {"decode_tok_s", o.decode_tok_s},
+        return json{{"ids", o.ids},
+                    {"text", o.text},
+                    {"kv_bytes", o.kv_bytes},
+                    {"decode_tok_s", o.decode_tok_s},
                     {"decode_ms", o.decode_ms}};
     };
     json steps = json::array();
     for (const auto& st : r.steps) steps.push_back({{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}});
     // The selection the compressed run used (cheap to redo): its budget and L explain a larger cache.
-    const std::string cache_note =
-        growth_note(*s, s->select(p, r.query_agnostic, false), r.full.kv_bytes, r.compressed.kv_bytes);
-    json j = {{"full", run(r.full)}, {"compressed", run(r.compressed)}, {"steps", steps},
+    const std::string cache_note = growth_note(*s, s->select(p, r.query_agnostic, false), r.full.kv_bytes,
+                                               r.compressed.kv_bytes);
+    json j = {{"full", run(r.full)},
+              {"compressed", run(r.compressed)},
+              {"steps", steps},
               {"first_divergence", r.first_divergence < 0 ? json(nullptr) : json(r.first_divergence)},
-              {"hit_rate", r.hit_rate}, {"hit_threshold", theta}, {"params", params_to_json(p, r.query_agnostic)},
-              {"prefill_ms", r.prefill_ms}, {"note", r.note}, {"cache_note", cache_note}};
+              {"hit_rate", r.hit_rate},
+              {"hit_threshold", theta},
+              {"params", params_to_json(p, r.query_agnostic)},
+              {"prefill_ms", r.prefill_ms},
+              {"note", r.note},
+              {"cache_note", cache_note}};
     write_json(j, out);
     if (!quiet) {
         std::cerr << "full:       " << r.full.text << "\ncompressed: " << r.compressed.text << "\n";
         std::cerr << "KV bytes " << format_bytes(r.full.kv_bytes) << " -> " << format_bytes(r.compressed.kv_bytes)
-                  << "; first divergence: " << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence))
-                  << "\n";
+                  << "; first divergence: "
+                  << (r.first_divergence < 0 ? std::string("none") : std::to_string(r.first_divergence)) << "\n";
         if (!cache_note.empty()) std::cerr << "note: " << cache_note << "\n";
     }
 }

@@ -63,11 +63,12 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
     c->add_option("--weights", o.weights,
                   "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
         ->capture_default_str();
-    c->add_option("--policies", o.policies, "Comma list: " + policy_list_text())
-        ->capture_default_str();
+    c->add_option("--policies", o.policies, "Comma list: " + policy_list_text())->capture_default_str();
     c->add_option("--budgets", o.budgets, "Comma list of budgets C (tokens kept per head, window included)")
         ->capture_default_str();
-    c->add_option("--gqa", o.gqa, "Comma list: kv-head (default: one selection per KV head, the cache shrinks), query-head (official)")->capture_default_str();
+    c->add_option("--gqa", o.gqa,
+                  "Comma list: kv-head (default: one selection per KV head, the cache shrinks), query-head (official)")
+        ->capture_default_str();
     c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
     c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
     c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
@@ -82,8 +83,10 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
         ->capture_default_str();
     c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
         ->capture_default_str();
-    c->add_flag("--no-chat", o.no_chat, "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
-    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    c->add_flag("--no-chat", o.no_chat,
+                "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
+    c->add_option("--chat-format", o.chat_format,
+                  "Override the detected template: raw, chatml, llama2, llama3, mistral");
     c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
     c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
     c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
@@ -119,8 +122,7 @@ std::vector<Row> run_grid(Session& s, const EvalTask& task, const RunOptions& ro
         line.label = [](std::ostream& os, const Row& f) {
             os << "length " << f["length"] << " depth " << f["depth"].get<double>();
         };
-    else
-        line.label = [](std::ostream& os, const Row& f) { os << f["item_id"].get<std::string>(); };
+    else line.label = [](std::ostream& os, const Row& f) { os << f["item_id"].get<std::string>(); };
     line.result = [](std::ostream& os, const Row& r) {
         os << r["policy"].get<std::string>();
         if (!r["budget"].is_null()) os << " C" << r["budget"];
@@ -146,7 +148,8 @@ void print_needle_maps(const std::vector<Row>& rows, const NeedleOptions& no, co
                 found[r["cell"].get<int64_t>()] = r["found"].get<bool>();
                 n_found += r["found"].get<bool>() ? 1 : 0;
             }
-        std::cout << "\n" << config_label(ro.configs[k]) << ": found " << n_found << "/" << found.size()
+        std::cout << "\n"
+                  << config_label(ro.configs[k]) << ": found " << n_found << "/" << found.size()
                   << "   (depth 0% .. 100% across)\n";
         for (size_t li = 0; li < no.lengths.size(); ++li) {
             std::cout << std::setw(8) << no.lengths[li] << "  ";
@@ -160,9 +163,11 @@ void print_needle_maps(const std::vector<Row>& rows, const NeedleOptions& no, co
 }
 
 void print_sweep_table(const std::vector<Row>& rows, const RunOptions& ro) {
-    std::cout << "\n" << std::left << std::setw(28) << "configuration" << std::right << std::setw(8) << "items"
-              << std::setw(12) << "agree_full" << std::setw(10) << "kl_mean" << std::setw(10) << "contains"
-              << std::setw(8) << "f1" << std::setw(12) << "kv MiB" << "\n";
+    std::cout << "\n"
+              << std::left << std::setw(28) << "configuration" << std::right << std::setw(8) << "items" << std::setw(12)
+              << "agree_full" << std::setw(10) << "kl_mean" << std::setw(10) << "contains" << std::setw(8) << "f1"
+              << std::setw(12) << "kv MiB"
+              << "\n";
     for (size_t k = 0; k < ro.configs.size(); ++k) {
         double agree = 0, kl = 0, contains = 0, f1 = 0, kv = 0;
         int64_t n = 0, n_ref = 0;
@@ -234,7 +239,8 @@ void cmd_merge(const std::vector<std::string>& inputs, const std::string& out, b
     check_output_not_input("--out", out, named);
     const MergeReport rep = merge_results(inputs, out, allow_partial);
     std::cout << "merged " << rep.rows << " rows from " << inputs.size() << " files into " << out;
-    if (!rep.missing.empty()) std::cout << " (" << rep.missing.size() << " of " << rep.expected << " grid rows missing)";
+    if (!rep.missing.empty())
+        std::cout << " (" << rep.missing.size() << " of " << rep.expected << " grid rows missing)";
     std::cout << "\n";
 }
 
@@ -243,20 +249,23 @@ void cmd_merge(const std::vector<std::string>& inputs, const std::string& out, b
 void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     {
         static EvalOpts o;
-        static std::string lengths, depths = "0,10,20,30,40,50,60,70,80,90,100", needle = "passkey", needles,
-                           haystack;
+        static std::string lengths, depths = "0,10,20,30,40,50,60,70,80,90,100", needle = "passkey", needles, haystack;
         static int64_t max_length = 0;
         auto* cmd = app.add_subcommand(
-            "needle", "Needle-in-a-haystack grid (length x depth), full cache and every configuration, one prefill per cell");
+            "needle",
+            "Needle-in-a-haystack grid (length x depth), full cache and every configuration, one prefill per cell");
         add_eval_options(cmd, o);
-        cmd->add_option("--lengths", lengths,
-                        "Comma list of prompt lengths in tokens (default: 5 doubling up to the context or --max-length)");
+        cmd->add_option(
+            "--lengths", lengths,
+            "Comma list of prompt lengths in tokens (default: 5 doubling up to the context or --max-length)");
         cmd->add_option("--max-length", max_length, "Cap of the default lengths");
-        cmd->add_option("--depths", depths, "Comma list of needle depths, percent of the document")->capture_default_str();
+        cmd->add_option("--depths", depths, "Comma list of needle depths, percent of the document")
+            ->capture_default_str();
         cmd->add_option("--needle", needle, "Needle name in the needles file (passkey, fact)")->capture_default_str();
         cmd->add_option("--needles", needles, "Needles file (JSON Lines; default datasets/needles.jsonl)");
-        cmd->add_option("--haystack", haystack,
-                        "Comma list of haystack files or folders (default datasets/sample_document.md,datasets/documents)");
+        cmd->add_option(
+            "--haystack", haystack,
+            "Comma list of haystack files or folders (default datasets/sample_document.md,datasets/documents)");
         cmd->callback([cancel] { cmd_needle(o, lengths, max_length, depths, needle, needles, haystack, cancel); });
     }
     {

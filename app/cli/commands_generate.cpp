@@ -16,24 +16,31 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSetting
                   const std::atomic<bool>* cancel) {
     auto s = open_session(c, as_json);
     TokenFn stream;
-    if (!as_json) stream = [](int32_t, const std::string& piece) {
-        std::cout << piece << std::flush;
-        return true;
-    };
+    if (!as_json)
+        stream = [](int32_t, const std::string& piece) {
+            std::cout << piece << std::flush;
+            return true;
+        };
     PromptSpec spec = make_prompt(po);
     if (spec.text.empty() && spec.document.empty() && !spec.chat) {
         // An empty prompt starts from BOS alone, as llama.cpp does (llama2.c's golden output is
         // defined that way); a model that adds no BOS has nothing to start from.
         spec.ids = s->tokenize("", true, true);
         if (spec.ids.empty())
-            throw InputError("the prompt is empty and this model adds no BOS token, so there is nothing to "
-                             "generate from; give a prompt");
+            throw InputError(
+                "the prompt is empty and this model adds no BOS token, so there is nothing to "
+                "generate from; give a prompt");
     }
     GenerationOutput out = s->generate(spec, go, stream, cancel);
     if (as_json) {
-        write_json({{"prompt_ids", out.prompt_ids}, {"ids", out.ids}, {"text", out.text},
-                    {"prefill_ms", out.prefill_ms}, {"decode_ms", out.decode_ms},
-                    {"decode_tok_s", out.decode_tok_s}, {"stop", out.stop_reason}}, "");
+        write_json({{"prompt_ids", out.prompt_ids},
+                    {"ids", out.ids},
+                    {"text", out.text},
+                    {"prefill_ms", out.prefill_ms},
+                    {"decode_ms", out.decode_ms},
+                    {"decode_tok_s", out.decode_tok_s},
+                    {"stop", out.stop_reason}},
+                   "");
     } else {
         std::cout << std::endl;
         std::cerr << "[" << out.prompt_ids.size() << " prompt tokens, " << out.ids.size() << " generated; prefill "
@@ -59,8 +66,12 @@ void cmd_perplexity(const Common& c, const std::string& file, int64_t ctx, bool 
         SelectionParams p = make_params(so);
         auto [full, comp] = s->continuation_perplexity(context, continuation, p, stderr_progress(as_json), cancel);
         if (as_json) {
-            write_json({{"ppl_full", full}, {"ppl_compressed", comp}, {"params", params_to_json(p, false)},
-                        {"context_chars", context.size()}, {"continuation_chars", continuation.size()}}, "");
+            write_json({{"ppl_full", full},
+                        {"ppl_compressed", comp},
+                        {"params", params_to_json(p, false)},
+                        {"context_chars", context.size()},
+                        {"continuation_chars", continuation.size()}},
+                       "");
         } else {
             std::cout << std::fixed << std::setprecision(4) << "continuation perplexity: full " << full
                       << ", compressed " << comp << "\n";
@@ -69,12 +80,14 @@ void cmd_perplexity(const Common& c, const std::string& file, int64_t ctx, bool 
     }
     PerplexityOutput r = s->perplexity(text, ctx, stderr_progress(as_json), cancel);
     if (as_json) {
-        write_json({{"ppl", r.ppl}, {"chunks", r.chunks}, {"running", r.running}, {"n_tokens", r.n_tokens},
-                    {"ctx", r.ctx}}, "");
+        write_json(
+            {{"ppl", r.ppl}, {"chunks", r.chunks}, {"running", r.running}, {"n_tokens", r.n_tokens}, {"ctx", r.ctx}},
+            "");
         return;
     }
     for (size_t i = 0; i < r.running.size(); ++i)
-        std::cout << "[" << i + 1 << "]" << std::fixed << std::setprecision(4) << r.running[i] << (i + 1 < r.running.size() ? "," : "\n");
+        std::cout << "[" << i + 1 << "]" << std::fixed << std::setprecision(4) << r.running[i]
+                  << (i + 1 < r.running.size() ? "," : "\n");
     std::cout << "Final estimate: PPL = " << std::setprecision(4) << r.ppl << "  (" << r.n_tokens << " tokens, ctx "
               << r.ctx << ", " << r.chunks.size() << " chunks)\n";
 }
@@ -101,10 +114,13 @@ void register_generate_commands(CLI::App& app, const std::atomic<bool>* cancel) 
         static int64_t ctx = 512;
         static bool as_json = false, compress = false;
         static SelectOpts so;
-        auto* cmd = app.add_subcommand("perplexity", "llama.cpp-style perplexity, or of a continuation under compression");
+        auto* cmd = app.add_subcommand("perplexity",
+                                       "llama.cpp-style perplexity, or of a continuation under compression");
         add_common(cmd, c);
         cmd->add_option("--file,-f", file, "Text file")->required();
-        cmd->add_option("--ctx,-c", ctx, "Chunk size in tokens")->capture_default_str()->check(integer_in(4, kMaxLengthOption));
+        cmd->add_option("--ctx,-c", ctx, "Chunk size in tokens")
+            ->capture_default_str()
+            ->check(integer_in(4, kMaxLengthOption));
         cmd->add_flag("--compress", compress,
                       "Split the text at its middle; score the second half after the first, with the full cache and "
                       "with the first half's cache compressed by the selection options");

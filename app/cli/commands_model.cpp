@@ -35,7 +35,8 @@ std::vector<int32_t> parse_ids(const std::string& text) {
     std::string item;
     while (std::getline(ss, item, ',')) {
         const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-        if (b == std::string::npos) throw InputError("--ids: empty item in '" + text + "'; expected integers separated by commas");
+        if (b == std::string::npos)
+            throw InputError("--ids: empty item in '" + text + "'; expected integers separated by commas");
         item = item.substr(b, e - b + 1);
         size_t used = 0;
         long long v = 0;
@@ -84,14 +85,31 @@ void cmd_info(const Common& c, bool as_json) {
     std::map<std::string, int> types;
     for (const auto& t : i.tensors) types[t.type]++;
     if (as_json) {
-        json j = {{"path", i.path}, {"format", i.format}, {"arch", k.arch}, {"name", k.name},
-                  {"n_layer", k.n_layer}, {"n_embd", k.n_embd}, {"n_ff", k.n_ff}, {"n_head", k.n_head},
-                  {"n_head_kv", k.n_head_kv}, {"head_dim", k.head_dim}, {"n_rot", k.n_rot}, {"n_vocab", k.n_vocab},
-                  {"n_ctx_train", k.n_ctx_train}, {"rope_freq_base", k.rope_freq_base}, {"rope_neox", k.rope_neox},
-                  {"rope_scaling", k.rope_scaling.type}, {"rms_eps", k.rms_eps}, {"qkv_bias", k.qkv_bias},
-                  {"tied_embeddings", k.tied_embeddings}, {"tensor_types", types},
-                  {"n_tensors", i.tensors.size()}, {"tokenizer", i.tokenizer_kind}, {"chat_template", i.chat_format},
-                  {"weights", i.weights}, {"weight_bytes", i.weight_bytes}};
+        json j = {{"path", i.path},
+                  {"format", i.format},
+                  {"arch", k.arch},
+                  {"name", k.name},
+                  {"n_layer", k.n_layer},
+                  {"n_embd", k.n_embd},
+                  {"n_ff", k.n_ff},
+                  {"n_head", k.n_head},
+                  {"n_head_kv", k.n_head_kv},
+                  {"head_dim", k.head_dim},
+                  {"n_rot", k.n_rot},
+                  {"n_vocab", k.n_vocab},
+                  {"n_ctx_train", k.n_ctx_train},
+                  {"rope_freq_base", k.rope_freq_base},
+                  {"rope_neox", k.rope_neox},
+                  {"rope_scaling", k.rope_scaling.type},
+                  {"rms_eps", k.rms_eps},
+                  {"qkv_bias", k.qkv_bias},
+                  {"tied_embeddings", k.tied_embeddings},
+                  {"tensor_types", types},
+                  {"n_tensors", i.tensors.size()},
+                  {"tokenizer", i.tokenizer_kind},
+                  {"chat_template", i.chat_format},
+                  {"weights", i.weights},
+                  {"weight_bytes", i.weight_bytes}};
         j["architecture"] = arch_json(k);
         write_json(j, "");
         return;
@@ -107,8 +125,7 @@ void cmd_info(const Common& c, bool as_json) {
               << (k.rope_neox ? "NeoX" : "normal") << " layout, scaling " << k.rope_scaling.type << "\n"
               << "rms eps        " << k.rms_eps << "   qkv bias " << (k.qkv_bias ? "yes" : "no")
               << "   tied embeddings " << (k.tied_embeddings ? "yes" : "no") << "\n"
-              << arch_text(k)
-              << "tensors        " << i.tensors.size() << ":";
+              << arch_text(k) << "tensors        " << i.tensors.size() << ":";
     for (const auto& [t, n] : types) std::cout << " " << n << " " << t;
     std::cout << "\n"
               << "tokenizer      " << i.tokenizer_kind << "\n"
@@ -136,7 +153,8 @@ void cmd_tokenize(const Common& c, const std::string& text, bool no_bos, bool as
 json arch_json(const ModelConfig& c) {
     json layers = json::array();
     for (const LayerConfig& lc : c.layers)
-        layers.push_back({{"sliding_window", lc.sliding_window}, {"rope_freq_base", lc.rope_freq_base},
+        layers.push_back({{"sliding_window", lc.sliding_window},
+                          {"rope_freq_base", lc.rope_freq_base},
                           {"rope_scaled", lc.rope_scaled}});
     return {{"features", model_features(c)},
             {"sliding_window", c.sliding_window},
@@ -169,7 +187,8 @@ void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         ->capture_default_str();
     cmd->add_option("--ids", o.ids, "Token ids, comma separated (used verbatim)");
     cmd->add_option("--prompt,-p", o.prompt, "Text, tokenized with the model's vocab (BOS as the vocab says)");
-    cmd->add_option("--json", o.out, "Output file ('-' for stdout): {\"ids\": [...], \"n_vocab\": V, \"logits\": [[...], ...]}")
+    cmd->add_option("--json", o.out,
+                    "Output file ('-' for stdout): {\"ids\": [...], \"n_vocab\": V, \"logits\": [[...], ...]}")
         ->required();
     cmd->callback([cancel] { cmd_logits(o, cancel); });
     // Options live as long as the app: one static block per subcommand.

@@ -67,8 +67,10 @@ void print_table(const std::vector<Row>& rows, const RunOptions& ro, const Ruler
         if (at.empty()) continue;
         std::cout << "\nRULER at " << length << " tokens, mean score over samples (0-100):\n"
                   << std::left << std::setw(26) << "configuration";
-        for (const auto& t : task.options().tasks) std::cout << std::right << std::setw(std::max<int>(8, t.size() + 1)) << t;
-        std::cout << std::setw(9) << "average" << "\n";
+        for (const auto& t : task.options().tasks)
+            std::cout << std::right << std::setw(std::max<int>(8, t.size() + 1)) << t;
+        std::cout << std::setw(9) << "average"
+                  << "\n";
         for (size_t k = 0; k < ro.configs.size(); ++k) {
             std::cout << std::left << std::setw(26) << config_label(ro.configs[k]) << std::right << std::fixed
                       << std::setprecision(1);
@@ -102,10 +104,9 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     ropt.chat_format = o.chat_format;
     if (o.samples < 1) throw InputError("--samples: " + std::to_string(o.samples) + " must be at least 1");
     RunOptions ro = run_options(o);
-    const std::string words_dir =
-        !o.words.empty() ? o.words : bundled_dataset("ruler", SNAPKV_SOURCE_DIR, "--words");
-    const std::vector<std::string> essay_paths =
-        !o.essays.empty() ? parse_name_list(o.essays, "--essays") : bundled_haystack(SNAPKV_SOURCE_DIR);
+    const std::string words_dir = !o.words.empty() ? o.words : bundled_dataset("ruler", SNAPKV_SOURCE_DIR, "--words");
+    const std::vector<std::string> essay_paths = !o.essays.empty() ? parse_name_list(o.essays, "--essays")
+                                                                   : bundled_haystack(SNAPKV_SOURCE_DIR);
     std::vector<NamedPath> inputs = {{"the model (--model)", o.model}};
     for (const std::string& e : essay_paths) inputs.push_back({"an essay (--essays)", e});
     check_output_not_input("--out", o.out, inputs);
@@ -184,12 +185,15 @@ void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         ->capture_default_str();
     c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
         ->capture_default_str();
-    c->add_flag("--no-chat", o.no_chat, "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
-    c->add_option("--chat-format", o.chat_format, "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    c->add_flag("--no-chat", o.no_chat,
+                "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
+    c->add_option("--chat-format", o.chat_format,
+                  "Override the detected template: raw, chatml, llama2, llama3, mistral");
     c->add_option("--essays", o.essays,
                   "Comma list of essay files or folders for the essay haystack (default datasets/sample_document.md,"
                   "datasets/documents)");
-    c->add_option("--words", o.words, "Folder of the word lists adjectives.txt, nouns.txt, verbs.txt (default datasets/ruler)");
+    c->add_option("--words", o.words,
+                  "Folder of the word lists adjectives.txt, nouns.txt, verbs.txt (default datasets/ruler)");
     c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
     c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
     c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");

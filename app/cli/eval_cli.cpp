@@ -29,9 +29,10 @@ CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, con
     const bool tty = isatty(fileno(stderr));
     if (!quiet)
         std::cerr << header << " x " << ro.configs.size() << " configurations"
-                  << (ro.shard.count > 1 ? ", shard " + std::to_string(ro.shard.index) + "/" + std::to_string(ro.shard.count) +
-                                               " (" + std::to_string(run.shard_cells().size()) + " cells)"
-                                         : std::string())
+                  << (ro.shard.count > 1
+                          ? ", shard " + std::to_string(ro.shard.index) + "/" + std::to_string(ro.shard.count) + " (" +
+                                std::to_string(run.shard_cells().size()) + " cells)"
+                          : std::string())
                   << (done.empty() ? "" : ", resuming: " + std::to_string(done.size()) + " rows already in " + out)
                   << "\n";
     RowWriter writer(out);
@@ -44,7 +45,7 @@ CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, con
             if (tty) std::cerr << "\r  " << stage << " " << d << "/" << t << "        " << std::flush;
             return;
         }
-        if (cell_rows.empty()) return;   // skipped (resumed) cell
+        if (cell_rows.empty()) return;  // skipped (resumed) cell
         ++run_cells;
         const double el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::cerr << (tty ? "\r" : "") << "[" << d << "/" << t << "] ";
@@ -59,10 +60,13 @@ CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, con
         cell_rows.clear();
     };
     CliRun res;
-    res.stats = run.run(done, [&](const Row& r) {
-        writer.write(r);
-        cell_rows.push_back(r);
-    }, progress, cancel);
+    res.stats = run.run(
+        done,
+        [&](const Row& r) {
+            writer.write(r);
+            cell_rows.push_back(r);
+        },
+        progress, cancel);
     const RunStats& st = res.stats;
     std::cout << task.name() << ": " << st.rows_written << " rows written to " << out << " (" << st.cells_run
               << " cells run, " << st.cells_skipped << " already done)\n";

@@ -24,7 +24,7 @@ struct CellLine {
 };
 
 struct CliRun {
-    std::vector<eval::Row> rows;   // the rows of this run's settings now in `out`, sorted
+    std::vector<eval::Row> rows;  // the rows of this run's settings now in `out`, sorted
     eval::RunStats stats;
 };
 

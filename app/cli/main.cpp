@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);   // prints help, or the error with a hint
-        return code == 0 ? 0 : 2;       // CLI11 uses 100+ per kind of parse error
+        const int code = app.exit(e);  // prints help, or the error with a hint
+        return code == 0 ? 0 : 2;      // CLI11 uses 100+ per kind of parse error
     } catch (const snapkv::Cancelled&) {
         std::cerr << "snapkv: cancelled\n";
         return 130;

@@ -24,7 +24,7 @@ std::string roff(const std::string& text) {
 
 // "-o, --out FILE" in bold/italic, as CLI11 names the option in --help.
 std::string option_head(const CLI::Option& o) {
-    std::string names = o.get_name(false, true);   // "-o,--out"
+    std::string names = o.get_name(false, true);  // "-o,--out"
     std::string head;
     std::stringstream ss(names);
     for (std::string n; std::getline(ss, n, ',');) head += (head.empty() ? "" : ", ") + ("\\fB" + roff(n) + "\\fR");
@@ -40,7 +40,7 @@ std::string sentence(std::string text) {
 
 void write_options(const CLI::App& app, bool top_level, std::ostream& out) {
     for (const CLI::Option* o : app.get_options()) {
-        if (o->get_group().empty()) continue;   // hidden, as in --help
+        if (o->get_group().empty()) continue;  // hidden, as in --help
         // Every subcommand inherits -h/--help and --help-all; GLOBAL OPTIONS lists them once.
         if (!top_level && (o == app.get_help_ptr() || o == app.get_help_all_ptr())) continue;
         if (o->get_positional()) {
@@ -62,7 +62,8 @@ void write_man_page(const CLI::App& app, const std::string& version, std::ostrea
         << ".SH NAME\nsnapkv \\- SnapKV KV\\-cache compression from the command line\n"
         << ".SH SYNOPSIS\n.B snapkv\n\\fISUBCOMMAND\\fR [\\fIOPTIONS\\fR]\n.br\n"
         << ".B snapkv\n\\fISUBCOMMAND\\fR \\fB\\-\\-help\\fR\n"
-        << ".SH DESCRIPTION\n" << roff(sentence(app.get_description())) << "\n.PP\n"
+        << ".SH DESCRIPTION\n"
+        << roff(sentence(app.get_description())) << "\n.PP\n"
         << "The command\\-line twin of \\fBsnapkv\\-studio\\fR(1): every subcommand loads a model (a GGUF file or "
            "a Hugging Face folder) and prints text, or JSON with \\fB\\-\\-json\\fR.\n"
         << ".SH GLOBAL OPTIONS\n";

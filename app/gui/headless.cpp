@@ -10,18 +10,18 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/files/atomic_write.h"
+#include "app/gui/main_window.h"
+#include "app/gui/panels/parameter_panel.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/panels/walkthrough.h"
+#include "app/gui/state/analysis_state.h"
 #include "app/gui/views/compare_view.h"
 #include "app/gui/views/document_view.h"
 #include "app/gui/views/evaluate_view.h"
 #include "app/gui/views/head_view.h"
-#include "app/gui/main_window.h"
 #include "app/gui/views/overview_view.h"
-#include "app/gui/panels/parameter_panel.h"
-#include "app/gui/panels/prompt_panel.h"
 #include "app/gui/workers/run_controller.h"
-#include "app/gui/panels/walkthrough.h"
 
 namespace studio {
 
@@ -120,12 +120,12 @@ bool HeadlessDriver::configure() {
         fail(error.isEmpty() ? QString("the command line could not be applied") : error);
         return false;
     }
-    return !m_done;   // an error shown while configuring (errorShown) has ended the run already
+    return !m_done;  // an error shown while configuring (errorShown) has ended the run already
 }
 
 void HeadlessDriver::start() {
     if (m_done) return;
-    if (!m_options.run) {   // e.g. a results file in the Evaluate tab: nothing to prefill
+    if (!m_options.run) {  // e.g. a results file in the Evaluate tab: nothing to prefill
         finish();
         return;
     }
@@ -137,7 +137,7 @@ void HeadlessDriver::start() {
     // A session that had results is running again already (MainWindow::loadSession).
     if (m_window->controller()->busy()) return;
     if (!m_window->run()) {
-        fail("the run was refused");   // the reason was printed through errorShown
+        fail("the run was refused");  // the reason was printed through errorShown
         return;
     }
     expectBusy("the run");
@@ -183,7 +183,7 @@ void HeadlessDriver::benchStep() {
     if (m_benchLeft <= 0) {
         printBench();
         if (m_options.view == "compare") {
-            m_stage = Stage::Running;   // the compare screenshot after the timings
+            m_stage = Stage::Running;  // the compare screenshot after the timings
             onRunFinished();
             return;
         }
@@ -197,7 +197,8 @@ void HeadlessDriver::benchStep() {
     const ParamState before = panel->state();
     panel->edit(ParameterPanel::FBudget, static_cast<double>(b));
     if (panel->state() == before) {
-        fail(QString("bench-retune: setting the budget to %1 changed nothing (budget %2)").arg(b).arg(before.sel.budget));
+        fail(
+            QString("bench-retune: setting the budget to %1 changed nothing (budget %2)").arg(b).arg(before.sel.budget));
         return;
     }
     panel->flush();
@@ -217,12 +218,13 @@ void HeadlessDriver::printBench() {
                        .arg(m_benchSelects[i], 0, 'f', 1)
                        .arg(m_benchTotals[i], 0, 'f', 1)
                        .arg(m_benchAllViews[i], 0, 'f', 1);
-    std::printf("{\"tokens\": %d, \"changes\": %d, \"select_ms_median\": %.1f, "
-                "\"edit_to_visible_view_ms_median\": %.1f, \"edit_to_all_views_ms_median\": %.1f, "
-                "\"throttle_ms\": %d, \"samples_select_visible_all\": [%s]}\n",
-                n, static_cast<int>(m_benchTotals.size()), median(m_benchSelects), median(m_benchTotals),
-                median(m_benchAllViews), m_window->parameterPanel()->debounceMs(),
-                samples.join(", ").toLocal8Bit().constData());
+    std::printf(
+        "{\"tokens\": %d, \"changes\": %d, \"select_ms_median\": %.1f, "
+        "\"edit_to_visible_view_ms_median\": %.1f, \"edit_to_all_views_ms_median\": %.1f, "
+        "\"throttle_ms\": %d, \"samples_select_visible_all\": [%s]}\n",
+        n, static_cast<int>(m_benchTotals.size()), median(m_benchSelects), median(m_benchTotals),
+        median(m_benchAllViews), m_window->parameterPanel()->debounceMs(),
+        samples.join(", ").toLocal8Bit().constData());
     std::fflush(stdout);
 }
 

@@ -10,8 +10,8 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QHBoxLayout>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -26,21 +26,21 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "app/gui/files/session_file.h"
+#include "app/gui/panels/display_panel.h"
+#include "app/gui/panels/model_menu.h"
+#include "app/gui/panels/parameter_panel.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/panels/shortcuts_dialog.h"
+#include "app/gui/panels/walkthrough.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/state/app_options.h"
 #include "app/gui/views/compare_view.h"
-#include "app/gui/panels/display_panel.h"
 #include "app/gui/views/document_view.h"
 #include "app/gui/views/evaluate_view.h"
 #include "app/gui/views/head_view.h"
-#include "app/gui/panels/model_menu.h"
 #include "app/gui/views/overview_view.h"
-#include "app/gui/panels/parameter_panel.h"
-#include "app/gui/panels/prompt_panel.h"
 #include "app/gui/workers/run_controller.h"
-#include "app/gui/files/session_file.h"
-#include "app/gui/panels/shortcuts_dialog.h"
-#include "app/gui/panels/walkthrough.h"
 
 namespace studio {
 
@@ -134,7 +134,8 @@ void MainWindow::buildActions() {
                        const QString& tip) {
         auto* a = new QAction(style()->standardIcon(icon), text, this);
         a->setShortcuts(keys);
-        a->setToolTip(keys.isEmpty() ? tip : QString("%1 (%2)").arg(tip, keys.first().toString(QKeySequence::NativeText)));
+        a->setToolTip(keys.isEmpty() ? tip
+                                     : QString("%1 (%2)").arg(tip, keys.first().toString(QKeySequence::NativeText)));
         a->setStatusTip(tip);
         addAction(a);
         return a;
@@ -212,8 +213,9 @@ void MainWindow::buildActions() {
 }
 
 QList<QAction*> MainWindow::shortcutActions() const {
-    QList<QAction*> l = {m_actRun, m_actGenerate, m_actCancel, m_actOpenModel, m_actOpenDocument,
-                         m_actLoadSession, m_actSaveSession, m_actExportPlot, m_actExportData, m_actUndo, m_actRedo};
+    QList<QAction*> l = {m_actRun,          m_actGenerate,    m_actCancel,      m_actOpenModel,
+                         m_actOpenDocument, m_actLoadSession, m_actSaveSession, m_actExportPlot,
+                         m_actExportData,   m_actUndo,        m_actRedo};
     for (QAction* a : m_actViews) l << a;
     l << m_actWalkthrough << m_actShortcuts << m_actQuit;
     for (QAction* a : actions())
@@ -263,7 +265,8 @@ void MainWindow::buildMenus() {
     for (QAction* a : m_actViews) view->addAction(a);
     view->addAction(m_actEvaluate);
     view->addSeparator();
-    for (QDockWidget* d : {m_paramsDock, m_promptDock, m_displayDock, m_walkDock}) view->addAction(d->toggleViewAction());
+    for (QDockWidget* d : {m_paramsDock, m_promptDock, m_displayDock, m_walkDock})
+        view->addAction(d->toggleViewAction());
 
     QMenu* help = menuBar()->addMenu("&Help");
     help->addAction(m_actWalkthrough);
@@ -288,8 +291,9 @@ void MainWindow::buildMenus() {
     tb->addSeparator();
     tb->addAction(m_actWalkthrough);
 
-    for (auto [menu, key] : {std::pair{m_recentModels, "recent/models"}, std::pair{m_recentDocuments, "recent/documents"},
-                             std::pair{m_recentSessions, "recent/sessions"}}) {
+    for (auto [menu, key] :
+         {std::pair{m_recentModels, "recent/models"}, std::pair{m_recentDocuments, "recent/documents"},
+          std::pair{m_recentSessions, "recent/sessions"}}) {
         QMenu* m = menu;
         const QString k = key;
         connect(m, &QMenu::aboutToShow, this, [this, m, k] { rebuildRecentMenu(m, k); });
@@ -330,8 +334,9 @@ void MainWindow::connectController() {
         m_statusText->setText("Parameters not applied: " + msg);
         Q_EMIT errorShown(msg, "Parameters not applied");
     });
-    connect(m_controller, &RunController::cancelled, this,
-            [this](const QString& task) { showInfo(QString("Cancelled (%1). The previous results are kept.").arg(task)); });
+    connect(m_controller, &RunController::cancelled, this, [this](const QString& task) {
+        showInfo(QString("Cancelled (%1). The previous results are kept.").arg(task));
+    });
     connect(m_controller, &RunController::contextExceeded, this, &MainWindow::onContextExceeded);
     connect(m_controller, &RunController::noteIssued, this, [this](const QString& n) { showInfo(n, 12000); });
     connect(m_controller, &RunController::modelLoaded, this, &MainWindow::onModelLoaded);
@@ -420,7 +425,8 @@ void MainWindow::updateActions() {
     const bool busy = m_controller->busy();
     m_actCancel->setEnabled(busy);
     m_actGenerate->setEnabled(!busy && m_state->hasPrefill());
-    for (int i = 0; i < 4; ++i) m_actViews[i]->setCheckable(true), m_actViews[i]->setChecked(m_tabs->currentIndex() == i);
+    for (int i = 0; i < 4; ++i)
+        m_actViews[i]->setCheckable(true), m_actViews[i]->setChecked(m_tabs->currentIndex() == i);
 }
 
 void MainWindow::updateTitle() {

@@ -7,9 +7,9 @@
 #include <QMainWindow>
 #include <QPointer>
 
+#include <QUrl>
 #include <optional>
 #include <vector>
-#include <QUrl>
 
 #include "app/gui/state/param_state.h"
 
@@ -58,7 +58,7 @@ public:
 
     // Actions, callable from tests and the headless driver.
     void setModelPath(const QString& path);
-    void openModel(const QString& path);                 // sets the path and loads now
+    void openModel(const QString& path);  // sets the path and loads now
     bool openDocument(const QString& path);
     void setDocumentText(const QString& text);
     void setQuestion(const QString& question);
@@ -70,7 +70,7 @@ public:
     bool run();
     void cancel();
     bool generate(int maxTokens = -1);
-    bool showView(const QString& name);                  // overview | head | document | compare
+    bool showView(const QString& name);  // overview | head | document | compare
     QString currentViewName() const;
     bool saveSession(const QString& path);
     bool loadSession(const QString& path);
@@ -168,7 +168,7 @@ private:
     QDockWidget* m_displayDock;
     QDockWidget* m_walkDock;
     QProgressBar* m_progress;
-    QElapsedTimer m_stageClock;   // since the current progress stage began (rate and time left)
+    QElapsedTimer m_stageClock;  // since the current progress stage began (rate and time left)
     QString m_stage;
     QPushButton* m_cancelButton;
     QLabel* m_statusText;
@@ -206,8 +206,8 @@ private:
     QString m_lastNote;
     double m_pendingEditMs = 0;
     QElapsedTimer m_retuneClock;
-    std::optional<ParamState> m_editParams;   // the edit being timed, until its result is drawn
-    int m_pendingLayer = -1;            // focus restored from a session once its run has finished
+    std::optional<ParamState> m_editParams;  // the edit being timed, until its result is drawn
+    int m_pendingLayer = -1;                 // focus restored from a session once its run has finished
     int m_pendingHead = -1;
     // An evaluation cell's needle (RULER: needles and answers), marked once its run finished; with
     // m_pendingLeastKept the head that kept least of the needles is focused then.

@@ -9,22 +9,22 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "app/gui/state/analysis_state.h"
-#include "app/gui/state/app_options.h"
-#include "app/gui/views/compare_view.h"
 #include "app/gui/files/data_export.h"
-#include "app/gui/views/document_view.h"
-#include "app/gui/workers/eval_worker.h"
-#include "app/gui/views/head_view.h"
+#include "app/gui/files/session_file.h"
 #include "app/gui/main_window.h"
 #include "app/gui/panels/model_fetch.h"
 #include "app/gui/panels/model_menu.h"
-#include "app/gui/views/overview_view.h"
 #include "app/gui/panels/parameter_panel.h"
 #include "app/gui/panels/prompt_panel.h"
-#include "app/gui/workers/run_controller.h"
-#include "app/gui/files/session_file.h"
 #include "app/gui/panels/walkthrough.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/state/app_options.h"
+#include "app/gui/views/compare_view.h"
+#include "app/gui/views/document_view.h"
+#include "app/gui/views/head_view.h"
+#include "app/gui/views/overview_view.h"
+#include "app/gui/workers/eval_worker.h"
+#include "app/gui/workers/run_controller.h"
 #include "core/common/path_checks.h"
 #include "core/common/units.h"
 
@@ -46,7 +46,7 @@ void MainWindow::setModelPath(const QString& path) {
         showBanner(QString());
         return;
     }
-    bool others = false;   // models other than the default in models/ (e.g. only Gemma 3 fetched)
+    bool others = false;  // models other than the default in models/ (e.g. only Gemma 3 fetched)
     for (const QString& folder : modelFolders()) others = others || !listModels(folder).isEmpty();
     showBanner(QString("No model found. The default is models/%1 (Help > Get a Model fetches it); %2")
                    .arg(defaultModelFileName(),
@@ -141,7 +141,7 @@ void MainWindow::openEvalCell(const EvalCellPrompt& cell) {
     if (!cell.full) {
         ParamState p = m_params->state();
         p.sel = cell.params;
-        p.useRatio = cell.params.ratio >= 0;   // kvpress's compression ratio (RULER runs)
+        p.useRatio = cell.params.ratio >= 0;  // kvpress's compression ratio (RULER runs)
         if (p.useRatio) p.ratio = cell.params.ratio;
         p.queryAgnostic = cell.queryAgnostic;
         m_params->setState(p, false);
@@ -183,15 +183,17 @@ void MainWindow::onRetuneApplied(double, const ParamState& params) {
     // clock once the views have redrawn: this timer is queued after their own refresh timers.
     if (auto r = m_state->retune(); r && r->kvBytesFull > 0) {
         const bool larger = r->kvBytesKept > r->kvBytesFull;
-        const double factor = larger ? double(r->kvBytesKept) / r->kvBytesFull
-                                     : r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept : 0.0;
-        m_statusText->setText(QString("%1 · KV cache %2 → %3 (%4x %5)")
-                                  .arg(m_state->params().summary(), humanBytes(r->kvBytesFull), humanBytes(r->kvBytesKept))
-                                  .arg(factor, 0, 'f', 2)
-                                  .arg(!larger ? "smaller"
-                                       : r->selection && r->selection->params.gqa == snapkv::GqaMode::QueryHead
-                                           ? "larger: query heads stored separately, see Parameters"
-                                           : "larger"));
+        const double factor = larger               ? double(r->kvBytesKept) / r->kvBytesFull
+                              : r->kvBytesKept > 0 ? double(r->kvBytesFull) / r->kvBytesKept
+                                                   : 0.0;
+        m_statusText->setText(
+            QString("%1 · KV cache %2 → %3 (%4x %5)")
+                .arg(m_state->params().summary(), humanBytes(r->kvBytesFull), humanBytes(r->kvBytesKept))
+                .arg(factor, 0, 'f', 2)
+                .arg(!larger ? "smaller"
+                     : r->selection && r->selection->params.gqa == snapkv::GqaMode::QueryHead
+                         ? "larger: query heads stored separately, see Parameters"
+                         : "larger"));
         m_params->setCacheReport(r->kvBytesFull, r->kvBytesKept, r->cacheNote);
     }
     if (!m_editParams || params != *m_editParams) return;
@@ -200,7 +202,8 @@ void MainWindow::onRetuneApplied(double, const ParamState& params) {
         if (!m_retuneClock.isValid()) return;
         const double total = m_pendingEditMs + m_retuneClock.nsecsElapsed() / 1e6;
         const double select = m_controller->lastSelectMs();
-        m_timing->setText(QString("retune: select %1 ms · edit to repaint %2 ms").arg(select, 0, 'f', 1).arg(total, 0, 'f', 0));
+        m_timing->setText(
+            QString("retune: select %1 ms · edit to repaint %2 ms").arg(select, 0, 'f', 1).arg(total, 0, 'f', 0));
         m_retuneClock.invalidate();
         m_pendingEditMs = 0;
         Q_EMIT retuneTimed(select, total);
@@ -234,8 +237,9 @@ void MainWindow::onPrefillChanged() {
 }
 
 void MainWindow::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) {
-    const QString msg = QString("The prompt is %1 tokens long, but the model reads at most %2 tokens and %3 of them "
-                                "are kept free for generating. Truncate the document to fit?")
+    const QString msg = QString(
+                            "The prompt is %1 tokens long, but the model reads at most %2 tokens and %3 of them "
+                            "are kept free for generating. Truncate the document to fit?")
                             .arg(nTokens)
                             .arg(nCtx)
                             .arg(reserve);
@@ -249,7 +253,8 @@ void MainWindow::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) 
     Q_EMIT errorShown(msg, "Document too long");
     if (!m_interactive) return;
     if (m_dialog) m_dialog->close();
-    m_dialog = new QMessageBox(QMessageBox::Question, "Document too long", msg, QMessageBox::Yes | QMessageBox::No, this);
+    m_dialog = new QMessageBox(QMessageBox::Question, "Document too long", msg, QMessageBox::Yes | QMessageBox::No,
+                               this);
     m_dialog->setObjectName("truncateDialog");
     m_dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(m_dialog, &QMessageBox::finished, this, [this](int result) {
@@ -320,7 +325,7 @@ void MainWindow::applySession(const SessionFile& s) {
     if (const snapkv::LoadOptions used = m_prompt->loadOptions(); used.device != s.load.device) {
         snapkv::LoadOptions o = used;
         o.weights = s.load.weights;
-        if (o.device == "cpu") o.dtype = "float32";   // half precision is a CUDA option in core
+        if (o.device == "cpu") o.dtype = "float32";  // half precision is a CUDA option in core
         m_prompt->setLoadOptions(o);
         const QString saved = QString::fromStdString(s.load.device + " (" + s.load.dtype + ")");
         const QString now = QString::fromStdString(o.device + " (" + o.dtype + ")");
@@ -407,15 +412,17 @@ bool MainWindow::exportCurrentData(const QString& path) {
 // ---- dialogs ----
 
 void MainWindow::onOpenModel() {
-    const QString path = QFileDialog::getOpenFileName(this, "Open a model", QFileInfo(m_prompt->modelPath()).absolutePath(),
-                                                      "GGUF models (*.gguf);;Safetensors (*.safetensors);;All files (*)");
+    const QString path = QFileDialog::getOpenFileName(
+        this, "Open a model", QFileInfo(m_prompt->modelPath()).absolutePath(),
+        "GGUF models (*.gguf);;Safetensors (*.safetensors);;All files (*)");
     if (path.isEmpty()) return;
     // A .safetensors file stands for its Hugging Face folder.
     openModel(path.endsWith(".safetensors") ? QFileInfo(path).absolutePath() : path);
 }
 
 void MainWindow::onOpenDocument() {
-    const QString path = QFileDialog::getOpenFileName(this, "Open a document", QFileInfo(m_prompt->documentPath()).absolutePath(),
+    const QString path = QFileDialog::getOpenFileName(this, "Open a document",
+                                                      QFileInfo(m_prompt->documentPath()).absolutePath(),
                                                       "Text and markdown (*.txt *.md *.markdown);;All files (*)");
     if (!path.isEmpty()) openDocument(path);
 }
@@ -436,9 +443,9 @@ void MainWindow::onLoadSession() {
 
 void MainWindow::onExportPlot() {
     QString selected;
-    const QString path = QFileDialog::getSaveFileName(this, "Export plot", currentViewName() + ".png",
-                                                      "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)",
-                                                      &selected);
+    const QString path = QFileDialog::getSaveFileName(
+        this, "Export plot", currentViewName() + ".png",
+        "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)", &selected);
     if (!path.isEmpty()) exportCurrentPlot(path);
 }
 

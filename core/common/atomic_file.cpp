@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 using Kind = FileError::Kind;
 
 [[noreturn]] void fail(const std::string& path, const std::string& reason, bool existed) {
-    throw FileError(Kind::Io, "cannot write '" + path + "': " + reason +
-                                  (existed ? "; the old file is unchanged" : ""));
+    throw FileError(Kind::Io,
+                    "cannot write '" + path + "': " + reason + (existed ? "; the old file is unchanged" : ""));
 }
 
 // Writes all of data to fd; returns 0 or the errno of the failing write, *done = bytes written.
@@ -71,7 +71,7 @@ void write_in_place(const std::string& path, const std::function<void(const Byte
 }
 
 mode_t default_mode() {
-    const mode_t mask = ::umask(0);   // read the umask (there is no getter) and restore it
+    const mode_t mask = ::umask(0);  // read the umask (there is no getter) and restore it
     ::umask(mask);
     return 0666 & ~mask;
 }
@@ -88,8 +88,8 @@ void create_parent_dirs(const std::string& path) {
         const fs::file_status st = fs::status(prefix, ec);
         if (fs::is_directory(st)) continue;
         if (fs::exists(st))
-            throw FileError(Kind::Io, "cannot write '" + path + "': '" + prefix.string() +
-                                          "' exists and is not a folder");
+            throw FileError(Kind::Io,
+                            "cannot write '" + path + "': '" + prefix.string() + "' exists and is not a folder");
         if (!fs::create_directory(prefix, ec) && ec)
             throw FileError(Kind::Io, "cannot write '" + path + "': the folder '" + prefix.string() +
                                           "' is missing and cannot be created: " + ec.message());
@@ -119,8 +119,7 @@ void write_file_atomic(const std::string& path, const std::function<void(const B
     const std::string dir = t.has_parent_path() ? t.parent_path().string() : std::string(".");
     std::string tmp = (fs::path(dir) / ("." + t.filename().string() + ".tmp-XXXXXX")).string();
     const int fd = ::mkstemp(tmp.data());
-    if (fd < 0)
-        fail(path, "cannot create a temporary file in '" + dir + "': " + std::strerror(errno), existed);
+    if (fd < 0) fail(path, "cannot create a temporary file in '" + dir + "': " + std::strerror(errno), existed);
     auto abandon = [&](const std::string& reason) {
         ::unlink(tmp.c_str());
         fail(path, reason, existed);

@@ -38,19 +38,19 @@ public:
 class FileError : public Error {
 public:
     enum class Kind {
-        Io,              // cannot open / read / map
-        BadMagic,        // not a GGUF / safetensors file
-        BadVersion,      // unsupported format version
-        Truncated,       // the file ends before an item it declares
-        BadCount,        // absurd number of tensors / metadata entries / array elements
-        BadSize,         // absurd string length, dimension count or dimension
-        Overflow,        // an offset or size overflows or points past the end
-        BadValue,        // a metadata value of the wrong type or out of range
-        UnknownType,     // an unknown tensor or metadata type id
-        MissingTensor,   // a tensor the architecture needs is absent
-        ShapeMismatch,   // a tensor's shape disagrees with the hyperparameters
-        Unsupported,     // a valid file we do not support (architecture, tensor type)
-        BadJson,         // config.json / tokenizer.json / index malformed
+        Io,             // cannot open / read / map
+        BadMagic,       // not a GGUF / safetensors file
+        BadVersion,     // unsupported format version
+        Truncated,      // the file ends before an item it declares
+        BadCount,       // absurd number of tensors / metadata entries / array elements
+        BadSize,        // absurd string length, dimension count or dimension
+        Overflow,       // an offset or size overflows or points past the end
+        BadValue,       // a metadata value of the wrong type or out of range
+        UnknownType,    // an unknown tensor or metadata type id
+        MissingTensor,  // a tensor the architecture needs is absent
+        ShapeMismatch,  // a tensor's shape disagrees with the hyperparameters
+        Unsupported,    // a valid file we do not support (architecture, tensor type)
+        BadJson,        // config.json / tokenizer.json / index malformed
     };
     FileError(Kind kind, const std::string& msg) : Error(msg), m_kind(kind) {}
     Kind kind() const { return m_kind; }

@@ -13,7 +13,7 @@ namespace snapkv {
 struct GenerationSettings {
     int64_t max_tokens = 128;
     bool greedy = true;
-    float temperature = 0.8f;     // <= 0: greedy, as llama.cpp (its sampler takes the argmax then)
+    float temperature = 0.8f;  // <= 0: greedy, as llama.cpp (its sampler takes the argmax then)
     // Every run reads this, never `greedy` alone, so temperature 0 means the same everywhere.
     bool is_greedy() const { return greedy || temperature <= 0.0f; }
     int64_t top_k = 40;
@@ -26,15 +26,15 @@ struct RunOutput {
     std::vector<int32_t> ids;
     std::string text;
     std::vector<std::string> pieces;
-    int64_t kv_bytes = 0;            // right after prefill (and compression)
+    int64_t kv_bytes = 0;  // right after prefill (and compression)
     double decode_ms = 0;
     double decode_tok_s = 0;
 };
 
 struct CompareStep {
-    double kl = 0;                   // KL(full || compressed) of the next-token distributions
+    double kl = 0;  // KL(full || compressed) of the next-token distributions
     bool top1_agree = true;
-    int64_t rank = 0;                // rank of the full run's token under the compressed run (0 = top)
+    int64_t rank = 0;  // rank of the full run's token under the compressed run (0 = top)
 };
 
 struct CompareResult {
@@ -44,7 +44,7 @@ struct CompareResult {
     RunOutput full;
     RunOutput compressed;
     std::vector<CompareStep> steps;
-    int64_t first_divergence = -1;   // step index, -1 if none
+    int64_t first_divergence = -1;              // step index, -1 if none
     std::vector<std::vector<double>> hit_rate;  // [layer][query head], NaN-free: -1 when undefined
     std::string note;
 };

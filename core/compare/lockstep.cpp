@@ -10,46 +10,47 @@
 namespace snapkv {
 
 double kl_divergence(const at::Tensor& full_logits, const at::Tensor& comp_logits) {
-    at::Tensor lp = at::log_softmax(full_logits.to(at::kDouble).view({-1}), 0);   // [V]
-    at::Tensor lq = at::log_softmax(comp_logits.to(at::kDouble).view({-1}), 0);   // [V]
+    at::Tensor lp = at::log_softmax(full_logits.to(at::kDouble).view({-1}), 0);  // [V]
+    at::Tensor lq = at::log_softmax(comp_logits.to(at::kDouble).view({-1}), 0);  // [V]
     return std::max(0.0, (lp.exp() * (lp - lq)).sum().item<double>());
 }
 
 int64_t token_rank(const at::Tensor& logits, int32_t token) {
-    at::Tensor l = logits.to(at::kFloat).view({-1});                              // [V]
+    at::Tensor l = logits.to(at::kFloat).view({-1});  // [V]
     return l.gt(l[token]).sum().item<int64_t>();
 }
 
 at::Tensor prefix_important(const at::Tensor& probs, const LayerKv& kv, int64_t prefix, double threshold) {
     const int64_t S = probs.size(1);
-    at::Tensor pos = kv.positions().select(0, 0).narrow(0, 0, S);                     // [S] (full cache: same on every head)
+    at::Tensor pos = kv.positions().select(0, 0).narrow(0, 0, S);  // [S] (full cache: same on every head)
     if (S >= prefix && pos[prefix - 1].item<int64_t>() == prefix - 1)
-        return probs.narrow(1, 0, prefix).gt(threshold);                              // slot == position
-    at::Tensor slots = pos.lt(prefix).nonzero().view(-1);                              // [n] slots in the prefix
-    at::Tensor by_pos = at::zeros({probs.size(0), prefix}, probs.options());           // [H, P]
+        return probs.narrow(1, 0, prefix).gt(threshold);                      // slot == position
+    at::Tensor slots = pos.lt(prefix).nonzero().view(-1);                     // [n] slots in the prefix
+    at::Tensor by_pos = at::zeros({probs.size(0), prefix}, probs.options());  // [H, P]
     by_pos.index_copy_(1, pos.index_select(0, slots), probs.index_select(1, slots));
     return by_pos.gt(threshold);
 }
 
 CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, LockstepRun full, LockstepRun comp,
                            const GenerationSettings& gen, const HitRateSpec& hits,
-                           const std::function<void(int64_t, int64_t)>& progress,
-                           const std::atomic<bool>* cancel) {
+                           const std::function<void(int64_t, int64_t)>& progress, const std::atomic<bool>* cancel) {
     using clock = std::chrono::steady_clock;
     const SamplingParams sp{gen.is_greedy(), gen.temperature, gen.top_k, gen.top_p, gen.seed};
     Sampler s_full(sp), s_comp(sp);
     const int64_t n_layer = model.config().n_layer, H = model.config().n_head;
     const int64_t n_ctx = model.config().n_ctx_train;
     CompareResult r;
-    std::vector<std::vector<double>> hit_sum(static_cast<size_t>(n_layer), std::vector<double>(static_cast<size_t>(H), 0.0));
-    std::vector<std::vector<int64_t>> hit_n(static_cast<size_t>(n_layer), std::vector<int64_t>(static_cast<size_t>(H), 0));
+    std::vector<std::vector<double>> hit_sum(static_cast<size_t>(n_layer),
+                                             std::vector<double>(static_cast<size_t>(H), 0.0));
+    std::vector<std::vector<int64_t>> hit_n(static_cast<size_t>(n_layer),
+                                            std::vector<int64_t>(static_cast<size_t>(H), 0));
     full.cache.reserve(gen.max_tokens);
     comp.cache.reserve(gen.max_tokens);
     double full_ms = 0, comp_ms = 0;
     for (int64_t step = 0; step < gen.max_tokens; ++step) {
         if (cancel && cancel->load()) throw Cancelled();
-        at::Tensor lf = full.logits.select(0, full.logits.size(0) - 1);           // [V]
-        at::Tensor lc = comp.logits.select(0, comp.logits.size(0) - 1);           // [V]
+        at::Tensor lf = full.logits.select(0, full.logits.size(0) - 1);  // [V]
+        at::Tensor lc = comp.logits.select(0, comp.logits.size(0) - 1);  // [V]
         const int32_t tf = s_full.sample(lf);
         const int32_t tc = s_comp.sample(lc);
         CompareStep cs;
@@ -79,10 +80,10 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
         if (hits.prefix > 0) {
             for (int64_t l = 0; l < n_layer; ++l) {
                 at::Tensor important = prefix_important(probe.probs[static_cast<size_t>(l)], full.cache.layer(l),
-                                                        hits.prefix, hits.threshold);          // [H, P]
-                at::Tensor total = important.sum(1);                                           // [H]
+                                                        hits.prefix, hits.threshold);  // [H, P]
+                at::Tensor total = important.sum(1);                                   // [H]
                 const at::Tensor& kept = hits.kept[static_cast<size_t>(l)];
-                at::Tensor hit = kept.defined() ? important.logical_and(kept).sum(1) : total;   // [H]
+                at::Tensor hit = kept.defined() ? important.logical_and(kept).sum(1) : total;  // [H]
                 total = total.cpu();
                 hit = hit.cpu();
                 auto tt = total.accessor<int64_t, 1>();

@@ -21,16 +21,16 @@ namespace snapkv {
 class Tokenizer;
 
 struct LockstepRun {
-    KvCache cache;                       // after the prompt
-    at::Tensor logits;                   // [1, V] next-token logits after the prompt
+    KvCache cache;      // after the prompt
+    at::Tensor logits;  // [1, V] next-token logits after the prompt
 };
 
 struct HitRateSpec {
     // Per layer [H, P] bool: which prefix positions the selection kept for each QUERY head;
     // undefined for a layer that was not compressed (every position kept).
     std::vector<at::Tensor> kept;
-    int64_t prefix = 0;                  // P
-    double threshold = 0.05;             // θ: attention above it marks an important position
+    int64_t prefix = 0;       // P
+    double threshold = 0.05;  // θ: attention above it marks an important position
 };
 
 // Which prefix positions [0, prefix) the probed query attended above threshold: [H, prefix] bool.

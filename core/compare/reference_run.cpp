@@ -27,7 +27,7 @@ RunOutput decode(const LlamaModel& model, const Tokenizer& tok, LockstepRun run,
     double ms = 0;
     for (int64_t step = 0; step < gen.max_tokens; ++step) {
         if (cancel && cancel->load()) throw Cancelled();
-        at::Tensor logits = run.logits.select(0, run.logits.size(0) - 1);          // [V]
+        at::Tensor logits = run.logits.select(0, run.logits.size(0) - 1);  // [V]
         const int32_t id = sampler.sample(logits);
         on_step(step, logits, id);
         out.ids.push_back(id);
@@ -62,20 +62,20 @@ FullReference run_full_reference(const LlamaModel& model, const Tokenizer& tok, 
     ref.prefix = prefix;
     ref.threshold = threshold;
     const auto n_layer = static_cast<size_t>(model.config().n_layer);
-    std::vector<std::vector<at::Tensor>> important(n_layer);                        // per layer N x [H, P]
+    std::vector<std::vector<at::Tensor>> important(n_layer);  // per layer N x [H, P]
     ref.run = decode(
         model, tok, std::move(full), gen, prefix > 0,
         [&](int64_t step, const at::Tensor& logits, int32_t) {
-            if (step < kl_steps) ref.step_logits.push_back(logits.to(at::kFloat).clone());   // [V]
+            if (step < kl_steps) ref.step_logits.push_back(logits.to(at::kFloat).clone());  // [V]
         },
         [&](const AttentionProbe& probe, const KvCache& cache) {
             for (size_t l = 0; l < n_layer; ++l)
-                important[l].push_back(prefix_important(probe.probs[l], cache.layer(static_cast<int64_t>(l)),
-                                                        prefix, threshold));               // [H, P]
+                important[l].push_back(prefix_important(probe.probs[l], cache.layer(static_cast<int64_t>(l)), prefix,
+                                                        threshold));  // [H, P]
         },
         progress, cancel);
     if (prefix > 0 && !important.front().empty())
-        for (auto& steps : important) ref.important.push_back(at::stack(steps));            // [N, H, P]
+        for (auto& steps : important) ref.important.push_back(at::stack(steps));  // [N, H, P]
     return ref;
 }
 
@@ -90,10 +90,9 @@ CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& to
     r.compressed = decode(
         model, tok, std::move(comp), gen, false,
         [&](int64_t step, const at::Tensor& lc, int32_t) {
-            if (step >= static_cast<int64_t>(ref.step_logits.size()) ||
-                step >= static_cast<int64_t>(full_ids.size()))
+            if (step >= static_cast<int64_t>(ref.step_logits.size()) || step >= static_cast<int64_t>(full_ids.size()))
                 return;
-            const at::Tensor& lf = ref.step_logits[static_cast<size_t>(step)];         // [V]
+            const at::Tensor& lf = ref.step_logits[static_cast<size_t>(step)];  // [V]
             CompareStep cs;
             cs.kl = kl_divergence(lf, lc);
             cs.top1_agree = at::argmax(lf).item<int64_t>() == at::argmax(lc).item<int64_t>();
@@ -115,10 +114,10 @@ CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& to
         throw InputError("hit rate: the selection's prefix " + std::to_string(prefix) +
                          " is longer than the reference's " + std::to_string(ref.prefix));
     for (size_t l = 0; l < ref.important.size() && prefix > 0; ++l) {
-        const at::Tensor imp = ref.important[l].narrow(2, 0, prefix);                // [N, H, P]
-        at::Tensor total = imp.sum(2);                                                // [N, H]
+        const at::Tensor imp = ref.important[l].narrow(2, 0, prefix);  // [N, H, P]
+        at::Tensor total = imp.sum(2);                                 // [N, H]
         at::Tensor hit = l < kept.size() && kept[l].defined()
-                             ? imp.logical_and(kept[l].to(imp.device()).unsqueeze(0)).sum(2)   // [N, H]
+                             ? imp.logical_and(kept[l].to(imp.device()).unsqueeze(0)).sum(2)  // [N, H]
                              : total;
         at::Tensor valid = total.gt(0);                                               // [N, H]
         at::Tensor ratio = hit.to(at::kDouble) / total.clamp_min(1).to(at::kDouble);  // [N, H]

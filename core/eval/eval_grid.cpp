@@ -144,15 +144,16 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
 nlohmann::json config_json(const EvalConfig& c) {
     using json = nlohmann::json;
     if (c.full)
-        return {{"policy", "full"}, {"budget", nullptr}, {"window", nullptr}, {"kernel", nullptr},
-                {"pooling", nullptr}, {"gqa", nullptr}, {"tie_break", nullptr}, {"query_agnostic", nullptr}};
+        return {{"policy", "full"},   {"budget", nullptr}, {"window", nullptr},    {"kernel", nullptr},
+                {"pooling", nullptr}, {"gqa", nullptr},    {"tie_break", nullptr}, {"query_agnostic", nullptr}};
     // The parameters' one JSON form, cut to the grid's axes: null for what the policy does not
     // read (so rows of different policies line up), its own parameters only where it reads them.
     // A ratio configuration has a null budget and its "ratio".
     const SelectionParams& p = c.params;
     const PolicyInfo& info = policy_info(p.policy);
     json all = params_to_json(p, c.query_agnostic);
-    json j = {{"policy", all["policy"]}, {"budget", p.ratio >= 0 ? json(nullptr) : all["budget"]},
+    json j = {{"policy", all["policy"]},
+              {"budget", p.ratio >= 0 ? json(nullptr) : all["budget"]},
               {"window", info.reads_param(kReadsWindow) ? all["window"] : json(nullptr)},
               {"kernel", info.pools() ? all["kernel"] : json(nullptr)},
               {"pooling", info.pools() ? all["pooling"] : json(nullptr)},
@@ -176,7 +177,7 @@ EvalConfig config_from_json(const nlohmann::json& j) {
     const bool has_ratio = j.contains("ratio") && !j["ratio"].is_null();
     for (const char* key : {"budget", "window", "gqa"}) {
         const std::string k = key;
-        if (k == "budget" && has_ratio) continue;   // a ratio configuration's budget is null
+        if (k == "budget" && has_ratio) continue;  // a ratio configuration's budget is null
         if (!j.contains(key) || (j[key].is_null() && k != "window"))
             throw InputError("configuration " + j.dump() + " is incomplete: '" + key + "' is missing");
     }
@@ -196,7 +197,8 @@ std::string config_label(const EvalConfig& c) {
     const SelectionParams& p = c.params;
     const SelectionParams d = default_params();
     const PolicyInfo& info = policy_info(p.policy);
-    std::string s = policy_name(p.policy) + (p.ratio >= 0 ? " r" + fmt_number(p.ratio) : " C" + std::to_string(p.budget));
+    std::string s = policy_name(p.policy) +
+                    (p.ratio >= 0 ? " r" + fmt_number(p.ratio) : " C" + std::to_string(p.budget));
     if (p.window != d.window && info.reads_param(kReadsWindow)) s += " W" + std::to_string(p.window);
     if (info.pools()) {
         if (p.kernel != d.kernel) s += " K" + std::to_string(p.kernel);

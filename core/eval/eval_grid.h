@@ -37,7 +37,7 @@ struct GridAxes {
     bool query_agnostic = false;
     int64_t n_sink = default_params().n_sink;
     uint64_t seed = default_params().seed;
-    std::string tie_break = tie_break_name(default_params().tie_break);   // one for the whole grid
+    std::string tie_break = tie_break_name(default_params().tie_break);  // one for the whole grid
 };
 
 // Full first, then the cross product in the order above (policy outermost; budgets, then ratios).
@@ -53,7 +53,8 @@ std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 nlohmann::json config_json(const EvalConfig& c);
 std::string config_label(const EvalConfig& c);
 // The configuration a row or the settings' "configs" entry describes (inverse of config_json).
-EvalConfig config_from_json(const nlohmann::json& j);      // "full", "snapkv C256", "snapkv C256 W64 K5 avg kv-head", "snapkv r0.5"
+EvalConfig config_from_json(
+    const nlohmann::json& j);  // "full", "snapkv C256", "snapkv C256 W64 K5 avg kv-head", "snapkv r0.5"
 
 // "--shard i/N": this process runs cells with index % N == i (0 <= i < N). Round robin spreads
 // long and short documents evenly over the shards.
@@ -62,7 +63,7 @@ struct Shard {
     int64_t count = 1;
     bool contains(int64_t cell) const { return cell % count == index; }
 };
-Shard parse_shard(const std::string& s);            // "" = the whole grid
+Shard parse_shard(const std::string& s);  // "" = the whole grid
 
 // Comma lists: "64,128" -> {64, 128}. `option` names the flag in errors ("--budgets").
 std::vector<int64_t> parse_int_list(const std::string& s, const std::string& option);

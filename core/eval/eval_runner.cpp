@@ -81,7 +81,7 @@ SpanKept span_kept(const Selection& sel, TokenSpan span) {
     if (span.empty()) return out;
     double total = 0;
     int64_t n = 0;
-    const int64_t limit = sel.n_tokens - sel.window;   // positions at or after it are always kept
+    const int64_t limit = sel.n_tokens - sel.window;  // positions at or after it are always kept
     const auto width = static_cast<double>(span.last - span.first);
     for (const auto& ls : sel.layers) {
         std::vector<double> heads;
@@ -118,16 +118,18 @@ EvalRun::EvalRun(Session& session, const EvalTask& task, RunOptions options)
     for (const auto& c : m_options.configs) configs.push_back(config_json(c));
     const GenerationSettings& g = m_options.generation;
     json gen = {{"max_tokens", g.max_tokens}, {"greedy", g.greedy}, {"stop_at_eog", g.stop_at_eog}};
-    if (!g.greedy) gen.update({{"temperature", g.temperature}, {"top_k", g.top_k}, {"top_p", g.top_p}, {"seed", g.seed}});
+    if (!g.greedy)
+        gen.update({{"temperature", g.temperature}, {"top_k", g.top_k}, {"top_p", g.top_p}, {"seed", g.seed}});
     m_settings = {{"task", m_task.name()},
-                  {"model", {{"file", std::filesystem::path(info.path).filename().string()},
-                             {"arch", info.config.arch},
-                             {"n_layer", info.config.n_layer},
-                             {"n_head", info.config.n_head},
-                             {"n_vocab", info.config.n_vocab},
-                             {"device", info.device},
-                             {"dtype", info.dtype},
-                             {"weights", info.weights}}},
+                  {"model",
+                   {{"file", std::filesystem::path(info.path).filename().string()},
+                    {"arch", info.config.arch},
+                    {"n_layer", info.config.n_layer},
+                    {"n_head", info.config.n_head},
+                    {"n_vocab", info.config.n_vocab},
+                    {"device", info.device},
+                    {"dtype", info.dtype},
+                    {"weights", info.weights}}},
                   {"generation", gen},
                   {"kl_steps", m_options.kl_steps},
                   {"hit_threshold", m_options.hit_threshold},
@@ -180,8 +182,8 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
         const PrefillSummary sum = m_session.prefill(cp.prompt, ps, progress, cancel);
         const double prefill_ms = sum.prefill_ms + sum.scorer_ms;
         auto t0 = Clock::now();
-        const RunOutput full = m_session.decode_reference(cell_cs, std::min(m_options.kl_steps, cell_cs.generation.max_tokens),
-                                                          progress, cancel);
+        const RunOutput full = m_session.decode_reference(
+            cell_cs, std::min(m_options.kl_steps, cell_cs.generation.max_tokens), progress, cancel);
         const double reference_ms = ms_since(t0);
         st.prefill_ms += prefill_ms;
         st.reference_ms += reference_ms;
@@ -196,13 +198,20 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
             row.update(cp.fields);
             row.update(config_json(cfg));
             row["n_tokens"] = sum.n_tokens;
-            json timing = {{"build_ms", cp.build_ms}, {"prefill_ms", sum.prefill_ms}, {"scorer_ms", sum.scorer_ms},
+            json timing = {{"build_ms", cp.build_ms},
+                           {"prefill_ms", sum.prefill_ms},
+                           {"scorer_ms", sum.scorer_ms},
                            {"reference_ms", reference_ms}};
             if (cfg.full) {
                 row["compressed"] = false;
                 add_answer_scores(row, cp, full.text, full.text);
-                row.update({{"first_divergence", nullptr}, {"kl_mean", 0.0}, {"top1_agree", 1.0}, {"kept_mass", 1.0},
-                            {"hit_rate", 1.0}, {"kv_bytes", full.kv_bytes}, {"kv_bytes_full", full.kv_bytes},
+                row.update({{"first_divergence", nullptr},
+                            {"kl_mean", 0.0},
+                            {"top1_agree", 1.0},
+                            {"kept_mass", 1.0},
+                            {"hit_rate", 1.0},
+                            {"kv_bytes", full.kv_bytes},
+                            {"kv_bytes_full", full.kv_bytes},
                             {"n_answer_tokens", full.ids.size()}});
                 add_span_stats(row, cp, nullptr);
                 timing.update({{"select_ms", 0.0}, {"decode_ms", full.decode_ms}, {"decode_tok_s", full.decode_tok_s}});
@@ -239,11 +248,13 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
                             {"top1_agree", n_steps > 0 ? top1 / n_steps : 1.0},
                             {"kept_mass", n_mass ? round4(mass / static_cast<double>(n_mass)) : 1.0},
                             {"hit_rate", n_hit ? json(round4(hit / static_cast<double>(n_hit))) : json(nullptr)},
-                            {"kv_bytes", r.compressed.kv_bytes}, {"kv_bytes_full", r.full.kv_bytes},
+                            {"kv_bytes", r.compressed.kv_bytes},
+                            {"kv_bytes_full", r.full.kv_bytes},
                             {"n_answer_tokens", r.compressed.ids.size()}});
                 if (!sel.note.empty()) row["note"] = sel.note;
                 add_span_stats(row, cp, &sel);
-                timing.update({{"select_ms", select_ms}, {"decode_ms", r.compressed.decode_ms},
+                timing.update({{"select_ms", select_ms},
+                               {"decode_ms", r.compressed.decode_ms},
                                {"decode_tok_s", r.compressed.decode_tok_s}});
             }
             row["timing"] = std::move(timing);

@@ -32,7 +32,7 @@ struct TokenSpan {
 // back to the tokens that carry it; the needle and RULER tasks share it.
 struct PieceText {
     std::string text;
-    std::vector<size_t> ends;   // end offset in text of each token's piece
+    std::vector<size_t> ends;  // end offset in text of each token's piece
     // Token span of the characters [a, b) of text.
     TokenSpan span(size_t a, size_t b) const;
 };
@@ -41,44 +41,44 @@ PieceText piece_text(const Session& s, const std::vector<int32_t>& ids);
 // One cell, ready to prefill.
 struct CellPrompt {
     PromptSpec prompt;
-    nlohmann::json fields = nlohmann::json::object();   // row fields naming the cell (length, depth, item, ...)
-    std::string value;              // needle value to find in the answer ("" = none)
-    bool has_reference = false;     // score against `reference` (exact, contains, word F1)
+    nlohmann::json fields = nlohmann::json::object();  // row fields naming the cell (length, depth, item, ...)
+    std::string value;                                 // needle value to find in the answer ("" = none)
+    bool has_reference = false;                        // score against `reference` (exact, contains, word F1)
     std::string reference;
     // Every one of them is looked for in the answer (RULER's string_match_all): the row's "score".
     std::vector<std::string> references;
-    int64_t max_tokens = 0;         // answer tokens of this cell; 0 = the run's
-    TokenSpan needle;               // needle sentence tokens (kept-needle stats)
-    TokenSpan value_tokens;         // the value's tokens inside it
-    double build_ms = 0;            // building the document
+    int64_t max_tokens = 0;  // answer tokens of this cell; 0 = the run's
+    TokenSpan needle;        // needle sentence tokens (kept-needle stats)
+    TokenSpan value_tokens;  // the value's tokens inside it
+    double build_ms = 0;     // building the document
 };
 
 // A grid's cells: needle documents at (length, depth), or the items of a question set.
 class EvalTask {
 public:
     virtual ~EvalTask() = default;
-    virtual std::string name() const = 0;                      // "needle" | "sweep"
+    virtual std::string name() const = 0;  // "needle" | "sweep"
     virtual int64_t n_cells() const = 0;
-    virtual nlohmann::json settings() const = 0;               // what defines the cells
+    virtual nlohmann::json settings() const = 0;  // what defines the cells
     virtual CellPrompt prepare(const Session& s, int64_t cell) const = 0;
 };
 
 struct RunOptions {
-    std::vector<EvalConfig> configs;     // [0] is the full cache (expand_configs)
-    GenerationSettings generation;       // greedy by default: rows are deterministic
-    int64_t kl_steps = 32;               // KL / top-1 over the first N steps
-    double hit_threshold = 0.05;         // θ (paper §4)
+    std::vector<EvalConfig> configs;  // [0] is the full cache (expand_configs)
+    GenerationSettings generation;    // greedy by default: rows are deterministic
+    int64_t kl_steps = 32;            // KL / top-1 over the first N steps
+    double hit_threshold = 0.05;      // θ (paper §4)
     Shard shard;
 };
 
 struct RunStats {
     int64_t cells_in_shard = 0;
-    int64_t cells_run = 0;               // prefilled in this run
-    int64_t cells_skipped = 0;           // every row already present (resume)
+    int64_t cells_run = 0;      // prefilled in this run
+    int64_t cells_skipped = 0;  // every row already present (resume)
     int64_t rows_written = 0;
-    double prefill_ms = 0;               // prefill + layer score caches, summed
-    double reference_ms = 0;             // full-cache decodes
-    double compressed_ms = 0;            // selections + compressed decodes
+    double prefill_ms = 0;     // prefill + layer score caches, summed
+    double reference_ms = 0;   // full-cache decodes
+    double compressed_ms = 0;  // selections + compressed decodes
     double wall_ms = 0;
     // What running each compressed configuration on its own (prefill + full + compressed decode, as
     // `snapkv compare` does) would have cost on top: (configs in the cell - 1) x (prefill + full decode).
@@ -113,9 +113,9 @@ private:
 // and for tokens in the window or after the compressed part).
 struct SpanKept {
     double mean = 1.0;
-    bool all = true;                               // every head of every layer kept every token
-    std::vector<double> layers;                    // [n_layer]
-    std::vector<std::vector<double>> heads;        // [n_layer][selection heads]
+    bool all = true;                         // every head of every layer kept every token
+    std::vector<double> layers;              // [n_layer]
+    std::vector<std::vector<double>> heads;  // [n_layer][selection heads]
 };
 SpanKept span_kept(const Selection& sel, TokenSpan span);
 

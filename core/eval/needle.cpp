@@ -31,7 +31,8 @@ std::string read_text(const fs::path& p, const char* what) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+        s.replace(at, from.size(), to);
     return s;
 }
 
@@ -114,7 +115,8 @@ std::vector<NeedleSpec> load_needles(const std::string& path) {
         }
         auto text = [&](const char* key, bool required) -> std::string {
             if (!j.is_object() || !j.contains(key) || j[key].is_null()) {
-                if (required) throw InputError(at + ": '" + key + "' is missing (a needle needs name, needle, question)");
+                if (required)
+                    throw InputError(at + ": '" + key + "' is missing (a needle needs name, needle, question)");
                 return "";
             }
             if (!j[key].is_string()) throw InputError(at + ": '" + key + "' must be a string");
@@ -129,7 +131,8 @@ std::vector<NeedleSpec> load_needles(const std::string& path) {
     return out;
 }
 
-const NeedleSpec& find_needle(const std::vector<NeedleSpec>& needles, const std::string& name, const std::string& file) {
+const NeedleSpec& find_needle(const std::vector<NeedleSpec>& needles, const std::string& name,
+                              const std::string& file) {
     std::string names;
     for (const auto& n : needles) {
         if (n.name == name) return n;
@@ -149,12 +152,13 @@ NeedleOptions needle_options_from_settings(const json& st, Haystack haystack) {
     NeedleOptions o;
     try {
         if (st.at("haystack").at("fnv1a").get<std::string>() != haystack.fnv)
-            throw InputError("the results were made with another haystack (" +
-                             st.at("haystack").at("files").dump() + ") than the one given (" + json(haystack.files).dump() +
+            throw InputError("the results were made with another haystack (" + st.at("haystack").at("files").dump() +
+                             ") than the one given (" + json(haystack.files).dump() +
                              "); choose the same haystack files");
         o.haystack = std::move(haystack);
         const json& n = st.at("needle");
-        o.needle = {n.at("name").get<std::string>(), n.at("text").get<std::string>(), n.at("question").get<std::string>(),
+        o.needle = {n.at("name").get<std::string>(), n.at("text").get<std::string>(),
+                    n.at("question").get<std::string>(),
                     n.at("value").is_null() ? std::string() : n.at("value").get<std::string>()};
         o.lengths = st.at("lengths").get<std::vector<int64_t>>();
         o.depths = st.at("depths").get<std::vector<double>>();
@@ -219,19 +223,22 @@ NeedleTask::NeedleTask(const Session& s, NeedleOptions options, int64_t max_toke
         s.build_prompt(prompt_for(document(s, 0, 0, needle_text), m_opt.needle.question)).ids.size());
     for (int64_t n : m_opt.lengths)
         if (n <= m_min_length)
-            throw InputError("--lengths: length " + std::to_string(n) + " is too short: the needle, the question "
-                             "and the chat template alone take " + std::to_string(m_min_length) + " tokens");
+            throw InputError("--lengths: length " + std::to_string(n) +
+                             " is too short: the needle, the question "
+                             "and the chat template alone take " +
+                             std::to_string(m_min_length) + " tokens");
 }
 
-int64_t NeedleTask::n_cells() const {
-    return static_cast<int64_t>(m_opt.lengths.size() * m_opt.depths.size());
-}
+int64_t NeedleTask::n_cells() const { return static_cast<int64_t>(m_opt.lengths.size() * m_opt.depths.size()); }
 
 json NeedleTask::settings() const {
     return {{"lengths", m_opt.lengths},
             {"depths", m_opt.depths},
-            {"needle", {{"name", m_opt.needle.name}, {"text", m_opt.needle.text}, {"question", m_opt.needle.question},
-                        {"value", m_opt.needle.value.empty() ? json(nullptr) : json(m_opt.needle.value)}}},
+            {"needle",
+             {{"name", m_opt.needle.name},
+              {"text", m_opt.needle.text},
+              {"question", m_opt.needle.question},
+              {"value", m_opt.needle.value.empty() ? json(nullptr) : json(m_opt.needle.value)}}},
             {"haystack", {{"files", m_opt.haystack.files}, {"fnv1a", m_opt.haystack.fnv}}},
             {"chat", m_opt.chat},
             {"chat_format", m_opt.chat_format},
@@ -248,8 +255,8 @@ PromptSpec NeedleTask::prompt_for(const std::string& document, const std::string
 }
 
 std::string NeedleTask::document(const Session& s, int64_t n_hay, double depth, const std::string& needle_text) const {
-    const std::string text =
-        n_hay > 0 ? s.decode(std::vector<int32_t>(m_hay_ids.begin(), m_hay_ids.begin() + n_hay)) : std::string();
+    const std::string text = n_hay > 0 ? s.decode(std::vector<int32_t>(m_hay_ids.begin(), m_hay_ids.begin() + n_hay))
+                                       : std::string();
     const std::vector<size_t> starts = sentence_starts(text);
     const double target = depth / 100.0 * static_cast<double>(text.size());
     size_t at = starts.front();
@@ -271,7 +278,7 @@ CellPrompt NeedleTask::prepare(const Session& s, int64_t cell) const {
 
     // Find the haystack token count whose prompt is exactly `length` tokens. Tokens merge across the
     // cut and around the needle, so the count is corrected a few times rather than computed once.
-    std::map<int64_t, int64_t> tried;   // haystack tokens -> prompt tokens
+    std::map<int64_t, int64_t> tried;  // haystack tokens -> prompt tokens
     auto prompt_tokens = [&](int64_t k) {
         auto it = tried.find(k);
         if (it != tried.end()) return it->second;
@@ -291,7 +298,7 @@ CellPrompt NeedleTask::prepare(const Session& s, int64_t cell) const {
         if (k + d <= max_hay && prompt_tokens(k + d) == length) k += d;
         else if (k - d >= 0 && prompt_tokens(k - d) == length) k -= d;
     }
-    if (prompt_tokens(k) != length) {   // no exact fit: the longest prompt below the length
+    if (prompt_tokens(k) != length) {  // no exact fit: the longest prompt below the length
         int64_t best = -1;
         for (const auto& [kk, n] : tried)
             if (n <= length && (best < 0 || n > tried[best])) best = kk;
@@ -313,14 +320,15 @@ CellPrompt NeedleTask::prepare(const Session& s, int64_t cell) const {
     }
     const size_t doc_at = doc.find(needle_text);
     const size_t hay_chars = doc.size() - needle_text.size();
-    cp.fields = {{"length", length},
-                 {"depth", depth},
-                 {"needle", m_opt.needle.name},
-                 {"needle_value", value},
-                 {"depth_actual", hay_chars ? std::round(1000.0 * static_cast<double>(doc_at) / hay_chars) / 10.0 : 0.0},
-                 {"needle_span", cp.needle.empty() ? json(nullptr) : json::array({cp.needle.first, cp.needle.last})},
-                 {"value_span", cp.value_tokens.empty() ? json(nullptr)
-                                                        : json::array({cp.value_tokens.first, cp.value_tokens.last})}};
+    cp.fields = {
+        {"length", length},
+        {"depth", depth},
+        {"needle", m_opt.needle.name},
+        {"needle_value", value},
+        {"depth_actual", hay_chars ? std::round(1000.0 * static_cast<double>(doc_at) / hay_chars) / 10.0 : 0.0},
+        {"needle_span", cp.needle.empty() ? json(nullptr) : json::array({cp.needle.first, cp.needle.last})},
+        {"value_span",
+         cp.value_tokens.empty() ? json(nullptr) : json::array({cp.value_tokens.first, cp.value_tokens.last})}};
     cp.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return cp;
 }

@@ -15,19 +15,19 @@
 namespace snapkv::eval {
 
 struct Haystack {
-    std::string text;                    // files joined by blank lines
-    std::vector<std::string> files;      // file names, in order
-    std::string fnv;                     // FNV-1a of text
+    std::string text;                // files joined by blank lines
+    std::vector<std::string> files;  // file names, in order
+    std::string fnv;                 // FNV-1a of text
 };
 // Files, or folders (their *.md and *.txt files, sorted by name). Throws InputError for a missing
 // path or an empty haystack.
 Haystack load_haystack(const std::vector<std::string>& paths);
 
 struct NeedleSpec {
-    std::string name;                    // "passkey", "fact"
-    std::string text;                    // the sentence; "{value}" is replaced by the value
+    std::string name;  // "passkey", "fact"
+    std::string text;  // the sentence; "{value}" is replaced by the value
     std::string question;
-    std::string value;                   // "" = a 5-digit pass key drawn per cell from the seed
+    std::string value;  // "" = a 5-digit pass key drawn per cell from the seed
 };
 // A JSON Lines file of {name, needle, question, value?}; errors name the file and line.
 std::vector<NeedleSpec> load_needles(const std::string& path);
@@ -39,10 +39,10 @@ std::string pass_key(uint64_t seed, int64_t length, double depth);
 struct NeedleOptions {
     Haystack haystack;
     NeedleSpec needle;
-    std::vector<int64_t> lengths;        // prompt tokens
-    std::vector<double> depths;          // percent, 0..100
+    std::vector<int64_t> lengths;  // prompt tokens
+    std::vector<double> depths;    // percent, 0..100
     bool chat = true;
-    std::string chat_format;             // "" = the model's
+    std::string chat_format;  // "" = the model's
     uint64_t seed = 42;
 };
 
@@ -74,8 +74,8 @@ private:
     std::string document(const Session& s, int64_t n_hay, double depth, const std::string& needle_text) const;
 
     NeedleOptions m_opt;
-    std::vector<int32_t> m_hay_ids;      // haystack tokens, cycled to the longest length
-    int64_t m_min_length = 0;            // prompt tokens with an empty haystack
+    std::vector<int32_t> m_hay_ids;  // haystack tokens, cycled to the longest length
+    int64_t m_min_length = 0;        // prompt tokens with an empty haystack
 };
 
 }  // namespace snapkv::eval

@@ -52,7 +52,8 @@ QaSet load_qa_set(const std::string& path) {
         if (!j.is_object()) throw InputError(at + " is not a JSON object");
         auto field = [&](const char* key, bool required) -> std::string {
             if (!j.contains(key) || j[key].is_null()) {
-                if (required) throw InputError(at + ": '" + key + "' is missing (each item needs document and question)");
+                if (required)
+                    throw InputError(at + ": '" + key + "' is missing (each item needs document and question)");
                 return "";
             }
             if (!j[key].is_string()) throw InputError(at + ": '" + key + "' must be a string");
@@ -91,8 +92,8 @@ void check_same_set(const json& st, const QaSet& set) {
     const json& s = st.contains("set") ? st["set"] : json();
     if (!s.is_object() || s.value("fnv1a", std::string()) != set.fnv)
         throw InputError("the results were made with another question set (" +
-                         (s.is_object() ? s.value("file", std::string("?")) : std::string("?")) + ") than '" + set.path +
-                         "'; choose the same set file");
+                         (s.is_object() ? s.value("file", std::string("?")) : std::string("?")) + ") than '" +
+                         set.path + "'; choose the same set file");
 }
 
 SweepTask::SweepTask(const Session& s, QaSet set, bool chat, std::string chat_format, int64_t max_tokens)
@@ -108,8 +109,8 @@ SweepTask::SweepTask(const Session& s, QaSet set, bool chat, std::string chat_fo
 }
 
 json SweepTask::settings() const {
-    return {{"set", {{"file", fs::path(m_set.path).filename().string()}, {"fnv1a", m_set.fnv},
-                     {"items", m_set.items.size()}}},
+    return {{"set",
+             {{"file", fs::path(m_set.path).filename().string()}, {"fnv1a", m_set.fnv}, {"items", m_set.items.size()}}},
             {"chat", m_chat},
             {"chat_format", m_chat_format}};
 }

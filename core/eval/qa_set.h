@@ -12,9 +12,9 @@
 namespace snapkv::eval {
 
 struct QaItem {
-    std::string id;                  // "id" field, else "item N" (1-based line order)
+    std::string id;  // "id" field, else "item N" (1-based line order)
     std::string document;
-    std::string document_file;       // the file it came from ("" when inline)
+    std::string document_file;  // the file it came from ("" when inline)
     std::string question;
     bool has_answer = false;
     std::string answer;
@@ -22,7 +22,7 @@ struct QaItem {
 
 struct QaSet {
     std::string path;
-    std::string fnv;                 // FNV-1a of the file's bytes
+    std::string fnv;  // FNV-1a of the file's bytes
     std::vector<QaItem> items;
 };
 

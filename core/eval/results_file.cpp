@@ -58,7 +58,8 @@ ResultsFile read_results(const std::string& path, bool allow_incomplete_tail) {
                 f.incomplete_tail = true;
                 break;
             }
-            throw InputError(where(path, line_no) + " is incomplete (no end of line: the run stopped while "
+            throw InputError(where(path, line_no) +
+                             " is incomplete (no end of line: the run stopped while "
                              "writing it); rerun that run with the same --out to resume it, then merge");
         }
         f.complete_bytes = pos;
@@ -69,9 +70,8 @@ ResultsFile read_results(const std::string& path, bool allow_incomplete_tail) {
         } catch (const json::parse_error& e) {
             throw InputError(where(path, line_no) + " is not valid JSON: " + e.what());
         }
-        if (!row.is_object() || !row.contains("cell") || !row["cell"].is_number_integer() ||
-            !row.contains("config") || !row["config"].is_number_integer() || !row.contains("settings") ||
-            !row["settings"].is_object())
+        if (!row.is_object() || !row.contains("cell") || !row["cell"].is_number_integer() || !row.contains("config") ||
+            !row["config"].is_number_integer() || !row.contains("settings") || !row["settings"].is_object())
             throw InputError(where(path, line_no) +
                              " is not a result row (it needs integer 'cell' and 'config' and a 'settings' object)");
         f.rows.push_back(std::move(row));
@@ -89,7 +89,8 @@ std::string first_difference(const json& here, const json& there, const std::str
             if (std::string d = first_difference(v, there[k], name); !d.empty()) return d;
         }
         for (const auto& [k, v] : there.items())
-            if (!here.contains(k)) return (prefix.empty() ? k : prefix + "." + k) + ": absent here, " + short_value(v) + " there";
+            if (!here.contains(k))
+                return (prefix.empty() ? k : prefix + "." + k) + ": absent here, " + short_value(v) + " there";
     }
     return (prefix.empty() ? std::string("settings") : prefix) + ": " + short_value(here) + " here, " +
            short_value(there) + " there";
@@ -144,7 +145,7 @@ int64_t expected_rows(const json& settings) {
 MergeReport merge_results(const std::vector<std::string>& inputs, const std::string& out, bool allow_partial) {
     if (inputs.empty()) throw InputError("merge: no input files");
     std::vector<Row> rows;
-    std::map<RowKey, std::string> seen;   // key -> "file line N"
+    std::map<RowKey, std::string> seen;  // key -> "file line N"
     json settings;
     std::string settings_from;
     for (const auto& path : inputs) {
@@ -156,8 +157,8 @@ MergeReport merge_results(const std::vector<std::string>& inputs, const std::str
                 settings = r["settings"];
                 settings_from = at;
             } else if (std::string d = first_difference(settings, r["settings"]); !d.empty()) {
-                throw InputError("merge: " + at + " was made with other settings than " + settings_from + " (" +
-                                 d + "); only shards of one run can be merged");
+                throw InputError("merge: " + at + " was made with other settings than " + settings_from + " (" + d +
+                                 "); only shards of one run can be merged");
             }
             const RowKey key{r["cell"].get<int64_t>(), r["config"].get<int64_t>()};
             if (auto [it, fresh] = seen.emplace(key, at); !fresh)

@@ -17,14 +17,14 @@
 namespace snapkv::eval {
 
 using Row = nlohmann::json;
-using RowKey = std::pair<int64_t, int64_t>;   // (cell, config)
+using RowKey = std::pair<int64_t, int64_t>;  // (cell, config)
 
 struct ResultsFile {
     std::string path;
     std::vector<Row> rows;
-    std::vector<int64_t> lines;     // 1-based line number of each row
-    bool incomplete_tail = false;   // the last line had no newline (a run stopped while writing it)
-    uint64_t complete_bytes = 0;    // bytes up to the end of the last complete line
+    std::vector<int64_t> lines;    // 1-based line number of each row
+    bool incomplete_tail = false;  // the last line had no newline (a run stopped while writing it)
+    uint64_t complete_bytes = 0;   // bytes up to the end of the last complete line
 };
 
 // Every line must be a JSON object with integer "cell" and "config" and an object "settings";
@@ -54,8 +54,8 @@ private:
 
 struct MergeReport {
     int64_t rows = 0;
-    int64_t expected = 0;           // cells x configurations, from the settings
-    std::vector<RowKey> missing;    // grid rows in no input
+    int64_t expected = 0;         // cells x configurations, from the settings
+    std::vector<RowKey> missing;  // grid rows in no input
 };
 
 // Joins result files into `out` (rows sorted by cell, then configuration). Refuses rows made with

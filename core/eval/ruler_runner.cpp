@@ -35,7 +35,8 @@ RulerTask::RulerTask(const Session& s, RulerData data, RulerOptions options)
         if (n < 1) throw InputError("--lengths: " + std::to_string(n) + " is not a length in tokens");
         if (m_n_ctx > 0 && n > m_n_ctx)
             throw InputError("--lengths: length " + std::to_string(n) + " is above the model's context of " +
-                             std::to_string(m_n_ctx) + " tokens (a length counts the prompt and the answer, as "
+                             std::to_string(m_n_ctx) +
+                             " tokens (a length counts the prompt and the answer, as "
                              "RULER's max_seq_length does)");
         for (size_t j = 0; j < i; ++j)
             if (m_opt.lengths[j] == n) throw InputError("--lengths: length " + std::to_string(n) + " is given twice");
@@ -113,11 +114,10 @@ RulerSample RulerTask::sample(const Session& s, int64_t cell) const {
     const CellId id = cell_id(cell);
     const RulerTaskSpec& t = *id.task;
     const int64_t max_prompt = m_n_ctx > 0 ? m_n_ctx - t.answer_tokens : 0;
-    return size_ruler_sample(t, m_data, ruler_sample_seed(m_opt.seed, t.name, id.length, id.sample), id.length,
-                             [&](const RulerText& text) {
-                                 return static_cast<int64_t>(s.build_prompt(prompt_for(text)).ids.size());
-                             },
-                             max_prompt);
+    return size_ruler_sample(
+        t, m_data, ruler_sample_seed(m_opt.seed, t.name, id.length, id.sample), id.length,
+        [&](const RulerText& text) { return static_cast<int64_t>(s.build_prompt(prompt_for(text)).ids.size()); },
+        max_prompt);
 }
 
 CellPrompt RulerTask::prepare(const Session& s, int64_t cell) const {
@@ -133,7 +133,7 @@ CellPrompt RulerTask::prepare(const Session& s, int64_t cell) const {
     const PromptTokens pt = s.build_prompt(cp.prompt);
     const PieceText pieces = piece_text(s, pt.ids);
     std::vector<TokenSpan> needle_spans;
-    std::vector<TokenSpan> answer_spans(rs.text.references.size());   // by reference; empty: not in a needle
+    std::vector<TokenSpan> answer_spans(rs.text.references.size());  // by reference; empty: not in a needle
     size_t from = 0;
     for (const auto& needle : rs.text.needles) {
         const size_t at = pieces.text.find(needle, from);

@@ -15,9 +15,9 @@
 namespace snapkv::eval {
 
 struct RulerOptions {
-    std::vector<std::string> tasks;        // names (parse_ruler_tasks)
-    std::vector<int64_t> lengths;          // RULER's max_seq_length: prompt + the task's answer tokens
-    int64_t samples = 10;                  // per task and length
+    std::vector<std::string> tasks;  // names (parse_ruler_tasks)
+    std::vector<int64_t> lengths;    // RULER's max_seq_length: prompt + the task's answer tokens
+    int64_t samples = 10;            // per task and length
     uint64_t seed = 42;
     bool chat = true;
     std::string chat_format;               // "" = the model's
@@ -76,7 +76,7 @@ struct RulerScore {
     int64_t length = 0;
     int64_t config = 0;
     double mean = 0;
-    double sd = 0;                       // population s.d. over the samples
+    double sd = 0;  // population s.d. over the samples
     int64_t n = 0;
 };
 // One entry per (task, length, config) present in the rows, in that order of first appearance.

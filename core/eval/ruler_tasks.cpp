@@ -47,7 +47,7 @@ public:
         while (x >= limit) x = next();
         return x % n;
     }
-    int64_t between(int64_t lo, int64_t hi) {   // inclusive
+    int64_t between(int64_t lo, int64_t hi) {  // inclusive
         return lo + static_cast<int64_t>(below(static_cast<uint64_t>(hi - lo + 1)));
     }
     template <typename T>
@@ -59,10 +59,11 @@ public:
         if (k > n) throw Error("ruler: cannot draw " + std::to_string(k) + " distinct values of " + std::to_string(n));
         std::vector<int64_t> out;
         std::set<int64_t> seen;
-        if (k > n / 2) {   // dense: a partial shuffle
+        if (k > n / 2) {  // dense: a partial shuffle
             std::vector<int64_t> all(static_cast<size_t>(n));
             for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
-            for (int64_t i = 0; i < k; ++i) std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(between(i, n - 1))]);
+            for (int64_t i = 0; i < k; ++i)
+                std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(between(i, n - 1))]);
             return {all.begin(), all.begin() + k};
         }
         while (static_cast<int64_t>(out.size()) < k) {
@@ -83,7 +84,8 @@ std::vector<int64_t> insertion_slots(Rng& rng, int64_t n_lines, int64_t k) {
     if (k <= n_lines + 1) {
         at = rng.sample(n_lines + 1, k);
     } else {
-        for (int64_t i = 0; i < k; ++i) at.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(n_lines + 1))));
+        for (int64_t i = 0; i < k; ++i)
+            at.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(n_lines + 1))));
     }
     std::sort(at.begin(), at.end());
     return at;
@@ -111,8 +113,8 @@ std::string numbered(const std::vector<std::string>& words) {
 }
 
 std::string uuid4(Rng& rng) {
-    const uint64_t hi = (rng.next() & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;   // version 4
-    const uint64_t lo = (rng.next() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;   // variant 10
+    const uint64_t hi = (rng.next() & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+    const uint64_t lo = (rng.next() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
     char buf[40];
     std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx", static_cast<unsigned long long>(hi >> 32),
                   static_cast<unsigned long long>((hi >> 16) & 0xffff), static_cast<unsigned long long>(hi & 0xffff),
@@ -121,7 +123,7 @@ std::string uuid4(Rng& rng) {
 }
 
 std::string random_item(const std::string& type, const RulerData& d, Rng& rng) {
-    if (type == "numbers") return std::to_string(rng.between(1000000, 9999999));   // 7 digits
+    if (type == "numbers") return std::to_string(rng.between(1000000, 9999999));  // 7 digits
     if (type == "uuids") return uuid4(rng);
     return d.adjectives[rng.below(d.adjectives.size())] + "-" + d.nouns[rng.below(d.nouns.size())];
 }
@@ -199,7 +201,7 @@ RulerText niah_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, i
 
     // The haystack, with the needles placed in it.
     std::string context;
-    std::vector<std::string> placed;   // needles in text order
+    std::vector<std::string> placed;  // needles in text order
     if (t.haystack == "essay") {
         std::vector<std::string> words;
         const auto n_words = static_cast<int64_t>(d.essay_words.size());
@@ -208,7 +210,8 @@ RulerText niah_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, i
         const std::vector<int64_t> grid = depth_grid();
         std::vector<int64_t> at;
         for (int64_t i : rng.sample(static_cast<int64_t>(grid.size()), static_cast<int64_t>(needles.size())))
-            at.push_back(static_cast<int64_t>(static_cast<double>(sents.size()) * grid[static_cast<size_t>(i)] / 100.0));
+            at.push_back(
+                static_cast<int64_t>(static_cast<double>(sents.size()) * grid[static_cast<size_t>(i)] / 100.0));
         std::sort(at.begin(), at.end());
         std::vector<std::string> parts;
         size_t next = 0;
@@ -223,17 +226,17 @@ RulerText niah_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, i
         std::vector<std::string> lines;
         if (t.haystack == "noise") {
             lines = noise_lines(n_units);
-        } else {   // needles: distractors with keys that are never asked
+        } else {  // needles: distractors with keys that are never asked
             for (int64_t i = 0; i < n_units; ++i) {
                 std::string key = random_item(t.key_type, d, rng);
                 while (used.count(key)) key = random_item(t.key_type, d, rng);
-                lines.push_back("One special magic " + kind + " for " + key + " is: " +
-                                random_item(t.value_type, d, rng) + ".");
+                lines.push_back("One special magic " + kind + " for " + key +
+                                " is: " + random_item(t.value_type, d, rng) + ".");
             }
         }
         // Needle n goes before line at[n] (at[n] == lines: at the end); distinct slots, in order.
-        const std::vector<int64_t> at =
-            insertion_slots(rng, static_cast<int64_t>(lines.size()), static_cast<int64_t>(needles.size()));
+        const std::vector<int64_t> at = insertion_slots(rng, static_cast<int64_t>(lines.size()),
+                                                        static_cast<int64_t>(needles.size()));
         std::vector<std::string> all;
         size_t next = 0;
         for (size_t n = 0; n <= needles.size(); ++n) {
@@ -254,13 +257,17 @@ RulerText niah_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, i
     const std::string query = list_words(queries);
     const std::string kinds = kind + "s";
     if (one) {
-        out.document = "The text below hides a special magic " + kind + ". Memorize it; you will be asked about it "
-                       "afterwards.\n" + context;
+        out.document = "The text below hides a special magic " + kind +
+                       ". Memorize it; you will be asked about it "
+                       "afterwards.\n" +
+                       context;
         out.question = "Question: what is the special magic " + kind + " for " + query + " in the text above?";
         out.answer_prefix = "The special magic " + kind + " for " + query + " in the text above is";
     } else {
-        out.document = "The text below hides some special magic " + kinds + ". Memorize them; you will be asked "
-                       "about them afterwards.\n" + context;
+        out.document = "The text below hides some special magic " + kinds +
+                       ". Memorize them; you will be asked "
+                       "about them afterwards.\n" +
+                       context;
         out.question = "Question: what are all the special magic " + kinds + " for " + query + " in the text above?";
         out.answer_prefix = "The special magic " + kinds + " for " + query + " in the text above are";
     }
@@ -271,7 +278,7 @@ RulerText niah_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, i
 struct Chains {
     std::vector<std::vector<std::string>> vars;
     std::vector<std::vector<std::string>> statements;
-    std::string value;   // the first chain's value
+    std::string value;  // the first chain's value
 };
 
 Chains make_chains(Rng& rng, int64_t n_chains, int64_t n_hops, int name_len, std::set<std::string>& used) {
@@ -297,7 +304,8 @@ Chains make_chains(Rng& rng, int64_t n_chains, int64_t n_hops, int name_len, std
 // Noise lines with every chain's statements at random places, each chain in order.
 std::string hide_chains(Rng& rng, std::vector<std::string> lines, const Chains& c) {
     for (const auto& st : c.statements) {
-        const std::vector<int64_t> at = insertion_slots(rng, static_cast<int64_t>(lines.size()), static_cast<int64_t>(st.size()));
+        const std::vector<int64_t> at = insertion_slots(rng, static_cast<int64_t>(lines.size()),
+                                                        static_cast<int64_t>(st.size()));
         for (size_t j = st.size(); j-- > 0;) lines.insert(lines.begin() + at[j], st[j]);
     }
     return join(lines, "\n");
@@ -355,8 +363,8 @@ RulerText cwe_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, in
     };
     std::vector<std::string> ex_common, common;
     const std::string ex_context = small ? make(20, 3, 1, ex_common) : make(40, 10, 3, ex_common);
-    const std::string context =
-        small ? make(n_units, 6, 1, common) : make(n_units, t.common_repeats, t.uncommon_repeats, common);
+    const std::string context = small ? make(n_units, 6, 1, common)
+                                      : make(n_units, t.common_repeats, t.uncommon_repeats, common);
     const std::string n = std::to_string(t.n_common);
     const std::string question = "Question: which " + n + " words occur most often in the list above?";
     const std::string prefix = "Answer: The " + n + " words that occur most often in the list are:";
@@ -399,10 +407,13 @@ RulerText fwe_text(const RulerTaskSpec& t, uint64_t seed, int64_t n_units, int64
     }
     rng.shuffle(words);
     RulerText out;
-    out.document = "Read the coded text below and keep count of how often each coded word occurs; find the three "
-                   "coded words that occur most often. " + join(words, " ");
-    out.question = "Question: give no explanation and ignore the dots '....'. Which three coded words occur most "
-                   "often in the coded text above?";
+    out.document =
+        "Read the coded text below and keep count of how often each coded word occurs; find the three "
+        "coded words that occur most often. " +
+        join(words, " ");
+    out.question =
+        "Question: give no explanation and ignore the dots '....'. Which three coded words occur most "
+        "often in the coded text above?";
     out.answer_prefix = "Answer: The three coded words that occur most often in the coded text above are:";
     out.references = {vocab[1], vocab[2], vocab[3]};
     return out;
@@ -542,12 +553,12 @@ RulerData load_ruler_data(const std::string& words_dir, const std::string& essay
 
 int64_t ruler_min_units(const RulerTaskSpec& t) {
     switch (t.family) {
-        case RulerFamily::Niah:
-            if (t.haystack == "noise") return kNoiseSentences * std::max(t.n_keys, t.n_queries) * t.n_values;
-            return t.haystack == "needles" ? 1 : 0;
-        case RulerFamily::VariableTracking: return kNoiseSentences;
-        case RulerFamily::CommonWords: return t.n_common;
-        case RulerFamily::FrequentWords: return 100;
+    case RulerFamily::Niah:
+        if (t.haystack == "noise") return kNoiseSentences * std::max(t.n_keys, t.n_queries) * t.n_values;
+        return t.haystack == "needles" ? 1 : 0;
+    case RulerFamily::VariableTracking: return kNoiseSentences;
+    case RulerFamily::CommonWords: return t.n_common;
+    case RulerFamily::FrequentWords: return 100;
     }
     return 0;
 }
@@ -559,10 +570,10 @@ int64_t ruler_max_units(const RulerTaskSpec& t, const RulerData& d) {
 RulerText generate_ruler_text(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, int64_t n_units,
                               int64_t length) {
     switch (t.family) {
-        case RulerFamily::Niah: return niah_text(t, d, seed, n_units);
-        case RulerFamily::VariableTracking: return vt_text(t, seed, n_units);
-        case RulerFamily::CommonWords: return cwe_text(t, d, seed, n_units, length);
-        case RulerFamily::FrequentWords: return fwe_text(t, seed, n_units, length);
+    case RulerFamily::Niah: return niah_text(t, d, seed, n_units);
+    case RulerFamily::VariableTracking: return vt_text(t, seed, n_units);
+    case RulerFamily::CommonWords: return cwe_text(t, d, seed, n_units, length);
+    case RulerFamily::FrequentWords: return fwe_text(t, seed, n_units, length);
     }
     throw Error("ruler: unknown task family");
 }
@@ -577,7 +588,7 @@ uint64_t ruler_sample_seed(uint64_t seed, const std::string& task, int64_t lengt
 RulerSample size_ruler_sample(const RulerTaskSpec& t, const RulerData& d, uint64_t seed, int64_t length,
                               const RulerTokenCount& count, int64_t max_prompt) {
     const int64_t target = length - t.answer_tokens;
-    std::map<int64_t, int64_t> tried;   // units -> prompt tokens
+    std::map<int64_t, int64_t> tried;  // units -> prompt tokens
     auto tokens = [&](int64_t n) {
         auto it = tried.find(n);
         if (it != tried.end()) return it->second;
@@ -595,9 +606,9 @@ RulerSample size_ruler_sample(const RulerTaskSpec& t, const RulerData& d, uint64
     int64_t lo = lo_units;
     int64_t probe = lo_units + 16;
     if (max_units >= 0) probe = std::min(probe, max_units);
-    const double per_unit =
-        probe > lo_units ? std::max(0.25, static_cast<double>(tokens(probe) - fewest) / static_cast<double>(probe - lo_units))
-                         : 1.0;
+    const double per_unit = probe > lo_units ? std::max(0.25, static_cast<double>(tokens(probe) - fewest) /
+                                                                  static_cast<double>(probe - lo_units))
+                                             : 1.0;
     int64_t hi = lo_units + 1 + static_cast<int64_t>(1.05 * static_cast<double>(target - fewest) / per_unit);
     if (max_units >= 0) hi = std::min(hi, max_units);
     while (tokens(hi) <= target) {
@@ -609,8 +620,8 @@ RulerSample size_ruler_sample(const RulerTaskSpec& t, const RulerData& d, uint64
         // The word list ran out (cwe): fine within 1%, refused beyond.
         if (static_cast<double>(tokens(hi) + t.answer_tokens) < 0.99 * static_cast<double>(length))
             throw InputError("--lengths: " + what + " needs more distinct words than the word list's " +
-                             std::to_string(max_units) + " (they fill " +
-                             std::to_string(tokens(hi) + t.answer_tokens) + " tokens); choose a shorter length");
+                             std::to_string(max_units) + " (they fill " + std::to_string(tokens(hi) + t.answer_tokens) +
+                             " tokens); choose a shorter length");
     } else {
         while (hi - lo > 1) {
             const int64_t mid = lo + (hi - lo) / 2;

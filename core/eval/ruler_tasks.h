@@ -17,16 +17,16 @@ enum class RulerFamily { Niah, VariableTracking, CommonWords, FrequentWords };
 
 // One task as RULER's synthetic.yaml configures it.
 struct RulerTaskSpec {
-    std::string name;               // "niah_single_1", ..., "vt", "cwe", "fwe"
+    std::string name;  // "niah_single_1", ..., "vt", "cwe", "fwe"
     RulerFamily family = RulerFamily::Niah;
-    int64_t answer_tokens = 128;    // RULER's tokens_to_generate: niah 128, vt 30, cwe 120, fwe 50
+    int64_t answer_tokens = 128;  // RULER's tokens_to_generate: niah 128, vt 30, cwe 120, fwe 50
     // niah
-    std::string haystack;           // "noise" (RULER's repeat), "essay", "needles" (distractor needles)
-    std::string key_type;           // "words" (adjective-noun) or "uuids"
-    std::string value_type;         // "numbers" (7 digits) or "uuids"
-    int64_t n_keys = 1;             // needles with different keys (distractors when only one is asked)
-    int64_t n_values = 1;           // values per key, all asked
-    int64_t n_queries = 1;          // keys asked
+    std::string haystack;    // "noise" (RULER's repeat), "essay", "needles" (distractor needles)
+    std::string key_type;    // "words" (adjective-noun) or "uuids"
+    std::string value_type;  // "numbers" (7 digits) or "uuids"
+    int64_t n_keys = 1;      // needles with different keys (distractors when only one is asked)
+    int64_t n_values = 1;    // values per key, all asked
+    int64_t n_queries = 1;   // keys asked
     // vt
     int64_t n_chains = 1;
     int64_t n_hops = 4;
@@ -35,7 +35,7 @@ struct RulerTaskSpec {
     int64_t common_repeats = 30;
     int64_t uncommon_repeats = 3;
     // fwe
-    double alpha = 2.0;             // Zipf exponent of the word counts
+    double alpha = 2.0;  // Zipf exponent of the word counts
 };
 
 // The 11 synthetic tasks, in RULER's order.
@@ -47,11 +47,11 @@ std::vector<std::string> parse_ruler_tasks(const std::string& list);
 
 // What the generators draw from: the word list (datasets/ruler) and the essays' words.
 struct RulerData {
-    std::vector<std::string> adjectives, nouns, verbs;   // keys are adjective-noun pairs
-    std::vector<std::string> common_words;               // cwe: the three lists joined, sorted, unique
-    std::vector<std::string> essay_words;                // essay text split at white space, in order
-    std::string words_fnv;                               // FNV-1a of the word lists
-    std::string essays_fnv;                              // FNV-1a of the essay text
+    std::vector<std::string> adjectives, nouns, verbs;  // keys are adjective-noun pairs
+    std::vector<std::string> common_words;              // cwe: the three lists joined, sorted, unique
+    std::vector<std::string> essay_words;               // essay text split at white space, in order
+    std::string words_fnv;                              // FNV-1a of the word lists
+    std::string essays_fnv;                             // FNV-1a of the essay text
 };
 // Reads adjectives.txt, nouns.txt and verbs.txt (one lower-case word a line) from `words_dir`;
 // `essay_text` is the essays' body text (headings and the italic byline dropped here). Throws
@@ -60,8 +60,8 @@ RulerData load_ruler_data(const std::string& words_dir, const std::string& essay
 
 // A generated sample before the chat template.
 struct RulerText {
-    std::string document;                 // instructions (+ a worked example) and the context: what a
-                                          // query-agnostic compression sees
+    std::string document;  // instructions (+ a worked example) and the context: what a
+                           // query-agnostic compression sees
     std::string question;
     std::string answer_prefix;            // the words the answer starts with
     std::vector<std::string> references;  // all to be found in the answer

@@ -10,7 +10,7 @@
 namespace snapkv::eval {
 
 std::string normalize_answer(const std::string& s);
-std::vector<std::string> answer_words(const std::string& s);   // words of normalize_answer(s)
+std::vector<std::string> answer_words(const std::string& s);  // words of normalize_answer(s)
 
 // Case-insensitive, exact value, not glued to a letter or digit on either side ("58213" is in
 // "The pass key is 58213." but not in "582130").

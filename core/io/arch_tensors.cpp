@@ -23,11 +23,9 @@ using Kind = FileError::Kind;
     throw FileError(Kind::BadValue, where + "key '" + key + "' = " + value + ": " + allowed);
 }
 
-void check_range(const std::string& where, const std::string& key, int64_t v, int64_t lo,
-                 int64_t hi) {
+void check_range(const std::string& where, const std::string& key, int64_t v, int64_t lo, int64_t hi) {
     if (v < lo || v > hi)
-        bad(where, key, std::to_string(v),
-            "allowed " + std::to_string(lo) + " to " + std::to_string(hi));
+        bad(where, key, std::to_string(v), "allowed " + std::to_string(lo) + " to " + std::to_string(hi));
 }
 
 std::string float_text(double v) {
@@ -67,8 +65,7 @@ int64_t default_swa_period(const std::string& arch) {
 
 std::vector<bool> swa_pattern(int64_t n_layer, int64_t period) {
     std::vector<bool> out(static_cast<size_t>(std::max<int64_t>(n_layer, 0)));
-    for (int64_t l = 0; l < n_layer; ++l)
-        out[static_cast<size_t>(l)] = period <= 1 || l % period < period - 1;
+    for (int64_t l = 0; l < n_layer; ++l) out[static_cast<size_t>(l)] = period <= 1 || l % period < period - 1;
     return out;
 }
 
@@ -116,11 +113,8 @@ void validate_counts(const ModelConfig& c, const std::string& where, const Confi
 void validate_config(const ModelConfig& c, const std::string& where, const ConfigKeyNames& k) {
     validate_counts(c, where, k);
     check_range(where, k.n_rot, c.n_rot, 2, c.head_dim);
-    if (c.n_rot % 2 != 0)
-        bad(where, k.n_rot, std::to_string(c.n_rot),
-            "rotary dimensions come in pairs: must be even");
-    if (c.arch == "llama" && c.head_dim % 2 != 0)
-        bad(where, k.head_dim, std::to_string(c.head_dim), "must be even");
+    if (c.n_rot % 2 != 0) bad(where, k.n_rot, std::to_string(c.n_rot), "rotary dimensions come in pairs: must be even");
+    if (c.arch == "llama" && c.head_dim % 2 != 0) bad(where, k.head_dim, std::to_string(c.head_dim), "must be even");
     check_range(where, k.n_vocab, c.n_vocab, 1, int64_t(1) << 24);
     check_range(where, k.n_ctx_train, c.n_ctx_train, 1, int64_t(1) << 26);
     if (!std::isfinite(c.rope_freq_base) || c.rope_freq_base <= 0.0f)
@@ -179,8 +173,7 @@ void validate_config(const ModelConfig& c, const std::string& where, const Confi
                         "longrope factors must be positive numbers");
         }
         if (!std::isfinite(rs.attn_factor) || rs.attn_factor <= 0.0f)
-            bad(where, k.rope_scaling, "attention factor " + float_text(rs.attn_factor),
-                "must be a positive number");
+            bad(where, k.rope_scaling, "attention factor " + float_text(rs.attn_factor), "must be a positive number");
     }
 }
 
@@ -193,7 +186,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
         {"output.weight", {c.n_vocab, c.n_embd}, false},  // absent: tied to token_embd
         {"rope_freqs.weight", {c.n_rot / 2}, false},      // llama3 frequency factors
     };
-    if (c.rope_scaling.type == "longrope") {                 // phi3 (llama.cpp tensors)
+    if (c.rope_scaling.type == "longrope") {  // phi3 (llama.cpp tensors)
         out.push_back({"rope_factors_long.weight", {c.n_rot / 2}, false});
         out.push_back({"rope_factors_short.weight", {c.n_rot / 2}, false});
     }
@@ -239,19 +232,17 @@ void validate_tensors(const ModelConfig& c, const std::string& where,
         const TensorDesc* t = find(e.name);
         if (t == nullptr) {
             if (!e.required) continue;
-            throw FileError(Kind::MissingTensor, where + "tensor " + shown + " is missing (" +
-                                                     c.arch + " needs it, shape " +
-                                                     shape_text(e.shape) + ")");
+            throw FileError(Kind::MissingTensor, where + "tensor " + shown + " is missing (" + c.arch +
+                                                     " needs it, shape " + shape_text(e.shape) + ")");
         }
         if (t->shape != e.shape)
-            throw FileError(Kind::ShapeMismatch, where + "tensor " + shown + ": " +
-                                                     shape_text(t->shape) + ", expected " +
-                                                     shape_text(e.shape));
+            throw FileError(Kind::ShapeMismatch, where + "tensor " + shown + ": " + shape_text(t->shape) +
+                                                     ", expected " + shape_text(e.shape));
         const GgmlType* type = ggml_type_by_name(t->type);
         if (type == nullptr || type->dequant_row == nullptr)
             throw FileError(Kind::Unsupported, where + "tensor " + shown + " has type " + t->type +
-                                                   ", which cannot be read (supported: " +
-                                                   readable_ggml_type_names() + ")");
+                                                   ", which cannot be read (supported: " + readable_ggml_type_names() +
+                                                   ")");
     }
 }
 

@@ -38,9 +38,8 @@ void set_layers(ModelConfig& config, const std::vector<bool>& sliding, float loc
 
 // How the file names each hyperparameter, so that messages point at the right key.
 struct ConfigKeyNames {
-    std::string n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot, n_vocab, n_ctx_train,
-        rope_freq_base, rms_eps, rope_scaling, sliding_window, attn_scale, attn_softcap,
-        final_softcap;
+    std::string n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot, n_vocab, n_ctx_train, rope_freq_base,
+        rms_eps, rope_scaling, sliding_window, attn_scale, attn_softcap, final_softcap;
 };
 
 // The counts anything is sized from (layers, width, heads, head size, vocabulary, context), each
@@ -51,8 +50,7 @@ void validate_counts(const ModelConfig& config, const std::string& where, const 
 
 // Throws FileError(BadValue) naming the key, the value and what is allowed. where: message prefix
 // ("gguf: <path>: ").
-void validate_config(const ModelConfig& config, const std::string& where,
-                     const ConfigKeyNames& keys);
+void validate_config(const ModelConfig& config, const std::string& where, const ConfigKeyNames& keys);
 
 struct ExpectedTensor {
     std::string name;            // GGUF name

@@ -21,8 +21,8 @@ inline uint16_t load_u16(const uint8_t* p) {
 }
 
 inline uint32_t load_u32(const uint8_t* p) {
-    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-           (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+           (static_cast<uint32_t>(p[3]) << 24);
 }
 
 void row_f32(const uint8_t* src, float* dst, int64_t n) {
@@ -216,8 +216,7 @@ void row_q2_k(const uint8_t* src, float* dst, int64_t n) {
                     const uint8_t sc = scales[8 * half + 2 * j + g];
                     const float dl = d * static_cast<float>(sc & 0x0F);
                     const float ml = dmin * static_cast<float>(sc >> 4);
-                    for (int l = 0; l < 16; ++l)
-                        dst[l] = dl * static_cast<float>((q[16 * g + l] >> (2 * j)) & 3) - ml;
+                    for (int l = 0; l < 16; ++l) dst[l] = dl * static_cast<float>((q[16 * g + l] >> (2 * j)) & 3) - ml;
                 }
             }
         }
@@ -298,22 +297,22 @@ void row_iq4_xs(const uint8_t* src, float* dst, int64_t n) {
 // Block sizes and byte counts from ggml-common.h (block_* structs and their static_asserts).
 // Ids missing from the table (4, 5, 31..33, 36..38) were removed from ggml and are refused.
 const GgmlType kTypes[] = {
-    {0, "F32", 1, 4, row_f32},         {1, "F16", 1, 2, row_f16},
-    {2, "Q4_0", 32, 18, row_q4_0},     {3, "Q4_1", 32, 20, row_q4_1},
-    {6, "Q5_0", 32, 22, row_q5_0},     {7, "Q5_1", 32, 24, row_q5_1},
-    {8, "Q8_0", 32, 34, row_q8_0},     {9, "Q8_1", 32, 36, nullptr},
-    {10, "Q2_K", 256, 84, row_q2_k},   {11, "Q3_K", 256, 110, row_q3_k},
-    {12, "Q4_K", 256, 144, row_q4_k},  {13, "Q5_K", 256, 176, row_q5_k},
-    {14, "Q6_K", 256, 210, row_q6_k},  {15, "Q8_K", 256, 292, nullptr},
-    {16, "IQ2_XXS", 256, 66, nullptr}, {17, "IQ2_XS", 256, 74, nullptr},
-    {18, "IQ3_XXS", 256, 98, nullptr}, {19, "IQ1_S", 256, 50, nullptr},
-    {20, "IQ4_NL", 32, 18, row_iq4_nl},   {21, "IQ3_S", 256, 110, nullptr},
-    {22, "IQ2_S", 256, 82, nullptr},   {23, "IQ4_XS", 256, 136, row_iq4_xs},
-    {24, "I8", 1, 1, nullptr},         {25, "I16", 1, 2, nullptr},
-    {26, "I32", 1, 4, nullptr},        {27, "I64", 1, 8, nullptr},
-    {28, "F64", 1, 8, nullptr},        {29, "IQ1_M", 256, 56, nullptr},
-    {30, "BF16", 1, 2, row_bf16},      {34, "TQ1_0", 256, 54, nullptr},
-    {35, "TQ2_0", 256, 66, nullptr},   {39, "MXFP4", 32, 17, nullptr},
+    {0, "F32", 1, 4, row_f32},          {1, "F16", 1, 2, row_f16},
+    {2, "Q4_0", 32, 18, row_q4_0},      {3, "Q4_1", 32, 20, row_q4_1},
+    {6, "Q5_0", 32, 22, row_q5_0},      {7, "Q5_1", 32, 24, row_q5_1},
+    {8, "Q8_0", 32, 34, row_q8_0},      {9, "Q8_1", 32, 36, nullptr},
+    {10, "Q2_K", 256, 84, row_q2_k},    {11, "Q3_K", 256, 110, row_q3_k},
+    {12, "Q4_K", 256, 144, row_q4_k},   {13, "Q5_K", 256, 176, row_q5_k},
+    {14, "Q6_K", 256, 210, row_q6_k},   {15, "Q8_K", 256, 292, nullptr},
+    {16, "IQ2_XXS", 256, 66, nullptr},  {17, "IQ2_XS", 256, 74, nullptr},
+    {18, "IQ3_XXS", 256, 98, nullptr},  {19, "IQ1_S", 256, 50, nullptr},
+    {20, "IQ4_NL", 32, 18, row_iq4_nl}, {21, "IQ3_S", 256, 110, nullptr},
+    {22, "IQ2_S", 256, 82, nullptr},    {23, "IQ4_XS", 256, 136, row_iq4_xs},
+    {24, "I8", 1, 1, nullptr},          {25, "I16", 1, 2, nullptr},
+    {26, "I32", 1, 4, nullptr},         {27, "I64", 1, 8, nullptr},
+    {28, "F64", 1, 8, nullptr},         {29, "IQ1_M", 256, 56, nullptr},
+    {30, "BF16", 1, 2, row_bf16},       {34, "TQ1_0", 256, 54, nullptr},
+    {35, "TQ2_0", 256, 66, nullptr},    {39, "MXFP4", 32, 17, nullptr},
 };
 
 }  // namespace
@@ -375,8 +374,7 @@ float bf16_to_float(uint16_t h) {
     return f;
 }
 
-void parallel_rows(int64_t n_rows, int64_t row_values,
-                   const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_rows(int64_t n_rows, int64_t row_values, const std::function<void(int64_t, int64_t)>& fn) {
     if (n_rows <= 0) return;
     // Below ~1M values a thread costs more than it saves.
     constexpr int64_t kValuesPerThread = int64_t(1) << 20;
@@ -399,14 +397,12 @@ void parallel_rows(int64_t n_rows, int64_t row_values,
     for (std::thread& th : pool) th.join();
 }
 
-void dequantize_rows(const GgmlType& type, const uint8_t* src, float* dst, int64_t n_rows,
-                     int64_t row_len) {
+void dequantize_rows(const GgmlType& type, const uint8_t* src, float* dst, int64_t n_rows, int64_t row_len) {
     const size_t row_bytes = static_cast<size_t>(row_len / type.block_size) * type.block_bytes;
     const DequantRowFn fn = type.dequant_row;
     // Rows are whole blocks stored back to back, so a run of rows is one long run of blocks.
     parallel_rows(n_rows, row_len, [&](int64_t begin, int64_t end) {
-        fn(src + static_cast<size_t>(begin) * row_bytes, dst + begin * row_len,
-           (end - begin) * row_len);
+        fn(src + static_cast<size_t>(begin) * row_bytes, dst + begin * row_len, (end - begin) * row_len);
     });
 }
 

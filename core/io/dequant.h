@@ -39,12 +39,10 @@ float bf16_to_float(uint16_t h);
 // Runs fn(begin, end) over [0, n_rows) split into contiguous chunks, on up to
 // hardware_concurrency threads when there is enough work (values = n_rows * row_values).
 // fn must not throw.
-void parallel_rows(int64_t n_rows, int64_t row_values,
-                   const std::function<void(int64_t begin, int64_t end)>& fn);
+void parallel_rows(int64_t n_rows, int64_t row_values, const std::function<void(int64_t begin, int64_t end)>& fn);
 
 // Dequantizes n_rows rows of row_len values each (row_len a multiple of type.block_size), rows
 // stored back to back, into dst (n_rows * row_len floats). Requires type.dequant_row.
-void dequantize_rows(const GgmlType& type, const uint8_t* src, float* dst, int64_t n_rows,
-                     int64_t row_len);
+void dequantize_rows(const GgmlType& type, const uint8_t* src, float* dst, int64_t n_rows, int64_t row_len);
 
 }  // namespace snapkv

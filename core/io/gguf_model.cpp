@@ -65,11 +65,9 @@ GgufModel::GgufModel(const std::string& path) : m_reader(path) {
         m_config.n_vocab = static_cast<int64_t>(m_vocab.tokens.size());
     }
     if (static_cast<int64_t>(m_vocab.tokens.size()) > m_config.n_vocab)
-        throw FileError(Kind::BadValue, m_reader.where() + "key '" + arch +
-                                            ".vocab_size' = " + std::to_string(m_config.n_vocab) +
-                                            ": smaller than the " +
-                                            std::to_string(m_vocab.tokens.size()) +
-                                            " tokens in tokenizer.ggml.tokens");
+        throw FileError(Kind::BadValue, m_reader.where() + "key '" + arch + ".vocab_size' = " +
+                                            std::to_string(m_config.n_vocab) + ": smaller than the " +
+                                            std::to_string(m_vocab.tokens.size()) + " tokens in tokenizer.ggml.tokens");
 
     const ConfigKeyNames keys = key_names(arch);
     validate_config(m_config, m_reader.where(), keys);
@@ -100,8 +98,7 @@ void GgufModel::read_config() {
         const std::vector<int64_t> all = *r.get_int_array(key);
         if (all.empty()) throw FileError(Kind::BadValue, w + "key '" + key + "' is an empty array");
         if (std::any_of(all.begin(), all.end(), [&](int64_t x) { return x != all[0]; }))
-            throw FileError(Kind::Unsupported,
-                            w + "key '" + key + "' varies per layer, which is not supported");
+            throw FileError(Kind::Unsupported, w + "key '" + key + "' varies per layer, which is not supported");
         return all[0];
     };
 
@@ -109,9 +106,8 @@ void GgufModel::read_config() {
     if (!arch) throw missing("general.architecture");
     const auto& archs = supported_archs();
     if (std::find(archs.begin(), archs.end(), *arch) == archs.end())
-        throw FileError(Kind::Unsupported,
-                        w + "architecture '" + clip_text(*arch) +
-                            "' is not supported (supported: " + supported_archs_text() + ")");
+        throw FileError(Kind::Unsupported, w + "architecture '" + clip_text(*arch) +
+                                               "' is not supported (supported: " + supported_archs_text() + ")");
     ModelConfig& c = m_config;
     c.arch = *arch;
     const std::string a = c.arch + ".";
@@ -130,19 +126,17 @@ void GgufModel::read_config() {
     if (const auto hd = r.get_int(a + "attention.key_length")) {
         c.head_dim = *hd;
     } else if (c.n_head > 0 && c.n_embd % c.n_head != 0) {
-        throw FileError(Kind::BadValue, w + "key '" + a +
-                                            "embedding_length' = " + std::to_string(c.n_embd) +
+        throw FileError(Kind::BadValue, w + "key '" + a + "embedding_length' = " + std::to_string(c.n_embd) +
                                             " is not a multiple of '" + a +
-                                            "attention.head_count' = " + std::to_string(c.n_head) +
-                                            " and '" + a + "attention.key_length' is absent");
+                                            "attention.head_count' = " + std::to_string(c.n_head) + " and '" + a +
+                                            "attention.key_length' is absent");
     } else {
         c.head_dim = c.n_head > 0 ? c.n_embd / c.n_head : 0;
     }
     if (const auto vd = r.get_int(a + "attention.value_length"); vd && *vd != c.head_dim)
-        throw FileError(Kind::Unsupported,
-                        w + "key '" + a + "attention.value_length' = " + std::to_string(*vd) +
-                            " differs from key_length " + std::to_string(c.head_dim) +
-                            ", which is not supported");
+        throw FileError(Kind::Unsupported, w + "key '" + a + "attention.value_length' = " + std::to_string(*vd) +
+                                               " differs from key_length " + std::to_string(c.head_dim) +
+                                               ", which is not supported");
     c.n_rot = r.get_int(a + "rope.dimension_count").value_or(c.head_dim);
     c.n_ctx_train = required(a + "context_length", false);
     // Before anything below sizes a per-layer table from these counts.
@@ -157,8 +151,7 @@ void GgufModel::read_config() {
     // tensor, which is listed like any other tensor for the model code to apply.
     std::string scaling = r.get_string(a + "rope.scaling.type").value_or("none");
     double factor = r.get_float(a + "rope.scaling.factor").value_or(0.0);
-    if (const auto legacy = r.get_float(a + "rope.scale_linear");
-        legacy && scaling == "none" && *legacy != 1.0) {
+    if (const auto legacy = r.get_float(a + "rope.scale_linear"); legacy && scaling == "none" && *legacy != 1.0) {
         scaling = "linear";
         factor = *legacy;
     }
@@ -190,7 +183,7 @@ void GgufModel::read_arch_settings() {
         const bool is_27b = (c.arch == "gemma2" && c.n_layer == 46) || (c.arch == "gemma3" && c.n_layer == 62);
         const double d = is_27b && c.n_head > 0 ? double(c.n_embd / c.n_head) : double(c.head_dim);
         c.attn_scale = static_cast<float>(1.0 / std::sqrt(d));
-        c.attn_softcap = c.arch == "gemma2" ? 50.0f : 0.0f;     // llama_hparams defaults
+        c.attn_softcap = c.arch == "gemma2" ? 50.0f : 0.0f;  // llama_hparams defaults
         c.final_softcap = c.arch == "gemma2" ? 30.0f : 0.0f;
         if (auto v = r.get_float(a + "attn_logit_softcapping"); v && c.arch == "gemma2")
             c.attn_softcap = static_cast<float>(*v);
@@ -205,7 +198,7 @@ void GgufModel::read_arch_settings() {
     std::vector<bool> sliding;
     const std::string pkey = a + "attention.sliding_window_pattern";
     if (const GgufValue* p = r.find(pkey); p != nullptr && p->type == GgufValueType::Array) {
-        if (p->count != static_cast<uint64_t>(c.n_layer))   // checked before it is decoded
+        if (p->count != static_cast<uint64_t>(c.n_layer))  // checked before it is decoded
             throw FileError(Kind::BadValue, w + "key '" + pkey + "' has " + std::to_string(p->count) +
                                                 " entries, expected one per layer (" + std::to_string(c.n_layer) + ")");
         const std::vector<int64_t> flags = *r.get_int_array(pkey);
@@ -213,8 +206,8 @@ void GgufModel::read_arch_settings() {
     } else {
         const int64_t period = r.get_int(pkey).value_or(default_swa_period(c.arch));
         if (period < 0 || period > c.n_layer + 1)
-            throw FileError(Kind::BadValue, w + "key '" + pkey + "' = " + std::to_string(period) +
-                                                ": allowed 0 to " + std::to_string(c.n_layer + 1));
+            throw FileError(Kind::BadValue, w + "key '" + pkey + "' = " + std::to_string(period) + ": allowed 0 to " +
+                                                std::to_string(c.n_layer + 1));
         sliding = swa_pattern(c.n_layer, period);
     }
     // Gemma 3's local layers: base 10000 (llama.cpp's rope_freq_base_train_swa), no scaling.
@@ -253,9 +246,8 @@ void GgufModel::read_arch_settings() {
                                                          "' is missing (longrope needs both factor tensors)");
             const TensorDesc& d = tensor(name);
             if (d.shape.size() != 1 || d.shape[0] != c.n_rot / 2)
-                throw FileError(Kind::ShapeMismatch, w + "tensor '" + std::string(name) + "': " +
-                                                         shape_text(d.shape) + ", expected " +
-                                                         std::to_string(c.n_rot / 2));
+                throw FileError(Kind::ShapeMismatch, w + "tensor '" + std::string(name) + "': " + shape_text(d.shape) +
+                                                         ", expected " + std::to_string(c.n_rot / 2));
             dst->resize(static_cast<size_t>(d.shape[0]));
             read_f32(name, dst->data());
         }
@@ -268,31 +260,25 @@ void GgufModel::read_vocab() {
     VocabData& v = m_vocab;
 
     const std::optional<std::string> model = r.get_string("tokenizer.ggml.model");
-    if (!model)
-        throw FileError(Kind::BadValue, w + "required key 'tokenizer.ggml.model' is missing");
+    if (!model) throw FileError(Kind::BadValue, w + "required key 'tokenizer.ggml.model' is missing");
     v.model = *model;
     v.pre = r.get_string("tokenizer.ggml.pre").value_or("default");
     auto tokens = r.get_string_array("tokenizer.ggml.tokens");
-    if (!tokens)
-        throw FileError(Kind::BadValue, w + "required key 'tokenizer.ggml.tokens' is missing");
+    if (!tokens) throw FileError(Kind::BadValue, w + "required key 'tokenizer.ggml.tokens' is missing");
     v.tokens = std::move(*tokens);
     const size_t n = v.tokens.size();
     if (n == 0) throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.tokens' is empty");
 
     if (auto scores = r.get_f32_array("tokenizer.ggml.scores")) {
         if (scores->size() != n)
-            throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.scores' has " +
-                                                std::to_string(scores->size()) +
-                                                " entries, expected one per token (" +
-                                                std::to_string(n) + ")");
+            throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.scores' has " + std::to_string(scores->size()) +
+                                                " entries, expected one per token (" + std::to_string(n) + ")");
         v.scores = std::move(*scores);
     }
     if (auto types = r.get_int_array("tokenizer.ggml.token_type")) {
         if (types->size() != n)
-            throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.token_type' has " +
-                                                std::to_string(types->size()) +
-                                                " entries, expected one per token (" +
-                                                std::to_string(n) + ")");
+            throw FileError(Kind::BadValue, w + "key 'tokenizer.ggml.token_type' has " + std::to_string(types->size()) +
+                                                " entries, expected one per token (" + std::to_string(n) + ")");
         v.types.reserve(n);
         for (int64_t t : *types) v.types.push_back(static_cast<int32_t>(t));
     }
@@ -307,8 +293,7 @@ void GgufModel::read_vocab() {
         if (*id == -1 || *id == 0xFFFFFFFFll) return -1;
         if (*id < 0 || *id >= static_cast<int64_t>(n))
             throw FileError(Kind::BadValue, w + "key '" + key + "' = " + std::to_string(*id) +
-                                                ": not a token id (0 to " + std::to_string(n - 1) +
-                                                ")");
+                                                ": not a token id (0 to " + std::to_string(n - 1) + ")");
         return static_cast<int32_t>(*id);
     };
     v.bos_id = token_id("tokenizer.ggml.bos_token_id", spm ? 1 : -1);
@@ -325,8 +310,7 @@ void GgufModel::read_vocab() {
 
     // End of generation: eos, eot, eom, and any token whose text is a known end-of-turn marker.
     auto add_eog = [&](int32_t id) {
-        if (id >= 0 && std::find(v.eog_ids.begin(), v.eog_ids.end(), id) == v.eog_ids.end())
-            v.eog_ids.push_back(id);
+        if (id >= 0 && std::find(v.eog_ids.begin(), v.eog_ids.end(), id) == v.eog_ids.end()) v.eog_ids.push_back(id);
     };
     add_eog(v.eos_id);
     add_eog(eot_id);
@@ -342,20 +326,17 @@ bool GgufModel::has_tensor(const std::string& name) const { return m_index.count
 
 const TensorDesc& GgufModel::tensor(const std::string& name) const {
     const auto it = m_index.find(name);
-    if (it == m_index.end())
-        throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
+    if (it == m_index.end()) throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
     return m_tensors[it->second];
 }
 
 const GgufTensorInfo& GgufModel::readable_tensor(const std::string& name) const {
     const GgufTensorInfo* t = m_reader.find_tensor(name);
-    if (t == nullptr)
-        throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
+    if (t == nullptr) throw FileError(Kind::MissingTensor, m_reader.where() + "no tensor named '" + name + "'");
     if (t->type->dequant_row == nullptr)
-        throw FileError(Kind::Unsupported,
-                        m_reader.where() + "tensor '" + name + "' has type " + t->type->name +
-                            ", which cannot be read (supported: " + readable_ggml_type_names() +
-                            ")");
+        throw FileError(Kind::Unsupported, m_reader.where() + "tensor '" + name + "' has type " + t->type->name +
+                                               ", which cannot be read (supported: " + readable_ggml_type_names() +
+                                               ")");
     return *t;
 }
 

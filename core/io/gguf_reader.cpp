@@ -43,19 +43,19 @@ bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueT
 // Size of a fixed-size value, 0 for String and Array.
 uint64_t fixed_value_size(GgufValueType t) {
     switch (t) {
-        case GgufValueType::Uint8:
-        case GgufValueType::Int8:
-        case GgufValueType::Bool: return 1;
-        case GgufValueType::Uint16:
-        case GgufValueType::Int16: return 2;
-        case GgufValueType::Uint32:
-        case GgufValueType::Int32:
-        case GgufValueType::Float32: return 4;
-        case GgufValueType::Uint64:
-        case GgufValueType::Int64:
-        case GgufValueType::Float64: return 8;
-        case GgufValueType::String:
-        case GgufValueType::Array: return 0;
+    case GgufValueType::Uint8:
+    case GgufValueType::Int8:
+    case GgufValueType::Bool: return 1;
+    case GgufValueType::Uint16:
+    case GgufValueType::Int16: return 2;
+    case GgufValueType::Uint32:
+    case GgufValueType::Int32:
+    case GgufValueType::Float32: return 4;
+    case GgufValueType::Uint64:
+    case GgufValueType::Int64:
+    case GgufValueType::Float64: return 8;
+    case GgufValueType::String:
+    case GgufValueType::Array: return 0;
     }
     return 0;
 }
@@ -69,15 +69,15 @@ uint64_t min_value_size(GgufValueType t) {
 
 bool is_integer(GgufValueType t) {
     switch (t) {
-        case GgufValueType::Uint8:
-        case GgufValueType::Int8:
-        case GgufValueType::Uint16:
-        case GgufValueType::Int16:
-        case GgufValueType::Uint32:
-        case GgufValueType::Int32:
-        case GgufValueType::Uint64:
-        case GgufValueType::Int64: return true;
-        default: return false;
+    case GgufValueType::Uint8:
+    case GgufValueType::Int8:
+    case GgufValueType::Uint16:
+    case GgufValueType::Int16:
+    case GgufValueType::Uint32:
+    case GgufValueType::Int32:
+    case GgufValueType::Uint64:
+    case GgufValueType::Int64: return true;
+    default: return false;
     }
 }
 
@@ -149,13 +149,11 @@ public:
     uint64_t string_length(const char* field, uint64_t max_len = kMaxPlausibleCount) {
         const uint64_t len = read<uint64_t>(field);
         if (len > kMaxPlausibleCount)
-            throw FileError(Kind::BadSize, m_where + m_spot.describe(field) + ": string length " +
-                                               std::to_string(len) + " is absurd (the file has " +
-                                               std::to_string(m_size) + " bytes)");
+            throw FileError(Kind::BadSize, m_where + m_spot.describe(field) + ": string length " + std::to_string(len) +
+                                               " is absurd (the file has " + std::to_string(m_size) + " bytes)");
         if (len > max_len)
-            throw FileError(Kind::BadSize, m_where + m_spot.describe(field) + ": string length " +
-                                               std::to_string(len) + ", allowed at most " +
-                                               std::to_string(max_len));
+            throw FileError(Kind::BadSize, m_where + m_spot.describe(field) + ": string length " + std::to_string(len) +
+                                               ", allowed at most " + std::to_string(max_len));
         need(len, field);
         return len;
     }
@@ -171,10 +169,9 @@ public:
 
     void need(uint64_t n, const char* field) const {
         if (n <= left()) return;
-        throw FileError(Kind::Truncated, m_where + "file ends inside " + m_spot.describe(field) +
-                                             ": " + std::to_string(n) + " bytes needed at byte " +
-                                             std::to_string(m_pos) + ", the file has " +
-                                             std::to_string(m_size) + " bytes" + m_note);
+        throw FileError(Kind::Truncated, m_where + "file ends inside " + m_spot.describe(field) + ": " +
+                                             std::to_string(n) + " bytes needed at byte " + std::to_string(m_pos) +
+                                             ", the file has " + std::to_string(m_size) + " bytes" + m_note);
     }
 
     // A count of items taking at least min_bytes each. Counts no writer produces are BadCount.
@@ -185,17 +182,15 @@ public:
     void check_plausible(uint64_t count, const std::string& what) const {
         if (count > kMaxPlausibleCount)
             throw FileError(Kind::BadCount, m_where + m_spot.describe(nullptr) + ": " + what + " " +
-                                                std::to_string(count) +
-                                                " is absurd (more than 2^32; the file has " +
+                                                std::to_string(count) + " is absurd (more than 2^32; the file has " +
                                                 std::to_string(m_size) + " bytes)");
     }
 
     uint64_t check_count(uint64_t count, uint64_t min_bytes, const std::string& what) {
         check_plausible(count, what);
         if (min_bytes == 0 || count <= left() / min_bytes) return count;
-        m_note = " (" + what + " " + std::to_string(count) + " needs at least " +
-                 std::to_string(count * min_bytes) + " bytes; " + std::to_string(left()) +
-                 " were left at byte " + std::to_string(m_pos) + ")";
+        m_note = " (" + what + " " + std::to_string(count) + " needs at least " + std::to_string(count * min_bytes) +
+                 " bytes; " + std::to_string(left()) + " were left at byte " + std::to_string(m_pos) + ")";
         return left() / min_bytes;
     }
 
@@ -210,32 +205,29 @@ private:
 
 // Reads one value of a known type. Scalars land in *out; arrays are validated (every nested
 // length checked) and only their position is recorded.
-void parse_value(Cursor& c, Spot& spot, const std::string& where, GgufValueType type,
-                 GgufValue& out, int depth) {
+void parse_value(Cursor& c, Spot& spot, const std::string& where, GgufValueType type, GgufValue& out, int depth) {
     out.type = type;
     switch (type) {
-        case GgufValueType::Uint8: out.u64 = c.read<uint8_t>("value"); return;
-        case GgufValueType::Int8: out.i64 = c.read<int8_t>("value"); return;
-        case GgufValueType::Uint16: out.u64 = c.read<uint16_t>("value"); return;
-        case GgufValueType::Int16: out.i64 = c.read<int16_t>("value"); return;
-        case GgufValueType::Uint32: out.u64 = c.read<uint32_t>("value"); return;
-        case GgufValueType::Int32: out.i64 = c.read<int32_t>("value"); return;
-        case GgufValueType::Float32: out.f64 = c.read<float>("value"); return;
-        case GgufValueType::Bool: out.u64 = c.read<uint8_t>("value") != 0 ? 1 : 0; return;
-        case GgufValueType::String: out.str = c.read_string("string value"); return;
-        case GgufValueType::Uint64: out.u64 = c.read<uint64_t>("value"); return;
-        case GgufValueType::Int64: out.i64 = c.read<int64_t>("value"); return;
-        case GgufValueType::Float64: out.f64 = c.read<double>("value"); return;
-        case GgufValueType::Array: break;
+    case GgufValueType::Uint8: out.u64 = c.read<uint8_t>("value"); return;
+    case GgufValueType::Int8: out.i64 = c.read<int8_t>("value"); return;
+    case GgufValueType::Uint16: out.u64 = c.read<uint16_t>("value"); return;
+    case GgufValueType::Int16: out.i64 = c.read<int16_t>("value"); return;
+    case GgufValueType::Uint32: out.u64 = c.read<uint32_t>("value"); return;
+    case GgufValueType::Int32: out.i64 = c.read<int32_t>("value"); return;
+    case GgufValueType::Float32: out.f64 = c.read<float>("value"); return;
+    case GgufValueType::Bool: out.u64 = c.read<uint8_t>("value") != 0 ? 1 : 0; return;
+    case GgufValueType::String: out.str = c.read_string("string value"); return;
+    case GgufValueType::Uint64: out.u64 = c.read<uint64_t>("value"); return;
+    case GgufValueType::Int64: out.i64 = c.read<int64_t>("value"); return;
+    case GgufValueType::Float64: out.f64 = c.read<double>("value"); return;
+    case GgufValueType::Array: break;
     }
     if (depth >= kMaxArrayNesting)
-        throw FileError(Kind::BadValue, where + spot.describe(nullptr) +
-                                            ": arrays nested more than " +
+        throw FileError(Kind::BadValue, where + spot.describe(nullptr) + ": arrays nested more than " +
                                             std::to_string(kMaxArrayNesting) + " deep");
     const uint32_t elem = c.read<uint32_t>("array element type");
     if (!known_value_type(elem))
-        throw FileError(Kind::UnknownType, where + spot.describe(nullptr) +
-                                               ": unknown array element type " +
+        throw FileError(Kind::UnknownType, where + spot.describe(nullptr) + ": unknown array element type " +
                                                std::to_string(elem) + " (known: 0..12)");
     out.elem_type = static_cast<GgufValueType>(elem);
     out.count = c.read<uint64_t>("array length");
@@ -269,19 +261,19 @@ std::string shape_text(const std::vector<int64_t>& ne) {
 
 const char* gguf_value_type_name(GgufValueType type) {
     switch (type) {
-        case GgufValueType::Uint8: return "uint8";
-        case GgufValueType::Int8: return "int8";
-        case GgufValueType::Uint16: return "uint16";
-        case GgufValueType::Int16: return "int16";
-        case GgufValueType::Uint32: return "uint32";
-        case GgufValueType::Int32: return "int32";
-        case GgufValueType::Float32: return "float32";
-        case GgufValueType::Bool: return "bool";
-        case GgufValueType::String: return "string";
-        case GgufValueType::Array: return "array";
-        case GgufValueType::Uint64: return "uint64";
-        case GgufValueType::Int64: return "int64";
-        case GgufValueType::Float64: return "float64";
+    case GgufValueType::Uint8: return "uint8";
+    case GgufValueType::Int8: return "int8";
+    case GgufValueType::Uint16: return "uint16";
+    case GgufValueType::Int16: return "int16";
+    case GgufValueType::Uint32: return "uint32";
+    case GgufValueType::Int32: return "int32";
+    case GgufValueType::Float32: return "float32";
+    case GgufValueType::Bool: return "bool";
+    case GgufValueType::String: return "string";
+    case GgufValueType::Array: return "array";
+    case GgufValueType::Uint64: return "uint64";
+    case GgufValueType::Int64: return "int64";
+    case GgufValueType::Float64: return "float64";
     }
     return "unknown";
 }
@@ -296,15 +288,13 @@ void GgufReader::parse() {
     if (size < 4 || std::memcmp(data, "GGUF", 4) != 0)
         throw FileError(Kind::BadMagic, where + "not a GGUF file (starts with '" +
                                             printable(data, std::min<size_t>(size, 4)) +
-                                            "', expected 'GGUF'; file is " + std::to_string(size) +
-                                            " bytes)");
+                                            "', expected 'GGUF'; file is " + std::to_string(size) + " bytes)");
 
     Spot spot;
     Cursor c(data, size, 4, where, spot);
     m_version = c.read<uint32_t>("version");
     if (m_version != 2 && m_version != 3) {
-        std::string msg = where + "GGUF version " + std::to_string(m_version) +
-                          " is not supported (supported: 2, 3)";
+        std::string msg = where + "GGUF version " + std::to_string(m_version) + " is not supported (supported: 2, 3)";
         if (m_version == 1) msg += "; version 1 files predate 64-bit counts: re-convert the model";
         if (__builtin_bswap32(m_version) == 2 || __builtin_bswap32(m_version) == 3)
             msg += "; this looks like a big-endian file";
@@ -324,8 +314,7 @@ void GgufReader::parse() {
 
     // Metadata.
     spot.item = "the metadata";
-    m_kvs.reserve(
-        static_cast<size_t>(c.check_count(n_kv, kMinKvBytes, "metadata key/value count")));
+    m_kvs.reserve(static_cast<size_t>(c.check_count(n_kv, kMinKvBytes, "metadata key/value count")));
     try {
         for (uint64_t i = 0; i < n_kv; ++i) {
             spot.item = "metadata key/value " + std::to_string(i);
@@ -336,15 +325,13 @@ void GgufReader::parse() {
             spot.item += " (" + quoted(kv.key) + ")";
             const uint32_t type = c.read<uint32_t>("value type");
             if (!known_value_type(type))
-                throw FileError(Kind::UnknownType, where + "metadata key " + quoted(kv.key) +
-                                                       ": unknown value type " +
+                throw FileError(Kind::UnknownType, where + "metadata key " + quoted(kv.key) + ": unknown value type " +
                                                        std::to_string(type) + " (known: 0..12)");
             parse_value(c, spot, where, static_cast<GgufValueType>(type), kv.value, 0);
             const auto [it, fresh] = m_kv_index.emplace(kv.key, m_kvs.size());
             if (!fresh)
-                throw FileError(Kind::BadValue, where + "duplicate metadata key " + quoted(kv.key) +
-                                                    " (entries " + std::to_string(it->second) +
-                                                    " and " + std::to_string(i) + ")");
+                throw FileError(Kind::BadValue, where + "duplicate metadata key " + quoted(kv.key) + " (entries " +
+                                                    std::to_string(it->second) + " and " + std::to_string(i) + ")");
             m_kvs.push_back(std::move(kv));
         }
     } catch (const FileError& e) {
@@ -354,22 +341,19 @@ void GgufReader::parse() {
     // general.alignment (default 32): tensor offsets and the data section are multiples of it.
     if (const GgufValue* v = find("general.alignment")) {
         const bool is_int = is_integer(v->type);
-        const int64_t a = !is_int ? 0
-                          : is_signed(v->type)
-                              ? v->i64
-                              : static_cast<int64_t>(std::min<uint64_t>(v->u64, INT64_MAX));
+        const int64_t a = !is_int              ? 0
+                          : is_signed(v->type) ? v->i64
+                                               : static_cast<int64_t>(std::min<uint64_t>(v->u64, INT64_MAX));
         if (!is_int || a <= 0 || (a & (a - 1)) != 0)
-            throw FileError(Kind::BadValue,
-                            where + "key 'general.alignment' = " + summarize(*v) +
-                                ": must be a power of two greater than 0 (the default is 32)");
+            throw FileError(Kind::BadValue, where + "key 'general.alignment' = " + summarize(*v) +
+                                                ": must be a power of two greater than 0 (the default is 32)");
         m_alignment = static_cast<uint64_t>(a);
     }
 
     // Tensor infos.
     spot.item = "the tensor infos";
     spot.element = -1;
-    m_tensors.reserve(
-        static_cast<size_t>(c.check_count(n_tensors, kMinTensorInfoBytes, "tensor count")));
+    m_tensors.reserve(static_cast<size_t>(c.check_count(n_tensors, kMinTensorInfoBytes, "tensor count")));
     try {
         for (uint64_t i = 0; i < n_tensors; ++i) {
             spot.item = "tensor info " + std::to_string(i);
@@ -380,14 +364,12 @@ void GgufReader::parse() {
             if (t.name.empty()) throw FileError(Kind::BadValue, where + spot.item + ": empty name");
             const uint32_t n_dims = c.read<uint32_t>("dimension count");
             if (n_dims == 0 || n_dims > kMaxDims)
-                throw FileError(Kind::BadSize, tw + std::to_string(n_dims) +
-                                                   " dimensions, allowed 1 to " +
-                                                   std::to_string(kMaxDims));
+                throw FileError(Kind::BadSize,
+                                tw + std::to_string(n_dims) + " dimensions, allowed 1 to " + std::to_string(kMaxDims));
             for (uint32_t d = 0; d < n_dims; ++d) {
                 const uint64_t ne = c.read<uint64_t>("dimensions");
                 if (ne == 0)
-                    throw FileError(Kind::BadSize, tw + "dimension " + std::to_string(d) +
-                                                       " is 0, must be at least 1");
+                    throw FileError(Kind::BadSize, tw + "dimension " + std::to_string(d) + " is 0, must be at least 1");
                 if (ne > static_cast<uint64_t>(INT64_MAX))
                     throw FileError(Kind::Overflow, tw + "dimension " + std::to_string(d) + " is " +
                                                         std::to_string(ne) + ", more than 2^63-1");
@@ -396,35 +378,31 @@ void GgufReader::parse() {
             const uint32_t type_id = c.read<uint32_t>("type");
             t.type = ggml_type_by_id(type_id);
             if (t.type == nullptr)
-                throw FileError(Kind::UnknownType,
-                                tw + "unknown ggml type id " + std::to_string(type_id));
+                throw FileError(Kind::UnknownType, tw + "unknown ggml type id " + std::to_string(type_id));
             t.offset = c.read<uint64_t>("offset");
 
             int64_t numel = 1;
             for (int64_t ne : t.ne)
                 if (__builtin_mul_overflow(numel, ne, &numel))
-                    throw FileError(Kind::Overflow, tw + "dimensions " + shape_text(t.ne) +
-                                                        " (innermost first) overflow 64 bits");
+                    throw FileError(Kind::Overflow,
+                                    tw + "dimensions " + shape_text(t.ne) + " (innermost first) overflow 64 bits");
             t.numel = numel;
             if (t.ne[0] % t.type->block_size != 0)
                 throw FileError(Kind::BadSize, tw + "row length " + std::to_string(t.ne[0]) +
-                                                   " is not a multiple of the " + t.type->name +
-                                                   " block size " +
+                                                   " is not a multiple of the " + t.type->name + " block size " +
                                                    std::to_string(t.type->block_size));
             const uint64_t blocks = static_cast<uint64_t>(numel / t.type->block_size);
-            if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(t.type->block_bytes),
-                                       &t.nbytes))
-                throw FileError(Kind::Overflow, tw + "byte size of " + shape_text(t.ne) + " " +
-                                                    t.type->name + " overflows 64 bits");
+            if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(t.type->block_bytes), &t.nbytes))
+                throw FileError(Kind::Overflow,
+                                tw + "byte size of " + shape_text(t.ne) + " " + t.type->name + " overflows 64 bits");
             // GGUF stores ne innermost first (ne[0] is the row length); torch order is the reverse.
             // This is the one place the order is flipped.
             t.shape.assign(t.ne.rbegin(), t.ne.rend());
 
             const auto [it, fresh] = m_tensor_index.emplace(t.name, m_tensors.size());
             if (!fresh)
-                throw FileError(Kind::BadValue, where + "duplicate tensor name " + quoted(t.name) +
-                                                    " (tensor infos " + std::to_string(it->second) +
-                                                    " and " + std::to_string(i) + ")");
+                throw FileError(Kind::BadValue, where + "duplicate tensor name " + quoted(t.name) + " (tensor infos " +
+                                                    std::to_string(it->second) + " and " + std::to_string(i) + ")");
             m_tensors.push_back(std::move(t));
         }
     } catch (const FileError& e) {
@@ -440,20 +418,16 @@ void GgufReader::parse() {
         const std::string tw = where + "tensor " + quoted(t.name) + ": ";
         if (t.offset % m_alignment != 0)
             throw FileError(Kind::BadValue, tw + "offset " + std::to_string(t.offset) +
-                                                " is not a multiple of the alignment " +
-                                                std::to_string(m_alignment));
+                                                " is not a multiple of the alignment " + std::to_string(m_alignment));
         uint64_t start = 0, end = 0;
-        if (__builtin_add_overflow(m_data_offset, t.offset, &start) ||
-            __builtin_add_overflow(start, t.nbytes, &end))
+        if (__builtin_add_overflow(m_data_offset, t.offset, &start) || __builtin_add_overflow(start, t.nbytes, &end))
             throw FileError(Kind::Overflow, tw + "offset " + std::to_string(t.offset) + " + " +
-                                                std::to_string(t.nbytes) +
-                                                " bytes overflows 64 bits");
+                                                std::to_string(t.nbytes) + " bytes overflows 64 bits");
         if (end > size)
-            throw FileError(
-                Kind::Truncated,
-                tw + "offset " + std::to_string(t.offset) + " + " + std::to_string(t.nbytes) +
-                    " bytes runs past the end of the file (" + std::to_string(size) +
-                    " bytes; tensor data starts at byte " + std::to_string(m_data_offset) + ")");
+            throw FileError(Kind::Truncated, tw + "offset " + std::to_string(t.offset) + " + " +
+                                                 std::to_string(t.nbytes) + " bytes runs past the end of the file (" +
+                                                 std::to_string(size) + " bytes; tensor data starts at byte " +
+                                                 std::to_string(m_data_offset) + ")");
     }
     // Two tensors sharing bytes, or a tensor whose type was changed to one of another size,
     // would read garbage. ggml (gguf.cpp) requires the tensors to follow each other in info order,
@@ -466,16 +440,15 @@ void GgufReader::parse() {
     for (size_t i = 0; i < m_tensors.size(); ++i) {
         const GgufTensorInfo& t = m_tensors[i];
         if (t.offset != expected)
-            throw FileError(Kind::BadValue,
-                            where + "tensor " + quoted(t.name) + ": offset " + std::to_string(t.offset) +
-                                ", expected " + std::to_string(expected) +
-                                (i == 0 ? std::string(" (the first tensor starts the data section)")
-                                        : " (right after " + quoted(m_tensors[i - 1].name) + ", " +
-                                              std::string(m_tensors[i - 1].type->name) + " " +
-                                              shape_text(m_tensors[i - 1].ne) +
-                                              ", padded to the alignment " + std::to_string(m_alignment) +
-                                              ")") +
-                                ": tensor data must follow the tensor infos' order and sizes");
+            throw FileError(
+                Kind::BadValue,
+                where + "tensor " + quoted(t.name) + ": offset " + std::to_string(t.offset) + ", expected " +
+                    std::to_string(expected) +
+                    (i == 0 ? std::string(" (the first tensor starts the data section)")
+                            : " (right after " + quoted(m_tensors[i - 1].name) + ", " +
+                                  std::string(m_tensors[i - 1].type->name) + " " + shape_text(m_tensors[i - 1].ne) +
+                                  ", padded to the alignment " + std::to_string(m_alignment) + ")") +
+                    ": tensor data must follow the tensor infos' order and sizes");
         expected = t.offset + (t.nbytes + m_alignment - 1) / m_alignment * m_alignment;
     }
 }
@@ -496,13 +469,10 @@ const uint8_t* GgufReader::tensor_data(const GgufTensorInfo& t) const {
 
 namespace {
 
-[[noreturn]] void wrong_type(const std::string& where, const std::string& key, const GgufValue& v,
-                             const char* wanted) {
+[[noreturn]] void wrong_type(const std::string& where, const std::string& key, const GgufValue& v, const char* wanted) {
     std::string found = gguf_value_type_name(v.type);
-    if (v.type == GgufValueType::Array)
-        found += std::string(" of ") + gguf_value_type_name(v.elem_type);
-    throw FileError(Kind::BadValue,
-                    where + "key " + quoted(key) + " is " + found + ", expected " + wanted);
+    if (v.type == GgufValueType::Array) found += std::string(" of ") + gguf_value_type_name(v.elem_type);
+    throw FileError(Kind::BadValue, where + "key " + quoted(key) + " is " + found + ", expected " + wanted);
 }
 
 }  // namespace
@@ -520,8 +490,8 @@ std::optional<int64_t> GgufReader::get_int(const std::string& key) const {
     if (!is_integer(v->type)) wrong_type(where(), key, *v, "an integer");
     if (is_signed(v->type)) return v->i64;
     if (v->u64 > static_cast<uint64_t>(INT64_MAX))
-        throw FileError(Kind::BadValue, where() + "key " + quoted(key) + " = " +
-                                            std::to_string(v->u64) + ": larger than 2^63-1");
+        throw FileError(Kind::BadValue,
+                        where() + "key " + quoted(key) + " = " + std::to_string(v->u64) + ": larger than 2^63-1");
     return static_cast<int64_t>(v->u64);
 }
 
@@ -529,8 +499,7 @@ std::optional<double> GgufReader::get_float(const std::string& key) const {
     const GgufValue* v = find(key);
     if (v == nullptr) return std::nullopt;
     if (v->type == GgufValueType::Float32 || v->type == GgufValueType::Float64) return v->f64;
-    if (is_integer(v->type))
-        return is_signed(v->type) ? static_cast<double>(v->i64) : static_cast<double>(v->u64);
+    if (is_integer(v->type)) return is_signed(v->type) ? static_cast<double>(v->i64) : static_cast<double>(v->u64);
     wrong_type(where(), key, *v, "a number");
 }
 
@@ -590,9 +559,8 @@ std::optional<std::vector<int64_t>> GgufReader::get_int_array(const std::string&
         std::memcpy(&raw, p + width * i, width);  // little-endian host: low bytes first
         if (sign && width < 8 && (raw >> (8 * width - 1)) != 0) raw |= ~uint64_t(0) << (8 * width);
         if (!sign && raw > static_cast<uint64_t>(INT64_MAX))
-            throw FileError(Kind::BadValue, where() + "key " + quoted(key) + " element " +
-                                                std::to_string(i) + " = " + std::to_string(raw) +
-                                                ": larger than 2^63-1");
+            throw FileError(Kind::BadValue, where() + "key " + quoted(key) + " element " + std::to_string(i) + " = " +
+                                                std::to_string(raw) + ": larger than 2^63-1");
         out[i] = static_cast<int64_t>(raw);
     }
     return out;
@@ -607,12 +575,9 @@ std::string short_text(const std::string& s, size_t max_chars) {
             out += "...";
             break;
         }
-        if (ch == '\n')
-            out += "\\n";
-        else if (ch == '\t')
-            out += "\\t";
-        else
-            out += ch;
+        if (ch == '\n') out += "\\n";
+        else if (ch == '\t') out += "\\t";
+        else out += ch;
     }
     return "\"" + out + "\"";
 }
@@ -628,22 +593,21 @@ std::string number_text(double d) {
 
 std::string GgufReader::summarize(const GgufValue& v) const {
     switch (v.type) {
-        case GgufValueType::Uint8:
-        case GgufValueType::Uint16:
-        case GgufValueType::Uint32:
-        case GgufValueType::Uint64: return std::to_string(v.u64);
-        case GgufValueType::Int8:
-        case GgufValueType::Int16:
-        case GgufValueType::Int32:
-        case GgufValueType::Int64: return std::to_string(v.i64);
-        case GgufValueType::Float32:
-        case GgufValueType::Float64: return number_text(v.f64);
-        case GgufValueType::Bool: return v.u64 ? "true" : "false";
-        case GgufValueType::String: return short_text(v.str, 60);
-        case GgufValueType::Array: break;
+    case GgufValueType::Uint8:
+    case GgufValueType::Uint16:
+    case GgufValueType::Uint32:
+    case GgufValueType::Uint64: return std::to_string(v.u64);
+    case GgufValueType::Int8:
+    case GgufValueType::Int16:
+    case GgufValueType::Int32:
+    case GgufValueType::Int64: return std::to_string(v.i64);
+    case GgufValueType::Float32:
+    case GgufValueType::Float64: return number_text(v.f64);
+    case GgufValueType::Bool: return v.u64 ? "true" : "false";
+    case GgufValueType::String: return short_text(v.str, 60);
+    case GgufValueType::Array: break;
     }
-    std::string out =
-        "[" + std::to_string(v.count) + " x " + gguf_value_type_name(v.elem_type) + "]";
+    std::string out = "[" + std::to_string(v.count) + " x " + gguf_value_type_name(v.elem_type) + "]";
     const uint64_t shown = std::min<uint64_t>(v.count, 3);
     if (shown == 0 || v.elem_type == GgufValueType::Array) return out;
     Spot spot;

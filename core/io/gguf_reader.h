@@ -79,7 +79,7 @@ public:
     const GgufValue* find(const std::string& key) const;                      // nullptr if absent
     const std::vector<GgufTensorInfo>& tensors() const { return m_tensors; }  // file order
     const GgufTensorInfo* find_tensor(const std::string& name) const;         // nullptr if absent
-    const uint8_t* tensor_data(const GgufTensorInfo& t) const;  // t.nbytes valid bytes
+    const uint8_t* tensor_data(const GgufTensorInfo& t) const;                // t.nbytes valid bytes
     // The mapping tensor_data points into, for views that must outlive this reader.
     std::shared_ptr<const MappedFile> mapping() const { return m_file; }
 

@@ -82,8 +82,8 @@ public:
         throw FileError(Kind::BadJson, m_where + "required key '" + key + "' is missing");
     }
     [[noreturn]] void wrong(const std::string& key, const json& v, const char* wanted) const {
-        throw FileError(Kind::BadJson, m_where + "key '" + key + "' = " + v.dump().substr(0, 80) +
-                                           ": expected " + wanted);
+        throw FileError(Kind::BadJson,
+                        m_where + "key '" + key + "' = " + v.dump().substr(0, 80) + ": expected " + wanted);
     }
     const std::string& where() const { return m_where; }
 
@@ -93,8 +93,7 @@ private:
 };
 
 bool all_digits(const std::string& s) {
-    return !s.empty() &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
@@ -107,21 +106,14 @@ struct LayerName {
     const char* gguf;
 };
 const LayerName kCommonNames[] = {
-    {"input_layernorm.weight", "attn_norm.weight"},
-    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},
-    {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.o_proj.weight", "attn_output.weight"},
-    {"self_attn.q_proj.bias", "attn_q.bias"},
-    {"self_attn.k_proj.bias", "attn_k.bias"},
-    {"self_attn.v_proj.bias", "attn_v.bias"},
-    {"self_attn.o_proj.bias", "attn_output.bias"},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-    {"self_attn.qkv_proj.weight", "attn_qkv.weight"},   // phi3
-    {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.gate_up_proj.weight", "ffn_up.weight"},       // phi3: [gate; up] rows
+    {"input_layernorm.weight", "attn_norm.weight"},    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},      {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"}, {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},          {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.o_proj.bias", "attn_output.bias"},     {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"}, {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},       {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3: [gate; up] rows
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
 const LayerName kPlainNorms[] = {
@@ -156,7 +148,7 @@ struct ModelType {
     const char* arch;
 };
 const ModelType kModelTypes[] = {
-    {"llama", "llama"},   {"mistral", "llama"}, {"qwen2", "qwen2"},       {"qwen3", "qwen3"},
+    {"llama", "llama"},   {"mistral", "llama"},      {"qwen2", "qwen2"},   {"qwen3", "qwen3"},
     {"gemma2", "gemma2"}, {"gemma3_text", "gemma3"}, {"gemma3", "gemma3"}, {"phi3", "phi3"},
 };
 
@@ -206,8 +198,7 @@ struct Rope {
 };
 
 // label: the key the dict came from ("rope_scaling", "rope_parameters.full_attention"), for messages.
-void parse_scaling(const JsonFields& r, const std::string& label, const JsonFields& top, int64_t max_pos,
-                   Rope& out) {
+void parse_scaling(const JsonFields& r, const std::string& label, const JsonFields& top, int64_t max_pos, Rope& out) {
     std::string type = r.opt_string("rope_type").value_or(r.opt_string("type").value_or("default"));
     RopeScaling& s = out.scaling;
     auto original = [&]() -> std::optional<int64_t> {
@@ -261,8 +252,7 @@ void parse_scaling(const JsonFields& r, const std::string& label, const JsonFiel
 }
 
 // The global (and, for gemma3, the sliding-layer) RoPE of a config in either form.
-void read_rope(const JsonFields& f, const std::string& arch, int64_t max_pos, Rope& global,
-               Rope& local) {
+void read_rope(const JsonFields& f, const std::string& arch, int64_t max_pos, Rope& global, Rope& local) {
     if (const json* rp = f.opt_object("rope_parameters")) {
         if (arch == "gemma3" && (rp->contains("full_attention") || rp->contains("sliding_attention"))) {
             const JsonFields all(*rp, f.where() + "rope_parameters: ");
@@ -288,8 +278,8 @@ void read_rope(const JsonFields& f, const std::string& arch, int64_t max_pos, Ro
 }
 
 // Which layers slide: layer_types when present, else the model type's rule.
-std::vector<bool> read_sliding_layers(const JsonFields& f, const std::string& model_type,
-                                      const std::string& arch, int64_t n_layer) {
+std::vector<bool> read_sliding_layers(const JsonFields& f, const std::string& model_type, const std::string& arch,
+                                      int64_t n_layer) {
     if (const json* lt = f.get("layer_types")) {
         if (!lt->is_array() || static_cast<int64_t>(lt->size()) != n_layer)
             f.wrong("layer_types", *lt, "an array with one entry per layer");
@@ -395,10 +385,9 @@ HfConfig read_hf_config(const json& root, const std::string& w) {
         if (const auto act = f.opt_string(key); act && *act != want_act)
             throw FileError(Kind::Unsupported, where + key + " '" + clip_text(*act) + "' is not supported for " +
                                                    clip_text(*model_type) + " (supported: " + want_act + ")");
-    if (c.arch != "qwen2" &&
-        (f.opt_bool("attention_bias").value_or(false) || f.opt_bool("mlp_bias").value_or(false)))
-        throw FileError(Kind::Unsupported, where + "attention_bias / mlp_bias = true is not supported for " +
-                                               clip_text(*model_type));
+    if (c.arch != "qwen2" && (f.opt_bool("attention_bias").value_or(false) || f.opt_bool("mlp_bias").value_or(false)))
+        throw FileError(Kind::Unsupported,
+                        where + "attention_bias / mlp_bias = true is not supported for " + clip_text(*model_type));
 
     Rope global, local;
     read_rope(f, c.arch, c.n_ctx_train, global, local);
@@ -415,20 +404,18 @@ HfConfig read_hf_config(const json& root, const std::string& w) {
         // Gemma2Attention / Gemma3Attention: scaling = query_pre_attn_scalar ** -0.5
         const double scalar = *f.opt_float("query_pre_attn_scalar");
         if (!(scalar > 0.0))
-            throw FileError(Kind::BadValue, where + "key 'query_pre_attn_scalar' = " +
-                                                std::to_string(scalar) + ": must be positive");
+            throw FileError(Kind::BadValue,
+                            where + "key 'query_pre_attn_scalar' = " + std::to_string(scalar) + ": must be positive");
         c.attn_scale = static_cast<float>(1.0 / std::sqrt(scalar));
         c.attn_softcap = static_cast<float>(f.opt_float("attn_logit_softcapping").value_or(0.0));
         c.final_softcap = static_cast<float>(f.opt_float("final_logit_softcapping").value_or(0.0));
     }
 
     bool windowed = true;
-    if (*model_type == "qwen2" || *model_type == "qwen3")
-        windowed = f.opt_bool("use_sliding_window").value_or(false);
+    if (*model_type == "qwen2" || *model_type == "qwen3") windowed = f.opt_bool("use_sliding_window").value_or(false);
     c.sliding_window = windowed ? f.opt_int("sliding_window").value_or(0) : 0;
     const std::vector<bool> sliding = read_sliding_layers(f, *model_type, c.arch, c.n_layer);
-    const float local_base =
-        c.arch == "gemma3" ? static_cast<float>(local.theta.value_or(10000.0)) : 0.0f;
+    const float local_base = c.arch == "gemma3" ? static_cast<float>(local.theta.value_or(10000.0)) : 0.0f;
     set_layers(c, sliding, local_base);
 
     out.tie_word_embeddings = f.opt_bool("tie_word_embeddings").value_or(is_gemma(c.arch));
@@ -449,8 +436,7 @@ std::optional<std::string> hf_to_gguf_name(const std::string& hf_in, const std::
     const std::string suffix = hf.substr(dot + 1);
     // phi3's fused tensors: in any other architecture they are not ours to read
     const bool fused = arch == "phi3";
-    if ((suffix == "self_attn.qkv_proj.weight" || suffix == "mlp.gate_up_proj.weight") && !fused)
-        return std::nullopt;
+    if ((suffix == "self_attn.qkv_proj.weight" || suffix == "mlp.gate_up_proj.weight") && !fused) return std::nullopt;
     std::optional<std::string> out;
     for_each_layer_name(arch, [&](const LayerName& n) {
         if (!out && suffix == n.hf) out = "blk." + std::to_string(std::stoll(layer)) + "." + n.gguf;

@@ -17,9 +17,9 @@
 namespace snapkv {
 
 struct HfConfig {
-    ModelConfig config;               // validated later against the tensors (arch_tensors)
-    bool tie_word_embeddings = false; // as config.json says, or the model type's default
-    std::string model_type;           // as written ("mistral", "gemma3_text", ...)
+    ModelConfig config;                // validated later against the tensors (arch_tensors)
+    bool tie_word_embeddings = false;  // as config.json says, or the model type's default
+    std::string model_type;            // as written ("mistral", "gemma3_text", ...)
 };
 
 // config.json's name for each hyperparameter, for messages (keys.n_rot is "head_dim": the rotated

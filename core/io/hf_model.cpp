@@ -116,8 +116,7 @@ void HfModel::open_weights() {
     std::vector<std::pair<std::string, const SafetensorsFile*>> entries;
     if (fs::is_regular_file(single)) {
         m_shards.push_back(std::make_unique<SafetensorsFile>(single.string()));
-        for (const SafetensorsTensor& t : m_shards[0]->tensors())
-            entries.emplace_back(t.name, m_shards[0].get());
+        for (const SafetensorsTensor& t : m_shards[0]->tensors()) entries.emplace_back(t.name, m_shards[0].get());
     } else if (fs::is_regular_file(index)) {
         m_sharded = true;
         const std::string w = "hf: " + index.string() + ": ";
@@ -128,12 +127,11 @@ void HfModel::open_weights() {
         for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
             if (!it->is_string())
                 throw FileError(Kind::BadJson, w + "weight_map['" + clip_text(it.key()) +
-                                                   "'] = " + it->dump().substr(0, 80) +
-                                                   ": expected a file name");
+                                                   "'] = " + it->dump().substr(0, 80) + ": expected a file name");
             const std::string shard = it->get<std::string>();
             // Shards live in the folder itself: refuse paths that could point elsewhere.
-            if (shard.empty() || shard == "." || shard == ".." ||
-                shard.find('/') != std::string::npos || shard.find('\\') != std::string::npos)
+            if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos ||
+                shard.find('\\') != std::string::npos)
                 throw FileError(Kind::BadValue, w + "weight_map['" + clip_text(it.key()) + "'] = '" + clip_text(shard) +
                                                     "': expected a file name inside the folder");
             auto found = opened.find(shard);
@@ -146,17 +144,14 @@ void HfModel::open_weights() {
                 found = opened.emplace(shard, m_shards.back().get()).first;
             }
             if (found->second->find(it.key()) == nullptr)
-                throw FileError(Kind::MissingTensor, w + "tensor '" + clip_text(it.key()) +
-                                                         "' is listed in shard '" + clip_text(shard) +
-                                                         "' but that file does not hold it");
+                throw FileError(Kind::MissingTensor, w + "tensor '" + clip_text(it.key()) + "' is listed in shard '" +
+                                                         clip_text(shard) + "' but that file does not hold it");
             entries.emplace_back(it.key(), found->second);
         }
-    } else if (fs::exists(dir / "pytorch_model.bin") ||
-               fs::exists(dir / "pytorch_model.bin.index.json")) {
-        throw FileError(Kind::Unsupported,
-                        "hf: " + m_dir +
-                            ": only pytorch_model.bin weights found; convert them to "
-                            "safetensors (or GGUF) first");
+    } else if (fs::exists(dir / "pytorch_model.bin") || fs::exists(dir / "pytorch_model.bin.index.json")) {
+        throw FileError(Kind::Unsupported, "hf: " + m_dir +
+                                               ": only pytorch_model.bin weights found; convert them to "
+                                               "safetensors (or GGUF) first");
     } else {
         throw FileError(Kind::Io, "hf: " + m_dir +
                                       ": neither model.safetensors nor "
@@ -176,10 +171,9 @@ void HfModel::open_weights() {
 
     const bool has_output = m_index.count("output.weight") != 0;
     if (!m_tie_word_embeddings && !has_output)
-        throw FileError(Kind::MissingTensor,
-                        "hf: " + m_dir +
-                            ": tensor 'lm_head.weight' is missing and config.json "
-                            "says tie_word_embeddings is false");
+        throw FileError(Kind::MissingTensor, "hf: " + m_dir +
+                                                 ": tensor 'lm_head.weight' is missing and config.json "
+                                                 "says tie_word_embeddings is false");
     m_config.tied_embeddings = !has_output;
 }
 
@@ -191,12 +185,10 @@ void HfModel::read_tokenizer() {
                                       ": tokenizer.json not found (only fast-tokenizer folders are "
                                       "supported)");
     const fs::path tok_cfg = dir / "tokenizer_config.json";
-    m_vocab = read_tokenizer_json(tok.string(),
-                                  fs::is_regular_file(tok_cfg) ? tok_cfg.string() : std::string());
+    m_vocab = read_tokenizer_json(tok.string(), fs::is_regular_file(tok_cfg) ? tok_cfg.string() : std::string());
     const int64_t n_tokens = static_cast<int64_t>(m_vocab.tokens.size());
     if (n_tokens > m_config.n_vocab)
-        throw FileError(Kind::BadValue, "hf: " + m_dir + ": tokenizer.json has " +
-                                            std::to_string(n_tokens) +
+        throw FileError(Kind::BadValue, "hf: " + m_dir + ": tokenizer.json has " + std::to_string(n_tokens) +
                                             " tokens, more than config.json vocab_size " +
                                             std::to_string(m_config.n_vocab));
 
@@ -230,8 +222,7 @@ bool HfModel::has_tensor(const std::string& name) const { return m_index.count(n
 
 const TensorDesc& HfModel::tensor(const std::string& name) const {
     const auto it = m_index.find(name);
-    if (it == m_index.end())
-        throw FileError(Kind::MissingTensor, "hf: " + m_dir + ": no tensor named '" + name + "'");
+    if (it == m_index.end()) throw FileError(Kind::MissingTensor, "hf: " + m_dir + ": no tensor named '" + name + "'");
     return m_tensors[it->second];
 }
 
@@ -253,17 +244,15 @@ int64_t source_row(int64_t r, int64_t rows, int64_t groups) {
 
 size_t HfModel::readable_index(const std::string& name, const GgmlType** type) const {
     const auto it = m_index.find(name);
-    if (it == m_index.end())
-        throw FileError(Kind::MissingTensor, "hf: " + m_dir + ": no tensor named '" + name + "'");
+    if (it == m_index.end()) throw FileError(Kind::MissingTensor, "hf: " + m_dir + ": no tensor named '" + name + "'");
     const TensorDesc& desc = m_tensors[it->second];
     const Source& src = m_sources[it->second];
     *type = ggml_type_by_name(desc.type);
     if (*type == nullptr || (*type)->dequant_row == nullptr ||
         (desc.type != "F32" && desc.type != "F16" && desc.type != "BF16"))
-        throw FileError(Kind::Unsupported,
-                        "safetensors: " + src.file->path() + ": tensor '" + src.tensor->name +
-                            "' has dtype " + desc.type +
-                            ", which cannot be read (supported: F32, F16, BF16)");
+        throw FileError(Kind::Unsupported, "safetensors: " + src.file->path() + ": tensor '" + src.tensor->name +
+                                               "' has dtype " + desc.type +
+                                               ", which cannot be read (supported: F32, F16, BF16)");
     return it->second;
 }
 
@@ -288,8 +277,8 @@ void HfModel::read_f32(const std::string& name, float* dst) const {
     }
     parallel_rows(rows, row_len, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
-            type->dequant_row(bytes + static_cast<size_t>(source_row(r, rows, groups)) * row_bytes,
-                              dst + r * row_len, row_len);
+            type->dequant_row(bytes + static_cast<size_t>(source_row(r, rows, groups)) * row_bytes, dst + r * row_len,
+                              row_len);
     });
 }
 
@@ -322,8 +311,6 @@ TensorBytes HfModel::tensor_bytes(const std::string& name) const {
     return b;
 }
 
-std::vector<std::pair<std::string, std::string>> HfModel::metadata_summary() const {
-    return m_summary;
-}
+std::vector<std::pair<std::string, std::string>> HfModel::metadata_summary() const { return m_summary; }
 
 }  // namespace snapkv

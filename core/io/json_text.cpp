@@ -19,7 +19,7 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& where, 
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (in_string) {
-            if (c == '\\') ++i;          // the escaped character cannot end the string
+            if (c == '\\') ++i;  // the escaped character cannot end the string
             else if (c == '"') in_string = false;
             continue;
         }
@@ -41,16 +41,14 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& where, 
     }
 }
 
-nlohmann::json read_json_file(const std::string& path, const std::string& where, int max_depth,
-                              uint64_t max_bytes) {
+nlohmann::json read_json_file(const std::string& path, const std::string& where, int max_depth, uint64_t max_bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FileError(FileError::Kind::Io, where + "cannot open: " + std::strerror(errno));
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec && size > max_bytes)
-        throw FileError(FileError::Kind::BadSize, where + "file is " + std::to_string(size) +
-                                                      " bytes, more than the " + std::to_string(max_bytes) +
-                                                      " allowed for this kind of file");
+        throw FileError(FileError::Kind::BadSize, where + "file is " + std::to_string(size) + " bytes, more than the " +
+                                                      std::to_string(max_bytes) + " allowed for this kind of file");
     std::ostringstream ss;
     ss << in.rdbuf();
     if (in.bad()) throw FileError(FileError::Kind::Io, where + "cannot read: " + std::strerror(errno));

@@ -19,12 +19,11 @@ constexpr uint64_t kMaxJsonFileBytes = uint64_t(512) << 20;
 
 // Parses text; throws FileError(BadJson) starting with `where` ("hf: /m/config.json: ") for
 // malformed JSON or nesting deeper than max_depth arrays/objects (naming the byte offset).
-nlohmann::json parse_json_text(std::string_view text, const std::string& where,
-                               int max_depth = kMaxJsonDepth);
+nlohmann::json parse_json_text(std::string_view text, const std::string& where, int max_depth = kMaxJsonDepth);
 
 // Reads a whole file and parses it as above; FileError(Io) when it cannot be read, BadSize when it
 // is larger than max_bytes (checked before reading: parsed JSON takes several times its text).
-nlohmann::json read_json_file(const std::string& path, const std::string& where,
-                              int max_depth = kMaxJsonDepth, uint64_t max_bytes = kMaxJsonFileBytes);
+nlohmann::json read_json_file(const std::string& path, const std::string& where, int max_depth = kMaxJsonDepth,
+                              uint64_t max_bytes = kMaxJsonFileBytes);
 
 }  // namespace snapkv

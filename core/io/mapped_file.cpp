@@ -17,10 +17,8 @@ namespace snapkv {
 
 namespace {
 
-[[noreturn]] void fail_io(const std::string& who, const std::string& path, const char* what,
-                          int err) {
-    throw FileError(FileError::Kind::Io,
-                    who + ": " + path + ": cannot " + what + ": " + std::strerror(err));
+[[noreturn]] void fail_io(const std::string& who, const std::string& path, const char* what, int err) {
+    throw FileError(FileError::Kind::Io, who + ": " + path + ": cannot " + what + ": " + std::strerror(err));
 }
 
 }  // namespace

@@ -33,20 +33,18 @@ std::vector<std::string> model_features(const ModelConfig& c) {
     int64_t n_sliding = 0;
     for (const LayerConfig& lc : c.layers) n_sliding += lc.sliding_window > 0 ? 1 : 0;
     if (n_sliding > 0)
-        out.push_back("sliding window " + std::to_string(c.sliding_window) + " on layers " +
-                      sliding_layers_text(c) + " (" + std::to_string(n_sliding) + " of " +
-                      std::to_string(c.n_layer) + ")");
+        out.push_back("sliding window " + std::to_string(c.sliding_window) + " on layers " + sliding_layers_text(c) +
+                      " (" + std::to_string(n_sliding) + " of " + std::to_string(c.n_layer) + ")");
     bool local_base = false;
     for (const LayerConfig& lc : c.layers)
         if (lc.rope_freq_base != c.rope_freq_base) {
-            out.push_back("RoPE base " + num(lc.rope_freq_base) + " on sliding layers, " +
-                          num(c.rope_freq_base) + " on global layers");
+            out.push_back("RoPE base " + num(lc.rope_freq_base) + " on sliding layers, " + num(c.rope_freq_base) +
+                          " on global layers");
             local_base = true;
             break;
         }
     const RopeScaling& rs = c.rope_scaling;
-    if (rs.type == "llama3" && !rs.freq_factors.empty())
-        out.push_back("RoPE scaling llama3 (rope_freqs factors)");
+    if (rs.type == "llama3" && !rs.freq_factors.empty()) out.push_back("RoPE scaling llama3 (rope_freqs factors)");
     else if (rs.type == "llama3")
         out.push_back("RoPE scaling llama3 (factor " + num(rs.factor) + ", original context " +
                       std::to_string(rs.original_ctx) + ")");
@@ -57,8 +55,7 @@ std::vector<std::string> model_features(const ModelConfig& c) {
         out.push_back("RoPE scaling longrope (short factors up to " + std::to_string(rs.original_ctx) +
                       " positions, attention factor " + num(rs.attn_factor) + ")");
     if (c.n_rot < c.head_dim)
-        out.push_back("partial RoPE (" + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) +
-                      " dims)");
+        out.push_back("partial RoPE (" + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dims)");
     if (c.attn_softcap > 0) out.push_back("attention soft-cap " + num(c.attn_softcap));
     if (c.final_softcap > 0) out.push_back("final logit soft-cap " + num(c.final_softcap));
     if (c.head_dim > 0 && std::fabs(c.attn_scale * std::sqrt(double(c.head_dim)) - 1.0) > 1e-6)

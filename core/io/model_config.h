@@ -36,27 +36,27 @@ enum class FfnActivation {
 
 // What differs between the layers of one model.
 struct LayerConfig {
-    int64_t sliding_window = 0;      // > 0: a query at p sees keys at p - sliding_window + 1 .. p
-                                     // (transformers: kv_idx > q_idx - sliding_window); 0: all
+    int64_t sliding_window = 0;       // > 0: a query at p sees keys at p - sliding_window + 1 .. p
+                                      // (transformers: kv_idx > q_idx - sliding_window); 0: all
     float rope_freq_base = 10000.0f;  // gemma3: local layers use their own base
-    bool rope_scaled = true;         // rope_scaling applies to this layer (gemma3: global only)
+    bool rope_scaled = true;          // rope_scaling applies to this layer (gemma3: global only)
 };
 
 struct ModelConfig {
-    std::string arch;            // "llama" | "qwen2" | "qwen3" | "gemma2" | "gemma3" | "phi3"
-    std::string name;            // general.name or the folder name
+    std::string arch;  // "llama" | "qwen2" | "qwen3" | "gemma2" | "gemma3" | "phi3"
+    std::string name;  // general.name or the folder name
     int64_t n_layer = 0;
     int64_t n_embd = 0;
     int64_t n_ff = 0;
     int64_t n_head = 0;
     int64_t n_head_kv = 0;
-    int64_t head_dim = 0;        // n_embd / n_head unless the file says otherwise
-    int64_t n_rot = 0;           // rotated dims per head (rope.dimension_count), normally head_dim
+    int64_t head_dim = 0;  // n_embd / n_head unless the file says otherwise
+    int64_t n_rot = 0;     // rotated dims per head (rope.dimension_count), normally head_dim
     int64_t n_vocab = 0;
     int64_t n_ctx_train = 0;
     float rope_freq_base = 10000.0f;  // global layers
     RopeScaling rope_scaling;
-    bool rope_neox = false;      // NeoX (rotate-half) layout: qwen2/3, gemma, phi3. llama: adjacent pairs.
+    bool rope_neox = false;  // NeoX (rotate-half) layout: qwen2/3, gemma, phi3. llama: adjacent pairs.
     float rms_eps = 1e-5f;
     bool tied_embeddings = false;  // no output.weight: logits use token_embd
 
@@ -68,12 +68,12 @@ struct ModelConfig {
     bool fused_qkv = false;      // the file holds attn_qkv (phi3); split into q/k/v rows at load
     bool fused_gate_up = false;  // the file holds ffn_up with [gate; up] rows (phi3); split at load
     FfnActivation ffn_act = FfnActivation::Silu;
-    float embd_scale = 1.0f;     // token embeddings times this (gemma: sqrt(n_embd))
-    float attn_scale = 0.0f;     // q.k multiplier; readers set 1/sqrt(head_dim) unless the model
-                                 // says otherwise (gemma: query_pre_attn_scalar^-0.5)
-    float attn_softcap = 0.0f;   // > 0: scores = cap * tanh(scores / cap) before mask and softmax
-    float final_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (gemma2)
-    int64_t sliding_window = 0;  // the model's window (0: none); layers[l] says which layers use it
+    float embd_scale = 1.0f;          // token embeddings times this (gemma: sqrt(n_embd))
+    float attn_scale = 0.0f;          // q.k multiplier; readers set 1/sqrt(head_dim) unless the model
+                                      // says otherwise (gemma: query_pre_attn_scalar^-0.5)
+    float attn_softcap = 0.0f;        // > 0: scores = cap * tanh(scores / cap) before mask and softmax
+    float final_softcap = 0.0f;       // > 0: logits = cap * tanh(logits / cap) (gemma2)
+    int64_t sliding_window = 0;       // the model's window (0: none); layers[l] says which layers use it
     std::vector<LayerConfig> layers;  // n_layer entries
 };
 
@@ -86,22 +86,22 @@ std::string sliding_layers_text(const ModelConfig& config);
 
 // Tokenizer data, as GGUF stores it (tokenizer.ggml.*) or as converted from tokenizer.json.
 struct VocabData {
-    std::string model;           // "llama" (SentencePiece-style BPE) | "gpt2" (byte-level BPE)
-    std::string pre;             // tokenizer.ggml.pre: "default", "smollm", "llama-bpe", "qwen2", ...
+    std::string model;  // "llama" (SentencePiece-style BPE) | "gpt2" (byte-level BPE)
+    std::string pre;    // tokenizer.ggml.pre: "default", "smollm", "llama-bpe", "qwen2", ...
     std::vector<std::string> tokens;
-    std::vector<float> scores;   // may be empty for gpt2
-    std::vector<int32_t> types;  // llama.cpp token types: 1 normal, 2 unknown, 3 control,
-                                 // 4 user-defined, 5 unused, 6 byte; may be empty
+    std::vector<float> scores;        // may be empty for gpt2
+    std::vector<int32_t> types;       // llama.cpp token types: 1 normal, 2 unknown, 3 control,
+                                      // 4 user-defined, 5 unused, 6 byte; may be empty
     std::vector<std::string> merges;  // "a b" pairs, rank = index (gpt2)
     int32_t bos_id = -1;
     int32_t eos_id = -1;
     int32_t unk_id = -1;
     int32_t pad_id = -1;
-    std::vector<int32_t> eog_ids;     // end-of-generation ids, eos included (e.g. </s>, <|im_end|>, <|eot_id|>)
+    std::vector<int32_t> eog_ids;  // end-of-generation ids, eos included (e.g. </s>, <|im_end|>, <|eot_id|>)
     bool add_bos = false;
     bool add_eos = false;
-    bool add_space_prefix = true;     // SentencePiece: prepend one space to the first fragment
-    std::string chat_template;        // Jinja text from the file, may be empty
+    bool add_space_prefix = true;  // SentencePiece: prepend one space to the first fragment
+    std::string chat_template;     // Jinja text from the file, may be empty
 };
 
 }  // namespace snapkv

@@ -19,11 +19,9 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string& path) {
     using Kind = FileError::Kind;
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
-    if (ec || !fs::exists(st))
-        throw FileError(Kind::Io, "model: " + path + ": no such file or directory");
+    if (ec || !fs::exists(st)) throw FileError(Kind::Io, "model: " + path + ": no such file or directory");
     if (fs::is_directory(st)) return std::make_unique<HfModel>(path);
-    if (!fs::is_regular_file(st))
-        throw FileError(Kind::Io, "model: " + path + ": not a regular file or a directory");
+    if (!fs::is_regular_file(st)) throw FileError(Kind::Io, "model: " + path + ": not a regular file or a directory");
 
     char head[9] = {};
     std::ifstream in(path, std::ios::binary);
@@ -35,10 +33,9 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string& path) {
     // safetensors: u64 header length, then the JSON header, which starts with '{'.
     const bool st_ext = fs::path(path).extension() == ".safetensors";
     if (st_ext || (got == 9 && head[8] == '{'))
-        throw FileError(Kind::Unsupported,
-                        "model: " + path +
-                            ": safetensors file given: pass the folder that holds "
-                            "it with config.json and tokenizer.json");
+        throw FileError(Kind::Unsupported, "model: " + path +
+                                               ": safetensors file given: pass the folder that holds "
+                                               "it with config.json and tokenizer.json");
     return std::make_unique<GgufModel>(path);  // reports the bad magic with the bytes found
 }
 

@@ -17,10 +17,10 @@ namespace snapkv {
 struct GgmlType;
 
 struct TensorDesc {
-    std::string name;             // GGUF name
-    std::string type;             // ggml type name: "F32", "BF16", "Q8_0", "Q4_K", "IQ4_XS", ...
-    std::vector<int64_t> shape;   // torch order (outermost first): a [out, in] matrix is {out, in}
-    uint64_t nbytes = 0;          // bytes in the file
+    std::string name;            // GGUF name
+    std::string type;            // ggml type name: "F32", "BF16", "Q8_0", "Q4_K", "IQ4_XS", ...
+    std::vector<int64_t> shape;  // torch order (outermost first): a [out, in] matrix is {out, in}
+    uint64_t nbytes = 0;         // bytes in the file
 };
 
 // One tensor's bytes in its stored type, rows in the order read_f32 returns them: n_rows rows of
@@ -44,7 +44,7 @@ public:
     static std::unique_ptr<ModelFile> open(const std::string& path);
 
     virtual const std::string& path() const = 0;
-    virtual std::string format() const = 0;          // "GGUF v3", "safetensors (2 shards)", ...
+    virtual std::string format() const = 0;  // "GGUF v3", "safetensors (2 shards)", ...
     virtual const ModelConfig& config() const = 0;
     virtual const VocabData& vocab() const = 0;
     virtual const std::vector<TensorDesc>& tensors() const = 0;

@@ -36,8 +36,8 @@ public:
 
     const std::string& path() const { return m_file->path(); }
     const std::vector<SafetensorsTensor>& tensors() const { return m_tensors; }  // sorted by name
-    const SafetensorsTensor* find(const std::string& name) const;  // nullptr if absent
-    const uint8_t* data(const SafetensorsTensor& t) const;         // t.end - t.begin bytes
+    const SafetensorsTensor* find(const std::string& name) const;                // nullptr if absent
+    const uint8_t* data(const SafetensorsTensor& t) const;                       // t.end - t.begin bytes
     // The mapping data() points into, for views that must outlive this object.
     std::shared_ptr<const MappedFile> mapping() const { return m_file; }
     // The optional "__metadata__" string map.

@@ -17,8 +17,8 @@ namespace snapkv {
 
 // Where the scan found a non-finite number: the first value it affects and what held it.
 struct NonFinite {
-    int64_t element = -1;   // index of the first affected value (the block's first for a scale)
-    std::string field;      // "value", "block scale d", "block min m", ...
+    int64_t element = -1;  // index of the first affected value (the block's first for a scale)
+    std::string field;     // "value", "block scale d", "block min m", ...
 };
 
 // Scans n values of `type` stored at src (a whole number of blocks). For the quantized types
@@ -32,8 +32,8 @@ bool has_finite_scan(const GgmlType& type);
 
 // Throws FileError(BadValue): "<where>tensor <shown>: NaN or infinite value at element E (<field>);
 // the file is corrupt". shown: the tensor's name as messages show it ("'blk.0.attn_q.weight'").
-void check_finite(const std::string& where, const std::string& shown, const GgmlType& type,
-                  const uint8_t* src, int64_t n);
+void check_finite(const std::string& where, const std::string& shown, const GgmlType& type, const uint8_t* src,
+                  int64_t n);
 
 // Every tensor whose block index (block_of(name), nullopt for non-block tensors) is >= n_layer:
 // throws FileError(BadValue) "<where>tensor <shown> belongs to block B, but <n_layer_key> = N
@@ -47,7 +47,7 @@ std::optional<int64_t> gguf_block_index(const std::string& name);
 
 struct ByteRange {
     std::string name;
-    uint64_t begin = 0;   // [begin, end), relative to the data section
+    uint64_t begin = 0;  // [begin, end), relative to the data section
     uint64_t end = 0;
 };
 

@@ -7,8 +7,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -37,7 +37,7 @@ const char* const k_qwen2_regex =
 const char* const k_eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
                                    "<|endoftext|>", "<|eom_id|>", "<EOT>"};
 
-const char* const k_space_marker = "\xE2\x96\x81";   // U+2581 "▁"
+const char* const k_space_marker = "\xE2\x96\x81";  // U+2581 "▁"
 
 // Where we are, for messages: "tokenizer.json '/path/tokenizer.json'".
 struct Source {
@@ -57,15 +57,13 @@ struct Source {
         return *it;
     }
     void expect(const json& v, json::value_t type, const std::string& key, const char* expected) const {
-        const bool ok = type == json::value_t::number_integer
-                            ? v.is_number_integer()
-                            : v.type() == type;
+        const bool ok = type == json::value_t::number_integer ? v.is_number_integer() : v.type() == type;
         if (!ok) fail(key, std::string("expected ") + expected + ", found " + v.type_name());
     }
 };
 
 json parse_file(const std::string& path, const std::string& label) {
-    return read_json_file(path, label + " '" + path + "': ");   // nesting limited (json_text.h)
+    return read_json_file(path, label + " '" + path + "': ");  // nesting limited (json_text.h)
 }
 
 // Flattens {"type":"Sequence", <list_key>: [...]} into its steps; null gives none.
@@ -124,8 +122,8 @@ void check_normalizer(const Source& src, const json& s, const std::string& type,
                                      ": only \" \" with \"\u2581\" (SentencePiece's spaces) is supported");
         return;
     }
-    src.unsupported(key, "normalizer type '" + clip_text(type) +
-                             "' is not supported (supported: Prepend, Replace, NFC, Sequence)");
+    src.unsupported(
+        key, "normalizer type '" + clip_text(type) + "' is not supported (supported: Prepend, Replace, NFC, Sequence)");
 }
 
 // Split's pattern must be {"Regex": ...} or {"String": ...}; a regex must compile (PCRE2 with the
@@ -135,8 +133,8 @@ void check_split(const Source& src, const json& s, const std::string& key) {
     if (pattern.is_object() && pattern.size() == 1 && pattern.contains("String") && pattern["String"].is_string())
         return;
     if (!pattern.is_object() || pattern.size() != 1 || !pattern.contains("Regex") || !pattern["Regex"].is_string())
-        src.fail(key + ".pattern", "expected {\"Regex\": string} or {\"String\": string}, found " +
-                                       clip_text(pattern.dump()));
+        src.fail(key + ".pattern",
+                 "expected {\"Regex\": string} or {\"String\": string}, found " + clip_text(pattern.dump()));
     const std::string regex = pattern["Regex"].get<std::string>();
     int err = 0;
     PCRE2_SIZE offset = 0;
@@ -148,10 +146,9 @@ void check_split(const Source& src, const json& s, const std::string& key) {
     }
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    throw FileError(FileError::Kind::BadValue,
-                    src.where + ": key '" + key + ".pattern.Regex': Split regex '" + clip_text(regex) +
-                        "' does not compile (at offset " + std::to_string(offset) +
-                        "): " + reinterpret_cast<const char*>(msg));
+    throw FileError(FileError::Kind::BadValue, src.where + ": key '" + key + ".pattern.Regex': Split regex '" +
+                                                   clip_text(regex) + "' does not compile (at offset " +
+                                                   std::to_string(offset) + "): " + reinterpret_cast<const char*>(msg));
 }
 
 void check_pre_tokenizer(const Source& src, const json& s, const std::string& type, const std::string& key) {
@@ -194,9 +191,7 @@ std::string token_string(const Source& src, const json& cfg, const char* key) {
 
 // The pre-tokenizer name llama.cpp's converter would write for a byte-level tokenizer.json.
 std::string detect_pre(const std::vector<const json*>& pre) {
-    auto byte_level_regex = [](const json* s) {
-        return type_of(s) == "ByteLevel" && s->value("use_regex", true);
-    };
+    auto byte_level_regex = [](const json* s) { return type_of(s) == "ByteLevel" && s->value("use_regex", true); };
     if (pre.size() == 1 && byte_level_regex(pre[0])) return "gpt-2";
     if (pre.size() == 2 && type_of(pre[0]) == "Digits" && pre[0]->value("individual_digits", false) &&
         byte_level_regex(pre[1])) {
@@ -205,10 +200,9 @@ std::string detect_pre(const std::vector<const json*>& pre) {
     if (pre.size() == 2 && type_of(pre[0]) == "Split" && type_of(pre[1]) == "ByteLevel" &&
         !pre[1]->value("use_regex", true)) {
         const json& pattern = (*pre[0]).value("pattern", json());
-        const std::string regex =
-            pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()
-                ? pattern["Regex"].get<std::string>()
-                : std::string();
+        const std::string regex = pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()
+                                      ? pattern["Regex"].get<std::string>()
+                                      : std::string();
         if (regex == k_llama3_regex) return "llama-bpe";
         if (regex == k_qwen2_regex) return "qwen2";
     }
@@ -217,8 +211,7 @@ std::string detect_pre(const std::vector<const json*>& pre) {
 
 bool is_byte_token(const std::string& text) {
     return text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
-           std::isxdigit(static_cast<unsigned char>(text[3])) &&
-           std::isxdigit(static_cast<unsigned char>(text[4]));
+           std::isxdigit(static_cast<unsigned char>(text[3])) && std::isxdigit(static_cast<unsigned char>(text[4]));
 }
 
 // TemplateProcessing "single": does it start (BOS) or end (EOS) with a special token?
@@ -252,8 +245,7 @@ TemplateSpecials template_specials(const json& post) {
 static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path,
                                           const std::string& tokenizer_config_json_path);
 
-VocabData read_tokenizer_json(const std::string& tokenizer_json_path,
-                              const std::string& tokenizer_config_json_path) {
+VocabData read_tokenizer_json(const std::string& tokenizer_json_path, const std::string& tokenizer_config_json_path) {
     try {
         return read_tokenizer_json_impl(tokenizer_json_path, tokenizer_config_json_path);
     } catch (const json::exception& e) {
@@ -284,7 +276,7 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
     const json& vocab_json = src.require(model, "vocab", "model.vocab");
     src.expect(vocab_json, json::value_t::object, "model.vocab", "an object");
     std::map<int64_t, std::string> by_id;
-    const int64_t k_max_id = 1 << 24;   // 16M tokens: far above any real vocabulary
+    const int64_t k_max_id = 1 << 24;  // 16M tokens: far above any real vocabulary
     for (auto it = vocab_json.begin(); it != vocab_json.end(); ++it) {
         const std::string key = "model.vocab." + clip_text(it.key());
         src.expect(it.value(), json::value_t::number_integer, key, "an integer id");
@@ -294,7 +286,11 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
             src.fail(key, "id " + std::to_string(id) + " already used by '" + clip_text(by_id[id]) + "'");
         }
     }
-    struct Added { int64_t id; std::string content; bool special; };
+    struct Added {
+        int64_t id;
+        std::string content;
+        bool special;
+    };
     std::vector<Added> added;
     if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
         const json& arr = root["added_tokens"];
@@ -308,9 +304,10 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
             const json& content = src.require(t, "content", key + ".content");
             src.expect(content, json::value_t::string, key + ".content", "a string");
             const int64_t v = id.get<int64_t>();
-            if (v < 0 || v >= k_max_id) src.fail(key + ".id", std::to_string(v) + ": out of range; expected 0..16777215");
+            if (v < 0 || v >= k_max_id)
+                src.fail(key + ".id", std::to_string(v) + ": out of range; expected 0..16777215");
             added.push_back({v, content.get<std::string>(), t.value("special", false)});
-            by_id[v] = content.get<std::string>();   // an added token's text wins
+            by_id[v] = content.get<std::string>();  // an added token's text wins
         }
     }
     if (by_id.empty()) src.fail("model.vocab", "empty; expected at least one token");
@@ -327,7 +324,7 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
     VocabData v;
     const size_t n = size_t(by_id.rbegin()->first) + 1;
     v.tokens.resize(n);
-    v.types.assign(n, 1);   // normal
+    v.types.assign(n, 1);  // normal
     std::vector<bool> present(n, false);
     for (const auto& [id, text] : by_id) {
         v.tokens[size_t(id)] = text;
@@ -336,10 +333,10 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
     for (size_t i = 0; i < n; ++i) {
         if (!present[i]) {
             v.tokens[i] = "[PAD" + std::to_string(i) + "]";
-            v.types[i] = 5;   // unused
+            v.types[i] = 5;  // unused
         }
     }
-    for (const Added& a : added) v.types[size_t(a.id)] = a.special ? 3 : 4;   // control / user-defined
+    for (const Added& a : added) v.types[size_t(a.id)] = a.special ? 3 : 4;  // control / user-defined
     std::unordered_map<std::string, int32_t> text_to_id;
     for (size_t i = 0; i < n; ++i) text_to_id[v.tokens[i]] = int32_t(i);
     auto id_of = [&](const std::string& text) -> int32_t {
@@ -440,22 +437,24 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
             if (id >= 0) v.scores[size_t(id)] = -float(r);
         }
         for (size_t i = 0; i < n; ++i) {
-            if (v.types[i] == 1 && is_byte_token(v.tokens[i])) v.types[i] = 6;   // byte
+            if (v.types[i] == 1 && is_byte_token(v.tokens[i])) v.types[i] = 6;  // byte
         }
     } else {
         throw FileError(FileError::Kind::Unsupported,
-                        src.where + ": key 'pre_tokenizer': BPE that is neither byte-level (ByteLevel) nor "
-                                    "SentencePiece-style (byte_fallback, Metaspace or \"▁\" normalizer); "
-                                    "supported: those two");
+                        src.where +
+                            ": key 'pre_tokenizer': BPE that is neither byte-level (ByteLevel) nor "
+                            "SentencePiece-style (byte_fallback, Metaspace or \"▁\" normalizer); "
+                            "supported: those two");
     }
     if (model.contains("unk_token") && model["unk_token"].is_string()) {
         v.unk_id = id_of(model["unk_token"].get<std::string>());
-        if (v.unk_id >= 0) v.types[size_t(v.unk_id)] = 2;   // unknown
+        if (v.unk_id >= 0) v.types[size_t(v.unk_id)] = 2;  // unknown
     }
 
     // Special ids and add_bos/add_eos: tokenizer_config.json, else the post_processor template,
     // else the family's defaults (llama.cpp: SentencePiece adds BOS, byte-level does not).
-    const TemplateSpecials tmpl = template_specials(root.contains("post_processor") ? root["post_processor"] : null_json);
+    const TemplateSpecials tmpl = template_specials(root.contains("post_processor") ? root["post_processor"]
+                                                                                    : null_json);
     std::string bos_text = tmpl.first, eos_text, pad_text;
     bool have_add_bos = false;
     v.add_bos = !tmpl.first.empty();
@@ -495,8 +494,8 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
                     }
                 }
             } else {
-                csrc.fail("chat_template", std::string("expected a string or a list of named templates, found ") +
-                                               ct.type_name());
+                csrc.fail("chat_template",
+                          std::string("expected a string or a list of named templates, found ") + ct.type_name());
             }
         }
     }
@@ -512,9 +511,9 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
         if (text.empty()) return -1;
         const int32_t id = id_of(text);
         if (id < 0) {
-            throw FileError(FileError::Kind::BadValue,
-                            (cfg_where.empty() ? src.where : cfg_where) + ": key '" + key + "': '" + clip_text(text) +
-                                "' is not a token of " + src.where);
+            throw FileError(FileError::Kind::BadValue, (cfg_where.empty() ? src.where : cfg_where) + ": key '" + key +
+                                                           "': '" + clip_text(text) + "' is not a token of " +
+                                                           src.where);
         }
         return id;
     };

@@ -14,7 +14,6 @@ namespace snapkv {
 // Throws FileError: Io (cannot read), BadJson (malformed, or a key missing or of the wrong type;
 // the message names the file and the key), Unsupported (a model type or family we do not handle),
 // BadValue (a special token named in the config that the vocab lacks).
-VocabData read_tokenizer_json(const std::string& tokenizer_json_path,
-                              const std::string& tokenizer_config_json_path);
+VocabData read_tokenizer_json(const std::string& tokenizer_json_path, const std::string& tokenizer_config_json_path);
 
 }  // namespace snapkv

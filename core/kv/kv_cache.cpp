@@ -39,9 +39,8 @@ void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     TORCH_CHECK(m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
     if (m_size + t > m_k.size(1)) reserve(std::max(m_size + t, 2 * m_k.size(1)));
     const int64_t g = m_n_heads / hkv;
-    if (t == 1 && cpu_float() && k.scalar_type() == at::kFloat &&
-        v.scalar_type() == at::kFloat && k.device().is_cpu() && v.device().is_cpu() && k.stride(2) == 1 &&
-        v.stride(2) == 1) {
+    if (t == 1 && cpu_float() && k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat &&
+        k.device().is_cpu() && v.device().is_cpu() && k.stride(2) == 1 && v.stride(2) == 1) {
         // One token on the CPU (decode): copy the rows directly; a dozen small LibTorch calls
         // per layer cost more than the copy itself.
         append_one(k.data_ptr<float>(), k.stride(0), v.data_ptr<float>(), v.stride(0), hkv,
@@ -113,8 +112,7 @@ int64_t LayerKv::bytes() const {
     return used_slots() * m_head_dim * 2 * static_cast<int64_t>(m_k.element_size());
 }
 
-KvCache::KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts,
-                 int64_t capacity) {
+KvCache::KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity) {
     m_layers.reserve(static_cast<size_t>(n_layer));
     for (int64_t l = 0; l < n_layer; ++l) m_layers.emplace_back(n_heads, head_dim, capacity, opts);
 }
@@ -181,22 +179,22 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
                 pad[static_cast<size_t>(h * m) + j] = 0;
             }
         }
-        at::Tensor index = at::tensor(idx, at::kLong).view({hs, m}).to(in.keys().device());      // [Hs, M]
+        at::Tensor index = at::tensor(idx, at::kLong).view({hs, m}).to(in.keys().device());  // [Hs, M]
         at::Tensor is_pad = at::tensor(pad, at::kLong).view({hs, m}).to(in.keys().device()).to(at::kBool);
-        at::Tensor k = in.keys(), v = in.values(), p = in.positions();                          // [Hc, S, D], [Hc, S]
+        at::Tensor k = in.keys(), v = in.values(), p = in.positions();  // [Hc, S, D], [Hc, S]
 #ifdef SNAPKV_HAVE_CUDA
         // CUDA path: the kernel repeats heads to their group and zero-fills padding rows (index -1)
         // itself, reading the cache buffers in place; positions stay a LibTorch gather.
         const auto st = k.scalar_type();
         if (k.is_cuda() && m > 0 && gpu_kernels_available() && v.scalar_type() == st &&
             (st == at::kFloat || st == at::kHalf || st == at::kBFloat16)) {
-            at::Tensor gidx = index.masked_fill(is_pad, -1);                                   // [Hs, M]
-            at::Tensor kk = at::empty({hs, m, k.size(2)}, k.options());                        // [Hs, M, D]
-            at::Tensor vv = at::empty({hs, m, k.size(2)}, v.options());                        // [Hs, M, D]
+            at::Tensor gidx = index.masked_fill(is_pad, -1);             // [Hs, M]
+            at::Tensor kk = at::empty({hs, m, k.size(2)}, k.options());  // [Hs, M, D]
+            at::Tensor vv = at::empty({hs, m, k.size(2)}, v.options());  // [Hs, M, D]
             gpu_gather(k, gidx, kk);
             gpu_gather(v, gidx, vv);
-            if (g > 1) p = p.repeat_interleave(g, 0);                                          // [Hs, S]
-            at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);              // [Hs, M]
+            if (g > 1) p = p.repeat_interleave(g, 0);                              // [Hs, S]
+            at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);  // [Hs, M]
             LayerKv layer(hs, k.size(2), m + extra_capacity, k.options());
             layer.assign(kk, vv, pp);
             out.push_back(std::move(layer));
@@ -209,7 +207,7 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
             p = p.repeat_interleave(g, 0);
         }
         const int64_t d = k.size(2);
-        at::Tensor idx3 = index.unsqueeze(2).expand({hs, m, d});                                 // [Hs, M, D]
+        at::Tensor idx3 = index.unsqueeze(2).expand({hs, m, d});  // [Hs, M, D]
         at::Tensor kk = k.gather(1, idx3).masked_fill(is_pad.unsqueeze(2), 0);
         at::Tensor vv = v.gather(1, idx3).masked_fill(is_pad.unsqueeze(2), 0);
         at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);

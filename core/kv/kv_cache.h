@@ -48,27 +48,26 @@ public:
     at::Tensor positions() const;  // [Hc, S] view, int64
     int64_t n_heads() const { return m_n_heads; }
     int64_t size() const { return m_size; }
-    int64_t used_slots() const;    // slots holding real entries, summed over heads
+    int64_t used_slots() const;  // slots holding real entries, summed over heads
     bool has_padding() const { return m_padding > 0; }
-    int64_t bytes() const;         // bytes of the real entries: used_slots * D * 2 * element size
+    int64_t bytes() const;  // bytes of the real entries: used_slots * D * 2 * element size
     bool empty() const { return m_size == 0; }
 
 private:
     int64_t m_n_heads = 0;
     int64_t m_head_dim = 0;
     int64_t m_size = 0;
-    int64_t m_padding = 0;         // padding slots (over all heads)
-    at::Tensor m_k;                // [Hc, capacity, D]
-    at::Tensor m_v;                // [Hc, capacity, D]
-    at::Tensor m_pos;              // [Hc, capacity] int64
+    int64_t m_padding = 0;  // padding slots (over all heads)
+    at::Tensor m_k;         // [Hc, capacity, D]
+    at::Tensor m_v;         // [Hc, capacity, D]
+    at::Tensor m_pos;       // [Hc, capacity] int64
 };
 
 class KvCache {
 public:
     KvCache() = default;
     // A cache of n_layer layers holding n_heads heads each (n_head_kv for a plain cache).
-    KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts,
-            int64_t capacity = 256);
+    KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity = 256);
     KvCache(std::vector<LayerKv> layers, int64_t n_past);
 
     int64_t n_layer() const { return static_cast<int64_t>(m_layers.size()); }
@@ -79,7 +78,7 @@ public:
     void set_n_past(int64_t n) { m_n_past = n; }
     void reserve(int64_t extra_tokens);
     int64_t bytes() const;
-    KvCache clone() const;         // deep copy (full and compressed runs continue separately)
+    KvCache clone() const;  // deep copy (full and compressed runs continue separately)
     // The first n slots of every layer (a fresh prefill's slots are its positions 0..n-1).
     KvCache prefix(int64_t n) const;
 
@@ -93,7 +92,7 @@ private:
 // more than the source's heads (query-head SnapKV), each source head is repeated to its group.
 // Heads with fewer entries than the longest are padded with masked slots. This is the CPU/LibTorch
 // reference of the gather that kernels/ fuses on the GPU.
-using LayerKeep = std::vector<std::vector<int64_t>>;   // [head][slot]
+using LayerKeep = std::vector<std::vector<int64_t>>;  // [head][slot]
 KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity = 0);
 
 }  // namespace snapkv

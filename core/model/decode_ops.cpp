@@ -46,7 +46,7 @@ const RopeAngles& rope_angles(int64_t pos, const at::Tensor& inv_freq, double at
     // The tensor operations of model_ops::apply_rope's general path, so the angles are the same
     // bits: pos * inv_freq rounded in float32, cos / sin in float32, then the factor.
     const at::Tensor ang = at::full({1, 1}, pos, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) *
-                           f.unsqueeze(0);                                             // [1, half]
+                           f.unsqueeze(0);  // [1, half]
     at::Tensor cos = ang.cos(), sin = ang.sin();
     if (attn_factor != 1.0) {
         cos = cos * attn_factor;

@@ -32,23 +32,36 @@ GenerateResult generate(const LlamaModel& model, const Tokenizer& tok, const std
     return r;
 }
 
-GenerateResult generate_from(const LlamaModel& model, const Tokenizer& tok, at::Tensor logits,
-                             KvCache& cache, const GenerateOptions& opts) {
+GenerateResult generate_from(const LlamaModel& model, const Tokenizer& tok, at::Tensor logits, KvCache& cache,
+                             const GenerateOptions& opts) {
     if (opts.max_tokens < 0) throw InputError("generate: max tokens must be >= 0");
     Sampler sampler(opts.sampling);
     GenerateResult r;
     const int64_t n_ctx = model.config().n_ctx_train;
-    cache.reserve(n_ctx > 0 ? std::min(opts.max_tokens, std::max<int64_t>(n_ctx - cache.n_past(), 0)) : opts.max_tokens);
+    cache.reserve(n_ctx > 0 ? std::min(opts.max_tokens, std::max<int64_t>(n_ctx - cache.n_past(), 0))
+                            : opts.max_tokens);
     auto t0 = std::chrono::steady_clock::now();
     r.stop_reason = "length";
     for (int64_t i = 0; i < opts.max_tokens; ++i) {
-        if (opts.cancel && opts.cancel->load()) { r.stop_reason = "cancelled"; break; }
+        if (opts.cancel && opts.cancel->load()) {
+            r.stop_reason = "cancelled";
+            break;
+        }
         const int32_t id = sampler.sample(logits.select(0, logits.size(0) - 1));
         r.ids.push_back(id);
-        if (opts.on_token && !opts.on_token(id)) { r.stop_reason = "callback"; break; }
-        if (opts.stop_at_eog && tok.is_eog(id)) { r.stop_reason = "eog"; break; }
+        if (opts.on_token && !opts.on_token(id)) {
+            r.stop_reason = "callback";
+            break;
+        }
+        if (opts.stop_at_eog && tok.is_eog(id)) {
+            r.stop_reason = "eog";
+            break;
+        }
         if (i + 1 == opts.max_tokens) break;
-        if (n_ctx > 0 && cache.n_past() >= n_ctx) { r.stop_reason = "context"; break; }
+        if (n_ctx > 0 && cache.n_past() >= n_ctx) {
+            r.stop_reason = "context";
+            break;
+        }
         ForwardOptions fo;
         fo.cancel = opts.cancel;
         try {
@@ -63,13 +76,12 @@ GenerateResult generate_from(const LlamaModel& model, const Tokenizer& tok, at::
 }
 
 double token_nll(const at::Tensor& logits, int32_t target) {
-    at::Tensor l = logits.to(at::kDouble);                                   // [V]
+    at::Tensor l = logits.to(at::kDouble);  // [V]
     return (l.logsumexp(0) - l[target]).item<double>();
 }
 
-PerplexityResult perplexity(const LlamaModel& model, const std::vector<int32_t>& tokens, int32_t bos_id,
-                            int64_t n_ctx, const std::function<void(int64_t, int64_t)>& progress,
-                            const std::atomic<bool>* cancel) {
+PerplexityResult perplexity(const LlamaModel& model, const std::vector<int32_t>& tokens, int32_t bos_id, int64_t n_ctx,
+                            const std::function<void(int64_t, int64_t)>& progress, const std::atomic<bool>* cancel) {
     if (n_ctx < 4) throw InputError("perplexity: ctx " + std::to_string(n_ctx) + " must be at least 4");
     if (model.config().n_ctx_train > 0 && n_ctx > model.config().n_ctx_train)
         throw InputError("perplexity: ctx " + std::to_string(n_ctx) + " exceeds the model's context " +
@@ -90,13 +102,13 @@ PerplexityResult perplexity(const LlamaModel& model, const std::vector<int32_t>&
         KvCache cache = model.new_cache(n_ctx);
         ForwardOptions fo;
         fo.all_logits = true;
-        fo.logits_from = first;   // only the scored half
+        fo.logits_from = first;  // only the scored half
         fo.cancel = cancel;
         const at::Tensor logits = model.forward(batch, cache, fo).to(at::kCPU);  // [n_ctx - first, V]
         double chunk_nll = 0;
         for (int64_t j = 0; j < r.scored_per_chunk; ++j) {
             // One row at a time in float64: a whole chunk would be n_ctx / 2 x V doubles.
-            const at::Tensor row = logits[j].to(at::kDouble);                     // [V]
+            const at::Tensor row = logits[j].to(at::kDouble);  // [V]
             const int32_t target = tokens[static_cast<size_t>(c * n_ctx + first + j + 1)];
             chunk_nll += row.logsumexp(0).item<double>() - row[target].item<double>();
         }

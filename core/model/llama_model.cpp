@@ -11,8 +11,8 @@
 #include "core/common/errors.h"
 #include "core/io/model_file.h"
 #include "core/model/decode_ops.h"
-#include "core/model/prefill_ops.h"
 #include "core/model/forward_parts.h"
+#include "core/model/prefill_ops.h"
 #include "core/quant/qkernels.h"
 
 namespace snapkv {
@@ -25,13 +25,13 @@ QueryStats query_stats(const at::Tensor& q, int64_t pos0) {
     QueryStats out;
     const int64_t T = q.size(0);
     const int64_t f = std::clamp<int64_t>(kQueryHeadPositions - pos0, 0, T);
-    at::Tensor qf = q.to(at::kFloat).transpose(0, 1);                                  // [H, T, D]
-    if (f > 0) out.head = qf.narrow(1, 0, f).to(at::kCPU).contiguous();                // [H, f, D]
+    at::Tensor qf = q.to(at::kFloat).transpose(0, 1);                    // [H, T, D]
+    if (f > 0) out.head = qf.narrow(1, 0, f).to(at::kCPU).contiguous();  // [H, f, D]
     out.count = T - f;
     if (out.count > 0) {
         at::Tensor rest = qf.narrow(1, f, out.count);                                  // [H, n, D]
         at::Tensor mean = rest.mean(1, /*keepdim=*/true);                              // [H, 1, D]
-        at::Tensor centred = rest - mean;                                               // [H, n, D]
+        at::Tensor centred = rest - mean;                                              // [H, n, D]
         out.m2 = at::bmm(centred.transpose(1, 2), centred).to(at::kCPU, at::kDouble);  // [H, D, D]
         out.mean = mean.squeeze(1).to(at::kCPU, at::kDouble);                          // [H, D]
     }
@@ -39,9 +39,9 @@ QueryStats query_stats(const at::Tensor& q, int64_t pos0) {
 }
 
 const char* ForwardProfile::name(int stage) {
-    static const char* const names[kStages] = {"embed",    "norms",     "qkv proj",  "rope",
-                                               "kv append", "capture",  "attention", "out proj",
-                                               "ffn proj",  "activation", "residual", "logits"};
+    static const char* const names[kStages] = {"embed",     "norms",      "qkv proj",  "rope",
+                                               "kv append", "capture",    "attention", "out proj",
+                                               "ffn proj",  "activation", "residual",  "logits"};
     return stage >= 0 && stage < kStages ? names[stage] : "";
 }
 
@@ -57,13 +57,13 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
         throw InputError("model: dtype " + std::string(c10::toString(opts.dtype)) +
                          " is not supported on the CPU (use float32)");
     if (c.n_rot <= 0 || c.n_rot > c.head_dim || c.n_rot % 2 != 0)
-        throw FileError(FileError::Kind::BadValue,
-                        "model: rope dimension count " + std::to_string(c.n_rot) +
-                            " must be even and at most head_dim " + std::to_string(c.head_dim));
+        throw FileError(FileError::Kind::BadValue, "model: rope dimension count " + std::to_string(c.n_rot) +
+                                                       " must be even and at most head_dim " +
+                                                       std::to_string(c.head_dim));
 
     // Every tensor the flags ask for: token_embd, output_norm, output unless tied, and per layer:
-    std::vector<std::string> per_layer = {"attn_norm.weight", "attn_output.weight", "ffn_norm.weight",
-                                          "ffn_up.weight", "ffn_down.weight"};
+    std::vector<std::string> per_layer = {"attn_norm.weight", "attn_output.weight", "ffn_norm.weight", "ffn_up.weight",
+                                          "ffn_down.weight"};
     if (c.fused_qkv) {
         per_layer.push_back("attn_qkv.weight");
     } else {
@@ -123,7 +123,7 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
         L.attn_norm = read_norm(p + "attn_norm.weight");
         if (c.fused_qkv) {
             // phi3's attn_qkv: rows [q; k; v], split into three plain [out, in] matrices.
-            const WeightMatrix qkv = read_matrix(p + "attn_qkv.weight");       // [(H + 2 Hkv) D, E]
+            const WeightMatrix qkv = read_matrix(p + "attn_qkv.weight");  // [(H + 2 Hkv) D, E]
             L.wq = qkv.slice_rows(0, q_rows);
             L.wk = qkv.slice_rows(q_rows, kv_rows);
             L.wv = qkv.slice_rows(q_rows + kv_rows, kv_rows);
@@ -147,7 +147,7 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
         if (c.fused_gate_up) {
             // phi3's ffn_up: rows [gate; up] (transformers: gate, up = gate_up.chunk(2); llama.cpp's
             // SWIGLU takes silu of the first half).
-            const WeightMatrix gate_up = read_matrix(p + "ffn_up.weight");    // [2F, E]
+            const WeightMatrix gate_up = read_matrix(p + "ffn_up.weight");  // [2F, E]
             L.w_gate = gate_up.slice_rows(0, c.n_ff);
             L.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
         } else {
@@ -188,8 +188,7 @@ KvCache LlamaModel::new_cache(int64_t capacity) const {
                    at::TensorOptions().device(m_opts.device).dtype(m_opts.dtype), capacity);
 }
 
-at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache,
-                               const ForwardOptions& opts) const {
+at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, const ForwardOptions& opts) const {
     c10::InferenceMode guard;
     const ModelConfig& c = m_config;
     const auto T = static_cast<int64_t>(tokens.size());
@@ -205,8 +204,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     }
     const int64_t pos0 = cache.n_past();
     const int64_t H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
-    at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong)
-                         .to(m_opts.device);                                          // [T]
+    at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(m_opts.device);  // [T]
     at::Tensor pos = at::arange(pos0, pos0 + T, at::TensorOptions().dtype(at::kLong));  // [T] (CPU)
     if (opts.capture) {
         opts.capture->window_queries.assign(static_cast<size_t>(c.n_layer), at::Tensor());
@@ -224,15 +222,15 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     // angles computed once per table for every layer.
     const bool fused = m_opts.device.is_cpu() && m_opts.dtype == at::kFloat;
     std::vector<std::optional<prefill_ops::RopeTableRows>> rope_rows(m_ropes.size());
-    auto rope_heads = [&](const at::Tensor& y, size_t table) {                        // [T, h, D] -> [h, T, D]
+    auto rope_heads = [&](const at::Tensor& y, size_t table) {  // [T, h, D] -> [h, T, D]
         const model_ops::RopeTable& rt = m_ropes[table];
         if (!fused || !y.is_contiguous()) return model_ops::apply_rope(y.transpose(0, 1), pos, rt).contiguous();
         if (!rope_rows[table]) rope_rows[table] = prefill_ops::rope_rows_for(pos, rt);
         return prefill_ops::rope_to_heads(y, *rope_rows[table], rt);
     };
 
-    at::Tensor x = m_tok_embd.gather_rows(ids).to(m_opts.dtype);                       // [T, E]
-    if (c.embd_scale != 1.0f) x = x * c.embd_scale;                                    // gemma
+    at::Tensor x = m_tok_embd.gather_rows(ids).to(m_opts.dtype);  // [T, E]
+    if (c.embd_scale != 1.0f) x = x * c.embd_scale;               // gemma
     clk.lap(S::Embed);
     for (int64_t l = 0; l < c.n_layer; ++l) {
         check_cancel(opts.cancel);
@@ -244,7 +242,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
             if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
             continue;
         }
-        at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);                            // [T, E]
+        at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);  // [T, E]
         clk.lap(S::Norms);
         // One pass over the kernel threads for the three products of a decode step.
         std::vector<at::Tensor> qkv = WeightMatrix::apply_many({&L.wq, &L.wk, &L.wv}, h);
@@ -254,18 +252,18 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
             qkv[2].add_(L.bv);
         }
         clk.lap(S::QkvProj);
-        at::Tensor q = qkv[0].view({T, H, D});                                         // [T, H, D]
-        at::Tensor k = qkv[1].view({T, Hkv, D});                                       // [T, Hkv, D]
-        at::Tensor v = qkv[2].view({T, Hkv, D}).transpose(0, 1);                       // [Hkv, T, D]
-        if (c.qk_norm) {                                                               // per head, before RoPE
+        at::Tensor q = qkv[0].view({T, H, D});                    // [T, H, D]
+        at::Tensor k = qkv[1].view({T, Hkv, D});                  // [T, Hkv, D]
+        at::Tensor v = qkv[2].view({T, Hkv, D}).transpose(0, 1);  // [Hkv, T, D]
+        if (c.qk_norm) {                                          // per head, before RoPE
             q = rms_norm(q, L.q_norm, c.rms_eps);
             k = rms_norm(k, L.k_norm, c.rms_eps);
             clk.lap(S::Norms);
         }
         if (opts.capture && opts.capture->query_stats)
             opts.capture->queries[static_cast<size_t>(l)] = query_stats(q, pos0);
-        q = rope_heads(q, L.rope);                                                     // [H, T, D]
-        k = rope_heads(k, L.rope);                                                     // [Hkv, T, D]
+        q = rope_heads(q, L.rope);  // [H, T, D]
+        k = rope_heads(k, L.rope);  // [Hkv, T, D]
         clk.lap(S::Rope);
         LayerKv& kv = cache.layer(l);
         kv.append(k, v, pos);
@@ -278,39 +276,37 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         if (opts.capture && opts.capture->max_window > 0) {
             const int64_t w = std::min(opts.capture->max_window, T);
             opts.capture->window_queries[static_cast<size_t>(l)] =
-                q.narrow(1, T - w, w).to(at::kFloat).clone();                          // [H, W, D]
+                q.narrow(1, T - w, w).to(at::kFloat).clone();  // [H, W, D]
             clk.lap(S::Capture);
         }
-        at::Tensor a = attention(q, kv, pos, l, opts);                                 // [T, H*D]
+        at::Tensor a = attention(q, kv, pos, l, opts);  // [T, H*D]
         clk.lap(S::Attention);
-        check_cancel(opts.cancel);   // twice per layer: a layer of a long prompt takes a while
-        at::Tensor o = dense(a, L.wo);                                                 // [T, E]
+        check_cancel(opts.cancel);      // twice per layer: a layer of a long prompt takes a while
+        at::Tensor o = dense(a, L.wo);  // [T, E]
         a = at::Tensor();
         clk.lap(S::OutProj);
         if (c.post_norms) {
             o = rms_norm(o, L.attn_post_norm, c.rms_eps);
             clk.lap(S::Norms);
         }
-        x.add_(o);   // x is this pass's own tensor
+        x.add_(o);  // x is this pass's own tensor
         clk.lap(S::Residual);
         h = rms_norm(x, L.ffn_norm, c.rms_eps);
         clk.lap(S::Norms);
-        std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);   // [T, F] each
+        std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);  // [T, F] each
         clk.lap(S::FfnProj);
         at::Tensor gate = gu[0];
         const bool fuse_act = fused && prefill_ops::applicable(gate) && prefill_ops::applicable(gu[1]);
         if (c.ffn_act == FfnActivation::GeluTanh) {
-            if (fuse_act)
-                prefill_ops::gelu_tanh_mul(gate, gu[1]);                               // one fused pass
-            else
-                gate = at::gelu(gate, "tanh") * gu[1];
+            if (fuse_act) prefill_ops::gelu_tanh_mul(gate, gu[1]);  // one fused pass
+            else gate = at::gelu(gate, "tanh") * gu[1];
         } else if (fuse_act) {
             prefill_ops::silu_mul(gate, gu[1]);
         } else {
             gate = at::silu(gate) * gu[1];
         }
         clk.lap(S::Activation);
-        at::Tensor ff = dense(gate, L.w_down);                                         // [T, E]
+        at::Tensor ff = dense(gate, L.w_down);  // [T, E]
         clk.lap(S::FfnProj);
         if (c.post_norms) {
             ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
@@ -324,7 +320,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     const int64_t from = opts.all_logits ? std::min(std::max<int64_t>(opts.logits_from, 0), T - 1) : T - 1;
     at::Tensor last = from == 0 ? x : x.narrow(0, from, T - from);
     at::Tensor logits = dense(rms_norm(last, m_output_norm, c.rms_eps), m_output).to(at::kFloat);  // [T or 1, V]
-    if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;   // gemma2
+    if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;     // gemma2
     clk.lap(S::Logits);
     return logits;
 }

@@ -39,7 +39,7 @@ struct RopeTableRows;
 
 struct ModelOptions {
     c10::Device device = c10::Device(c10::kCPU);
-    at::ScalarType dtype = at::kFloat;   // float32 on CPU; CUDA also float16 / bfloat16
+    at::ScalarType dtype = at::kFloat;  // float32 on CPU; CUDA also float16 / bfloat16
     // CPU: keep weight matrices in the file's format (quantized blocks, F16, BF16) and multiply
     // them with the core/quant kernels; false dequantizes every weight to float32 at load (the
     // only way on CUDA, where this is ignored).
@@ -52,17 +52,17 @@ struct ModelOptions {
 // with Chan's formula).
 inline constexpr int64_t kQueryHeadPositions = 16;
 struct QueryStats {
-    at::Tensor head;        // [H, f, D] float32 (CPU): the call's queries at positions < kQueryHeadPositions
-    int64_t count = 0;      // n: the call's queries at positions >= kQueryHeadPositions
-    at::Tensor mean;        // [H, D] float64 (CPU) of those n; undefined when n == 0
-    at::Tensor m2;          // [H, D, D] float64 (CPU): sum over them of (q - mean)(q - mean)^T
+    at::Tensor head;    // [H, f, D] float32 (CPU): the call's queries at positions < kQueryHeadPositions
+    int64_t count = 0;  // n: the call's queries at positions >= kQueryHeadPositions
+    at::Tensor mean;    // [H, D] float64 (CPU) of those n; undefined when n == 0
+    at::Tensor m2;      // [H, D, D] float64 (CPU): sum over them of (q - mean)(q - mean)^T
 };
 
 // What prefill keeps for SnapKV-style selection, per layer (no extra pass).
 struct PrefillCapture {
-    int64_t max_window = 0;               // capture the post-RoPE queries of the last max_window tokens
-    bool h2o = false;                     // accumulate attention received per key over all queries
-    bool query_stats = false;             // record QueryStats of the pre-RoPE queries
+    int64_t max_window = 0;                  // capture the post-RoPE queries of the last max_window tokens
+    bool h2o = false;                        // accumulate attention received per key over all queries
+    bool query_stats = false;                // record QueryStats of the pre-RoPE queries
     std::vector<at::Tensor> window_queries;  // per layer [H, W, D] (float32)
     std::vector<at::Tensor> h2o_scores;      // per layer [H, S] (float32), S = cache size after the call
     std::vector<QueryStats> queries;         // per layer, with query_stats
@@ -72,30 +72,43 @@ struct PrefillCapture {
 // cache slot s (LayerKv::positions() gives its absolute position). Sliding-window layers give 0
 // on the slots outside their window.
 struct AttentionProbe {
-    std::vector<at::Tensor> probs;        // per layer [H, S] float32 softmax of the last query
+    std::vector<at::Tensor> probs;  // per layer [H, S] float32 softmax of the last query
 };
 
 // Wall time of forward()'s stages, summed over layers (CPU; on CUDA a stage's time includes waits
 // for work queued before it). Projections include dequantizing their weight tiles, which
 // dequant_ms also counts on its own.
 struct ForwardProfile {
-    enum Stage { Embed, Norms, QkvProj, Rope, KvAppend, Capture, Attention, OutProj, FfnProj, Activation,
-                 Residual, Logits, kStages };
+    enum Stage {
+        Embed,
+        Norms,
+        QkvProj,
+        Rope,
+        KvAppend,
+        Capture,
+        Attention,
+        OutProj,
+        FfnProj,
+        Activation,
+        Residual,
+        Logits,
+        kStages
+    };
     double ms[kStages] = {};
     double dequant_ms = 0;
     static const char* name(int stage);
 };
 
 struct ForwardOptions {
-    bool all_logits = false;              // logits for every token (perplexity) or only the last
-    int64_t logits_from = 0;              // with all_logits: only positions logits_from.. (a 262K
-                                          // vocabulary makes each row 1 MiB)
+    bool all_logits = false;  // logits for every token (perplexity) or only the last
+    int64_t logits_from = 0;  // with all_logits: only positions logits_from.. (a 262K
+                              // vocabulary makes each row 1 MiB)
     PrefillCapture* capture = nullptr;
     AttentionProbe* probe = nullptr;
-    int64_t attn_chunk = 512;             // queries per attention block
+    int64_t attn_chunk = 512;                                      // queries per attention block
     std::function<void(int64_t layer, int64_t n_layer)> on_layer;  // progress
-    const std::atomic<bool>* cancel = nullptr;                    // polled twice per layer
-    ForwardProfile* profile = nullptr;    // when set, stage times are added to it
+    const std::atomic<bool>* cancel = nullptr;                     // polled twice per layer
+    ForwardProfile* profile = nullptr;                             // when set, stage times are added to it
 };
 
 class LlamaModel {
@@ -103,14 +116,13 @@ public:
     // Reads every weight onto opts.device in opts.dtype, matrices in the file's format when
     // opts.native_weights on the CPU (else dequantized). Throws FileError /
     // InputError, or Cancelled when *cancel becomes true. progress(done, total) per tensor.
-    static std::shared_ptr<const LlamaModel> load(
-        const ModelFile& file, const ModelOptions& opts = {},
-        const std::function<void(int64_t, int64_t)>& progress = {},
-        const std::atomic<bool>* cancel = nullptr);
+    static std::shared_ptr<const LlamaModel> load(const ModelFile& file, const ModelOptions& opts = {},
+                                                  const std::function<void(int64_t, int64_t)>& progress = {},
+                                                  const std::atomic<bool>* cancel = nullptr);
 
     const ModelConfig& config() const { return m_config; }
     const ModelOptions& options() const { return m_opts; }
-    int64_t weight_bytes() const { return m_weight_bytes; }   // weights in memory, as held there
+    int64_t weight_bytes() const { return m_weight_bytes; }  // weights in memory, as held there
 
     // A cache for this model: n_head_kv heads per layer, the model's device and dtype.
     KvCache new_cache(int64_t capacity = 256) const;
@@ -118,42 +130,39 @@ public:
     // Run tokens [T] at absolute positions cache.n_past() ... + T - 1, appending their K/V to the
     // cache. Returns logits float32: [T - f, V] if opts.all_logits (f = opts.logits_from, clamped to
     // 0..T-1) else [1, V] for the last token.
-    at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache,
-                       const ForwardOptions& opts = {}) const;
+    at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, const ForwardOptions& opts = {}) const;
 
 private:
     struct Layer {
-        at::Tensor attn_norm;  // [E] float32
-        WeightMatrix wq;       // [H*D, E]   (phi3: rows of attn_qkv)
-        WeightMatrix wk;       // [Hkv*D, E]
-        WeightMatrix wv;       // [Hkv*D, E]
-        at::Tensor bq, bk, bv; // [H*D], [Hkv*D] or undefined
-        at::Tensor q_norm;     // [D] float32 or undefined (qk_norm)
-        at::Tensor k_norm;     // [D] float32 or undefined
-        WeightMatrix wo;       // [E, H*D]
+        at::Tensor attn_norm;       // [E] float32
+        WeightMatrix wq;            // [H*D, E]   (phi3: rows of attn_qkv)
+        WeightMatrix wk;            // [Hkv*D, E]
+        WeightMatrix wv;            // [Hkv*D, E]
+        at::Tensor bq, bk, bv;      // [H*D], [Hkv*D] or undefined
+        at::Tensor q_norm;          // [D] float32 or undefined (qk_norm)
+        at::Tensor k_norm;          // [D] float32 or undefined
+        WeightMatrix wo;            // [E, H*D]
         at::Tensor attn_post_norm;  // [E] float32 or undefined (post_norms)
-        at::Tensor ffn_norm;   // [E] float32
-        WeightMatrix w_gate;   // [F, E]     (phi3: first F rows of ffn_up)
-        WeightMatrix w_up;     // [F, E]     (phi3: last F rows of ffn_up)
-        WeightMatrix w_down;   // [E, F]
+        at::Tensor ffn_norm;        // [E] float32
+        WeightMatrix w_gate;        // [F, E]     (phi3: first F rows of ffn_up)
+        WeightMatrix w_up;          // [F, E]     (phi3: last F rows of ffn_up)
+        WeightMatrix w_down;        // [E, F]
         at::Tensor ffn_post_norm;   // [E] float32 or undefined (post_norms)
-        size_t rope = 0;       // index into m_ropes
+        size_t rope = 0;            // index into m_ropes
     };
 
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
-                         const ForwardOptions& opts) const;               // [H, T, D] -> [T, H*D]
+                         const ForwardOptions& opts) const;  // [H, T, D] -> [T, H*D]
     // Layer l of a prompt longer than kLayerChunk on the CPU in float32 (long_prompt_layer.cpp):
     // forward()'s operations for one layer in token chunks, so that only x [T, E] is held whole.
     // Rows are independent and attention is causal, so the result is forward()'s up to
     // summation order (GEMM sizes, H2O's sums added per chunk). x is updated in place; the
     // layer's keys and values are appended to kv.
     void long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const at::Tensor& pos, int64_t pos0,
-                           const prefill_ops::RopeTableRows& rope, const ForwardOptions& opts,
-                           StageClock& clk) const;
+                           const prefill_ops::RopeTableRows& rope, const ForwardOptions& opts, StageClock& clk) const;
     // Attention of one token's queries q [H, D] over a cpu_float() cache that already holds its
     // keys: probs [Hc, g, S] (softmax), out [H, D]. Plain buffers (model_attention.cpp).
-    void attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs,
-                    float* out) const;
+    void attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs, float* out) const;
     // One token on the CPU in float32 on plain buffers (model_decode.cpp): the same operations as
     // forward()'s, without a LibTorch call per operation. Only when m_raw_decode and every cache
     // layer is cpu_float(), and no capture is asked for.
@@ -161,9 +170,9 @@ private:
 
     ModelConfig m_config;
     ModelOptions m_opts;
-    WeightMatrix m_tok_embd;   // [V, E]
-    at::Tensor m_output_norm;  // [E]
-    WeightMatrix m_output;     // [V, E] (token_embd when tied)
+    WeightMatrix m_tok_embd;                    // [V, E]
+    at::Tensor m_output_norm;                   // [E]
+    WeightMatrix m_output;                      // [V, E] (token_embd when tied)
     std::vector<model_ops::RopeTable> m_ropes;  // distinct per-layer RoPE tables (1 or 2)
     std::vector<Layer> m_layers;
     int64_t m_weight_bytes = 0;

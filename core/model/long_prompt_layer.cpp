@@ -25,9 +25,9 @@ namespace {
 class ChunkMatrix {
 public:
     explicit ChunkMatrix(const WeightMatrix& w) : m_w(w) {
-        if (!w.native() || w.rows() * w.cols() <= WeightMatrix::tile_values()) m_f = w.to_float();   // [O, I]
+        if (!w.native() || w.rows() * w.cols() <= WeightMatrix::tile_values()) m_f = w.to_float();  // [O, I]
     }
-    at::Tensor apply(const at::Tensor& x) const {   // [n, I] -> [n, O]
+    at::Tensor apply(const at::Tensor& x) const {  // [n, I] -> [n, O]
         return m_f.defined() ? at::linear(x, m_f) : m_w.apply(x);
     }
 
@@ -57,7 +57,7 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
     // over every query (the chunks' sums added up).
     at::Tensor q_all = cap && cap->query_stats ? at::empty({T, H, D}, x.options()) : at::Tensor();  // [T, H, D]
     const int64_t w = cap && cap->max_window > 0 ? std::min(cap->max_window, T) : 0;
-    at::Tensor window = w > 0 ? at::empty({H, w, D}, x.options()) : at::Tensor();   // [H, W, D]
+    at::Tensor window = w > 0 ? at::empty({H, w, D}, x.options()) : at::Tensor();                  // [H, W, D]
     at::Tensor h2o = cap && cap->h2o ? at::zeros({H, kv.size() + T}, x.options()) : at::Tensor();  // [H, S]
 
     const ChunkMatrix wq(L.wq), wk(L.wk), wv(L.wv), wo(L.wo);
@@ -67,10 +67,10 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
         const int64_t n = std::min(chunk, T - t0);
         if (t0 > 0) check_cancel(opts.cancel);
-        at::Tensor xc = x.narrow(0, t0, n);                                           // [n, E] view
-        at::Tensor h = rms_norm(xc, L.attn_norm, c.rms_eps);                           // [n, E]
+        at::Tensor xc = x.narrow(0, t0, n);                   // [n, E] view
+        at::Tensor h = rms_norm(xc, L.attn_norm, c.rms_eps);  // [n, E]
         clk.lap(S::Norms);
-        at::Tensor qc = wq.apply(h), kc = wk.apply(h), vc = wv.apply(h);              // [n, H*D], [n, Hkv*D] x 2
+        at::Tensor qc = wq.apply(h), kc = wk.apply(h), vc = wv.apply(h);  // [n, H*D], [n, Hkv*D] x 2
         if (L.bq.defined()) {
             qc.add_(L.bq);
             kc.add_(L.bk);
@@ -78,14 +78,14 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
         }
         clk.lap(S::QkvProj);
         at::Tensor qh = qc.view({n, H, D}), kh = kc.view({n, Hkv, D});
-        if (c.qk_norm) {                                                               // per head, before RoPE
+        if (c.qk_norm) {  // per head, before RoPE
             qh = rms_norm(qh, L.q_norm, c.rms_eps);
             kh = rms_norm(kh, L.k_norm, c.rms_eps);
             clk.lap(S::Norms);
         }
         if (q_all.defined()) q_all.narrow(0, t0, n).copy_(qh);
-        const at::Tensor qr = prefill_ops::rope_to_heads(qh, rope, rt, t0);           // [H, n, D]
-        const at::Tensor kr = prefill_ops::rope_to_heads(kh, rope, rt, t0);           // [Hkv, n, D]
+        const at::Tensor qr = prefill_ops::rope_to_heads(qh, rope, rt, t0);  // [H, n, D]
+        const at::Tensor kr = prefill_ops::rope_to_heads(kh, rope, rt, t0);  // [Hkv, n, D]
         clk.lap(S::Rope);
         // The chunk's keys and values join the cache before its attention (causal: a chunk's
         // queries see the earlier chunks and their own earlier tokens).
@@ -94,7 +94,7 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
         qc = kc = vc = at::Tensor();
         clk.lap(S::KvAppend);
         if (w > 0 && t0 + n > T - w) {
-            const int64_t from = std::max(t0, T - w);                                  // first window token here
+            const int64_t from = std::max(t0, T - w);  // first window token here
             window.narrow(1, from - (T - w), t0 + n - from).copy_(qr.narrow(1, from - t0, t0 + n - from));
             clk.lap(S::Capture);
         }
@@ -107,13 +107,13 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
         } else {
             chunk_opts.capture = nullptr;
         }
-        at::Tensor a = attention(qr, kv, pos.narrow(0, t0, n), l, chunk_opts);         // [n, H*D]
+        at::Tensor a = attention(qr, kv, pos.narrow(0, t0, n), l, chunk_opts);  // [n, H*D]
         if (h2o.defined()) {
-            const at::Tensor& part = chunk_cap.h2o_scores[static_cast<size_t>(l)];    // [H, S so far]
+            const at::Tensor& part = chunk_cap.h2o_scores[static_cast<size_t>(l)];  // [H, S so far]
             h2o.narrow(1, 0, part.size(1)).add_(part);
         }
         clk.lap(S::Attention);
-        at::Tensor o = wo.apply(a);                                                    // [n, E]
+        at::Tensor o = wo.apply(a);  // [n, E]
         a = at::Tensor();
         clk.lap(S::OutProj);
         if (c.post_norms) {
@@ -122,17 +122,15 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
         }
         xc.add_(o);
         clk.lap(S::Residual);
-        h = rms_norm(xc, L.ffn_norm, c.rms_eps);                                       // [n, E]
+        h = rms_norm(xc, L.ffn_norm, c.rms_eps);  // [n, E]
         clk.lap(S::Norms);
-        at::Tensor gate = w_gate.apply(h);                                             // [n, F]
-        const at::Tensor up = w_up.apply(h);                                           // [n, F]
+        at::Tensor gate = w_gate.apply(h);    // [n, F]
+        const at::Tensor up = w_up.apply(h);  // [n, F]
         clk.lap(S::FfnProj);
-        if (c.ffn_act == FfnActivation::GeluTanh)
-            prefill_ops::gelu_tanh_mul(gate, up);
-        else
-            prefill_ops::silu_mul(gate, up);
+        if (c.ffn_act == FfnActivation::GeluTanh) prefill_ops::gelu_tanh_mul(gate, up);
+        else prefill_ops::silu_mul(gate, up);
         clk.lap(S::Activation);
-        at::Tensor ff = w_down.apply(gate);                                            // [n, E]
+        at::Tensor ff = w_down.apply(gate);  // [n, E]
         clk.lap(S::FfnProj);
         if (c.post_norms) {
             ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);

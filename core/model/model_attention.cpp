@@ -40,7 +40,7 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
             while (s < s0 && ph[s] < oldest) ++s;
             s0 = std::min(s0, s);
         }
-        if (s0 == S) s0 = 0;   // nothing visible (cannot happen after an append): let the mask say so
+        if (s0 == S) s0 = 0;  // nothing visible (cannot happen after an append): let the mask say so
     }
     const int64_t n = S - s0;
     attention_scores(q, kv.key_data() + s0 * D, head_stride, Hc, g, n, D, probs);
@@ -58,8 +58,8 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
     }
 }
 
-at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos,
-                                 int64_t layer, const ForwardOptions& opts) const {
+at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
+                                 const ForwardOptions& opts) const {
     // q: [H, T, D], rows of D contiguous; the cache already holds this call's keys; q_pos: [T] int64.
     const int64_t H = q.size(0), T = q.size(1), D = q.size(2);
     const int64_t Hc = kv.n_heads();
@@ -67,17 +67,17 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
     const int64_t S = kv.size();
     const int64_t window = m_config.layers[static_cast<size_t>(layer)].sliding_window;  // 0: none
     const double softcap = m_config.attn_softcap;
-    at::Tensor K = kv.keys();        // [Hc, S, D]
-    at::Tensor V = kv.values();      // [Hc, S, D]
-    at::Tensor P = kv.positions();   // [Hc, S]
+    at::Tensor K = kv.keys();       // [Hc, S, D]
+    at::Tensor V = kv.values();     // [Hc, S, D]
+    at::Tensor P = kv.positions();  // [Hc, S]
     at::Tensor qpos = q_pos.to(P.device());
     const double scale = m_config.attn_scale;
     if (T == 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && !(opts.capture && opts.capture->h2o) &&
         kv.cpu_float()) {
         // One float32 query per head on the CPU (decode with a capture; forward_one otherwise).
         const at::Tensor qc = q.contiguous();
-        at::Tensor probs = at::empty({H, S}, qc.options());                              // [H, S]
-        at::Tensor o = at::empty({H, T, D}, qc.options());                             // [H, 1, D]
+        at::Tensor probs = at::empty({H, S}, qc.options());  // [H, S]
+        at::Tensor o = at::empty({H, T, D}, qc.options());   // [H, 1, D]
         attend_one(qc.data_ptr<float>(), kv, q_pos.item<int64_t>(), layer, probs.data_ptr<float>(),
                    o.data_ptr<float>());
         if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs;
@@ -90,9 +90,9 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         // straight in the [T, H * D] layout wo reads. The chunked ATen path below serves CUDA,
         // other dtypes and the last-query probe.
         const at::Tensor qp = q_pos.to(at::kLong).contiguous();
-        at::Tensor o = at::empty({T, H * D}, q.options());                             // [T, H*D]
+        at::Tensor o = at::empty({T, H * D}, q.options());  // [T, H*D]
         PrefillAttention pa;
-        pa.q = q.data_ptr<float>();   // [H, T, D] or a long prompt's [T, H, D] seen as [H, T, D]
+        pa.q = q.data_ptr<float>();  // [H, T, D] or a long prompt's [T, H, D] seen as [H, T, D]
         pa.q_head_stride = q.stride(0);
         pa.q_tok_stride = q.stride(1);
         pa.k = kv.key_data();
@@ -120,7 +120,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         pa.out_tok_stride = H * D;
         at::Tensor h2o;
         if (opts.capture && opts.capture->h2o) {
-            h2o = at::zeros({H, S}, q.options());                                      // [H, S]
+            h2o = at::zeros({H, S}, q.options());  // [H, S]
             pa.h2o = h2o.data_ptr<float>();
         }
         attention_prefill(pa);
@@ -159,23 +159,23 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
             s0 = P.narrow(1, 0, s_lim).lt(oldest_visible).sum(1).min().item<int64_t>();
         }
         const int64_t s = s_lim - s0;
-        at::Tensor qc = qg.narrow(2, t0, tc).reshape({Hc, g * tc, D});                 // [Hc, g*tc, D]
-        at::Tensor Kc = K.narrow(1, s0, s);                                           // [Hc, s, D]
+        at::Tensor qc = qg.narrow(2, t0, tc).reshape({Hc, g * tc, D});                   // [Hc, g*tc, D]
+        at::Tensor Kc = K.narrow(1, s0, s);                                              // [Hc, s, D]
         at::Tensor scores = at::bmm(qc, Kc.transpose(1, 2)).to(at::kFloat).mul_(scale);  // [Hc, g*tc, s]
-        if (softcap > 0.0) scores.div_(softcap).tanh_().mul_(softcap);               // gemma2
-        at::Tensor rows_pos = qpos.narrow(0, t0, tc).repeat({g}).view({1, g * tc, 1});  // [1, g*tc, 1]
+        if (softcap > 0.0) scores.div_(softcap).tanh_().mul_(softcap);                   // gemma2
+        at::Tensor rows_pos = qpos.narrow(0, t0, tc).repeat({g}).view({1, g * tc, 1});   // [1, g*tc, 1]
         const int64_t n_mask = s_lim - std::max(mask_from, s0);
-        at::Tensor cols = P.narrow(1, s_lim - n_mask, n_mask).unsqueeze(1);            // [Hc, 1, n]
-        at::Tensor mask = cols.gt(rows_pos);                                           // future (and padding)
-        if (window > 0) mask.logical_or_(cols.le(rows_pos - window));                  // older than the window
+        at::Tensor cols = P.narrow(1, s_lim - n_mask, n_mask).unsqueeze(1);  // [Hc, 1, n]
+        at::Tensor mask = cols.gt(rows_pos);                                 // future (and padding)
+        if (window > 0) mask.logical_or_(cols.le(rows_pos - window));        // older than the window
         scores.narrow(2, s - n_mask, n_mask).masked_fill_(mask, -std::numeric_limits<float>::infinity());
-        at::Tensor probs = at::softmax(scores, -1);                                    // [Hc, g*tc, s]
-        at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, s0, s));         // [Hc, g*tc, D]
+        at::Tensor probs = at::softmax(scores, -1);                             // [Hc, g*tc, s]
+        at::Tensor o = at::bmm(probs.to(q.scalar_type()), V.narrow(1, s0, s));  // [Hc, g*tc, D]
         out.narrow(2, t0, tc).copy_(o.view({Hc, g, tc, D}));
-        at::Tensor p4 = probs.view({Hc, g, tc, s});                                    // [Hc, g, tc, s]
+        at::Tensor p4 = probs.view({Hc, g, tc, s});  // [Hc, g, tc, s]
         if (h2o.defined()) h2o.narrow(1, s0, s).add_(p4.sum(2).reshape({H, s}));
         if (opts.probe && t0 + tc == T) {
-            at::Tensor last = at::zeros({H, s_lim}, probs.options());                 // [H, s_lim]
+            at::Tensor last = at::zeros({H, s_lim}, probs.options());  // [H, s_lim]
             last.narrow(1, s0, s).copy_(p4.select(2, tc - 1).reshape({H, s}));
             opts.probe->probs[static_cast<size_t>(layer)] = last;
         }

@@ -60,11 +60,12 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
     float* o = sized(b.o, E);
     {
         const at::Tensor row = m_tok_embd.gather_rows(at::tensor({static_cast<int64_t>(token)}, at::kLong))
-                                   .to(at::kFloat).contiguous();                        // [1, E]
+                                   .to(at::kFloat)
+                                   .contiguous();  // [1, E]
         std::memcpy(x, row.data_ptr<float>(), static_cast<size_t>(E) * sizeof(float));
     }
     if (c.embd_scale != 1.0f)
-        for (int64_t i = 0; i < E; ++i) x[i] *= c.embd_scale;                           // gemma
+        for (int64_t i = 0; i < E; ++i) x[i] *= c.embd_scale;  // gemma
 
     // cos / sin of this position for each distinct RoPE table (gemma3's local and global layers
     // alternate; rope_angles keeps only the last one).
@@ -90,7 +91,7 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
             add_into(k, ptr(L.bk), Hkv * D);
             add_into(v, ptr(L.bv), Hkv * D);
         }
-        if (c.qk_norm) {                                                                // per head, before RoPE
+        if (c.qk_norm) {  // per head, before RoPE
             decode_ops::rms_norm_rows(q, ptr(L.q_norm), H, D, c.rms_eps, q);
             decode_ops::rms_norm_rows(k, ptr(L.k_norm), Hkv, D, c.rms_eps, k);
         }
@@ -100,8 +101,8 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
         // Attention of the new token over the cache.
         LayerKv& kv = cache.layer(l);
         kv.append_one(k, D, v, D, Hkv, pos);
-        float* probs = sized(b.probs, H * kv.size());                                   // [H, S]
-        attend_one(q, kv, pos, l, probs, att);                                          // att [H, D]
+        float* probs = sized(b.probs, H * kv.size());  // [H, S]
+        attend_one(q, kv, pos, l, probs, att);         // att [H, D]
         if (opts.probe) {
             at::Tensor p = at::empty({H, kv.size()}, at::TensorOptions().dtype(at::kFloat));
             std::memcpy(p.data_ptr<float>(), probs, static_cast<size_t>(p.numel()) * sizeof(float));
@@ -138,13 +139,13 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
     }
     cache.set_n_past(pos + 1);
     decode_ops::rms_norm_rows(x, ptr(m_output_norm), 1, E, c.rms_eps, h);
-    at::Tensor logits = at::empty({1, m_output.rows()}, at::TensorOptions().dtype(at::kFloat));   // [1, V]
+    at::Tensor logits = at::empty({1, m_output.rows()}, at::TensorOptions().dtype(at::kFloat));  // [1, V]
     {
         const WeightMatrix* ws[] = {&m_output};
         float* ys[] = {logits.data_ptr<float>()};
         WeightMatrix::apply_raw(ws, 1, h, ys);
     }
-    if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;   // gemma2
+    if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;  // gemma2
     return logits;
 }
 

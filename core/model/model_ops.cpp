@@ -36,9 +36,10 @@ RopeTable rope_table(const ModelConfig& c, int64_t layer) {
     // differ by one float32 rounding move logits by ~1e-3): inv = 1 / base ** (arange(0, n, 2) / n)
     const LayerConfig& lc = c.layers.at(static_cast<size_t>(layer));
     const auto f32 = at::TensorOptions().dtype(at::kFloat);
-    at::Tensor shape = at::arange(0, c.n_rot, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat)
-                           .div(static_cast<double>(c.n_rot));                               // [n_rot/2]
-    at::Tensor pow = at::pow(at::Scalar(static_cast<double>(lc.rope_freq_base)), shape);     // [n_rot/2]
+    at::Tensor shape = at::arange(0, c.n_rot, 2, at::TensorOptions().dtype(at::kLong))
+                           .to(at::kFloat)
+                           .div(static_cast<double>(c.n_rot));                            // [n_rot/2]
+    at::Tensor pow = at::pow(at::Scalar(static_cast<double>(lc.rope_freq_base)), shape);  // [n_rot/2]
     at::Tensor inv = at::reciprocal(pow);
     RopeTable t;
     t.n_rot = c.n_rot;
@@ -97,28 +98,28 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& pos, const RopeTabl
     const int64_t D = x.size(2);
     if (x.size(1) == 1 && x.device().is_cpu() && x.scalar_type() == at::kFloat) {
         // One float32 token on the CPU: one fused pass (decode_ops.h), the same float products.
-        at::Tensor out = x.reshape({x.size(0), D}).clone();                              // [h, D]
-        decode_ops::rope_inplace(out, decode_ops::rope_angles(pos.item<int64_t>(), t.inv_freq, t.attn_factor),
-                                 n_rot, t.neox);
+        at::Tensor out = x.reshape({x.size(0), D}).clone();  // [h, D]
+        decode_ops::rope_inplace(out, decode_ops::rope_angles(pos.item<int64_t>(), t.inv_freq, t.attn_factor), n_rot,
+                                 t.neox);
         return out.view({x.size(0), 1, D});
     }
-    at::Tensor ang = pos.cpu().to(at::kFloat).unsqueeze(1) * t.inv_freq.unsqueeze(0);        // [T, half]
+    at::Tensor ang = pos.cpu().to(at::kFloat).unsqueeze(1) * t.inv_freq.unsqueeze(0);  // [T, half]
     at::Tensor cos = ang.cos(), sin = ang.sin();
     if (t.attn_factor != 1.0) {
         cos = cos * t.attn_factor;
         sin = sin * t.attn_factor;
     }
-    cos = cos.to(x.device()).unsqueeze(0);                                                    // [1, T, half]
-    sin = sin.to(x.device()).unsqueeze(0);                                                    // [1, T, half]
+    cos = cos.to(x.device()).unsqueeze(0);  // [1, T, half]
+    sin = sin.to(x.device()).unsqueeze(0);  // [1, T, half]
     at::Tensor xf = x.to(at::kFloat);
     at::Tensor rot = xf.narrow(2, 0, n_rot);
     at::Tensor out;
     if (t.neox) {
-        at::Tensor x0 = rot.narrow(2, 0, half), x1 = rot.narrow(2, half, half);           // [h, T, half]
+        at::Tensor x0 = rot.narrow(2, 0, half), x1 = rot.narrow(2, half, half);  // [h, T, half]
         out = at::cat({x0 * cos - x1 * sin, x1 * cos + x0 * sin}, 2);
     } else {
-        at::Tensor pairs = rot.reshape({rot.size(0), rot.size(1), half, 2});               // [h, T, half, 2]
-        at::Tensor x0 = pairs.select(3, 0), x1 = pairs.select(3, 1);                       // [h, T, half]
+        at::Tensor pairs = rot.reshape({rot.size(0), rot.size(1), half, 2});  // [h, T, half, 2]
+        at::Tensor x0 = pairs.select(3, 0), x1 = pairs.select(3, 1);          // [h, T, half]
         out = at::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, 3).reshape(rot.sizes());
     }
     if (n_rot < D) out = at::cat({out, xf.narrow(2, n_rot, D - n_rot)}, 2);

@@ -30,9 +30,9 @@ struct RopeTable {
     at::Tensor inv_freq;       // [n_rot/2] float32
     double attn_factor = 1.0;  // cos and sin are multiplied by this
     int64_t n_rot = 0;
-    bool neox = false;         // rotate-half pairs (i, i + n_rot/2) instead of adjacent (2i, 2i+1)
-    int64_t max_pos = -1;      // > 0: positions must stay below it (longrope short factors)
-    std::string scaling;       // for messages
+    bool neox = false;     // rotate-half pairs (i, i + n_rot/2) instead of adjacent (2i, 2i+1)
+    int64_t max_pos = -1;  // > 0: positions must stay below it (longrope short factors)
+    std::string scaling;   // for messages
 };
 
 // The table of a layer: base and scaling from config.layers[layer]. Throws FileError

@@ -36,7 +36,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
 RopeTableRows rope_rows_for(const at::Tensor& pos, const model_ops::RopeTable& t) {
     if (t.max_pos > 0 && pos.numel() > 0) model_ops::check_rope_position(t, pos.max().item<int64_t>());
     // model_ops::apply_rope's operations: angles rounded once in float32, cos / sin in float32.
-    at::Tensor ang = pos.cpu().to(at::kFloat).unsqueeze(1) * t.inv_freq.to(at::kCPU).unsqueeze(0);   // [T, half]
+    at::Tensor ang = pos.cpu().to(at::kFloat).unsqueeze(1) * t.inv_freq.to(at::kCPU).unsqueeze(0);  // [T, half]
     at::Tensor cos = ang.cos(), sin = ang.sin();
     if (t.attn_factor != 1.0) {
         cos = cos * t.attn_factor;
@@ -107,8 +107,7 @@ void silu_mul(at::Tensor& gate, const at::Tensor& up) {
 void gelu_tanh_mul(at::Tensor& gate, const at::Tensor& up) {
     float* g = gate.data_ptr<float>();
     const float* u = up.data_ptr<float>();
-    kernel_parallel_for(gate.numel(), 65536,
-                        [&](int64_t b, int64_t e) { snapkv::gelu_tanh_mul(g + b, u + b, e - b); });
+    kernel_parallel_for(gate.numel(), 65536, [&](int64_t b, int64_t e) { snapkv::gelu_tanh_mul(g + b, u + b, e - b); });
 }
 
 }  // namespace snapkv::prefill_ops

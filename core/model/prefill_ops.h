@@ -27,15 +27,14 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps);
 // by the same float32 tensor operations as model_ops::apply_rope. Built once per forward pass and
 // shared by every layer that uses the table.
 struct RopeTableRows {
-    at::Tensor cos, sin;   // [T, n_rot / 2] float32 contiguous
+    at::Tensor cos, sin;  // [T, n_rot / 2] float32 contiguous
 };
-RopeTableRows rope_rows_for(const at::Tensor& pos, const model_ops::RopeTable& t);   // pos [T] int64
+RopeTableRows rope_rows_for(const at::Tensor& pos, const model_ops::RopeTable& t);  // pos [T] int64
 
 // RoPE of x [T, h, D] (each token's h * D values contiguous, tokens any stride apart, as a
 // projection's output rows) into a new [h, T, D] tensor: the head-major layout that attention and
 // the KV cache read. x's token t takes row row0 + t of r (a chunk of the pass's tokens).
-at::Tensor rope_to_heads(const at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t,
-                         int64_t row0 = 0);
+at::Tensor rope_to_heads(const at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0 = 0);
 // The same rotation in place, keeping x's [T, h, D] layout (a long prompt's queries).
 void rope_in_place(at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0 = 0);
 

@@ -66,7 +66,10 @@ int32_t Sampler::sample(const at::Tensor& logits_in) {
         size_t cut = keep;
         for (size_t i = 0; i < keep; ++i) {
             cum += prob[i] / sum;
-            if (cum >= m_p.top_p) { cut = i + 1; break; }
+            if (cum >= m_p.top_p) {
+                cut = i + 1;
+                break;
+            }
         }
         prob.resize(cut);
         idx.resize(cut);

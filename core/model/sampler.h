@@ -12,9 +12,9 @@ namespace snapkv {
 
 struct SamplingParams {
     bool greedy = true;
-    float temperature = 0.8f;   // > 0
-    int64_t top_k = 40;         // 0 = off
-    float top_p = 0.95f;        // 1 = off
+    float temperature = 0.8f;  // > 0
+    int64_t top_k = 40;        // 0 = off
+    float top_p = 0.95f;       // 1 = off
     uint64_t seed = 42;
 };
 
@@ -23,7 +23,7 @@ void validate_sampling(const SamplingParams& p);  // throws InputError
 class Sampler {
 public:
     explicit Sampler(const SamplingParams& p);
-    int32_t sample(const at::Tensor& logits);     // logits: [V] (any device/dtype)
+    int32_t sample(const at::Tensor& logits);  // logits: [V] (any device/dtype)
     // Probabilities the sampler would draw from (after temperature/top-k/top-p), for display: [V].
     static std::vector<float> softmax(const float* logits, int64_t n, float temperature = 1.0f);
 

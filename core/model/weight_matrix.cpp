@@ -144,7 +144,8 @@ std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightM
     }
     for (const WeightMatrix* w : ws) {
         const BlockMatrix m = view(w->m_bytes);
-        const int64_t tile = std::max<int64_t>(1, std::min(m.n_rows, g_tile_values.load() / std::max<int64_t>(cols, 1)));
+        const int64_t tile = std::max<int64_t>(1,
+                                               std::min(m.n_rows, g_tile_values.load() / std::max<int64_t>(cols, 1)));
         float* buf = scratch(tile * cols);
         if (tile == m.n_rows) {
             timed_dequantize(m, 0, m.n_rows, buf);

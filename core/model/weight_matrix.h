@@ -31,10 +31,10 @@ public:
 
     bool defined() const { return m_dense.defined() || m_bytes.data != nullptr; }
     bool native() const { return !m_dense.defined() && m_bytes.data != nullptr; }
-    int64_t rows() const { return m_rows; }  // O
-    int64_t cols() const { return m_cols; }  // I
-    std::string type_name() const;           // "Q4_1", "F16", ...; the dtype for dense storage
-    int64_t bytes() const;                   // bytes of the storage
+    int64_t rows() const { return m_rows; }              // O
+    int64_t cols() const { return m_cols; }              // I
+    std::string type_name() const;                       // "Q4_1", "F16", ...; the dtype for dense storage
+    int64_t bytes() const;                               // bytes of the storage
     const at::Tensor& dense() const { return m_dense; }  // undefined for native storage
 
     // x [T, I] -> x @ w^T [T, O]; native storage needs x float32 on the CPU.
@@ -63,8 +63,8 @@ public:
     static int64_t dequant_ns();
 
 private:
-    at::Tensor m_dense;      // [O, I] or undefined
-    TensorBytes m_bytes;     // native storage: n_rows = O, row_len = I
+    at::Tensor m_dense;   // [O, I] or undefined
+    TensorBytes m_bytes;  // native storage: n_rows = O, row_len = I
     int64_t m_rows = 0;
     int64_t m_cols = 0;
 };

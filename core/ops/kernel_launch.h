@@ -31,15 +31,13 @@ inline kn::DType kernel_dtype(const at::Tensor& t) {
     switch (t.scalar_type()) {
     case at::kHalf: return kn::DType::Float16;
     case at::kBFloat16: return kn::DType::BFloat16;
-    default: return kn::DType::Float32;   // callers convert anything else first
+    default: return kn::DType::Float32;  // callers convert anything else first
     }
 }
 
-inline void* current_stream(const at::Tensor& t) {
-    return at::cuda::getCurrentCUDAStream(t.device().index()).stream();
-}
+inline void* current_stream(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
 
-inline at::Tensor workspace(size_t bytes, const at::Tensor& like) {   // from LibTorch's caching allocator
+inline at::Tensor workspace(size_t bytes, const at::Tensor& like) {  // from LibTorch's caching allocator
     return at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
 }
 
@@ -48,8 +46,8 @@ inline at::Tensor workspace(size_t bytes, const at::Tensor& like) {   // from Li
 // a contiguous copy, and the rows per head of what it returns.
 inline at::Tensor dense_rows(const at::Tensor& t, int64_t* rows) {
     const int64_t d = t.size(2);
-    if (!t.is_contiguous() && t.size(0) > 1 && t.stride(2) == 1 && t.stride(1) == d &&
-        d > 0 && t.stride(0) % d == 0 && t.stride(0) / d >= t.size(1)) {
+    if (!t.is_contiguous() && t.size(0) > 1 && t.stride(2) == 1 && t.stride(1) == d && d > 0 && t.stride(0) % d == 0 &&
+        t.stride(0) / d >= t.size(1)) {
         *rows = t.stride(0) / d;
         return t;
     }

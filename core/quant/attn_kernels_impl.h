@@ -26,9 +26,9 @@ struct AttnKernels {
     using vec = typename V::vec;
     using K = Kernels<V>;
     static constexpr int N = V::N;
-    static constexpr int BK = static_cast<int>(kAttnKeyBlock);   // slots per key block (a multiple of every N)
-    static constexpr int CW = N == 8 ? 2 : 4;     // score tile: 4 rows x CW vectors of slots
-    static constexpr int DV = N == 8 ? 2 : 4;     // value tile: 4 rows x DV vectors of head dims
+    static constexpr int BK = static_cast<int>(kAttnKeyBlock);  // slots per key block (a multiple of every N)
+    static constexpr int CW = N == 8 ? 2 : 4;                   // score tile: 4 rows x CW vectors of slots
+    static constexpr int DV = N == 8 ? 2 : 4;                   // value tile: 4 rows x DV vectors of head dims
     static constexpr int RB = 4;
 
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
@@ -95,11 +95,11 @@ struct AttnKernels {
                       const float* kt, float* scratch) {
         constexpr float ninf = -__builtin_inff();
         const int64_t g = a.g, D = a.D, tq = t1 - t0, R = g * tq;
-        float* qb = scratch;       // [R, D]
-        float* ob = qb + R * D;    // [R, D]
-        float* sb = ob + R * D;    // [R, BK]
-        float* m = sb + R * BK;    // [R] running maximum
-        float* l = m + R;          // [R] running sum
+        float* qb = scratch;     // [R, D]
+        float* ob = qb + R * D;  // [R, D]
+        float* sb = ob + R * D;  // [R, BK]
+        float* m = sb + R * BK;  // [R] running maximum
+        float* l = m + R;        // [R] running sum
         for (int64_t j = 0; j < g; ++j)
             for (int64_t t = 0; t < tq; ++t) {
                 const float* src = a.q + (h * g + j) * a.q_head_stride + (t0 + t) * a.q_tok_stride;
@@ -131,7 +131,7 @@ struct AttnKernels {
             // Every query of the block masks every slot of this block: nothing to add.
             if (kmin > qmax || (a.window > 0 && kmax <= qmin - a.window)) continue;
             const bool need_mask = !(kmax <= qmin && (a.window <= 0 || kmin > qmax - a.window));
-            const float* kb = kt + (b0 / BK) * D * BK;   // [D, BK], 16 KB at D 64: stays in L1
+            const float* kb = kt + (b0 / BK) * D * BK;  // [D, BK], 16 KB at D 64: stays in L1
             int64_t r = 0;
             for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
             for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
@@ -152,7 +152,7 @@ struct AttnKernels {
                 for (int c = 0; c < ncols; c += N) vm = V::max(vm, V::load(s + c));
                 const float mx = V::hmax(vm);
                 const float mnew = mx > m[r] ? mx : m[r];
-                if (mnew == ninf) {   // nothing visible yet: the block adds zeros
+                if (mnew == ninf) {  // nothing visible yet: the block adds zeros
                     for (int c = 0; c < ncols; c += N) V::store(s + c, V::zero());
                     continue;
                 }
@@ -208,9 +208,9 @@ struct AttnKernels {
             kmin = ph[b0 + j] < kmin ? ph[b0 + j] : kmin;
             kmax = ph[b0 + j] > kmax ? ph[b0 + j] : kmax;
         }
-        float* qb = scratch;                  // [g * bq, D]
-        float* sb = qb + g * bq * D;          // [g * bq, BK]
-        float* cs = sb + g * bq * BK;         // [g, BK] column sums
+        float* qb = scratch;           // [g * bq, D]
+        float* sb = qb + g * bq * D;   // [g * bq, BK]
+        float* cs = sb + g * bq * BK;  // [g, BK] column sums
         for (int64_t i = 0; i < g * BK; ++i) cs[i] = 0.0f;
         const vec vscale = V::set1(a.scale);
         // A key block of this call's own slots (the last T) is in the future of every query before

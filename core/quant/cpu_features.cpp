@@ -17,19 +17,14 @@ std::atomic<int> g_override{kNoOverride};
 
 bool detect(CpuPath path) {
     switch (path) {
-        case CpuPath::Scalar:
-            return true;
+    case CpuPath::Scalar: return true;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-        case CpuPath::Avx2:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("f16c");
-        case CpuPath::Avx512:
-            __builtin_cpu_init();
-            return detect(CpuPath::Avx2) && __builtin_cpu_supports("avx512f");
+    case CpuPath::Avx2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case CpuPath::Avx512: __builtin_cpu_init(); return detect(CpuPath::Avx2) && __builtin_cpu_supports("avx512f");
 #endif
-        default:
-            return false;
+    default: return false;
     }
 }
 
@@ -50,8 +45,7 @@ int from_environment() {
         const CpuPath p = parse_cpu_path(env, "SNAPKV_CPU_PATH");
         if (!detect(p))
             throw InputError(std::string("SNAPKV_CPU_PATH=") + env +
-                             ": this CPU cannot run that path (fastest here: " +
-                             cpu_path_name(fastest()) + ")");
+                             ": this CPU cannot run that path (fastest here: " + cpu_path_name(fastest()) + ")");
         return static_cast<int>(p);
     }();
     return path;
@@ -61,9 +55,9 @@ int from_environment() {
 
 const char* cpu_path_name(CpuPath path) {
     switch (path) {
-        case CpuPath::Scalar: return "scalar";
-        case CpuPath::Avx2: return "avx2";
-        case CpuPath::Avx512: return "avx512";
+    case CpuPath::Scalar: return "scalar";
+    case CpuPath::Avx2: return "avx2";
+    case CpuPath::Avx512: return "avx512";
     }
     return "?";
 }

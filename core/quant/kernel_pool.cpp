@@ -36,7 +36,7 @@ inline void cpu_relax() {
 struct KernelPool::State {
     int n_threads = 1;
     std::vector<std::thread> workers;
-    std::mutex busy;                            // held by the caller of run() for the whole job
+    std::mutex busy;  // held by the caller of run() for the whole job
     std::atomic<uint64_t> generation{0};
     std::atomic<int> pending{0};
     std::atomic<int> sleepers{0};

@@ -26,22 +26,22 @@ namespace {
 
 int format_of(const GgmlType& type) {
     switch (type.id) {
-        case 0: return kF32;
-        case 1: return kF16;
-        case 30: return kBF16;
-        case 8: return kQ8_0;
-        case 2: return kQ4_0;
-        case 3: return kQ4_1;
-        case 6: return kQ5_0;
-        case 7: return kQ5_1;
-        case 10: return kQ2_K;
-        case 11: return kQ3_K;
-        case 12: return kQ4_K;
-        case 13: return kQ5_K;
-        case 14: return kQ6_K;
-        case 20: return kIQ4_NL;
-        case 23: return kIQ4_XS;
-        default: return -1;
+    case 0: return kF32;
+    case 1: return kF16;
+    case 30: return kBF16;
+    case 8: return kQ8_0;
+    case 2: return kQ4_0;
+    case 3: return kQ4_1;
+    case 6: return kQ5_0;
+    case 7: return kQ5_1;
+    case 10: return kQ2_K;
+    case 11: return kQ3_K;
+    case 12: return kQ4_K;
+    case 13: return kQ5_K;
+    case 14: return kQ6_K;
+    case 20: return kIQ4_NL;
+    case 23: return kIQ4_XS;
+    default: return -1;
     }
 }
 
@@ -94,10 +94,10 @@ struct BlockSums {
 const KernelTable& table_for(CpuPath path) {
     switch (path) {
 #if defined(SNAPKV_QUANT_X86)
-        case CpuPath::Avx512: return avx512_kernels();
-        case CpuPath::Avx2: return avx2_kernels();
+    case CpuPath::Avx512: return avx512_kernels();
+    case CpuPath::Avx2: return avx2_kernels();
 #endif
-        default: return scalar_kernels();
+    default: return scalar_kernels();
     }
 }
 
@@ -121,13 +121,15 @@ void for_chunks(int64_t n, int64_t chunk, bool spin, const Body& body) {
     }
     std::atomic<int64_t> next{0};
     auto p = pool();
-    p->run([&](int) {
-        for (;;) {
-            const int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-            if (begin >= n) return;
-            body(begin, std::min(n, begin + chunk));
-        }
-    }, spin);
+    p->run(
+        [&](int) {
+            for (;;) {
+                const int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+                if (begin >= n) return;
+                body(begin, std::min(n, begin + chunk));
+            }
+        },
+        spin);
 }
 
 // The same with shrinking chunks: each take is a 1 / (2 x threads) share of what is left, at least
@@ -146,16 +148,18 @@ void for_guided(int64_t n, int64_t min_chunk, bool spin, const Body& body) {
     }
     const int64_t share = 2 * static_cast<int64_t>(p->size());
     std::atomic<int64_t> next{0};
-    p->run([&](int) {
-        int64_t begin = next.load(std::memory_order_relaxed);
-        while (begin < n) {
-            const int64_t end = std::min(n, begin + std::max(min_chunk, (n - begin) / share));
-            if (next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) {
-                body(begin, end);
-                begin = next.load(std::memory_order_relaxed);
+    p->run(
+        [&](int) {
+            int64_t begin = next.load(std::memory_order_relaxed);
+            while (begin < n) {
+                const int64_t end = std::min(n, begin + std::max(min_chunk, (n - begin) / share));
+                if (next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) {
+                    body(begin, end);
+                    begin = next.load(std::memory_order_relaxed);
+                }
             }
-        }
-    }, spin);
+        },
+        spin);
 }
 
 // Below this many multiply-adds a job is not worth waking the other threads for.
@@ -174,11 +178,11 @@ bool kernel_supports(const GgmlType& type) { return format_of(type) >= 0; }
 
 BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_rows, int64_t n_cols) {
     if (!kernel_supports(type))
-        throw InputError(std::string("weights: type ") + type.name + " has no kernel (supported: " +
-                         readable_ggml_type_names() + ")");
+        throw InputError(std::string("weights: type ") + type.name +
+                         " has no kernel (supported: " + readable_ggml_type_names() + ")");
     if (n_rows < 0 || n_cols < 0 || n_cols % type.block_size != 0)
-        throw InputError(std::string("weights: a ") + type.name + " matrix of " + std::to_string(n_rows) +
-                         " x " + std::to_string(n_cols) + " values: rows must be whole blocks of " +
+        throw InputError(std::string("weights: a ") + type.name + " matrix of " + std::to_string(n_rows) + " x " +
+                         std::to_string(n_cols) + " values: rows must be whole blocks of " +
                          std::to_string(type.block_size));
     BlockMatrix w;
     w.type = &type;
@@ -194,13 +198,13 @@ void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int
     const KernelTable& table = table_for(path);
     BlockSums& in = BlockSums::start(x, w.n_cols);
     in.prepare(f);
-    table.matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols, x,
-                    in.sums(), y);
+    table.matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols, x, in.sums(),
+                    y);
 }
 
 void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1) {
-    table_for(path).dequant[format_of(*w.type)](w.data + static_cast<size_t>(row0) * w.row_bytes,
-                                                w.row_bytes, row1 - row0, w.n_cols, out);
+    table_for(path).dequant[format_of(*w.type)](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes,
+                                                row1 - row0, w.n_cols, out);
 }
 
 void matvec(const BlockMatrix& w, const float* x, float* y) {
@@ -216,8 +220,8 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
     BlockSums& in = BlockSums::start(x, n_cols);
     for (int i = 0; i < count; ++i) {
         if (ws[i].n_cols != n_cols)
-            throw InputError("weights: matvec_many needs matrices of one width (" + std::to_string(n_cols) +
-                             " and " + std::to_string(ws[i].n_cols) + ")");
+            throw InputError("weights: matvec_many needs matrices of one width (" + std::to_string(n_cols) + " and " +
+                             std::to_string(ws[i].n_cols) + ")");
         total += ws[i].n_rows;
         in.prepare(format_of(*ws[i].type));
     }
@@ -230,8 +234,8 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
             const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
             const int f = format_of(*w.type);
             if (lo < hi)
-                table.matvec[f](w.data + static_cast<size_t>(lo - base) * w.row_bytes, w.row_bytes, hi - lo, n_cols,
-                                x, in.sums(), ys[i] + (lo - base));
+                table.matvec[f](w.data + static_cast<size_t>(lo - base) * w.row_bytes, w.row_bytes, hi - lo, n_cols, x,
+                                in.sums(), ys[i] + (lo - base));
             base += w.n_rows;
         }
     });
@@ -245,14 +249,14 @@ void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out) {
     });
 }
 
-void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc,
-                         int64_t g, int64_t S, int64_t D, float* scores) {
+void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g,
+                         int64_t S, int64_t D, float* scores) {
     const AttnScoresFn fn = table_for(path).attn_scores;
     for (int64_t h = 0; h < Hc; ++h) fn(q + h * g * D, k + h * k_head_stride, g, S, D, 0, S, scores + h * g * S);
 }
 
-void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc,
-                         int64_t g, int64_t S, int64_t D, float* out) {
+void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g,
+                         int64_t S, int64_t D, float* out) {
     const AttnValuesFn fn = table_for(path).attn_values;
     std::fill(out, out + Hc * g * D, 0.0f);
     for (int64_t h = 0; h < Hc; ++h) fn(p + h * g * S, v + h * v_head_stride, g, S, D, 0, S, out + h * g * D);
@@ -313,7 +317,7 @@ std::pair<int64_t, int64_t> prefill_slots(const PrefillAttention& a, int64_t h, 
         for (int64_t t = t0 + 1; t < t1; ++t) qmin = std::min(qmin, a.qpos[t]);
         const int64_t* ph = a.kpos + h * a.kpos_head_stride;
         s0 = std::lower_bound(ph, ph + s1, qmin - a.window + 1) - ph;
-        s0 = s0 / kAttnKeyBlock * kAttnKeyBlock;   // whole key blocks (the mask hides the rest)
+        s0 = s0 / kAttnKeyBlock * kAttnKeyBlock;  // whole key blocks (the mask hides the rest)
     }
     return {s0, s1};
 }
@@ -333,7 +337,7 @@ float* prefill_scratch(const KernelTable& tab, int64_t rows, int64_t D) {
 // contiguous memory, instead of transposing it again for every item.
 struct TransposedKeys {
     std::vector<float> kt;
-    int64_t head_floats = 0;   // S / B * D * B
+    int64_t head_floats = 0;  // S / B * D * B
 };
 
 TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
@@ -351,10 +355,8 @@ TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
                 for (int64_t d = 0; d < a.D; ++d) dst[d * B + (s - s0)] = kh[s * a.D + d];
         }
     };
-    if (threads)
-        for_chunks(a.Hc * n_blocks, 4, /*spin=*/false, body);
-    else
-        body(0, a.Hc * n_blocks);
+    if (threads) for_chunks(a.Hc * n_blocks, 4, /*spin=*/false, body);
+    else body(0, a.Hc * n_blocks);
     return t;
 }
 
@@ -381,10 +383,8 @@ void prefill_attention(const KernelTable& tab, const PrefillAttention& args, boo
     auto attend = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) run_prefill_item(tab, a, kt, i, n_blocks, bq);
     };
-    if (threads)
-        for_chunks(items, 1, /*spin=*/false, attend);
-    else
-        attend(0, items);
+    if (threads) for_chunks(items, 1, /*spin=*/false, attend);
+    else attend(0, items);
     if (a.h2o == nullptr) return;
     // Items (head, key block), earliest key block first: it is seen by the most queries.
     const int64_t key_blocks = (a.S + kAttnKeyBlock - 1) / kAttnKeyBlock;
@@ -395,10 +395,8 @@ void prefill_attention(const KernelTable& tab, const PrefillAttention& args, boo
                          prefill_scratch(tab, a.g * bq, a.D));
         }
     };
-    if (threads)
-        for_chunks(a.Hc * key_blocks, 1, /*spin=*/false, sums);
-    else
-        sums(0, a.Hc * key_blocks);
+    if (threads) for_chunks(a.Hc * key_blocks, 1, /*spin=*/false, sums);
+    else sums(0, a.Hc * key_blocks);
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ namespace snapkv {
 struct BlockMatrix {
     const GgmlType* type = nullptr;
     const uint8_t* data = nullptr;
-    int64_t n_rows = 0;   // R
-    int64_t n_cols = 0;   // C, a multiple of type->block_size
-    size_t row_bytes = 0; // (C / block_size) * block_bytes
+    int64_t n_rows = 0;    // R
+    int64_t n_cols = 0;    // C, a multiple of type->block_size
+    size_t row_bytes = 0;  // (C / block_size) * block_bytes
 };
 
 // Whether the kernels handle this type (the readable ggml types listed above).
@@ -45,8 +45,7 @@ void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out);
 
 // Single-threaded forms on an explicit path, for tests and benchmarks: rows [row0, row1) of w,
 // y[r - row0] for matvec, out[(r - row0) * C + c] for dequantize.
-void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0,
-               int64_t row1);
+void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0, int64_t row1);
 void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0, int64_t row1);
 
 // Attention of one new token over a KV cache, for Hc cache heads of g queries each (grouped-query
@@ -59,10 +58,10 @@ void attention_scores(const float* q, const float* k, int64_t k_head_stride, int
 void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
                       int64_t D, float* out);
 // Single-threaded forms on an explicit path (tests).
-void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc,
-                         int64_t g, int64_t S, int64_t D, float* scores);
-void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc,
-                         int64_t g, int64_t S, int64_t D, float* out);
+void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g,
+                         int64_t S, int64_t D, float* scores);
+void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g,
+                         int64_t S, int64_t D, float* out);
 
 // Attention of T new queries (prefill) over a KV cache whose last T slots hold their own keys in
 // order, for Hc cache heads of g query heads each: out[hq, t] = softmax_s(mask((q[hq, t] . k[h, s])
@@ -71,20 +70,20 @@ void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v
 // position is above the query's (the future, padding) or, with window > 0, at or below the query's
 // position minus window. Rows are D contiguous floats; the strides place them.
 struct PrefillAttention {
-    const float* q = nullptr;        // query head hq, token t at q + hq * q_head_stride + t * q_tok_stride
+    const float* q = nullptr;  // query head hq, token t at q + hq * q_head_stride + t * q_tok_stride
     int64_t q_head_stride = 0, q_tok_stride = 0;
-    const float* k = nullptr;        // slot s of cache head h at k + h * kv_head_stride + s * D (v alike)
+    const float* k = nullptr;  // slot s of cache head h at k + h * kv_head_stride + s * D (v alike)
     const float* v = nullptr;
     int64_t kv_head_stride = 0;
-    const int64_t* kpos = nullptr;   // slot s of cache head h at kpos[h * kpos_head_stride + s]
+    const int64_t* kpos = nullptr;  // slot s of cache head h at kpos[h * kpos_head_stride + s]
     int64_t kpos_head_stride = 0;
-    bool kpos_ascending = false;     // every head's positions ascend: slots older than a block's
-                                     // window are skipped without reading them
-    const int64_t* qpos = nullptr;   // [T] query positions
+    bool kpos_ascending = false;    // every head's positions ascend: slots older than a block's
+                                    // window are skipped without reading them
+    const int64_t* qpos = nullptr;  // [T] query positions
     int64_t Hc = 0, g = 0, T = 0, S = 0, D = 0;
     float scale = 1.0f, softcap = 0.0f;
-    int64_t window = 0;              // 0: none
-    float* out = nullptr;            // query head hq, token t at out + hq * out_head_stride + t * out_tok_stride
+    int64_t window = 0;    // 0: none
+    float* out = nullptr;  // query head hq, token t at out + hq * out_head_stride + t * out_tok_stride
     int64_t out_head_stride = 0, out_tok_stride = 0;
     // When set, [H, S]: each slot's attention probability summed over the T queries is added to it
     // (H2O's score), per query head, from a second pass over the keys with each row's final

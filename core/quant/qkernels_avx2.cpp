@@ -31,7 +31,8 @@ struct Avx2V : SseBytes {
     static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
     static vec round(vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
     static vec pow2i(vec n) {
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
     }
     static vec below(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_LT_OQ)); }
     static vec above(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_GT_OQ)); }
@@ -84,7 +85,7 @@ inline __m256 dot_q4_block(const uint8_t* qs, const float* x) {
 }
 // Q4_0: d * (q - 8) = d * q - 8 d, with the -8 d folded into the block sums of x.
 float dot_q4_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();   // two chains, as in dot_q4_1
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // two chains, as in dot_q4_1
     float off0 = 0.0f, off1 = 0.0f;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64, p += 36, x += 64) {
@@ -141,7 +142,7 @@ inline __m256 dot_q8_block(const uint8_t* qs, const float* x) {
     return _mm256_add_ps(s0, s1);
 }
 float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float*) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();   // two chains, as in dot_q4_1
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // two chains, as in dot_q4_1
     int64_t i = 0;
     for (; i + 64 <= n; i += 64, p += 68, x += 64) {
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), dot_q8_block(p + 2, x), acc0);

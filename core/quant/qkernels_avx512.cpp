@@ -28,10 +28,15 @@ struct Avx512V : SseBytes {
     static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
     static vec round(vec a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
     static vec pow2i(vec n) {
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
     }
-    static vec below(vec x, vec b, vec t, vec f) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_LT_OQ), f, t); }
-    static vec above(vec x, vec b, vec t, vec f) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_GT_OQ), f, t); }
+    static vec below(vec x, vec b, vec t, vec f) {
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_LT_OQ), f, t);
+    }
+    static vec above(vec x, vec b, vec t, vec f) {
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_GT_OQ), f, t);
+    }
     static float hmax(vec a) {
         const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a),
                                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));

@@ -174,8 +174,6 @@ struct Kernels {
         return V::hsum(acc);
     }
 
-
-
     // Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
     // (each 64 values use 32 bytes: low nibbles sub-block 2k, high 2k + 1); w = d*sc * q - dmin*mn.
     // Q5_K (176 bytes): the same with 32 bytes qh after the scales holding the fifth bits.
@@ -205,14 +203,19 @@ struct Kernels {
             k_scale_min(2 * k, scales, &sc1, &mn1);
             k_scale_min(2 * k + 1, scales, &sc2, &mn2);
             acc = V::fmadd(V::set1(d * static_cast<float>(sc1)), fma16(v[1], xk + 16, fma16(v[0], xk, V::zero())), acc);
-            acc = V::fmadd(V::set1(d * static_cast<float>(sc2)), fma16(v[3], xk + 48, fma16(v[2], xk + 32, V::zero())), acc);
+            acc = V::fmadd(V::set1(d * static_cast<float>(sc2)), fma16(v[3], xk + 48, fma16(v[2], xk + 32, V::zero())),
+                           acc);
             mins += dmin * static_cast<float>(mn1) * xs[i / 32 + 2 * k] +
                     dmin * static_cast<float>(mn2) * xs[i / 32 + 2 * k + 1];
         });
         return V::hsum(acc) - mins;
     }
-    static float dot_q4_k(const uint8_t* p, int64_t n, const float* x, const float* xs) { return dot_k<false>(p, n, x, xs); }
-    static float dot_q5_k(const uint8_t* p, int64_t n, const float* x, const float* xs) { return dot_k<true>(p, n, x, xs); }
+    static float dot_q4_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_k<false>(p, n, x, xs);
+    }
+    static float dot_q5_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_k<true>(p, n, x, xs);
+    }
 
     // Q6_K (210 bytes): ql[128], qh[64], int8 sc[16], f16 d; value v of each 128-value half has
     // scale sc[v / 16]; w = d * sc * (q - 32).
@@ -235,8 +238,6 @@ struct Kernels {
         }
         return V::hsum(acc);
     }
-
-
 
     // The 32-value formats with an f16 scale d first (Q4_0, Q5_0, IQ4_NL: w = d * q) and, with
     // Min, an f16 minimum m after it (Q4_1, Q5_1: w = d * q + m, through the per-32 sums xs);
@@ -264,20 +265,19 @@ struct Kernels {
     }
     // Q5_0 (22 bytes): f16 d, u32 qh, 16 bytes of nibbles; w = d * (q - 16).
     static float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        return dot_d32<22, false>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) {
-            q5_block(b + 6, load_u32(b + 2), 16, lo, hi);
-        });
+        return dot_d32<22, false>(
+            p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 6, load_u32(b + 2), 16, lo, hi); });
     }
     // Q5_1 (24 bytes): f16 d, f16 m, u32 qh, 16 bytes of nibbles; w = d * q + m.
     static float dot_q5_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        return dot_d32<24, true>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) {
-            q5_block(b + 8, load_u32(b + 4), 0, lo, hi);
-        });
+        return dot_d32<24, true>(
+            p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 8, load_u32(b + 4), 0, lo, hi); });
     }
     // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
     static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float* xs) {
         const q16 levels = iq4_levels();
-        return dot_d32<18, false>(p, n, x, xs, [&](const uint8_t* b, q16* lo, q16* hi) { iq4_block(b + 2, levels, lo, hi); });
+        return dot_d32<18, false>(p, n, x, xs,
+                                  [&](const uint8_t* b, q16* lo, q16* hi) { iq4_block(b + 2, levels, lo, hi); });
     }
 
     // Q2_K (84 bytes): 16 scale/min nibble pairs, 64 bytes of 2-bit quants, f16 d, f16 dmin; each
@@ -323,7 +323,6 @@ struct Kernels {
         return V::hsum(acc);
     }
 
-
     // IQ4_XS (136 bytes): f16 d, u16 scales_h, scales_l[4], 128 bytes of level indices; each 32
     // values have a 6-bit scale ls: w = d * (ls - 32) * level.
     static float dot_iq4_xs(const uint8_t* p, int64_t n, const float* x, const float*) {
@@ -345,8 +344,7 @@ struct Kernels {
     // ---- plain formats: any row length ----
 
     template <class Load, class Scalar>
-    static inline float dot_plain(const uint8_t* p, int64_t n, const float* x, size_t esize,
-                                  Load load, Scalar scalar) {
+    static inline float dot_plain(const uint8_t* p, int64_t n, const float* x, size_t esize, Load load, Scalar scalar) {
         vec a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
         int64_t i = 0;
         for (; i + 4 * N <= n; i += 4 * N) {
@@ -375,18 +373,21 @@ struct Kernels {
     }
 
     static float dot_f32(const uint8_t* p, int64_t n, const float* x, const float*) {
-        return dot_plain(p, n, x, 4, [](const uint8_t* s) { return V::load_unaligned(s); }, f32_at);
+        return dot_plain(
+            p, n, x, 4, [](const uint8_t* s) { return V::load_unaligned(s); }, f32_at);
     }
     static float dot_f16(const uint8_t* p, int64_t n, const float* x, const float*) {
-        return dot_plain(p, n, x, 2, [](const uint8_t* s) { return V::from_f16(s); }, f16_at);
+        return dot_plain(
+            p, n, x, 2, [](const uint8_t* s) { return V::from_f16(s); }, f16_at);
     }
     static float dot_bf16(const uint8_t* p, int64_t n, const float* x, const float*) {
-        return dot_plain(p, n, x, 2, [](const uint8_t* s) { return V::from_bf16(s); }, bf16_at);
+        return dot_plain(
+            p, n, x, 2, [](const uint8_t* s) { return V::from_bf16(s); }, bf16_at);
     }
 
     template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
-    static void matvec(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
-                       const float* x, const float* xs, float* y) {
+    static void matvec(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
+                       const float* xs, float* y) {
         for (int64_t r = 0; r < n_rows; ++r) {
             const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
             prefetch_ahead(row, row_bytes);
@@ -427,10 +428,12 @@ struct Kernels {
         deq_d32<20, true>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 4, 0, lo, hi); });
     }
     static void deq_q5_0(const uint8_t* p, int64_t n, float* out) {
-        deq_d32<22, false>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 6, load_u32(b + 2), 16, lo, hi); });
+        deq_d32<22, false>(p, n, out,
+                           [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 6, load_u32(b + 2), 16, lo, hi); });
     }
     static void deq_q5_1(const uint8_t* p, int64_t n, float* out) {
-        deq_d32<24, true>(p, n, out, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 8, load_u32(b + 4), 0, lo, hi); });
+        deq_d32<24, true>(p, n, out,
+                          [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 8, load_u32(b + 4), 0, lo, hi); });
     }
     static void deq_iq4_nl(const uint8_t* p, int64_t n, float* out) {
         const q16 levels = iq4_levels();
@@ -507,8 +510,7 @@ struct Kernels {
     }
 
     template <class Load, class Scalar>
-    static inline void deq_plain(const uint8_t* p, int64_t n, float* out, size_t esize, Load load,
-                                 Scalar scalar) {
+    static inline void deq_plain(const uint8_t* p, int64_t n, float* out, size_t esize, Load load, Scalar scalar) {
         int64_t i = 0;
         for (; i + N <= n; i += N) V::store(out + i, load(p + i * esize));
         for (; i < n; ++i) out[i] = scalar(p + i * esize);
@@ -517,16 +519,17 @@ struct Kernels {
         std::memcpy(out, p, static_cast<size_t>(n) * sizeof(float));
     }
     static void deq_f16(const uint8_t* p, int64_t n, float* out) {
-        deq_plain(p, n, out, 2, [](const uint8_t* s) { return V::from_f16(s); }, f16_at);
+        deq_plain(
+            p, n, out, 2, [](const uint8_t* s) { return V::from_f16(s); }, f16_at);
     }
     static void deq_bf16(const uint8_t* p, int64_t n, float* out) {
-        deq_plain(p, n, out, 2, [](const uint8_t* s) { return V::from_bf16(s); }, bf16_at);
+        deq_plain(
+            p, n, out, 2, [](const uint8_t* s) { return V::from_bf16(s); }, bf16_at);
     }
 
     template <void (*Deq)(const uint8_t*, int64_t, float*)>
     static void dequant(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float* out) {
-        for (int64_t r = 0; r < n_rows; ++r)
-            Deq(w + static_cast<size_t>(r) * row_bytes, n_cols, out + r * n_cols);
+        for (int64_t r = 0; r < n_rows; ++r) Deq(w + static_cast<size_t>(r) * row_bytes, n_cols, out + r * n_cols);
     }
 
     // ---- single-query attention (see qkernels_table.h) ----
@@ -543,8 +546,8 @@ struct Kernels {
         for (; i < n; ++i) s += a[i] * b[i];
         return s;
     }
-    static void attn_scores(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0,
-                            int64_t s1, float* scores) {
+    static void attn_scores(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                            float* scores) {
         for (int64_t s = s0; s < s1; ++s)
             for (int64_t j = 0; j < g; ++j) scores[j * S + s] = dot_f(q + j * D, k + s * D, D);
     }
@@ -593,8 +596,8 @@ struct Kernels {
             }
         }
     }
-    static void attn_values(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
-                            int64_t s1, float* out) {
+    static void attn_values(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                            float* out) {
         int64_t j = 0;
         for (; j + 3 <= g; j += 3) values_rows<3>(p + j * S, v, S, D, s0, s1, out + j * D);
         if (g - j == 2) values_rows<2>(p + j * S, v, S, D, s0, s1, out + j * D);
@@ -675,7 +678,7 @@ struct Kernels {
         const vec one = V::set1(1.0f), c0 = V::set1(-2.0f * 0.7978845608028654f), c1 = V::set1(0.044715f);
         map_inplace(gate, n, 0.0f, [&](vec g, int64_t i) {
             const vec u = i + N <= n ? V::load(up + i) : load_part(up + i, n - i, 0.0f);
-            const vec inner = V::mul(c0, V::fmadd(V::mul(c1, g), V::mul(g, g), g));   // -2 u
+            const vec inner = V::mul(c0, V::fmadd(V::mul(c1, g), V::mul(g, g), g));  // -2 u
             return V::mul(V::div(g, V::add(one, exp_v(inner))), u);
         });
     }

@@ -110,18 +110,32 @@ struct ScalarV {
         for (int i = 0; i < 16; ++i) a.b[i] = static_cast<uint8_t>(f(a.b[i]));
         return a;
     }
-    static q16 lo4(q16 a) { return each(a, [](int v) { return v & 0x0F; }); }
-    static q16 hi4(q16 a) { return each(a, [](int v) { return v >> 4; }); }
-    static q16 bits(q16 a, int s, int mask) { return each(a, [=](int v) { return (v >> s) & mask; }); }
-    static q16 shl4(q16 a) { return each(a, [](int v) { return v << 4; }); }
-    static q16 sub8(q16 a, int k) { return each(a, [=](int v) { return v - k; }); }
-    static q16 shl(q16 a, int s) { return each(a, [=](int v) { return v << s; }); }
+    static q16 lo4(q16 a) {
+        return each(a, [](int v) { return v & 0x0F; });
+    }
+    static q16 hi4(q16 a) {
+        return each(a, [](int v) { return v >> 4; });
+    }
+    static q16 bits(q16 a, int s, int mask) {
+        return each(a, [=](int v) { return (v >> s) & mask; });
+    }
+    static q16 shl4(q16 a) {
+        return each(a, [](int v) { return v << 4; });
+    }
+    static q16 sub8(q16 a, int k) {
+        return each(a, [=](int v) { return v - k; });
+    }
+    static q16 shl(q16 a, int s) {
+        return each(a, [=](int v) { return v << s; });
+    }
     static q16 bits16(uint32_t m) {
         q16 r;
         for (int i = 0; i < 16; ++i) r.b[i] = static_cast<uint8_t>((m >> i) & 1u);
         return r;
     }
-    static q16 lut16(q16 a, q16 table) { return each(a, [&](int v) { return table.b[v & 0x0F]; }); }
+    static q16 lut16(q16 a, q16 table) {
+        return each(a, [&](int v) { return table.b[v & 0x0F]; });
+    }
     static q16 or_(q16 a, q16 b) {
         for (int i = 0; i < 16; ++i) a.b[i] = static_cast<uint8_t>(a.b[i] | b.b[i]);
         return a;

@@ -12,7 +12,21 @@ namespace snapkv::quant_detail {
 
 // Formats with a kernel, in table order.
 enum Format : int {
-    kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS,
+    kF32,
+    kF16,
+    kBF16,
+    kQ8_0,
+    kQ4_0,
+    kQ4_1,
+    kQ5_0,
+    kQ5_1,
+    kQ2_K,
+    kQ3_K,
+    kQ4_K,
+    kQ5_K,
+    kQ6_K,
+    kIQ4_NL,
+    kIQ4_XS,
     kFormatCount
 };
 
@@ -20,19 +34,18 @@ enum Format : int {
 // xs: for the formats that store a per-block minimum or offset, the sums of x over each 32-value
 // block (n_cols / 32 of them) followed by the sums over each 16-value block (n_cols / 16, for
 // Q2_K's minimums per 16 values); may be null for the other formats.
-using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
-                          const float* x, const float* xs, float* y);
+using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
+                          const float* xs, float* y);
 // out[i * n_cols + c] = W[i, c] as float32, for n_rows rows.
-using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols,
-                           float* out);
+using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float* out);
 
 // Single-query attention over cache slots [s0, s1) of one cache head, for the g queries of its
 // group: scores[j * S + s] = q[j] . k[s] (k rows D floats apart), and out[j] += sum_s
 // p[j * S + s] * v[s] (D values per row).
-using AttnScoresFn = void (*)(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0,
-                              int64_t s1, float* scores);
-using AttnValuesFn = void (*)(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0,
-                              int64_t s1, float* out);
+using AttnScoresFn = void (*)(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                              float* scores);
+using AttnValuesFn = void (*)(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                              float* out);
 
 // In place: each of rows rows of n values -> exp(x - max) / sum (softmax; -inf gives 0).
 using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);

@@ -32,8 +32,8 @@ struct SseBytes {
     static inline q16 bits16(uint32_t m) {
         const q16 spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(m & 0xFFFFu)),
                                             _mm_set_epi8(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
-        const q16 sel = _mm_set_epi8(static_cast<char>(0x80), 0x40, 0x20, 0x10, 8, 4, 2, 1,
-                                     static_cast<char>(0x80), 0x40, 0x20, 0x10, 8, 4, 2, 1);
+        const q16 sel = _mm_set_epi8(static_cast<char>(0x80), 0x40, 0x20, 0x10, 8, 4, 2, 1, static_cast<char>(0x80),
+                                     0x40, 0x20, 0x10, 8, 4, 2, 1);
         return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, sel), sel), _mm_set1_epi8(1));
     }
     // table[v] for each byte v below 16 (table: 16 bytes held as a q16).

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #ifdef SNAPKV_HAVE_CUDA
-#include <ATen/cuda/CUDAContext.h>   // cudaMemGetInfo (cuda_runtime_api.h)
+#include <ATen/cuda/CUDAContext.h>  // cudaMemGetInfo (cuda_runtime_api.h)
 #endif
 
 #include "core/common/errors.h"
@@ -39,7 +39,7 @@ int64_t prod(std::initializer_list<int64_t> xs) {
     return r;
 }
 
-constexpr int64_t kAttnChunk = 512;   // ForwardOptions::attn_chunk
+constexpr int64_t kAttnChunk = 512;  // ForwardOptions::attn_chunk
 
 // "12G", "512M", "1048576" -> bytes; -1 when it does not parse.
 int64_t parse_size(const std::string& s) {
@@ -71,8 +71,7 @@ std::string MemoryEstimate::breakdown() const {
     return s;
 }
 
-MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64_t elem_bytes,
-                               const RunShape& run) {
+MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64_t elem_bytes, const RunShape& run) {
     MemoryEstimate m;
     m.weights = weight_bytes;
     const int64_t T = std::max<int64_t>(run.n_tokens, 1);
@@ -105,8 +104,9 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         // Query statistics: [H, D, D] + [H, D] float64, [H, 16, D], the [D, D] RoPE mean and value
         // norms [Hkv, L] per layer and part.
         if (run.query_stats)
-            cap = sat_add(cap, prod({parts, n_layer, sat_add(sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4})),
-                                                             sat_add(prod({D, D, 4}), prod({Hkv, T, 4})))}));
+            cap = sat_add(cap, prod({parts, n_layer,
+                                     sat_add(sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4})),
+                                             sat_add(prod({D, D, 4}), prod({Hkv, T, 4})))}));
         if (elem_bytes != 4) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, D, 4}));
         m.capture = cap;
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per
@@ -132,7 +132,7 @@ AvailableMemory available_memory(const std::string& device) {
             a.source = "free memory on " + device;
         }
         cudaSetDevice(previous);
-        cudaGetLastError();   // clear a failed query: the check is skipped, nothing else changes
+        cudaGetLastError();  // clear a failed query: the check is skipped, nothing else changes
 #endif
     } else {
         std::ifstream in("/proc/meminfo");
@@ -164,10 +164,9 @@ AvailableMemory available_memory(const std::string& device) {
 void require_memory(const MemoryEstimate& e, const AvailableMemory& a, const std::string& what,
                     const std::string& hint) {
     if (a.bytes < 0 || e.extra() <= a.bytes) return;
-    throw InputError(what + " needs about " + format_bytes(e.extra()) + " (" +
-                     std::to_string(e.extra()) + " bytes) beyond the " + format_bytes(e.weights) +
-                     " of weights (" + e.breakdown() + ") but only " + format_bytes(a.bytes) +
-                     " is available (" + a.source + ")" + hint);
+    throw InputError(what + " needs about " + format_bytes(e.extra()) + " (" + std::to_string(e.extra()) +
+                     " bytes) beyond the " + format_bytes(e.weights) + " of weights (" + e.breakdown() + ") but only " +
+                     format_bytes(a.bytes) + " is available (" + a.source + ")" + hint);
 }
 
 }  // namespace snapkv

@@ -6,17 +6,17 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <ATen/Parallel.h>
 #include <ATen/Context.h>
-#include <c10/util/Exception.h>
+#include <ATen/Parallel.h>
 #include <c10/core/DeviceType.h>
+#include <c10/util/Exception.h>
 #include <torch/version.h>
 
 #include "core/quant/qkernels.h"
@@ -65,8 +65,8 @@ int openblas_core_rank(const std::string& name) {
 std::string wanted_openblas_core() {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
         return "SkylakeX";
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
 #endif
@@ -155,8 +155,7 @@ RuntimeInfo runtime_info() {
     auto get_config = blas_symbol<char* (*)()>("openblas_get_config");
     if (get_core) {
         info.blas_core = get_core();
-        info.blas = std::string("OpenBLAS ") + (get_config ? get_config() : "") +
-                    " (core: " + info.blas_core + ")";
+        info.blas = std::string("OpenBLAS ") + (get_config ? get_config() : "") + " (core: " + info.blas_core + ")";
         if (const char* note = std::getenv("SNAPKV_BLAS_NOTE")) info.blas += "; " + std::string(note);
     } else {
         info.blas = "not OpenBLAS (LibTorch's built-in BLAS/MKL)";
@@ -180,10 +179,8 @@ RuntimeInfo runtime_info() {
 void reset_peak_device_memory() {
 #ifdef SNAPKV_HAVE_CUDA
     try {
-        if (c10::cuda::device_count() > 0)
-            c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
-    } catch (const c10::Error&) {
-    }
+        if (c10::cuda::device_count() > 0) c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
+    } catch (const c10::Error&) {}
 #endif
 }
 
@@ -192,7 +189,7 @@ int64_t peak_device_memory_bytes() {
     try {
         if (c10::cuda::device_count() == 0) return 0;
         const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
-        return stats.allocated_bytes[0].peak;   // [0]: StatType::AGGREGATE (all pools)
+        return stats.allocated_bytes[0].peak;  // [0]: StatType::AGGREGATE (all pools)
     } catch (const c10::Error&) {
         return 0;
     }
@@ -203,7 +200,7 @@ int64_t peak_device_memory_bytes() {
 
 std::string out_of_memory_text(const std::string& message) {
     const std::string first_line = message.substr(0, message.find('\n'));
-    if (message.find("out of memory") != std::string::npos) {   // CUDA: keep LibTorch's numbers
+    if (message.find("out of memory") != std::string::npos) {  // CUDA: keep LibTorch's numbers
         const size_t at = first_line.find("out of memory");
         return first_line.substr(at == std::string::npos ? 0 : at);
     }

@@ -22,15 +22,15 @@ void init_runtime(int argc, char** argv);
 struct RuntimeInfo {
     int intra_op_threads = 0;
     int cores = 0;
-    std::string blas;            // "OpenBLAS 0.3.21 ... (core: SkylakeX)" or what LibTorch reports
-    std::string blas_core;       // "SkylakeX", "Haswell", "Prescott", ... or "" if not OpenBLAS
-    std::string cpu_features;    // "avx512f avx2 fma"
-    std::string kernel_path;     // CPU path of the weight kernels: "avx512", "avx2" or "scalar"
+    std::string blas;          // "OpenBLAS 0.3.21 ... (core: SkylakeX)" or what LibTorch reports
+    std::string blas_core;     // "SkylakeX", "Haswell", "Prescott", ... or "" if not OpenBLAS
+    std::string cpu_features;  // "avx512f avx2 fma"
+    std::string kernel_path;   // CPU path of the weight kernels: "avx512", "avx2" or "scalar"
     std::string torch_version;
     bool cuda_available = false;
-    std::string cuda_device;     // name of the current CUDA device ("NVIDIA H200"), if any
-    std::string cuda_summary;    // kernels' summary: "NVIDIA H200, compute 9.0, 132 SMs, ...;
-                                 // driver 13.0, runtime 13.0" (builds with the kernels), or ""
+    std::string cuda_device;   // name of the current CUDA device ("NVIDIA H200"), if any
+    std::string cuda_summary;  // kernels' summary: "NVIDIA H200, compute 9.0, 132 SMs, ...;
+                               // driver 13.0, runtime 13.0" (builds with the kernels), or ""
 };
 RuntimeInfo runtime_info();
 

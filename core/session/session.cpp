@@ -64,7 +64,7 @@ void Session::Impl::check_fits(int64_t n_prompt, int64_t n_new, const MemoryEsti
     if (n_prompt > n_ctx)
         throw InputError(what + " has " + std::to_string(n_prompt) + " tokens, more than the model's context of " +
                          std::to_string(n_ctx) + " tokens (it would need " + need + ")" + hint);
-    if (n_new > n_ctx - n_prompt)   // no overflow: n_prompt <= n_ctx
+    if (n_new > n_ctx - n_prompt)  // no overflow: n_prompt <= n_ctx
         throw InputError(what + "'s " + std::to_string(n_prompt) + " tokens + " + std::to_string(n_new) +
                          " new tokens exceed the model's context of " + std::to_string(n_ctx) +
                          " tokens; allowed: at most " + std::to_string(n_ctx - n_prompt) + " new tokens" + hint);
@@ -86,9 +86,12 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     auto file = ModelFile::open(path);
     auto tok = Tokenizer::create(file->vocab());
     auto model = with_oom_report("loading the weights", [&] {
-        return LlamaModel::load(*file, mo, [&](int64_t done, int64_t total) {
-            if (progress) progress("loading weights", done, total);
-        }, cancel);
+        return LlamaModel::load(
+            *file, mo,
+            [&](int64_t done, int64_t total) {
+                if (progress) progress("loading weights", done, total);
+            },
+            cancel);
     });
     // Commit only when everything succeeded: a failed load keeps the previous model.
     m->state.reset();
@@ -120,8 +123,8 @@ void Session::Impl::check_generation_fits(int64_t n_prompt, int64_t max_tokens) 
     if (max_tokens < 1) throw InputError("max tokens " + std::to_string(max_tokens) + " must be >= 1");
     RunShape shape;
     shape.n_tokens = 1;
-    shape.cache_slots = n_prompt + std::min(max_tokens, model->config().n_ctx_train);   // no overflow
-    shape.caches = 2;   // the full cache's copy and the compressed one
+    shape.cache_slots = n_prompt + std::min(max_tokens, model->config().n_ctx_train);  // no overflow
+    shape.caches = 2;  // the full cache's copy and the compressed one
     check_fits(n_prompt, max_tokens, estimate(shape), "the prompt", ": ask for fewer new tokens");
 }
 
@@ -129,7 +132,7 @@ MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillS
                                                 bool two_parts) const {
     RunShape run;
     run.n_tokens = n_tokens;
-    run.cache_slots = n_tokens;   // run_prefill's cache: exactly the prompt
+    run.cache_slots = n_tokens;  // run_prefill's cache: exactly the prompt
     run.max_window = std::max<int64_t>(settings.max_window, 1);
     run.h2o = settings.h2o;
     run.two_parts = two_parts;
@@ -216,11 +219,10 @@ PromptTokens Session::build_prompt(const PromptSpec& spec) const {
     return out;
 }
 
-GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSettings& s,
-                                   const TokenFn& on_token, CancelFlag cancel) {
+GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSettings& s, const TokenFn& on_token,
+                                   CancelFlag cancel) {
     m->require_model();
-    if (s.max_tokens < 0)
-        throw InputError("generate: max tokens " + std::to_string(s.max_tokens) + " must be >= 0");
+    if (s.max_tokens < 0) throw InputError("generate: max tokens " + std::to_string(s.max_tokens) + " must be >= 0");
     GenerationOutput out;
     out.prompt_ids = build_prompt(prompt).ids;
     const auto L = static_cast<int64_t>(out.prompt_ids.size());
@@ -238,8 +240,10 @@ GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSet
     go.stop_at_eog = s.stop_at_eog;
     go.cancel = cancel;
     // The end-of-generation token is reported with an empty piece: it is not part of the text.
-    if (on_token) go.on_token = [&](int32_t id) { return on_token(id, m->tok->is_eog(id) ? std::string() : m->piece(id)); };
-    GenerateResult r = with_oom_report("generating", [&] { return snapkv::generate(*m->model, *m->tok, out.prompt_ids, cache, go); });
+    if (on_token)
+        go.on_token = [&](int32_t id) { return on_token(id, m->tok->is_eog(id) ? std::string() : m->piece(id)); };
+    GenerateResult r = with_oom_report("generating",
+                                       [&] { return snapkv::generate(*m->model, *m->tok, out.prompt_ids, cache, go); });
     out.ids = r.ids;
     out.text = m->tok->decode(r.ids);
     out.stop_reason = r.stop_reason;
@@ -262,9 +266,12 @@ PerplexityOutput Session::perplexity(const std::string& text, int64_t ctx, const
     // llama.cpp's perplexity puts BOS first in each chunk only when the model adds BOS.
     const int32_t bos = m->tok->add_bos() ? m->tok->bos_id() : -1;
     PerplexityResult r = with_oom_report("computing perplexity", [&] {
-        return snapkv::perplexity(*m->model, ids, bos, ctx, [&](int64_t d, int64_t t) {
-            if (progress) progress("perplexity", d, t);
-        }, cancel);
+        return snapkv::perplexity(
+            *m->model, ids, bos, ctx,
+            [&](int64_t d, int64_t t) {
+                if (progress) progress("perplexity", d, t);
+            },
+            cancel);
     });
     PerplexityOutput out;
     out.ppl = r.ppl;
@@ -290,7 +297,7 @@ LogitsOutput Session::logits(const PromptSpec& prompt, CancelFlag cancel) {
     fo.all_logits = true;
     fo.cancel = cancel;
     const at::Tensor t = with_oom_report("computing logits", [&] {
-        return m->model->forward(out.ids, cache, fo).to(at::kCPU).contiguous();   // [T, V]
+        return m->model->forward(out.ids, cache, fo).to(at::kCPU).contiguous();  // [T, V]
     });
     out.n_vocab = t.size(1);
     out.logits.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
@@ -304,16 +311,17 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
     const std::vector<int32_t> base = m->tok->encode(
         "The history of the region is long and varied. Farmers grew wheat and barley along the river, "
         "traders carried salt and cloth across the mountains, and scholars kept careful records of "
-        "the seasons, the harvests and the stars. ", false, false);
-    if (decode_tokens < 0)
-        throw InputError("bench: decode tokens " + std::to_string(decode_tokens) + " must be >= 0");
+        "the seasons, the harvests and the stars. ",
+        false, false);
+    if (decode_tokens < 0) throw InputError("bench: decode tokens " + std::to_string(decode_tokens) + " must be >= 0");
     // Every length is checked before the first one runs.
     for (int64_t n : lengths) {
         if (n < 1) throw InputError("bench: prompt length " + std::to_string(n) + " must be positive");
         RunShape run;
         run.n_tokens = n;
         run.cache_slots = n + std::min(decode_tokens, m->info.config.n_ctx_train);
-        m->check_fits(n, decode_tokens, m->estimate(run), "bench: a prompt", ": use shorter --lengths or fewer --decode tokens");
+        m->check_fits(n, decode_tokens, m->estimate(run), "bench: a prompt",
+                      ": use shorter --lengths or fewer --decode tokens");
     }
     std::vector<BenchRow> rows;
     int64_t step = 0;
@@ -338,13 +346,16 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
         }
         t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < decode_tokens; ++i) {
-            const at::Tensor host = logits.to(at::kCPU).contiguous();                 // [1, V]
+            const at::Tensor host = logits.to(at::kCPU).contiguous();  // [1, V]
             const int32_t id = argmax(host.data_ptr<float>(), host.size(1));
             logits = m->model->forward({id}, cache, fo);
         }
         const double dms = ms_since(t0);
-        rows.push_back({"decode @" + std::to_string(n), decode_tokens, dms,
-                        decode_tokens > 0 ? 1000.0 * decode_tokens / dms : 0.0, {}});
+        rows.push_back({"decode @" + std::to_string(n),
+                        decode_tokens,
+                        dms,
+                        decode_tokens > 0 ? 1000.0 * decode_tokens / dms : 0.0,
+                        {}});
         if (progress) progress("bench", ++step, static_cast<int64_t>(lengths.size()));
     }
     return rows;

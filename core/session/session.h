@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/common/errors.h"
-#include "core/io/model_config.h"
 #include "core/compare/compare_types.h"
+#include "core/io/model_config.h"
 #include "core/session/memory_estimate.h"
 #include "core/snapkv/snapkv_params.h"
 #include "core/tokenizer/chat_template.h"
@@ -29,8 +29,8 @@ using ProgressFn = std::function<void(const std::string& stage, int64_t done, in
 using CancelFlag = const std::atomic<bool>*;
 
 struct LoadOptions {
-    std::string device = "cpu";      // "cpu" | "cuda" | "cuda:N"
-    std::string dtype = "float32";   // "float32" | "float16" | "bfloat16" (the last two: CUDA)
+    std::string device = "cpu";     // "cpu" | "cuda" | "cuda:N"
+    std::string dtype = "float32";  // "float32" | "float16" | "bfloat16" (the last two: CUDA)
     // "native": weight matrices stay in the file's format (quantized blocks, F16, BF16) on the
     // CPU, multiplied by kernels that dequantize in registers (activations stay float32);
     // "f32": every weight dequantized to float32 at load. CUDA always dequantizes at load.
@@ -48,23 +48,23 @@ struct ModelInfo {
     std::string format;
     ModelConfig config;
     std::string tokenizer_kind;
-    std::string chat_format;         // detected: raw | chatml | llama2 | llama3 | mistral | gemma | phi3
+    std::string chat_format;  // detected: raw | chatml | llama2 | llama3 | mistral | gemma | phi3
     std::string device;
     std::string dtype;
-    std::string weights;             // "native" or "f32": how the weights are held (see LoadOptions)
-    int64_t weight_bytes = 0;        // weights in memory as held (native: the file's bytes, mapped)
+    std::string weights;       // "native" or "f32": how the weights are held (see LoadOptions)
+    int64_t weight_bytes = 0;  // weights in memory as held (native: the file's bytes, mapped)
     std::vector<TensorSummary> tensors;
     std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // A prompt is either raw text or a document plus a question (optionally in the chat template).
 struct PromptSpec {
-    std::vector<int32_t> ids;        // token ids used verbatim when not empty (benchmarks)
-    std::string text;                // raw prompt; used when document and question are empty
+    std::vector<int32_t> ids;  // token ids used verbatim when not empty (benchmarks)
+    std::string text;          // raw prompt; used when document and question are empty
     std::string document;
     std::string question;
-    bool chat = false;               // wrap in the model's chat template (user turn)
-    std::string chat_format;         // "" = detected from the model, else raw|chatml|llama2|llama3|mistral|gemma|phi3
+    bool chat = false;        // wrap in the model's chat template (user turn)
+    std::string chat_format;  // "" = detected from the model, else raw|chatml|llama2|llama3|mistral|gemma|phi3
     // Words the answer starts with (RULER's answer prefix), part of the question: after the chat
     // template's assistant header, or after the question and a space without a template.
     std::string answer_prefix;
@@ -73,14 +73,13 @@ struct PromptSpec {
 // The token sequence of a prompt: context (template head + document) then question (question +
 // template tail). Query-agnostic compression sees only the context.
 struct PromptTokens {
-    std::vector<int32_t> ids;        // all prompt ids (BOS included when the vocab adds one)
-    int64_t n_context = 0;           // ids[0, n_context) are the context; the rest the question
+    std::vector<int32_t> ids;  // all prompt ids (BOS included when the vocab adds one)
+    int64_t n_context = 0;     // ids[0, n_context) are the context; the rest the question
 };
-
 
 struct GenerationOutput {
     std::vector<int32_t> prompt_ids;
-    std::vector<int32_t> ids;        // generated ids only
+    std::vector<int32_t> ids;  // generated ids only
     std::string text;
     std::string stop_reason;
     double prefill_ms = 0;
@@ -90,52 +89,52 @@ struct GenerationOutput {
 
 struct PerplexityOutput {
     double ppl = 0;
-    std::vector<double> chunks;      // per-chunk perplexity
-    std::vector<double> running;     // running perplexity after each chunk
+    std::vector<double> chunks;   // per-chunk perplexity
+    std::vector<double> running;  // running perplexity after each chunk
     int64_t n_tokens = 0;
     int64_t ctx = 0;
 };
 
 // Logits at every position of a prompt, from an empty cache (`snapkv logits`).
 struct LogitsOutput {
-    std::vector<int32_t> ids;        // the prompt's token ids
+    std::vector<int32_t> ids;  // the prompt's token ids
     int64_t n_vocab = 0;
-    std::vector<float> logits;       // float32 [ids.size(), n_vocab], row-major
+    std::vector<float> logits;  // float32 [ids.size(), n_vocab], row-major
 };
 
 // Called with (token id, decoded piece) as each token is generated; return false to stop.
 using TokenFn = std::function<bool(int32_t, const std::string&)>;
 
 struct PrefillSettings {
-    int64_t max_window = 128;        // queries captured per layer: windows up to this retune freely
-    bool h2o = true;                 // accumulate H2O scores (attention received over all queries)
-    bool query_stats = true;         // pre-RoPE query statistics, RoPE and value norms (expected_attention)
-    int64_t new_tokens = 0;          // tokens to generate after this prefill (compare): the prompt
-                                     // plus these must fit the context, checked before prefill
+    int64_t max_window = 128;  // queries captured per layer: windows up to this retune freely
+    bool h2o = true;           // accumulate H2O scores (attention received over all queries)
+    bool query_stats = true;   // pre-RoPE query statistics, RoPE and value norms (expected_attention)
+    int64_t new_tokens = 0;    // tokens to generate after this prefill (compare): the prompt
+                               // plus these must fit the context, checked before prefill
 };
 
 // What a prefill produced, for display.
 struct PrefillSummary {
-    int64_t n_tokens = 0;            // L
-    int64_t n_context = 0;           // tokens before the question
+    int64_t n_tokens = 0;   // L
+    int64_t n_context = 0;  // tokens before the question
     int64_t max_window = 0;
     double prefill_ms = 0;
-    double scorer_ms = 0;            // building the per-layer score caches
+    double scorer_ms = 0;  // building the per-layer score caches
     int64_t kv_bytes_full = 0;
-    int64_t capture_bytes = 0;       // kept for retunes: window queries, H2O scores, float32 key
-                                     // copies and the scorers' caches (measured, all layers)
+    int64_t capture_bytes = 0;  // kept for retunes: window queries, H2O scores, float32 key
+                                // copies and the scorers' caches (measured, all layers)
     std::vector<int32_t> ids;
-    std::vector<std::string> pieces; // display text of each token
+    std::vector<std::string> pieces;  // display text of each token
 };
 
 struct CompareSettings {
     GenerationSettings generation;
-    bool query_agnostic = false;     // compress the context alone, then feed the question
-    double hit_threshold = 0.05;     // θ for hit rates (paper §4)
+    bool query_agnostic = false;  // compress the context alone, then feed the question
+    double hit_threshold = 0.05;  // θ for hit rates (paper §4)
 };
 
 struct BenchRow {
-    std::string what;                // "prefill 512", "decode @512", ...
+    std::string what;  // "prefill 512", "decode @512", ...
     int64_t tokens = 0;
     double ms = 0;
     double tok_s = 0;
@@ -155,13 +154,13 @@ public:
     void load_model(const std::string& path, const LoadOptions& opts = {}, const ProgressFn& progress = {},
                     CancelFlag cancel = nullptr);
     bool has_model() const;
-    ModelInfo model_info() const;    // throws InputError if no model
+    ModelInfo model_info() const;  // throws InputError if no model
     static bool cuda_available();
 
     // ---- tokens ----
     std::vector<int32_t> tokenize(const std::string& text, bool add_special = true, bool parse_special = true) const;
-    std::string token_piece(int32_t id) const;     // bytes of a token (special tokens rendered)
-    std::string token_text(int32_t id) const;      // vocabulary string
+    std::string token_piece(int32_t id) const;  // bytes of a token (special tokens rendered)
+    std::string token_text(int32_t id) const;   // vocabulary string
     std::string decode(const std::vector<int32_t>& ids) const;
     PromptTokens build_prompt(const PromptSpec& spec) const;
 
@@ -188,8 +187,7 @@ public:
                                                       const SelectionParams& params, const ProgressFn& progress = {},
                                                       CancelFlag cancel = nullptr);
     std::vector<BenchRow> bench(const std::vector<int64_t>& prompt_lengths, int64_t decode_tokens,
-                                const ProgressFn& progress = {}, CancelFlag cancel = nullptr,
-                                bool profile = false);
+                                const ProgressFn& progress = {}, CancelFlag cancel = nullptr, bool profile = false);
 
     // ---- SnapKV ----
     // Prefill with capture: one pass gives both the query-aware (whole prompt) and the

@@ -22,9 +22,12 @@ RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_
                      st.last_logits};
     const int64_t full_bytes = full.cache.bytes();
     auto ref = std::make_shared<FullReference>(with_oom_report("generating", [&] {
-        return run_full_reference(*m->model, *m->tok, std::move(full), settings.generation, prefix,
-                                  settings.hit_threshold, kl_steps,
-                                  [&](int64_t d, int64_t t) { if (progress) progress("full cache", d, t); }, cancel);
+        return run_full_reference(
+            *m->model, *m->tok, std::move(full), settings.generation, prefix, settings.hit_threshold, kl_steps,
+            [&](int64_t d, int64_t t) {
+                if (progress) progress("full cache", d, t);
+            },
+            cancel);
     }));
     ref->run.kv_bytes = full_bytes;
     m->reference = ref;
@@ -44,9 +47,12 @@ CompareResult Session::compare_to_reference(const Selection& sel, const Progress
     // selection's hit rate counts only its own prefix (its window is always kept).
     const int64_t P = sel.n_tokens - sel.window;
     CompareResult r = with_oom_report("generating", [&] {
-        return run_against_reference(*m->model, *m->tok, ref, std::move(comp.run), settings.generation, P, comp.kept,
-                                     [&](int64_t d, int64_t t) { if (progress) progress("compressed", d, t); },
-                                     cancel);
+        return run_against_reference(
+            *m->model, *m->tok, ref, std::move(comp.run), settings.generation, P, comp.kept,
+            [&](int64_t d, int64_t t) {
+                if (progress) progress("compressed", d, t);
+            },
+            cancel);
     });
     r.params = sel.params;
     r.query_agnostic = comp.query_agnostic;

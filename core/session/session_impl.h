@@ -21,10 +21,10 @@ namespace snapkv {
 // Everything one prefill-with-capture produced.
 struct PrefillState {
     PromptTokens prompt;
-    KvCache cache;                      // full cache after the whole prompt
-    at::Tensor last_logits;             // [1, V] after the whole prompt
-    std::vector<LayerCapture> aware;    // whole prompt: window = last Wmax prompt tokens
-    std::vector<LayerCapture> agnostic; // context only (empty when there is no question)
+    KvCache cache;                       // full cache after the whole prompt
+    at::Tensor last_logits;              // [1, V] after the whole prompt
+    std::vector<LayerCapture> aware;     // whole prompt: window = last Wmax prompt tokens
+    std::vector<LayerCapture> agnostic;  // context only (empty when there is no question)
     double prefill_ms = 0;
 };
 
@@ -34,7 +34,7 @@ struct FullReference;
 // query-agnostic mode, the question fed to it), with the hit-rate masks of the selection.
 struct CompressedStart {
     LockstepRun run;
-    std::vector<at::Tensor> kept;       // per layer [H, P] bool, undefined for a layer kept whole
+    std::vector<at::Tensor> kept;  // per layer [H, P] bool, undefined for a layer kept whole
     bool query_agnostic = false;
 };
 
@@ -64,8 +64,8 @@ struct Session::Impl {
     // check_fits for max_tokens (>= 1) generated after the prefill, by a full and a compressed
     // cache at once (compare, evaluation grids).
     void check_generation_fits(int64_t n_prompt, int64_t max_tokens) const;
-    PrefillState run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
-                             const ProgressFn& progress, CancelFlag cancel) const;
+    PrefillState run_prefill(const PromptTokens& prompt, const PrefillSettings& settings, const ProgressFn& progress,
+                             CancelFlag cancel) const;
     const std::vector<LayerScorer>& scorers(bool query_agnostic);
     // The compressed run of a selection of the current prefill, with room for max_tokens more (the
     // caches and masks come from core/snapkv/compressed_cache.h).

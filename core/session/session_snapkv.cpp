@@ -57,12 +57,12 @@ void add_query_stats(LayerCapture& c, const QueryStats& s) {
     if (s.count == 0) return;
     if (c.query_count == 0) {
         c.query_count = s.count;
-        c.query_mean = s.mean.clone();                                                  // [H, D]
-        c.query_m2 = s.m2.clone();                                                      // [H, D, D]
+        c.query_mean = s.mean.clone();  // [H, D]
+        c.query_m2 = s.m2.clone();      // [H, D, D]
         return;
     }
     const double na = double(c.query_count), nb = double(s.count), n = na + nb;
-    const at::Tensor delta = s.mean - c.query_mean;                                     // [H, D]
+    const at::Tensor delta = s.mean - c.query_mean;  // [H, D]
     c.query_m2 = c.query_m2 + s.m2 + delta.unsqueeze(2) * delta.unsqueeze(1) * (na * nb / n);
     c.query_mean = c.query_mean + delta * (nb / n);
     c.query_count += s.count;
@@ -74,12 +74,12 @@ void add_query_stats(LayerCapture& c, const QueryStats& s) {
 at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64_t count) {
     const model_ops::RopeTable table = model_ops::rope_table(c, layer);
     const int64_t D = c.head_dim;
-    const at::Tensor eye = at::eye(D, at::TensorOptions().dtype(at::kFloat));            // [D, D]
+    const at::Tensor eye = at::eye(D, at::TensorOptions().dtype(at::kFloat));  // [D, D]
     at::Tensor sum = at::zeros({D, D}, at::TensorOptions().dtype(at::kDouble));
     try {
         for (int64_t p0 = first; p0 < first + count; p0 += 64) {
             const int64_t n = std::min<int64_t>(64, first + count - p0);
-            at::Tensor x = eye.repeat({n, 1}).unsqueeze(0);                               // [1, n*D, D]
+            at::Tensor x = eye.repeat({n, 1}).unsqueeze(0);  // [1, n*D, D]
             at::Tensor pos = at::arange(p0, p0 + n, at::TensorOptions().dtype(at::kLong)).repeat_interleave(D);
             sum += model_ops::apply_rope(x, pos, table).view({n, D, D}).sum(0).to(at::kDouble);
         }
@@ -93,8 +93,8 @@ at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64
 // already added): the RoPE of the next 512 positions, as kvpress averages it, and the value norms.
 void add_expected_attention_inputs(LayerCapture& cap, const ModelConfig& c, const KvCache& cache, int64_t layer,
                                    int64_t n) {
-    cap.future_rope = future_rope(c, layer, n, 512);                                      // [D, D]
-    at::Tensor v = cache.layer(layer).values().narrow(1, 0, n).to(at::kFloat);           // [Hkv, n, D]
+    cap.future_rope = future_rope(c, layer, n, 512);                                                      // [D, D]
+    at::Tensor v = cache.layer(layer).values().narrow(1, 0, n).to(at::kFloat);                            // [Hkv, n, D]
     cap.value_norms = at::linalg_vector_norm(v, 2, {-1}, false, c10::nullopt).to(at::kCPU).contiguous();  // [Hkv, n]
 }
 
@@ -113,7 +113,8 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     const ModelConfig& c = model->config();
     const auto L = static_cast<int64_t>(prompt.ids.size());
     if (L == 0) throw InputError("the prompt is empty (no tokens)");
-    if (settings.max_window < 1) throw InputError("max window " + std::to_string(settings.max_window) + " must be >= 1");
+    if (settings.max_window < 1)
+        throw InputError("max window " + std::to_string(settings.max_window) + " must be >= 1");
     if (settings.new_tokens < 0)
         throw InputError("new tokens " + std::to_string(settings.new_tokens) + " must be >= 0");
     const int64_t Lc = std::clamp<int64_t>(prompt.n_context, 1, L);
@@ -170,14 +171,14 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
         const auto li = static_cast<size_t>(l);
         LayerCapture aware;
         scoring(aware, l);
-        aware.keys = cache_keys(st.cache, l, L);                                          // [Hkv, L, D]
+        aware.keys = cache_keys(st.cache, l, L);  // [Hkv, L, D]
         if (two_parts) {
             // The window may reach back into the context when the question is short.
             at::Tensor wq = at::cat({ctx_cap.window_queries[li], q_cap.window_queries[li]}, 1);  // [H, w, D]
             const int64_t w = std::min<int64_t>(settings.max_window, wq.size(1));
             aware.window_queries = wq.narrow(1, wq.size(1) - w, w).contiguous();
             if (settings.h2o) {
-                at::Tensor h = q_cap.h2o_scores[li].clone();                                 // [H, L]
+                at::Tensor h = q_cap.h2o_scores[li].clone();  // [H, L]
                 h.narrow(1, 0, Lc).add_(ctx_cap.h2o_scores[li]);
                 aware.h2o = h;
             }
@@ -188,7 +189,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             }
             LayerCapture agn;
             scoring(agn, l);
-            agn.keys = cache_keys(st.cache, l, Lc);                                       // [Hkv, Lc, D]
+            agn.keys = cache_keys(st.cache, l, Lc);  // [Hkv, Lc, D]
             agn.window_queries = ctx_cap.window_queries[li];
             if (settings.h2o) agn.h2o = ctx_cap.h2o_scores[li];
             if (settings.query_stats) {
@@ -216,11 +217,12 @@ const std::vector<LayerScorer>& Session::Impl::scorers(bool query_agnostic) {
     return agnostic_scorers;
 }
 
-PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings& settings,
-                                const ProgressFn& progress, CancelFlag cancel) {
+PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings& settings, const ProgressFn& progress,
+                                CancelFlag cancel) {
     m->require_model();
     PromptTokens pt = build_prompt(prompt);
-    PrefillState st = with_oom_report("running prefill", [&] { return m->run_prefill(pt, settings, progress, cancel); });
+    PrefillState st = with_oom_report("running prefill",
+                                      [&] { return m->run_prefill(pt, settings, progress, cancel); });
     auto t0 = std::chrono::steady_clock::now();
     if (progress) progress("layer scores", 0, 1);
     std::vector<LayerScorer> scorers = with_oom_report("scoring the window", [&] { return build_scorers(st.aware); });
@@ -270,7 +272,7 @@ std::pair<int64_t, int64_t> Session::kv_bytes(const Selection& sel) const {
     m->require_prefill();
     const ModelConfig& c = m->model->config();
     const int64_t elem = static_cast<int64_t>(c10::elementSize(m->model->options().dtype));
-    const int64_t per_token_head = c.head_dim * 2 * elem;   // K and V
+    const int64_t per_token_head = c.head_dim * 2 * elem;  // K and V
     const int64_t L = sel.n_tokens;
     int64_t full = 0, comp = 0;
     for (const auto& ls : sel.layers) {
@@ -329,7 +331,7 @@ CompressedStart Session::Impl::start_compressed(const Selection& sel, int64_t ma
         out.run.cache = compressed_cache(st.cache, sel, c.n_head_kv, max_tokens);
         out.run.logits = st.last_logits;
     }
-    out.kept = kept_masks(sel, c.n_head, model->options().device);   // next to the probed attention
+    out.kept = kept_masks(sel, c.n_head, model->options().device);  // next to the probed attention
     return out;
 }
 
@@ -353,8 +355,12 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     hits.threshold = settings.hit_threshold;
     hits.kept = std::move(comp.kept);
     CompareResult r = with_oom_report("generating", [&] {
-        return run_lockstep(*m->model, *m->tok, std::move(full), std::move(comp.run), settings.generation, hits,
-                            [&](int64_t d, int64_t t) { if (progress) progress("generate", d, t); }, cancel);
+        return run_lockstep(
+            *m->model, *m->tok, std::move(full), std::move(comp.run), settings.generation, hits,
+            [&](int64_t d, int64_t t) {
+                if (progress) progress("generate", d, t);
+            },
+            cancel);
     });
     r.params = params;
     r.query_agnostic = agnostic;
@@ -377,7 +383,7 @@ std::pair<double, double> Session::continuation_perplexity(const std::string& co
     PrefillSettings ps;
     ps.max_window = params.window;
     ps.h2o = policy_info(params.policy).needs_h2o;
-    ps.new_tokens = static_cast<int64_t>(cont.size());   // the continuation is fed after the context
+    ps.new_tokens = static_cast<int64_t>(cont.size());  // the continuation is fed after the context
     PrefillState st = with_oom_report("running prefill", [&] { return m->run_prefill(pt, ps, progress, cancel); });
     std::vector<LayerScorer> scorers = build_scorers(st.aware);
     Selection sel = snapkv::select(scorers, params, false);
@@ -390,8 +396,8 @@ std::pair<double, double> Session::continuation_perplexity(const std::string& co
             fo.all_logits = true;
             fo.cancel = cancel;
             std::vector<int32_t> in(cont.begin(), cont.end() - 1);
-            at::Tensor logits = m->model->forward(in, cache, fo);                       // [n-1, V]
-            at::Tensor lse = logits.to(at::kDouble).logsumexp(1);                       // [n-1]
+            at::Tensor logits = m->model->forward(in, cache, fo);  // [n-1, V]
+            at::Tensor lse = logits.to(at::kDouble).logsumexp(1);  // [n-1]
             for (size_t i = 0; i + 1 < cont.size(); ++i)
                 nll += lse[static_cast<int64_t>(i)].item<double>() -
                        logits[static_cast<int64_t>(i)][cont[i + 1]].item<double>();

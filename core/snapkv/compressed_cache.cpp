@@ -62,8 +62,8 @@ std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head, at::Dev
             continue;
         }
         const auto hs = static_cast<int64_t>(ls.heads.size());
-        const int64_t g = n_head / hs;   // 1 in query-head mode, group size in kv-head mode
-        at::Tensor mask = at::zeros({n_head, P}, at::kBool);                                  // [H, P]
+        const int64_t g = n_head / hs;                        // 1 in query-head mode, group size in kv-head mode
+        at::Tensor mask = at::zeros({n_head, P}, at::kBool);  // [H, P]
         auto acc = mask.accessor<bool, 2>();
         for (int64_t h = 0; h < n_head; ++h)
             for (int64_t p : ls.heads[static_cast<size_t>(h / g)].kept) acc[h][p] = true;

@@ -39,7 +39,6 @@ std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head, at::Dev
 
 // The full cache as a sliding-window runtime holds it: sliding layers trimmed to the positions the
 // next token (at n_tokens) can see, the others whole; room for extra_capacity more tokens.
-KvCache window_trimmed_cache(const KvCache& cache, const ModelConfig& config, int64_t n_tokens,
-                             int64_t extra_capacity);
+KvCache window_trimmed_cache(const KvCache& cache, const ModelConfig& config, int64_t n_tokens, int64_t extra_capacity);
 
 }  // namespace snapkv

@@ -38,10 +38,9 @@ kn::PoolKind pool_kind(Pooling p) {
 at::Tensor gpu_votes(const at::Tensor& q, const at::Tensor& k, int64_t n_tokens, int64_t window) {
     // q: [H, Wmax, D]; k: [Hkv, L, D]
     TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && q.size(2) == k.size(2),
-                "gpu_votes: queries [H, Wmax, D] and keys [Hkv, L, D] expected, got ", q.sizes(),
-                " and ", k.sizes());
-    TORCH_CHECK(q.is_cuda() && k.device() == q.device(), "gpu_votes: queries on ", q.device(),
-                " and keys on ", k.device(), "; both must be on one CUDA device");
+                "gpu_votes: queries [H, Wmax, D] and keys [Hkv, L, D] expected, got ", q.sizes(), " and ", k.sizes());
+    TORCH_CHECK(q.is_cuda() && k.device() == q.device(), "gpu_votes: queries on ", q.device(), " and keys on ",
+                k.device(), "; both must be on one CUDA device");
     TORCH_CHECK(n_tokens <= k.size(1), "gpu_votes: ", n_tokens, " tokens but keys hold ", k.size(1));
     c10::cuda::CUDAGuard device(q.device());
     // Same 16-bit type on both sides, or float32 queries (lossless from any 16-bit type) with keys
@@ -49,35 +48,39 @@ at::Tensor gpu_votes(const at::Tensor& q, const at::Tensor& k, int64_t n_tokens,
     at::Tensor kk = kernel_dtype_ok(k.scalar_type()) ? k : k.to(at::kFloat);
     at::Tensor qq = (q.scalar_type() == kk.scalar_type()) ? q : q.to(at::kFloat);
     int64_t q_rows = 0, k_rows = 0;
-    qq = dense_rows(qq, &q_rows);                                          // [H, Wmax, D]
-    kk = dense_rows(kk, &k_rows);                                          // [Hkv, L, D]
+    qq = dense_rows(qq, &q_rows);  // [H, Wmax, D]
+    kk = dense_rows(kk, &k_rows);  // [Hkv, L, D]
     kn::VotesShape s{qq.size(0), kk.size(0), qq.size(2), n_tokens, window, q_rows, k_rows};
     at::Tensor votes = at::empty({s.n_head, n_tokens - window}, q.options().dtype(at::kFloat));  // [H, P]
     launch("gpu_votes", [&] {
         at::Tensor ws = workspace(kn::window_votes_workspace_bytes(s), qq);
-        kn::window_votes(s, qq.data_ptr(), kernel_dtype(qq), kk.data_ptr(), kernel_dtype(kk),
-                         votes.data_ptr<float>(), ws.data_ptr(), static_cast<size_t>(ws.numel()),
-                         current_stream(qq));
+        kn::window_votes(s, qq.data_ptr(), kernel_dtype(qq), kk.data_ptr(), kernel_dtype(kk), votes.data_ptr<float>(),
+                         ws.data_ptr(), static_cast<size_t>(ws.numel()), current_stream(qq));
     });
     return votes;
 }
 
-std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel,
-                                                Pooling pooling, int64_t k, TieBreak tie) {
+std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel, Pooling pooling,
+                                                int64_t k, TieBreak tie) {
     // votes: [N, P]
     TORCH_CHECK(votes.dim() == 2 && votes.is_cuda(), "gpu_pool_topk: votes must be a [N, P] CUDA tensor, got ",
                 votes.sizes(), " on ", votes.device());
-    TORCH_CHECK(group >= 1 && votes.size(0) % group == 0, "gpu_pool_topk: group ", group,
-                " must divide the ", votes.size(0), " vote rows");
+    TORCH_CHECK(group >= 1 && votes.size(0) % group == 0, "gpu_pool_topk: group ", group, " must divide the ",
+                votes.size(0), " vote rows");
     c10::cuda::CUDAGuard device(votes.device());
-    at::Tensor v = votes.to(at::kFloat).contiguous();                      // [N, P]
-    kn::PoolTopkShape s{v.size(0), v.size(1), group, kernel, pool_kind(pooling), k,
+    at::Tensor v = votes.to(at::kFloat).contiguous();  // [N, P]
+    kn::PoolTopkShape s{v.size(0),
+                        v.size(1),
+                        group,
+                        kernel,
+                        pool_kind(pooling),
+                        k,
                         tie == TieBreak::Earlier ? kn::TieOrder::Earlier : kn::TieOrder::Later};
     at::Tensor pos = at::empty({s.n_rows / group, k}, v.options().dtype(at::kLong));  // [N / G, k]
-    at::Tensor pooled = at::empty({s.n_rows / group, s.n_prefix}, v.options());     // [N / G, P]
+    at::Tensor pooled = at::empty({s.n_rows / group, s.n_prefix}, v.options());       // [N / G, P]
     launch("gpu_pool_topk", [&] {
-        kn::pool_topk(s, v.data_ptr<float>(), pos.data_ptr<int64_t>(), pooled.data_ptr<float>(),
-                      nullptr, 0, current_stream(v));
+        kn::pool_topk(s, v.data_ptr<float>(), pos.data_ptr<int64_t>(), pooled.data_ptr<float>(), nullptr, 0,
+                      current_stream(v));
     });
     return {pooled, pos};
 }

@@ -29,8 +29,8 @@ at::Tensor gpu_votes(const at::Tensor& q, const at::Tensor& k, int64_t n_tokens,
 // kernels::pool_topk. votes: [N, P] CUDA (float32; converted otherwise); group G divides N ->
 // {pooled [N / G, P] float32, positions [N / G, k] int64 sorted}, both on the votes' device: the
 // values of pool_scores + group mean and the positions of top_k_positions with the same tie break.
-std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel,
-                                                Pooling pooling, int64_t k, TieBreak tie);
+std::pair<at::Tensor, at::Tensor> gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel, Pooling pooling,
+                                                int64_t k, TieBreak tie);
 #endif
 
 }  // namespace snapkv

@@ -48,8 +48,7 @@ void scale_and_mask(at::Tensor& scores, int64_t head_dim, const LayerCapture& c,
     const float neg_inf = -std::numeric_limits<float>::infinity();
     if (c.scale == 0.0 || std::fabs(c.scale * std::sqrt(double(head_dim)) - 1.0) < 1e-6)
         scores.div_(std::sqrt(static_cast<double>(head_dim)));
-    else
-        scores.mul_(c.scale);
+    else scores.mul_(c.scale);
     if (c.softcap > 0.0) scores.div_(c.softcap).tanh_().mul_(c.softcap);
     // Row i sees keys <= first_pos + i: of the keys [first_pos, L) it sees the lower triangle,
     // every earlier key is visible. -inf gives exact zeros after softmax (the reference adds
@@ -61,7 +60,7 @@ void scale_and_mask(at::Tensor& scores, int64_t head_dim, const LayerCapture& c,
         // Row i also loses keys j <= first_pos + i - window.
         at::Tensor row_pos = at::arange(first_pos, first_pos + rows, scores.options().dtype(at::kLong));  // [R]
         at::Tensor key_pos = at::arange(0, n_tokens, scores.options().dtype(at::kLong));                  // [L]
-        at::Tensor old = key_pos.unsqueeze(0).le(row_pos.unsqueeze(1) - c.sliding_window);               // [R, L]
+        at::Tensor old = key_pos.unsqueeze(0).le(row_pos.unsqueeze(1) - c.sliding_window);                // [R, L]
         scores.masked_fill_(old, neg_inf);
     }
 }
@@ -71,7 +70,7 @@ void scale_and_mask(at::Tensor& scores, int64_t head_dim, const LayerCapture& c,
 struct LayerScorer::LastVotes {
     std::mutex mutex;
     int64_t window = 0;
-    at::Tensor votes;   // [H, L - window]
+    at::Tensor votes;  // [H, L - window]
 };
 
 LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
@@ -80,39 +79,36 @@ LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
     const at::Tensor& k = m_capture.keys;            // [Hkv, L, D]
     if (!q.defined() || !k.defined())
         throw InputError("LayerCapture: window_queries and keys must both be set (got " +
-                         std::string(q.defined() ? "" : "no window_queries ") +
-                         (k.defined() ? "" : "no keys") + ")");
+                         std::string(q.defined() ? "" : "no window_queries ") + (k.defined() ? "" : "no keys") + ")");
     if (q.dim() != 3 || k.dim() != 3)
-        throw InputError("LayerCapture: window_queries " + shape_str(q) + " and keys " +
-                         shape_str(k) + " must both be 3-D: [H, Wmax, D] and [Hkv, L, D]");
+        throw InputError("LayerCapture: window_queries " + shape_str(q) + " and keys " + shape_str(k) +
+                         " must both be 3-D: [H, Wmax, D] and [Hkv, L, D]");
     if (!q.is_floating_point() || !k.is_floating_point())
         throw InputError("LayerCapture: window_queries and keys must be floating point tensors");
     if (q.device() != k.device())
-        throw InputError("LayerCapture: window_queries on " + q.device().str() + " but keys on " +
-                         k.device().str() + "; both must be on one device");
+        throw InputError("LayerCapture: window_queries on " + q.device().str() + " but keys on " + k.device().str() +
+                         "; both must be on one device");
     m_n_head = q.size(0);
     m_max_window = q.size(1);
     m_head_dim = q.size(2);
     m_n_head_kv = k.size(0);
     m_n_tokens = k.size(1);
     if (m_n_head < 1 || m_n_head_kv < 1 || m_head_dim < 1 || m_max_window < 1 || m_n_tokens < 1)
-        throw InputError("LayerCapture: empty tensors: window_queries " + shape_str(q) +
-                         ", keys " + shape_str(k));
+        throw InputError("LayerCapture: empty tensors: window_queries " + shape_str(q) + ", keys " + shape_str(k));
     if (k.size(2) != m_head_dim)
-        throw InputError("LayerCapture: keys " + shape_str(k) + " have head_dim " +
-                         std::to_string(k.size(2)) + " but window_queries " + shape_str(q) +
-                         " have " + std::to_string(m_head_dim));
+        throw InputError("LayerCapture: keys " + shape_str(k) + " have head_dim " + std::to_string(k.size(2)) +
+                         " but window_queries " + shape_str(q) + " have " + std::to_string(m_head_dim));
     if (m_n_head % m_n_head_kv != 0)
-        throw InputError("LayerCapture: n_head " + std::to_string(m_n_head) +
-                         " is not a multiple of n_head_kv " + std::to_string(m_n_head_kv));
+        throw InputError("LayerCapture: n_head " + std::to_string(m_n_head) + " is not a multiple of n_head_kv " +
+                         std::to_string(m_n_head_kv));
     if (m_max_window > m_n_tokens)
         throw InputError("LayerCapture: captured window " + std::to_string(m_max_window) +
                          " is longer than the prompt (" + std::to_string(m_n_tokens) + " tokens)");
     if (m_capture.h2o.defined()) {
         const at::Tensor& h = m_capture.h2o;  // [H, L]
         if (h.dim() != 2 || h.size(0) != m_n_head || h.size(1) != m_n_tokens)
-            throw InputError("LayerCapture: h2o " + shape_str(h) + ", expected [" +
-                             std::to_string(m_n_head) + ", " + std::to_string(m_n_tokens) + "]");
+            throw InputError("LayerCapture: h2o " + shape_str(h) + ", expected [" + std::to_string(m_n_head) + ", " +
+                             std::to_string(m_n_tokens) + "]");
     }
 
     m_last = std::make_shared<LastVotes>();
@@ -130,9 +126,9 @@ LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
     const int64_t n_ckpt = checkpoints_for(m_max_window);
     if (n_ckpt == 0) return;
     m_checkpoints = at::empty({m_n_head, n_ckpt, m_n_tokens}, q.options().dtype(at::kFloat));  // [H, Nc, L]
-    at::Tensor acc = at::zeros({m_n_head, m_n_tokens}, m_checkpoints.options());            // [H, L]
+    at::Tensor acc = at::zeros({m_n_head, m_n_tokens}, m_checkpoints.options());               // [H, L]
     for (int64_t m = 1; m <= n_ckpt; ++m) {
-        const at::Tensor rows = window_rows(m_max_window - m * m_stride, m_stride);         // [H, S, L]
+        const at::Tensor rows = window_rows(m_max_window - m * m_stride, m_stride);  // [H, S, L]
         for (int64_t j = m_stride - 1; j >= 0; --j) acc.add_(rows.select(1, j));
         m_checkpoints.select(1, m - 1).copy_(acc);
     }
@@ -159,40 +155,38 @@ at::Tensor LayerScorer::window_rows(int64_t first, int64_t count) const {
     at::Tensor qf = m_capture.window_queries.narrow(1, first, count)
                         .to(at::kFloat)
                         .contiguous()
-                        .view({m_n_head_kv, group * count, m_head_dim});            // [Hkv, G*R, D]
-    at::Tensor kf = m_capture.keys.to(at::kFloat);                                  // [Hkv, L, D]
-    at::Tensor scores = at::bmm(qf, kf.transpose(1, 2))                             // [Hkv, G*R, L]
-                            .view({m_n_head, count, m_n_tokens});                   // [H, R, L]
+                        .view({m_n_head_kv, group * count, m_head_dim});  // [Hkv, G*R, D]
+    at::Tensor kf = m_capture.keys.to(at::kFloat);                        // [Hkv, L, D]
+    at::Tensor scores = at::bmm(qf, kf.transpose(1, 2))                   // [Hkv, G*R, L]
+                            .view({m_n_head, count, m_n_tokens});         // [H, R, L]
     scale_and_mask(scores, m_head_dim, m_capture, m_n_tokens - m_max_window + first);
-    return at::softmax(scores, -1);                                                 // [H, R, L]
+    return at::softmax(scores, -1);  // [H, R, L]
 }
 
 at::Tensor LayerScorer::compute_votes(int64_t window) const {
 #ifdef SNAPKV_HAVE_CUDA
-    if (m_fused_votes)   // CUDA path
+    if (m_fused_votes)                                                                   // CUDA path
         return gpu_votes(m_capture.window_queries, m_capture.keys, m_n_tokens, window);  // [H, L - W]
 #endif
     // W = m * S + r: checkpoint m (the last m * S rows) plus the r rows above it, added from the
     // bottom up as the running sum would have.
     const int64_t m = window / m_stride;
     const int64_t r = window - m * m_stride;
-    at::Tensor acc = m > 0 ? m_checkpoints.select(1, m - 1).clone()                 // [H, L]
-                           : at::zeros({m_n_head, m_n_tokens},
-                                       m_capture.keys.options().dtype(at::kFloat));
+    at::Tensor acc = m > 0 ? m_checkpoints.select(1, m - 1).clone()  // [H, L]
+                           : at::zeros({m_n_head, m_n_tokens}, m_capture.keys.options().dtype(at::kFloat));
     if (r > 0) {
-        const at::Tensor rows = window_rows(m_max_window - window, r);              // [H, r, L]
+        const at::Tensor rows = window_rows(m_max_window - window, r);  // [H, r, L]
         for (int64_t j = r - 1; j >= 0; --j) acc.add_(rows.select(1, j));
     }
-    return acc.narrow(1, 0, m_n_tokens - window).contiguous();                      // [H, L - W]
+    return acc.narrow(1, 0, m_n_tokens - window).contiguous();  // [H, L - W]
 }
 
 void LayerScorer::check_window(int64_t window, const char* where) const {
     if (window < 1 || window > m_max_window || window >= m_n_tokens)
-        throw InputError(std::string(where) + ": window " + std::to_string(window) +
-                         " is out of range; allowed 1.." +
-                         std::to_string(std::min(m_max_window, m_n_tokens - 1)) +
-                         " (at most the captured window " + std::to_string(m_max_window) +
-                         " and less than the prompt length " + std::to_string(m_n_tokens) + ")");
+        throw InputError(std::string(where) + ": window " + std::to_string(window) + " is out of range; allowed 1.." +
+                         std::to_string(std::min(m_max_window, m_n_tokens - 1)) + " (at most the captured window " +
+                         std::to_string(m_max_window) + " and less than the prompt length " +
+                         std::to_string(m_n_tokens) + ")");
 }
 
 at::Tensor LayerScorer::votes(int64_t window) const {
@@ -200,7 +194,7 @@ at::Tensor LayerScorer::votes(int64_t window) const {
     c10::InferenceMode guard;
     std::lock_guard<std::mutex> lock(m_last->mutex);
     if (m_last->window != window || !m_last->votes.defined()) {
-        m_last->votes = at::Tensor();   // free the old window's votes first
+        m_last->votes = at::Tensor();  // free the old window's votes first
         m_last->votes = compute_votes(window);
         m_last->window = window;
     }
@@ -210,18 +204,18 @@ at::Tensor LayerScorer::votes(int64_t window) const {
 at::Tensor LayerScorer::window_attention(int64_t head, int64_t window) const {
     check_window(window, "window_attention");
     if (head < 0 || head >= m_n_head)
-        throw InputError("window_attention: head " + std::to_string(head) +
-                         " is out of range; allowed 0.." + std::to_string(m_n_head - 1));
+        throw InputError("window_attention: head " + std::to_string(head) + " is out of range; allowed 0.." +
+                         std::to_string(m_n_head - 1));
     c10::InferenceMode guard;
     const int64_t group = m_n_head / m_n_head_kv;
     at::Tensor q = m_capture.window_queries.select(0, head)
                        .narrow(0, m_max_window - window, window)
                        .to(at::kFloat)
-                       .unsqueeze(0);                                           // [1, W, D]
+                       .unsqueeze(0);                                                   // [1, W, D]
     at::Tensor k = m_capture.keys.select(0, head / group).to(at::kFloat).unsqueeze(0);  // [1, L, D]
-    at::Tensor scores = at::bmm(q, k.transpose(1, 2));                          // [1, W, L]
+    at::Tensor scores = at::bmm(q, k.transpose(1, 2));                                  // [1, W, L]
     scale_and_mask(scores, m_head_dim, m_capture, m_n_tokens - window);
-    return at::softmax(scores, -1).squeeze(0);                                  // [W, L]
+    return at::softmax(scores, -1).squeeze(0);  // [W, L]
 }
 
 }  // namespace snapkv

@@ -16,11 +16,11 @@ namespace snapkv {
 
 // Filled by the model during prefill; float32 (other floating types are converted), CPU or CUDA.
 struct LayerCapture {
-    at::Tensor window_queries;   // [H, Wmax, D] post-RoPE queries of the last Wmax prompt positions
-    at::Tensor keys;             // [Hkv, L, D] post-RoPE keys of all L prompt positions (may be a
-                                 // view into a KV cache buffer: only its rows are read)
-    at::Tensor h2o;              // [H, L] attention each key received, summed over all L prompt
-                                 // queries (causal): H2O's score; may be undefined
+    at::Tensor window_queries;  // [H, Wmax, D] post-RoPE queries of the last Wmax prompt positions
+    at::Tensor keys;            // [Hkv, L, D] post-RoPE keys of all L prompt positions (may be a
+                                // view into a KV cache buffer: only its rows are read)
+    at::Tensor h2o;             // [H, L] attention each key received, summed over all L prompt
+                                // queries (causal): H2O's score; may be undefined
     // How the model scores this layer (transformers' eager attention, the order matters):
     // scores = q.k^T * scale, then softcap * tanh(scores / softcap) when softcap > 0, then the
     // causal mask and, when sliding_window > 0, the mask of keys at least sliding_window older
@@ -32,13 +32,13 @@ struct LayerCapture {
     // ExpectedAttention's inputs (kvpress expected_attention_press.py); undefined unless prefill
     // recorded them. Pre-RoPE queries: those of the first F = min(16, L) positions as they are,
     // the rest as count, mean and centred sum of outer products (so n_sink <= 16 can be left out).
-    at::Tensor query_head;       // [H, F, D] float32
-    int64_t query_count = 0;     // queries at positions F .. L - 1
-    at::Tensor query_mean;       // [H, D] float64 of those
-    at::Tensor query_m2;         // [H, D, D] float64: their sum of (q - mean)(q - mean)^T
-    at::Tensor future_rope;      // [D, D] float32: RoPE of positions L .. L + 511 averaged, as the
-                                 // row map x -> x R^T (kvpress averages R over 512 future positions)
-    at::Tensor value_norms;      // [Hkv, L] float32: L2 norm of each value vector
+    at::Tensor query_head;    // [H, F, D] float32
+    int64_t query_count = 0;  // queries at positions F .. L - 1
+    at::Tensor query_mean;    // [H, D] float64 of those
+    at::Tensor query_m2;      // [H, D, D] float64: their sum of (q - mean)(q - mean)^T
+    at::Tensor future_rope;   // [D, D] float32: RoPE of positions L .. L + 511 averaged, as the
+                              // row map x -> x R^T (kvpress averages R over 512 future positions)
+    at::Tensor value_norms;   // [Hkv, L] float32: L2 norm of each value vector
 };
 
 // Votes exactly as FasterDecoding/SnapKV snapkv_utils.py (SnapKVCluster.update_kv): scores
@@ -68,11 +68,11 @@ public:
     // Throws InputError when the capture's tensors are missing or their shapes disagree.
     explicit LayerScorer(LayerCapture capture);
 
-    int64_t n_tokens() const { return m_n_tokens; }      // L
-    int64_t max_window() const { return m_max_window; }  // Wmax
-    int64_t n_head() const { return m_n_head; }          // H
-    int64_t n_head_kv() const { return m_n_head_kv; }    // Hkv
-    int64_t head_dim() const { return m_head_dim; }      // D
+    int64_t n_tokens() const { return m_n_tokens; }                      // L
+    int64_t max_window() const { return m_max_window; }                  // Wmax
+    int64_t n_head() const { return m_n_head; }                          // H
+    int64_t n_head_kv() const { return m_n_head_kv; }                    // Hkv
+    int64_t head_dim() const { return m_head_dim; }                      // D
     int64_t sliding_window() const { return m_capture.sliding_window; }  // 0: none
 
     // [H, L - W] float32 on the capture's device, contiguous: window attention summed over the W
@@ -102,9 +102,9 @@ private:
     // [H, count, L] float32 softmax rows of window queries first .. first + count - 1 (0-based in
     // Wmax) over all keys, causal mask applied.
     at::Tensor window_rows(int64_t first, int64_t count) const;
-    at::Tensor compute_votes(int64_t window) const;   // [H, L - W]
+    at::Tensor compute_votes(int64_t window) const;  // [H, L - W]
 
-    struct LastVotes;   // mutex + window + votes of the last call
+    struct LastVotes;  // mutex + window + votes of the last call
 
     LayerCapture m_capture;
     at::Tensor m_checkpoints;    // [H, Nc, L] float32: [:, m - 1] = sum of the last m * S rows

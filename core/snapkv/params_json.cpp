@@ -106,8 +106,8 @@ json params_to_json(const SelectionParams& p, bool query_agnostic) {
 
 ParamsFromJson params_from_json(const json& o, const std::string& prefix, const SelectionParams& base) {
     if (!o.is_object())
-        throw InputError((prefix.empty() ? std::string("parameters") : prefix) + ": " +
-                         std::string(o.type_name()) + " is not an object");
+        throw InputError((prefix.empty() ? std::string("parameters") : prefix) + ": " + std::string(o.type_name()) +
+                         " is not an object");
     const Fields f(o, prefix);
     ParamsFromJson out;
     SelectionParams& p = out.params;
@@ -119,7 +119,7 @@ ParamsFromJson params_from_json(const json& o, const std::string& prefix, const 
     p.window = f.integer("window", p.window);
     p.kernel = f.integer("kernel", p.kernel);
     p.budget = f.integer("budget", p.budget);
-    p.n_sink = f.integer("n_sink", p.n_sink);   // older app files
+    p.n_sink = f.integer("n_sink", p.n_sink);  // older app files
     p.n_sink = f.integer("sink", p.n_sink);
     p.seed = f.seed("seed", p.seed);
     p.pyramid_beta = f.integer("pyramid_beta", p.pyramid_beta);
@@ -149,8 +149,11 @@ json selection_to_json(const Selection& sel, const SelectionBytes& bytes) {
             if (!hs.pooled.empty()) jh["pooled"] = hs.pooled;
             heads.push_back(std::move(jh));
         }
-        layers.push_back({{"layer", ls.layer}, {"compressed", ls.compressed}, {"budget", ls.budget},
-                          {"sliding_window", ls.sliding_window}, {"first_reachable", ls.first_reachable},
+        layers.push_back({{"layer", ls.layer},
+                          {"compressed", ls.compressed},
+                          {"budget", ls.budget},
+                          {"sliding_window", ls.sliding_window},
+                          {"first_reachable", ls.first_reachable},
                           {"heads", std::move(heads)}});
     }
     return {{"n_tokens", sel.n_tokens},

@@ -37,9 +37,9 @@ ParamsFromJson params_from_json(const nlohmann::json& o, const std::string& pref
 
 // What a selection's JSON says beyond the Selection itself (the session knows it).
 struct SelectionBytes {
-    int64_t full = 0;             // KV bytes of the full cache
-    int64_t kept = 0;             // KV bytes of the compressed one
-    std::string cache_note;       // cache_growth_note, or ""
+    int64_t full = 0;        // KV bytes of the full cache
+    int64_t kept = 0;        // KV bytes of the compressed one
+    std::string cache_note;  // cache_growth_note, or ""
 };
 nlohmann::json selection_to_json(const Selection& sel, const SelectionBytes& bytes);
 

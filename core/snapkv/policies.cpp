@@ -75,8 +75,7 @@ uint64_t below(uint64_t& state, uint64_t n) {
 
 }  // namespace
 
-void pool_row(const float* __restrict x, int64_t n_prefix, int64_t kernel, Pooling pooling,
-              float* __restrict out) {
+void pool_row(const float* __restrict x, int64_t n_prefix, int64_t kernel, Pooling pooling, float* __restrict out) {
     const int64_t r = kernel / 2;
     switch (pooling) {
     case Pooling::Max: {
@@ -180,13 +179,10 @@ void random_positions(int64_t n_prefix, int64_t k, uint64_t seed, int64_t* out) 
         if (taken[static_cast<size_t>(t)]) out[o++] = t;
 }
 
-int64_t adakv_floor(int64_t k, double alpha) {
-    return static_cast<int64_t>(static_cast<double>(k) * alpha);
-}
+int64_t adakv_floor(int64_t k, double alpha) { return static_cast<int64_t>(static_cast<double>(k) * alpha); }
 
-std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads,
-                                                  int64_t n_prefix, int64_t k, double alpha,
-                                                  TieBreak tie) {
+std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads, int64_t n_prefix, int64_t k,
+                                                  double alpha, TieBreak tie) {
     k = std::min(k, n_prefix);
     const int64_t floor_k = std::min(adakv_floor(k, alpha), k);
     std::vector<uint8_t> keep(static_cast<size_t>(n_heads * n_prefix), 0);  // [Hs, P]
@@ -213,8 +209,8 @@ bool pyramid_is_graded(int64_t budget, int64_t window, int64_t n_tokens) {
     return n_tokens >= budget && n_tokens >= (budget - window) * 2;
 }
 
-std::vector<int64_t> pyramid_layer_budgets(int64_t budget, int64_t window, int64_t n_tokens,
-                                           int64_t n_layer, int64_t beta) {
+std::vector<int64_t> pyramid_layer_budgets(int64_t budget, int64_t window, int64_t n_tokens, int64_t n_layer,
+                                           int64_t beta) {
     std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(n_layer, 0)), budget);
     if (!pyramid_is_graded(budget, window, n_tokens)) return out;
     const int64_t base = budget - window;  // max_capacity_prompt - window_size

@@ -44,9 +44,8 @@ uint64_t random_stream_seed(uint64_t seed, int64_t layer, int64_t head);
 // Ties as top_k_positions; across heads by the flattened [Hs, P] index (the reference's flattened
 // order): Earlier prefers the lower head, Later the higher head, then the later position.
 // scores: [Hs, P] row-major. Returns Hs sorted position lists; their sizes sum to Hs * k.
-std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads,
-                                                  int64_t n_prefix, int64_t k, double alpha,
-                                                  TieBreak tie);
+std::vector<std::vector<int64_t>> adakv_positions(const float* scores, int64_t n_heads, int64_t n_prefix, int64_t k,
+                                                  double alpha, TieBreak tie);
 // floor(alpha * k) as the reference computes it: Python int() of a non-negative float.
 int64_t adakv_floor(int64_t k, double alpha);
 
@@ -58,8 +57,8 @@ int64_t adakv_floor(int64_t k, double alpha);
 // and its branches: L < C -> not compressed (every layer reports C); L < 2 * (C - W) -> plain
 // SnapKV with C - W prefix tokens in every layer; otherwise the pyramid. n_layer == 1 (a division
 // by zero in the reference) gives steps = 0. Needs C > W, L > W, beta >= 1.
-std::vector<int64_t> pyramid_layer_budgets(int64_t budget, int64_t window, int64_t n_tokens,
-                                           int64_t n_layer, int64_t beta);
+std::vector<int64_t> pyramid_layer_budgets(int64_t budget, int64_t window, int64_t n_tokens, int64_t n_layer,
+                                           int64_t beta);
 // True when pyramid_layer_budgets takes its pyramid branch (L >= C and L >= 2 * (C - W)).
 bool pyramid_is_graded(int64_t budget, int64_t window, int64_t n_tokens);
 

@@ -19,10 +19,9 @@ public:
     }
     std::vector<std::vector<int64_t>> choose_lists(const Choice& c, const SelectionParams& p) const override {
         const int64_t R = c.n_prefix - c.reach;
-        std::vector<float> reachable(static_cast<size_t>(c.n_sel * R));   // [Hs, R]
+        std::vector<float> reachable(static_cast<size_t>(c.n_sel * R));  // [Hs, R]
         for (int64_t h = 0; h < c.n_sel; ++h)
-            std::copy(c.scores + h * c.n_prefix + c.reach, c.scores + (h + 1) * c.n_prefix,
-                      reachable.data() + h * R);
+            std::copy(c.scores + h * c.n_prefix + c.reach, c.scores + (h + 1) * c.n_prefix, reachable.data() + h * R);
         auto lists = adakv_positions(reachable.data(), c.n_sel, R, c.k, p.adakv_alpha, p.tie_break);
         for (auto& list : lists)
             for (int64_t& pos : list) pos += c.reach;

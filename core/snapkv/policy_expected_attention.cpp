@@ -25,9 +25,10 @@ public:
     at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams& p, int64_t, int64_t n_sel) const override {
         const LayerCapture& c = layer.capture();
         if (!c.query_head.defined() || !c.future_rope.defined() || !c.value_norms.defined())
-            throw InputError("policy: expected_attention needs the query statistics, RoPE and value norms that "
-                             "prefill records (PrefillSettings::query_stats), which this prefill did not; allowed: "
-                             "another policy, or a prefill that records them");
+            throw InputError(
+                "policy: expected_attention needs the query statistics, RoPE and value norms that "
+                "prefill records (PrefillSettings::query_stats), which this prefill did not; allowed: "
+                "another policy, or a prefill that records them");
         const int64_t L = layer.n_tokens(), H = layer.n_head(), Hkv = layer.n_head_kv(), D = layer.head_dim();
         const int64_t ns = p.n_sink;
         const int64_t F = c.query_head.size(1);
@@ -38,10 +39,10 @@ public:
         // Statistics of positions [ns, L): those of [F, L), plus the kept queries ns .. F - 1
         // (Welford's update, in double).
         double n = double(c.query_count);
-        at::Tensor mean = c.query_count > 0 ? c.query_mean.clone() : at::zeros({H, D}, at::kDouble);   // [H, D]
+        at::Tensor mean = c.query_count > 0 ? c.query_mean.clone() : at::zeros({H, D}, at::kDouble);  // [H, D]
         at::Tensor m2 = c.query_count > 0 ? c.query_m2.clone() : at::zeros({H, D, D}, at::kDouble);   // [H, D, D]
         for (int64_t i = ns; i < F; ++i) {
-            const at::Tensor q = c.query_head.select(1, i).to(at::kDouble);              // [H, D]
+            const at::Tensor q = c.query_head.select(1, i).to(at::kDouble);  // [H, D]
             n += 1.0;
             const at::Tensor delta = q - mean;
             mean += delta / n;
@@ -49,19 +50,19 @@ public:
         }
         // kvpress: cov = centred^T centred / (L - n_sink), mu, both in float32, then rotated:
         // mu R^T and R cov R^T with future_rope = R^T.
-        const at::Tensor rot = c.future_rope.to(at::kFloat);                                // [D, D] = R^T
-        const at::Tensor mu = mean.to(at::kFloat).matmul(rot);                              // [H, D]
-        const at::Tensor cov = rot.t().matmul((m2 / n).to(at::kFloat)).matmul(rot);         // [H, D, D]
+        const at::Tensor rot = c.future_rope.to(at::kFloat);                         // [D, D] = R^T
+        const at::Tensor mu = mean.to(at::kFloat).matmul(rot);                       // [H, D]
+        const at::Tensor cov = rot.t().matmul((m2 / n).to(at::kFloat)).matmul(rot);  // [H, D, D]
         // Scores of the keys after the sinks, per query head.
         const int64_t nk = L - ns;
-        const at::Tensor keys = c.keys.narrow(1, ns, nk).to(at::kCPU, at::kFloat)
-                                    .repeat_interleave(H / Hkv, 0);                         // [H, n, D]
-        at::Tensor s = keys.matmul(mu.unsqueeze(-1)).squeeze(-1) / std::sqrt(double(D));   // [H, n]
+        const at::Tensor keys =
+            c.keys.narrow(1, ns, nk).to(at::kCPU, at::kFloat).repeat_interleave(H / Hkv, 0);  // [H, n, D]
+        at::Tensor s = keys.matmul(mu.unsqueeze(-1)).squeeze(-1) / std::sqrt(double(D));      // [H, n]
         s += (keys.matmul(cov) * keys).sum(-1) / double(D) / 2.0;
-        s = at::softmax(s, -1).view({Hkv, H / Hkv, nk}).mean(1);                            // [Hkv, n]
-        s = s * c.value_norms.narrow(1, ns, nk).to(at::kFloat);                             // (scores + 0) * ||v||
+        s = at::softmax(s, -1).view({Hkv, H / Hkv, nk}).mean(1);  // [Hkv, n]
+        s = s * c.value_norms.narrow(1, ns, nk).to(at::kFloat);   // (scores + 0) * ||v||
         const float top = s.numel() > 0 ? s.max().item<float>() + 1.0f : 1.0f;
-        const at::Tensor out = at::cat({at::full({Hkv, ns}, top, s.options()), s}, 1);     // [Hkv, L]
+        const at::Tensor out = at::cat({at::full({Hkv, ns}, top, s.options()), s}, 1);  // [Hkv, L]
         return rows_per_selected_head(out, n_sel);
     }
 };

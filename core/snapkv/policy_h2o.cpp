@@ -9,7 +9,7 @@ namespace {
 class H2ORule : public PolicyRule {
 public:
     bool score(const LayerRows& in, const SelectionParams&, float* scores) const override {
-        group_rows(in.h2o, in.h2o_stride, in.n_head, in.n_sel, in.n_prefix, scores);   // first P of [H, L]
+        group_rows(in.h2o, in.h2o_stride, in.n_head, in.n_sel, in.n_prefix, scores);  // first P of [H, L]
         return true;
     }
     bool score_is_votes() const override { return true; }

@@ -17,8 +17,8 @@ public:
         const at::Tensor keys = layer.capture().keys.narrow(1, 0, layer.n_tokens()).to(at::kFloat);  // [Hkv, L, D]
         // F.normalize(keys, p=2, dim=-1): x / max(||x||, 1e-12); then the mean over positions.
         const at::Tensor unit = keys / at::linalg_vector_norm(keys, 2, {-1}, true, c10::nullopt).clamp_min(1e-12);
-        const at::Tensor anchor = unit.mean(1, /*keepdim=*/true);                                // [Hkv, 1, D]
-        const at::Tensor s = -at::cosine_similarity(keys, anchor, -1, 1e-8);                     // [Hkv, L]
+        const at::Tensor anchor = unit.mean(1, /*keepdim=*/true);             // [Hkv, 1, D]
+        const at::Tensor s = -at::cosine_similarity(keys, anchor, -1, 1e-8);  // [Hkv, L]
         return rows_per_selected_head(s, n_sel);
     }
 };

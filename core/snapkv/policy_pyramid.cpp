@@ -17,9 +17,10 @@ public:
     }
     std::string note(const SelectionParams& p, int64_t budget, int64_t n_tokens) const override {
         if (n_tokens <= budget || pyramid_is_graded(budget, p.window, n_tokens)) return {};
-        return "pyramid: prompt of " + std::to_string(n_tokens) + " tokens is shorter than 2 * (budget - window) = " +
-               std::to_string(2 * (budget - p.window)) + ": every layer keeps budget - window = " +
-               std::to_string(budget - p.window) + " prefix tokens (KVCache-Factory's uniform branch)";
+        return "pyramid: prompt of " + std::to_string(n_tokens) +
+               " tokens is shorter than 2 * (budget - window) = " + std::to_string(2 * (budget - p.window)) +
+               ": every layer keeps budget - window = " + std::to_string(budget - p.window) +
+               " prefix tokens (KVCache-Factory's uniform branch)";
     }
 };
 

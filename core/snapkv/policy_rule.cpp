@@ -11,8 +11,7 @@
 
 namespace snapkv {
 
-std::vector<int64_t> PolicyRule::layer_budgets(const SelectionParams&, int64_t budget, int64_t,
-                                               int64_t n_layer) const {
+std::vector<int64_t> PolicyRule::layer_budgets(const SelectionParams&, int64_t budget, int64_t, int64_t n_layer) const {
     return std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(n_layer, 0)), budget);
 }
 
@@ -32,11 +31,10 @@ void PolicyRule::choose(const Choice& c, const SelectionParams& p, int64_t* out)
 }
 
 std::vector<std::vector<int64_t>> PolicyRule::choose_lists(const Choice& c, const SelectionParams& p) const {
-    std::vector<int64_t> flat(static_cast<size_t>(c.n_sel * c.k));   // [Hs, k]
+    std::vector<int64_t> flat(static_cast<size_t>(c.n_sel * c.k));  // [Hs, k]
     choose(c, p, flat.data());
     std::vector<std::vector<int64_t>> lists(static_cast<size_t>(c.n_sel));
-    for (int64_t h = 0; h < c.n_sel; ++h)
-        lists[size_t(h)].assign(flat.begin() + h * c.k, flat.begin() + (h + 1) * c.k);
+    for (int64_t h = 0; h < c.n_sel; ++h) lists[size_t(h)].assign(flat.begin() + h * c.k, flat.begin() + (h + 1) * c.k);
     return lists;
 }
 
@@ -59,14 +57,14 @@ void group_rows(const float* src, int64_t stride, int64_t n_head, int64_t n_sel,
 
 void pooled_votes(const LayerRows& in, const SelectionParams& p, float* dst) {
     const int64_t H = in.n_head, P = in.n_prefix;
-    std::vector<float> pooled(static_cast<size_t>(H * P));   // [H, P]
+    std::vector<float> pooled(static_cast<size_t>(H * P));  // [H, P]
     for (int64_t h = 0; h < H; ++h)
         pool_row(in.votes + h * in.votes_stride, P, p.kernel, p.pooling, pooled.data() + h * P);
     group_rows(pooled.data(), P, H, in.n_sel, P, dst);
 }
 
 void expand_kv_rows(const float* src, int64_t n_head_kv, int64_t n_sel, int64_t n_prefix, float* dst) {
-    const int64_t G = n_sel / n_head_kv;   // 1 in KvHead mode
+    const int64_t G = n_sel / n_head_kv;  // 1 in KvHead mode
     for (int64_t h = 0; h < n_sel; ++h)
         std::copy(src + (h / G) * n_prefix, src + (h / G + 1) * n_prefix, dst + h * n_prefix);
 }

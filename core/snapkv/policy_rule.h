@@ -22,17 +22,17 @@ namespace snapkv {
 // One layer's inputs as CPU float rows (row h at base + h * stride).
 struct LayerRows {
     int64_t layer = 0;
-    int64_t n_head = 0;            // H
-    int64_t n_head_kv = 0;         // Hkv
-    int64_t n_sel = 0;             // Hs
-    int64_t n_prefix = 0;          // P = L - W
-    int64_t n_tokens = 0;          // L
+    int64_t n_head = 0;     // H
+    int64_t n_head_kv = 0;  // Hkv
+    int64_t n_sel = 0;      // Hs
+    int64_t n_prefix = 0;   // P = L - W
+    int64_t n_tokens = 0;   // L
     // [H, Pv] window votes (summed window attention) of the last Wv queries, Pv = L - Wv: Wv = W for
     // a policy with a window, else the user's window (they then only measure kept mass).
     const float* votes = nullptr;
     int64_t votes_stride = 0;
-    int64_t n_votes = 0;           // Pv
-    const float* h2o = nullptr;    // [H, L] attention received over all prompt queries; null unless needs_h2o
+    int64_t n_votes = 0;         // Pv
+    const float* h2o = nullptr;  // [H, L] attention received over all prompt queries; null unless needs_h2o
     int64_t h2o_stride = 0;
 };
 
@@ -40,10 +40,10 @@ struct LayerRows {
 struct Choice {
     const float* scores = nullptr;  // [Hs, P] row-major: what the rule's score() wrote; null if it scores nothing
     int64_t layer = 0;
-    int64_t n_sel = 0;              // Hs
-    int64_t n_prefix = 0;           // P (the row stride of scores)
-    int64_t reach = 0;              // r: sliding-window layers cannot keep what the next token cannot see
-    int64_t k = 0;                  // positions per head, k <= R
+    int64_t n_sel = 0;     // Hs
+    int64_t n_prefix = 0;  // P (the row stride of scores)
+    int64_t reach = 0;     // r: sliding-window layers cannot keep what the next token cannot see
+    int64_t k = 0;         // positions per head, k <= R
 };
 
 class PolicyRule {

@@ -29,16 +29,16 @@ enum ParamBit : uint32_t {
     kReadsAdakvAlpha = 1u << 6,   // adakv_alpha
 };
 
-class PolicyRule;   // policy_rule.h: how a policy scores and chooses
+class PolicyRule;  // policy_rule.h: how a policy scores and chooses
 
 struct PolicyInfo {
     Policy id;
-    const char* name;         // "snapkv"
-    const char* aliases;      // other accepted spellings, comma separated ("" for none)
-    const char* summary;      // one line for help texts and tooltips
-    uint32_t reads;           // ParamBit set
-    bool needs_h2o;           // prefill must record the attention each key received (H2O's score)
-    bool ragged;              // heads keep different counts (one top-k across heads): no [Hs, k] tensor
+    const char* name;     // "snapkv"
+    const char* aliases;  // other accepted spellings, comma separated ("" for none)
+    const char* summary;  // one line for help texts and tooltips
+    uint32_t reads;       // ParamBit set
+    bool needs_h2o;       // prefill must record the attention each key received (H2O's score)
+    bool ragged;          // heads keep different counts (one top-k across heads): no [Hs, k] tensor
     const PolicyRule& (*rule)();
     // The window a policy that does not read W keeps: 1 for TOVA (the last token, whose attention
     // scores the rest), 0 for a press that scores every position (Knorm, KeyDiff, ...).
@@ -46,47 +46,48 @@ struct PolicyInfo {
 
     // W: params.window, or the policy's fixed window.
     int64_t window_of(int64_t window) const { return reads_param(kReadsWindow) ? window : fixed_window; }
-    bool pools() const { return (reads & kReadsKernel) != 0; }      // reads kernel and pooling
+    bool pools() const { return (reads & kReadsKernel) != 0; }        // reads kernel and pooling
     bool uses_ties() const { return (reads & kReadsTieBreak) != 0; }  // ranks: has scores to report
     bool reads_param(ParamBit bit) const { return (reads & bit) != 0; }
 };
 
 // Each policy's rule, defined in its own file.
-const PolicyRule& snapkv_rule();      // policy_snapkv.cpp
-const PolicyRule& streaming_rule();   // policy_streaming.cpp
-const PolicyRule& h2o_rule();         // policy_h2o.cpp
-const PolicyRule& random_rule();      // policy_random.cpp
-const PolicyRule& pyramid_rule();     // policy_pyramid.cpp
-const PolicyRule& adakv_rule();       // policy_adakv.cpp
-const PolicyRule& tova_rule();        // policy_tova.cpp
-const PolicyRule& knorm_rule();       // policy_knorm.cpp
-const PolicyRule& keydiff_rule();     // policy_keydiff.cpp
-const PolicyRule& expected_attention_rule();   // policy_expected_attention.cpp
+const PolicyRule& snapkv_rule();              // policy_snapkv.cpp
+const PolicyRule& streaming_rule();           // policy_streaming.cpp
+const PolicyRule& h2o_rule();                 // policy_h2o.cpp
+const PolicyRule& random_rule();              // policy_random.cpp
+const PolicyRule& pyramid_rule();             // policy_pyramid.cpp
+const PolicyRule& adakv_rule();               // policy_adakv.cpp
+const PolicyRule& tova_rule();                // policy_tova.cpp
+const PolicyRule& knorm_rule();               // policy_knorm.cpp
+const PolicyRule& keydiff_rule();             // policy_keydiff.cpp
+const PolicyRule& expected_attention_rule();  // policy_expected_attention.cpp
 
 inline constexpr uint32_t kPoolingReads = kReadsWindow | kReadsKernel | kReadsTieBreak;
 
 // In enum order (a static_assert in policy_table.cpp checks it).
 inline const PolicyInfo kPolicyTable[] = {
-    {Policy::SnapKV, "snapkv", "", "window votes + pooling (SnapKV paper)", kPoolingReads, false, false,
-     snapkv_rule},
+    {Policy::SnapKV, "snapkv", "", "window votes + pooling (SnapKV paper)", kPoolingReads, false, false, snapkv_rule},
     {Policy::Streaming, "streaming", "streamingllm", "sink tokens + the most recent ones (StreamingLLM)",
      kReadsWindow | kReadsSink, false, false, streaming_rule},
-    {Policy::H2O, "h2o", "", "attention received over all prompt queries (H2O)", kReadsWindow | kReadsTieBreak,
-     true, false, h2o_rule},
+    {Policy::H2O, "h2o", "", "attention received over all prompt queries (H2O)", kReadsWindow | kReadsTieBreak, true,
+     false, h2o_rule},
     {Policy::Random, "random", "", "uniformly random positions (baseline)", kReadsWindow | kReadsSeed, false, false,
      random_rule},
     {Policy::Pyramid, "pyramid", "pyramidkv", "SnapKV with budgets shrinking with depth (PyramidKV)",
      kPoolingReads | kReadsPyramidBeta, false, false, pyramid_rule},
-    {Policy::AdaKV, "adakv", "", "SnapKV with the budget shared across heads (AdaKV)",
-     kPoolingReads | kReadsAdakvAlpha, false, true, adakv_rule},
+    {Policy::AdaKV, "adakv", "", "SnapKV with the budget shared across heads (AdaKV)", kPoolingReads | kReadsAdakvAlpha,
+     false, true, adakv_rule},
     // kvpress's score-based presses, with kvpress's defaults (ScorerPress: keep the top
     // int(L * (1 - ratio)) of the press's scores per KV head).
     {Policy::TOVA, "tova", "tovapress", "the last token's attention, averaged over all heads (TOVA; kvpress TOVAPress)",
      kReadsTieBreak, false, false, tova_rule, 1},
     {Policy::Knorm, "knorm", "knormpress", "keys of the smallest L2 norm (kvpress KnormPress)", kReadsTieBreak, false,
      false, knorm_rule, 0},
-    {Policy::KeyDiff, "keydiff", "keydiffpress", "keys least like the layer's mean key direction (KeyDiff; kvpress "
-     "KeyDiffPress)", kReadsTieBreak, false, false, keydiff_rule, 0},
+    {Policy::KeyDiff, "keydiff", "keydiffpress",
+     "keys least like the layer's mean key direction (KeyDiff; kvpress "
+     "KeyDiffPress)",
+     kReadsTieBreak, false, false, keydiff_rule, 0},
     {Policy::ExpectedAttention, "expected_attention", "expected-attention,expectedattentionpress",
      "attention expected from future queries, times the value norm (kvpress ExpectedAttentionPress)",
      kReadsTieBreak | kReadsSink, false, false, expected_attention_rule, 0},

@@ -18,7 +18,7 @@ public:
         const int64_t P = in.n_prefix;
         std::vector<float> mean(static_cast<size_t>(P), 0.0f);
         for (int64_t h = 0; h < in.n_head; ++h) {
-            const float* row = in.votes + h * in.votes_stride;   // [L - 1]: W = 1
+            const float* row = in.votes + h * in.votes_stride;  // [L - 1]: W = 1
             for (int64_t t = 0; t < P; ++t) mean[size_t(t)] += row[t];
         }
         const float inv = 1.0f / static_cast<float>(in.n_head);

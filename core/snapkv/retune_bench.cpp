@@ -36,8 +36,7 @@ struct Step {
 
 }  // namespace
 
-std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const SelectionParams& base,
-                                 int repeats) {
+std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const SelectionParams& base, int repeats) {
     repeats = std::max(repeats, 1);
     std::string out;
     char line[256];
@@ -48,13 +47,13 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
     std::snprintf(line, sizeof line,
                   "retune benchmark: L=%lld, layers=%zu, H=%lld, Hkv=%lld, D=%lld, Wmax=%lld, "
                   "checkpoint stride %lld, scorer cache %.1f MiB; first call and median of %d runs\n",
-                  static_cast<long long>(s0.n_tokens()), layers.size(),
-                  static_cast<long long>(s0.n_head()), static_cast<long long>(s0.n_head_kv()),
-                  static_cast<long long>(s0.head_dim()), static_cast<long long>(s0.max_window()),
-                  static_cast<long long>(s0.checkpoint_stride()), cache_mb, repeats);
+                  static_cast<long long>(s0.n_tokens()), layers.size(), static_cast<long long>(s0.n_head()),
+                  static_cast<long long>(s0.n_head_kv()), static_cast<long long>(s0.head_dim()),
+                  static_cast<long long>(s0.max_window()), static_cast<long long>(s0.checkpoint_stride()), cache_mb,
+                  repeats);
     out += line;
-    std::snprintf(line, sizeof line, "%-22s %10s %14s %16s  %s\n", "step", "first ms",
-                  "select median ms", "positions ms", "kept per head (layer 0)");
+    std::snprintf(line, sizeof line, "%-22s %10s %14s %16s  %s\n", "step", "first ms", "select median ms",
+                  "positions ms", "kept per head (layer 0)");
     out += line;
 
     auto set_policy = [](Policy p) { return [p](SelectionParams& q) { q.policy = p; }; };
@@ -66,15 +65,26 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
         {"kernel 9", [](SelectionParams& q) { q.kernel = 9; }},
         {"pooling avg", [](SelectionParams& q) { q.pooling = Pooling::Avg; }},
         {"pooling max", [](SelectionParams& q) { q.pooling = Pooling::Max; }},
-        {"budget 1024", [](SelectionParams& q) { q.budget = 1024; q.ratio = -1.0; }},
-        {"budget 2048", [](SelectionParams& q) { q.budget = 2048; q.ratio = -1.0; }},
+        {"budget 1024",
+         [](SelectionParams& q) {
+             q.budget = 1024;
+             q.ratio = -1.0;
+         }},
+        {"budget 2048",
+         [](SelectionParams& q) {
+             q.budget = 2048;
+             q.ratio = -1.0;
+         }},
         {"budget " + std::to_string(base.budget) + " (base)",
-         [b = base.budget, r = base.ratio](SelectionParams& q) { q.budget = b; q.ratio = r; }},
+         [b = base.budget, r = base.ratio](SelectionParams& q) {
+             q.budget = b;
+             q.ratio = r;
+         }},
         {"window 32", set_window(32)},
         {"window 64", set_window(64)},
         {"window 128", set_window(128)},
-        {"window 47", set_window(47)},     // 15 rows above a checkpoint (stride 32)
-        {"window 127", set_window(127)},   // 31 rows above one: the most recomputed
+        {"window 47", set_window(47)},    // 15 rows above a checkpoint (stride 32)
+        {"window 127", set_window(127)},  // 31 rows above one: the most recomputed
         {"window " + std::to_string(base.window) + " (base)", set_window(base.window)},
     };
     // Every other policy of the table, then back to the base's.
@@ -95,8 +105,7 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
             std::string positions = "-";
             if (!policy_info(next.policy).ragged) {
                 char buf[32];
-                std::snprintf(buf, sizeof buf, "%.1f",
-                              median_ms(repeats, [&] { select_positions(layers, next); }));
+                std::snprintf(buf, sizeof buf, "%.1f", median_ms(repeats, [&] { select_positions(layers, next); }));
                 positions = buf;
             }
             std::string kept;
@@ -108,8 +117,8 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
             }
             kept = lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
             if (!sel.compressed) kept += " (not compressed)";
-            std::snprintf(line, sizeof line, "%-22s %10.1f %14.1f %16s  %s\n", step.name.c_str(),
-                          first, ms, positions.c_str(), kept.c_str());
+            std::snprintf(line, sizeof line, "%-22s %10.1f %14.1f %16s  %s\n", step.name.c_str(), first, ms,
+                          positions.c_str(), kept.c_str());
             out += line;
             params = next;
         } catch (const InputError& e) {

@@ -17,7 +17,6 @@ namespace snapkv {
 // select(with_scores = true), as the GUI calls it, and select_positions (the cache gather path),
 // `repeats` times each; a step the parameters do not allow (e.g. a window above the captured one,
 // h2o without its capture) is listed as skipped with the reason.
-std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const SelectionParams& base,
-                                 int repeats = 5);
+std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const SelectionParams& base, int repeats = 5);
 
 }  // namespace snapkv

@@ -30,33 +30,32 @@ void check_kernel(int64_t kernel, int64_t n_prefix) {
     if (kernel < 1 || kernel % 2 == 0 || kernel > n_prefix)
         throw InputError("kernel: " + std::to_string(kernel) +
                          " is not allowed; the pooling kernel must be odd, at least 1 and at most "
-                         "the prefix length " + std::to_string(n_prefix) + " (L - W)");
+                         "the prefix length " +
+                         std::to_string(n_prefix) + " (L - W)");
 }
 
-at::Tensor cpu_float(const at::Tensor& x) {
-    return x.to(at::kCPU, at::kFloat).contiguous();
-}
+at::Tensor cpu_float(const at::Tensor& x) { return x.to(at::kCPU, at::kFloat).contiguous(); }
 
 // Everything select() decided before looking at a layer.
 struct Plan {
     SelectionParams params;
     const PolicyInfo* info = nullptr;
     const PolicyRule* rule = nullptr;
-    int64_t n_tokens = 0;                   // L
-    int64_t window = 0;                     // W: the policy's (params.window, or its fixed one)
-    int64_t vote_window = 0;                // Wv: W, or for a policy without a window the user's
-                                            // window (its votes only measure the kept mass)
-    int64_t budget = 0;                     // C
-    int64_t n_prefix = 0;                   // P
-    int64_t n_head = 0;                     // H
-    int64_t n_head_kv = 0;                  // Hkv
-    int64_t n_sel = 0;                      // Hs
-    std::vector<int64_t> layer_budget;      // per layer C_l (window included)
+    int64_t n_tokens = 0;               // L
+    int64_t window = 0;                 // W: the policy's (params.window, or its fixed one)
+    int64_t vote_window = 0;            // Wv: W, or for a policy without a window the user's
+                                        // window (its votes only measure the kept mass)
+    int64_t budget = 0;                 // C
+    int64_t n_prefix = 0;               // P
+    int64_t n_head = 0;                 // H
+    int64_t n_head_kv = 0;              // Hkv
+    int64_t n_sel = 0;                  // Hs
+    std::vector<int64_t> layer_budget;  // per layer C_l (window included)
     std::vector<bool> layer_compressed;
     // Per layer the first prefix position the next token can still see: 0, or for a sliding-window
     // layer max(0, L - sliding_window + 1) (at most P). Policies choose among [reach, P) only.
     std::vector<int64_t> reach;
-    std::vector<int64_t> sliding_window;    // per layer, 0: none
+    std::vector<int64_t> sliding_window;  // per layer, 0: none
 
     int64_t kept_count(size_t layer) const {  // k: prefix positions per head (uniform policies)
         return layer_compressed[layer] ? layer_budget[layer] - window : n_prefix - reach[layer];
@@ -66,46 +65,48 @@ struct Plan {
 // A layer's inputs as CPU float rows, gathered with ATen before the parallel region: row h of the
 // votes at votes + h * votes_stride (P floats), likewise h2o.
 struct LayerInput {
-    at::Tensor votes_owner;      // [H, Pv] the scorer's votes (CPU), or a CPU copy of them
+    at::Tensor votes_owner;  // [H, Pv] the scorer's votes (CPU), or a CPU copy of them
     const float* votes = nullptr;
     int64_t votes_stride = 0;
-    at::Tensor scores_owner;     // [Hs, P] CPU float: the rule's score_tensor, when it has one
+    at::Tensor scores_owner;  // [Hs, P] CPU float: the rule's score_tensor, when it has one
     const float* scores = nullptr;
-    at::Tensor h2o_owner;        // [H, L] CPU float
+    at::Tensor h2o_owner;  // [H, L] CPU float
     const float* h2o = nullptr;
     int64_t h2o_stride = 0;
     // CUDA path (gpu_pool_topk), else undefined / null: the policy's ranking done on the device.
-    at::Tensor gpu_kept;         // [Hs, k] int64 on the votes' device (compressed layers)
-    at::Tensor kept_owner;       // [Hs, k] int64 CPU copy of gpu_kept (select() only)
+    at::Tensor gpu_kept;    // [Hs, k] int64 on the votes' device (compressed layers)
+    at::Tensor kept_owner;  // [Hs, k] int64 CPU copy of gpu_kept (select() only)
     const int64_t* kept = nullptr;
-    at::Tensor pooled_owner;     // [Hs, P] CPU float: pooled, group-meaned votes (with_scores)
+    at::Tensor pooled_owner;  // [Hs, P] CPU float: pooled, group-meaned votes (with_scores)
     const float* pooled = nullptr;
 };
 
 Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
     if (layers.empty())
-        throw InputError("layers: no layer scorers given; select needs the captures of at least "
-                         "one layer");
+        throw InputError(
+            "layers: no layer scorers given; select needs the captures of at least "
+            "one layer");
     const LayerScorer& first = layers.front();
     int64_t max_window = first.max_window();
     for (size_t l = 1; l < layers.size(); ++l) {
         const LayerScorer& s = layers[l];
-        if (s.n_tokens() != first.n_tokens() || s.n_head() != first.n_head() ||
-            s.n_head_kv() != first.n_head_kv())
-            throw InputError("layers: layer " + std::to_string(l) + " has L=" +
-                             std::to_string(s.n_tokens()) + ", H=" + std::to_string(s.n_head()) +
-                             ", Hkv=" + std::to_string(s.n_head_kv()) + " but layer 0 has L=" +
-                             std::to_string(first.n_tokens()) + ", H=" +
-                             std::to_string(first.n_head()) + ", Hkv=" +
-                             std::to_string(first.n_head_kv()) + "; all layers must match");
+        if (s.n_tokens() != first.n_tokens() || s.n_head() != first.n_head() || s.n_head_kv() != first.n_head_kv())
+            throw InputError("layers: layer " + std::to_string(l) + " has L=" + std::to_string(s.n_tokens()) +
+                             ", H=" + std::to_string(s.n_head()) + ", Hkv=" + std::to_string(s.n_head_kv()) +
+                             " but layer 0 has L=" + std::to_string(first.n_tokens()) +
+                             ", H=" + std::to_string(first.n_head()) + ", Hkv=" + std::to_string(first.n_head_kv()) +
+                             "; all layers must match");
         max_window = std::min(max_window, s.max_window());
     }
     const PolicyInfo& info = policy_info(p.policy);
     if (info.needs_h2o)
         for (size_t l = 0; l < layers.size(); ++l)
             if (!layers[l].has_h2o())
-                throw InputError("policy: " + std::string(info.name) + " needs the accumulated attention "
-                                 "(LayerCapture.h2o), which layer " + std::to_string(l) + " did not record; "
+                throw InputError("policy: " + std::string(info.name) +
+                                 " needs the accumulated attention "
+                                 "(LayerCapture.h2o), which layer " +
+                                 std::to_string(l) +
+                                 " did not record; "
                                  "allowed: another policy, or a prefill that records h2o");
     const int64_t n_tokens = first.n_tokens();
     validate_params(p, n_tokens, max_window);
@@ -147,27 +148,26 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
 
 // with_scores: the caller reports pooled rows; for_select: select() (CPU votes always needed for
 // the kept mass), else select_positions (device positions suffice where the kernel ran).
-LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bool with_scores,
-                        bool for_select) {
+LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bool with_scores, bool for_select) {
     LayerInput in;
     {
-        at::Tensor votes = s.votes(plan.vote_window);                          // [H, Pv] on the device
+        at::Tensor votes = s.votes(plan.vote_window);  // [H, Pv] on the device
         bool cpu_votes = true;
 #ifdef SNAPKV_HAVE_CUDA
         // CUDA path: pooling (per query head, then the KV-group mean) and top-k in one kernel,
         // the same values and positions as pool_row + group_rows + top_k_positions below.
         const SelectionParams& p = plan.params;
         const bool compressed = plan.layer_compressed[layer];
-        if (votes.is_cuda() && gpu_kernels_available() && plan.reach[layer] == 0 &&
-            plan.rule->pooled_votes_top_k() && (compressed || with_scores)) {
+        if (votes.is_cuda() && gpu_kernels_available() && plan.reach[layer] == 0 && plan.rule->pooled_votes_top_k() &&
+            (compressed || with_scores)) {
             auto pooled_pos = gpu_pool_topk(votes, plan.n_head / plan.n_sel, p.kernel, p.pooling,
                                             compressed ? plan.kept_count(layer) : 0, p.tie_break);
             if (with_scores) {
-                in.pooled_owner = cpu_float(pooled_pos.first);                 // [Hs, P]
+                in.pooled_owner = cpu_float(pooled_pos.first);  // [Hs, P]
                 in.pooled = in.pooled_owner.data_ptr<float>();
             }
             if (compressed) {
-                in.gpu_kept = pooled_pos.second;                               // [Hs, k]
+                in.gpu_kept = pooled_pos.second;  // [Hs, k]
                 if (for_select) {
                     in.kept_owner = in.gpu_kept.to(at::kCPU).contiguous();
                     in.kept = in.kept_owner.data_ptr<int64_t>();
@@ -176,18 +176,18 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
             }
         }
 #else
-        (void)layer, (void)with_scores, (void)for_select;   // CPU-only build: no kernels
+        (void)layer, (void)with_scores, (void)for_select;  // CPU-only build: no kernels
 #endif
         if (cpu_votes) {
             in.votes_owner = cpu_float(votes);
-            in.votes = in.votes_owner.data_ptr<float>();                       // [H, P]
+            in.votes = in.votes_owner.data_ptr<float>();  // [H, P]
             in.votes_stride = plan.n_tokens - plan.vote_window;
         }
     }
     if (plan.info->uses_ties() && (plan.layer_compressed[layer] || with_scores)) {
         at::Tensor t = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
         if (t.defined()) {
-            in.scores_owner = cpu_float(t);                                    // [Hs, P]
+            in.scores_owner = cpu_float(t);  // [Hs, P]
             TORCH_CHECK(in.scores_owner.dim() == 2 && in.scores_owner.size(0) == plan.n_sel &&
                             in.scores_owner.size(1) == plan.n_prefix,
                         "policy ", plan.info->name, ": score_tensor must be [Hs, P]");
@@ -195,7 +195,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         }
     }
     if (plan.info->needs_h2o) {
-        in.h2o_owner = cpu_float(s.capture().h2o);                            // [H, L]
+        in.h2o_owner = cpu_float(s.capture().h2o);  // [H, L]
         in.h2o = in.h2o_owner.data_ptr<float>();
         in.h2o_stride = s.n_tokens();
     }
@@ -219,8 +219,8 @@ double kept_mass(const float* votes, int64_t reach, int64_t n_votes, const int64
 // One layer, plain loops only (runs inside at::parallel_for). Writes the kept positions to
 // kept_out ([Hs, k], when given) and/or fills *sel (when given) with kept lists, kept mass and,
 // when with_scores, the reported votes / pooled rows.
-void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_scores,
-               int64_t* kept_out, LayerSelection* sel) {
+void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_scores, int64_t* kept_out,
+               LayerSelection* sel) {
     const SelectionParams& p = plan.params;
     const PolicyRule& rule = *plan.rule;
     const int64_t P = plan.n_prefix;
@@ -243,9 +243,9 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     // compressed layer; with positions and nothing to report, no scores are needed.)
     if (ranks && (compressed || report_votes) && (in.pooled || !in.kept)) {
         scores.resize(static_cast<size_t>(Hs * P));
-        if (in.pooled) {                                                     // CUDA path
+        if (in.pooled) {  // CUDA path
             std::copy(in.pooled, in.pooled + Hs * P, scores.data());
-        } else if (in.scores) {                                              // the rule's score_tensor
+        } else if (in.scores) {  // the rule's score_tensor
             std::copy(in.scores, in.scores + Hs * P, scores.data());
         } else {
             LayerRows rows;
@@ -287,7 +287,7 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
         }
         if (!compressed) {
             for (int64_t h = 0; h < Hs; ++h) std::iota(kept + h * k, kept + (h + 1) * k, r);
-        } else if (in.kept) {                                                // CUDA path (r == 0)
+        } else if (in.kept) {  // CUDA path (r == 0)
             std::copy(in.kept, in.kept + Hs * k, kept);
         } else {
             rule.choose(choice, p, kept);
@@ -304,29 +304,26 @@ void run_layer(const LayerInput& in, size_t layer, const Plan& plan, bool with_s
     const bool own_votes = rule.score_is_votes();
     for (int64_t h = 0; h < Hs; ++h) {
         HeadSelection& hs = sel->heads[size_t(h)];
-        if (ragged)
-            hs.kept = std::move(lists[size_t(h)]);
-        else
-            hs.kept.assign(kept + h * k, kept + (h + 1) * k);
+        if (ragged) hs.kept = std::move(lists[size_t(h)]);
+        else hs.kept.assign(kept + h * k, kept + (h + 1) * k);
         hs.kept_mass = kept_mass(votes.data() + h * Pv, r, Pv, hs.kept.data(), int64_t(hs.kept.size()));
         if (report_votes && !scores.empty()) {
             // A policy whose score is its own vote (H2O) reports it as the votes.
             if (own_votes) {
                 hs.votes.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
             } else {
-                hs.votes.assign(votes.data() + h * Pv, votes.data() + (h + 1) * Pv);   // Pv = P: the policy has a window
+                hs.votes.assign(votes.data() + h * Pv, votes.data() + (h + 1) * Pv);  // Pv = P: the policy has a window
             }
             if (!own_votes) hs.pooled.assign(scores.data() + h * P, scores.data() + (h + 1) * P);
         }
     }
 }
 
-std::vector<LayerInput> gather_inputs(const std::vector<LayerScorer>& layers, const Plan& plan,
-                                      bool with_scores, bool for_select) {
+std::vector<LayerInput> gather_inputs(const std::vector<LayerScorer>& layers, const Plan& plan, bool with_scores,
+                                      bool for_select) {
     std::vector<LayerInput> in;
     in.reserve(layers.size());
-    for (size_t l = 0; l < layers.size(); ++l)
-        in.push_back(gather_input(layers[l], l, plan, with_scores, for_select));
+    for (size_t l = 0; l < layers.size(); ++l) in.push_back(gather_input(layers[l], l, plan, with_scores, for_select));
     return in;
 }
 
@@ -335,27 +332,23 @@ std::vector<LayerInput> gather_inputs(const std::vector<LayerScorer>& layers, co
 at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling) {
     if (!scores.defined() || scores.dim() != 2)
         throw InputError("pool_scores: scores must be a 2-D [N, P] tensor, got " +
-                         std::string(scores.defined() ? std::to_string(scores.dim()) + "-D"
-                                                      : "none"));
+                         std::string(scores.defined() ? std::to_string(scores.dim()) + "-D" : "none"));
     if (pooling != Pooling::None) check_kernel(kernel, scores.size(1));
     c10::InferenceMode guard;
     // One implementation for select() and for callers: the row loops of policies.h, on the CPU.
-    at::Tensor x = cpu_float(scores);                                         // [N, P]
-    at::Tensor out = at::empty_like(x);                                       // [N, P]
+    at::Tensor x = cpu_float(scores);    // [N, P]
+    at::Tensor out = at::empty_like(x);  // [N, P]
     const int64_t n = x.size(0), n_prefix = x.size(1);
     for (int64_t r = 0; r < n; ++r)
-        pool_row(x.data_ptr<float>() + r * n_prefix, n_prefix, kernel, pooling,
-                 out.data_ptr<float>() + r * n_prefix);
+        pool_row(x.data_ptr<float>() + r * n_prefix, n_prefix, kernel, pooling, out.data_ptr<float>() + r * n_prefix);
     return out.to(scores.device());
 }
 
 at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie) {
-    if (!scores.defined() || scores.dim() != 2)
-        throw InputError("top_k_positions: scores must be a 2-D [N, P] tensor");
-    if (k < 0)
-        throw InputError("top_k_positions: k " + std::to_string(k) + " is negative; allowed >= 0");
+    if (!scores.defined() || scores.dim() != 2) throw InputError("top_k_positions: scores must be a 2-D [N, P] tensor");
+    if (k < 0) throw InputError("top_k_positions: k " + std::to_string(k) + " is negative; allowed >= 0");
     c10::InferenceMode guard;
-    at::Tensor s = cpu_float(scores);                                          // [N, P]
+    at::Tensor s = cpu_float(scores);  // [N, P]
     const int64_t n = s.size(0);
     const int64_t n_prefix = s.size(1);
     const int64_t kk = std::min(k, n_prefix);
@@ -366,8 +359,7 @@ at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie) {
     return out;
 }
 
-Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p,
-                 bool with_scores) {
+Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p, bool with_scores) {
     c10::InferenceMode guard;
     const Plan plan = make_plan(layers, p);
 
@@ -380,8 +372,7 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
     if (!sel.compressed)
         sel.note = "prompt of " + std::to_string(plan.n_tokens) + " tokens fits in the budget " +
                    std::to_string(plan.budget) + ": nothing to evict, not compressed";
-    else
-        sel.note = plan.rule->note(p, plan.budget, plan.n_tokens);
+    else sel.note = plan.rule->note(p, plan.budget, plan.n_tokens);
 
     std::string sliding;
     int64_t n_sliding = 0, window_sw = 0;
@@ -391,9 +382,8 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
         window_sw = plan.sliding_window[l];
     }
     if (n_sliding > 0)
-        sel.note += std::string(sel.note.empty() ? "" : "; ") + "sliding-window layer" +
-                    (n_sliding > 1 ? "s " : " ") + sliding + " (window " + std::to_string(window_sw) +
-                    ") keep only what the next token can see";
+        sel.note += std::string(sel.note.empty() ? "" : "; ") + "sliding-window layer" + (n_sliding > 1 ? "s " : " ") +
+                    sliding + " (window " + std::to_string(window_sw) + ") keep only what the next token can see";
 
     const std::vector<LayerInput> inputs = gather_inputs(layers, plan, with_scores, true);
     sel.layers.resize(layers.size());
@@ -405,10 +395,10 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
     return sel;
 }
 
-std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
-                                         const SelectionParams& p) {
+std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
     if (policy_info(p.policy).ragged)
-        throw InputError("policy: " + policy_name(p.policy) + " keeps a different number of positions per head, "
+        throw InputError("policy: " + policy_name(p.policy) +
+                         " keeps a different number of positions per head, "
                          "which select_positions cannot return as one tensor; use select() and the "
                          "per-head lists instead");
     c10::InferenceMode guard;
@@ -418,15 +408,14 @@ std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
     kept.reserve(layers.size());
     for (size_t l = 0; l < layers.size(); ++l)
         kept.push_back(inputs[l].gpu_kept.defined()
-                           ? inputs[l].gpu_kept                                 // CUDA path, on the device
+                           ? inputs[l].gpu_kept  // CUDA path, on the device
                            : at::empty({plan.n_sel, plan.kept_count(l)}, at::TensorOptions().dtype(at::kLong)));
     at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
         for (int64_t l = begin; l < end; ++l)
             if (!inputs[size_t(l)].gpu_kept.defined())
                 run_layer(inputs[size_t(l)], size_t(l), plan, false, kept[size_t(l)].data_ptr<int64_t>(), nullptr);
     });
-    for (size_t l = 0; l < layers.size(); ++l)
-        kept[l] = kept[l].to(layers[l].capture().keys.device());              // [Hs, k]
+    for (size_t l = 0; l < layers.size(); ++l) kept[l] = kept[l].to(layers[l].capture().keys.device());  // [Hs, k]
     return kept;
 }
 
@@ -435,17 +424,16 @@ at::Tensor kept_positions(const LayerSelection& layer) {
     const auto k = Hs ? static_cast<int64_t>(layer.heads.front().kept.size()) : 0;
     for (int64_t h = 0; h < Hs; ++h)
         if (static_cast<int64_t>(layer.heads[static_cast<size_t>(h)].kept.size()) != k)
-            throw InputError("kept_positions: layer " + std::to_string(layer.layer) + " head " +
-                             std::to_string(h) + " keeps " +
-                             std::to_string(layer.heads[static_cast<size_t>(h)].kept.size()) +
+            throw InputError("kept_positions: layer " + std::to_string(layer.layer) + " head " + std::to_string(h) +
+                             " keeps " + std::to_string(layer.heads[static_cast<size_t>(h)].kept.size()) +
                              " positions but head 0 keeps " + std::to_string(k) +
                              "; only equal counts fit one tensor (AdaKV: use the lists)");
     c10::InferenceMode guard;
     at::Tensor out = at::empty({Hs, k}, at::TensorOptions().dtype(at::kLong));  // [Hs, k]
     int64_t* dst = out.data_ptr<int64_t>();
     for (int64_t h = 0; h < Hs; ++h)
-        std::copy(layer.heads[static_cast<size_t>(h)].kept.begin(),
-                  layer.heads[static_cast<size_t>(h)].kept.end(), dst + h * k);
+        std::copy(layer.heads[static_cast<size_t>(h)].kept.begin(), layer.heads[static_cast<size_t>(h)].kept.end(),
+                  dst + h * k);
     return out;
 }
 

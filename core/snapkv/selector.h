@@ -36,15 +36,13 @@ at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie = T
 // `if q_len < max_capacity_prompt: return`; at L == C nothing would be evicted either): all
 // L - W prefix positions are listed as kept and Selection.note says so. with_scores fills HeadSelection.votes / pooled (Hs x P floats per layer);
 // kept and kept_mass are always filled. Throws InputError for bad parameters or mismatched layers.
-Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p,
-                 bool with_scores = true);
+Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p, bool with_scores = true);
 
 // The same selection as select(), straight to tensors for the cache gather: per layer a [Hs, k]
 // int64 tensor of sorted prefix positions on the capture's device, k = that layer's C - W (L - W
 // when the layer is not compressed); the window is not listed. AdaKV keeps a different count per
 // head: it throws InputError, use select() and the per-head lists (or kept_positions) instead.
-std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
-                                         const SelectionParams& p);
+std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers, const SelectionParams& p);
 
 // One LayerSelection's kept lists as a [Hs, k] int64 CPU tensor; InputError if the heads kept
 // different counts (AdaKV).

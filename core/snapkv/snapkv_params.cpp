@@ -46,7 +46,7 @@ std::string ParamProblem::sentence(const Namer& name) const {
 
 int64_t effective_budget(const SelectionParams& p, int64_t n_tokens) {
     if (p.ratio < 0.0) return p.budget;
-    if (!(p.ratio >= 0.0 && p.ratio < 1.0))   // NaN lands here too
+    if (!(p.ratio >= 0.0 && p.ratio < 1.0))  // NaN lands here too
         throw InputError("ratio: " + fmt_double(p.ratio) +
                          " is out of range; allowed 0 <= ratio < 1 (or negative to use budget)");
     // kvpress: n_kept = int(q_len * (1 - compression_ratio))
@@ -78,14 +78,15 @@ std::optional<ParamProblem> check_params(const SelectionParams& p, const ParamLi
     int64_t C = -1;
     if (p.ratio >= 0.0 || std::isnan(p.ratio)) {
         if (!(p.ratio >= 0.0 && p.ratio < 1.0))
-            return problem("ratio", fmt_double(p.ratio), "is out of range; allowed 0 <= ratio < 1 (or negative to use budget)");
+            return problem("ratio", fmt_double(p.ratio),
+                           "is out of range; allowed 0 <= ratio < 1 (or negative to use budget)");
         if (L > 0) {
             C = effective_budget(p, L);
             if (C <= W)
                 return problem("ratio", fmt_double(p.ratio),
-                               "keeps int(" + std::to_string(L) + " * (1 - " + fmt_double(p.ratio) + ")) = " +
-                                   std::to_string(C) + " tokens, not more than {window} " + std::to_string(W) +
-                                   "; allowed: a ratio that keeps more than " + std::to_string(W) +
+                               "keeps int(" + std::to_string(L) + " * (1 - " + fmt_double(p.ratio) +
+                                   ")) = " + std::to_string(C) + " tokens, not more than {window} " +
+                                   std::to_string(W) + "; allowed: a ratio that keeps more than " + std::to_string(W) +
                                    " tokens (the budget counts the window)");
         }
     } else {

@@ -34,26 +34,26 @@ enum class TieBreak { Earlier, Later };
 // code's per-query-head selection sets gqa = GqaMode::QueryHead.
 struct SelectionParams {
     Policy policy = Policy::SnapKV;
-    int64_t window = 32;          // W: observation window, always kept
-    int64_t kernel = 7;           // K: pooling kernel, odd
+    int64_t window = 32;  // W: observation window, always kept
+    int64_t kernel = 7;   // K: pooling kernel, odd
     Pooling pooling = Pooling::Max;
-    int64_t budget = 1024;        // C: tokens kept per head, window included
-    double ratio = -1.0;          // kvpress form: if >= 0, keep int(L * (1 - ratio)) tokens instead of budget
+    int64_t budget = 1024;  // C: tokens kept per head, window included
+    double ratio = -1.0;    // kvpress form: if >= 0, keep int(L * (1 - ratio)) tokens instead of budget
     GqaMode gqa = GqaMode::KvHead;
-    int64_t n_sink = 4;           // StreamingLLM sink tokens
-    uint64_t seed = 42;           // Random policy
-    int64_t pyramid_beta = 20;    // PyramidKV (KVCache-Factory) beta
-    double adakv_alpha = 0.2;     // AdaKV floor: each head keeps at least alpha * (C - W) prefix tokens
-    TieBreak tie_break = TieBreak::Later;   // top-k among equal scores (snapkv, pyramid, adakv, h2o)
+    int64_t n_sink = 4;                    // StreamingLLM sink tokens
+    uint64_t seed = 42;                    // Random policy
+    int64_t pyramid_beta = 20;             // PyramidKV (KVCache-Factory) beta
+    double adakv_alpha = 0.2;              // AdaKV floor: each head keeps at least alpha * (C - W) prefix tokens
+    TieBreak tie_break = TieBreak::Later;  // top-k among equal scores (snapkv, pyramid, adakv, h2o)
 };
 
 // The defaults every front end starts from (SelectionParams{}).
 inline SelectionParams default_params() { return SelectionParams{}; }
 
 // policy_name / parse_policy: policy_table.h.
-std::string pooling_name(Pooling p);     // "max", "avg", "none"
+std::string pooling_name(Pooling p);  // "max", "avg", "none"
 Pooling parse_pooling(const std::string& s);
-std::string gqa_mode_name(GqaMode m);    // "query-head", "kv-head"
+std::string gqa_mode_name(GqaMode m);  // "query-head", "kv-head"
 GqaMode parse_gqa_mode(const std::string& s);
 std::string tie_break_name(TieBreak t);  // "earlier", "later"
 TieBreak parse_tie_break(const std::string& s);
@@ -64,8 +64,8 @@ int64_t effective_budget(const SelectionParams& p, int64_t n_tokens);
 
 // What the parameters are checked against; 0 = not known yet (those checks are skipped).
 struct ParamLimits {
-    int64_t n_tokens = 0;      // L: the prompt's length
-    int64_t max_window = 0;    // Wmax: the queries prefill captured
+    int64_t n_tokens = 0;    // L: the prompt's length
+    int64_t max_window = 0;  // Wmax: the queries prefill captured
 };
 
 // The first bad parameter: which field ("window", "kernel", "budget", "ratio", "n_sink",
@@ -95,17 +95,17 @@ void validate_params(const SelectionParams& p, int64_t n_tokens, int64_t max_win
 
 // One head's selection (a query head in QueryHead mode, a KV head in KvHead mode).
 struct HeadSelection {
-    std::vector<float> votes;     // [L - W] raw votes (summed window attention); empty if the policy has none
-    std::vector<float> pooled;    // [L - W] pooled scores the top-k ran on; empty if none
-    std::vector<int64_t> kept;    // sorted, unique prefix positions kept (< L - W); window not listed
-    double kept_mass = 0.0;       // share of the window's attention on the (reachable) prefix that falls on kept positions
+    std::vector<float> votes;   // [L - W] raw votes (summed window attention); empty if the policy has none
+    std::vector<float> pooled;  // [L - W] pooled scores the top-k ran on; empty if none
+    std::vector<int64_t> kept;  // sorted, unique prefix positions kept (< L - W); window not listed
+    double kept_mass = 0.0;  // share of the window's attention on the (reachable) prefix that falls on kept positions
 };
 
 struct LayerSelection {
     int64_t layer = 0;
-    bool compressed = false;      // false when L < budget (official: short prompts are not compressed),
-                                  // or when a sliding-window layer's reachable prefix fits the budget
-    int64_t budget = 0;           // this layer's budget (PyramidKV varies it per layer)
+    bool compressed = false;  // false when L < budget (official: short prompts are not compressed),
+                              // or when a sliding-window layer's reachable prefix fits the budget
+    int64_t budget = 0;       // this layer's budget (PyramidKV varies it per layer)
     // Sliding-window layers (sliding_window > 0) only ever see their window: the next token (at
     // position L) sees positions >= L - sliding_window + 1, so nothing older is kept or counted;
     // first_reachable is that first prefix position (0 for layers that see everything). Votes and
@@ -117,11 +117,11 @@ struct LayerSelection {
 
 struct Selection {
     SelectionParams params;
-    int64_t n_tokens = 0;         // L
-    int64_t window = 0;           // effective W
-    int64_t budget = 0;           // effective C (after the ratio form)
-    bool compressed = false;      // any layer compressed
-    std::string note;             // e.g. "prompt of 812 tokens is shorter than the budget 1024: not compressed"
+    int64_t n_tokens = 0;     // L
+    int64_t window = 0;       // effective W
+    int64_t budget = 0;       // effective C (after the ratio form)
+    bool compressed = false;  // any layer compressed
+    std::string note;         // e.g. "prompt of 812 tokens is shorter than the budget 1024: not compressed"
     std::vector<LayerSelection> layers;
 };
 

@@ -16,7 +16,7 @@ struct Pair {
     int32_t rank;
     int32_t left;
     int32_t right;
-    size_t left_n;    // sizes when queued: if either symbol changed since, the pair is stale
+    size_t left_n;  // sizes when queued: if either symbol changed since, the pair is stale
     size_t right_n;
 };
 
@@ -38,19 +38,17 @@ BpeTokenizer::BpeTokenizer(const VocabData& vocab)
         // Split at the first space after the first character, as llama.cpp does.
         const size_t space = merge.size() > 1 ? merge.find(' ', 1) : std::string::npos;
         if (space == std::string::npos) {
-            throw FileError(FileError::Kind::BadValue,
-                            "vocab: merge " + std::to_string(i) + " '" + clip_text(merge) +
-                                "': no space; expected 'left right'");
+            throw FileError(FileError::Kind::BadValue, "vocab: merge " + std::to_string(i) + " '" + clip_text(merge) +
+                                                           "': no space; expected 'left right'");
         }
         key.assign(merge, 0, space);
         key += '\0';
         key.append(merge, space + 1, std::string::npos);
-        m_ranks.emplace(key, int32_t(i));   // the first (lowest) rank of a duplicate wins
+        m_ranks.emplace(key, int32_t(i));  // the first (lowest) rank of a duplicate wins
     }
 }
 
-int32_t BpeTokenizer::merge_rank(std::string_view left, std::string_view right,
-                                 std::string& key) const {
+int32_t BpeTokenizer::merge_rank(std::string_view left, std::string_view right, std::string& key) const {
     key.assign(left);
     key += '\0';
     key.append(right);
@@ -58,8 +56,7 @@ int32_t BpeTokenizer::merge_rank(std::string_view left, std::string_view right,
     return it == m_ranks.end() ? -1 : it->second;
 }
 
-std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool add_special,
-                                          bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool add_special, bool parse_special) const {
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 2);
     if (add_special && m_add_bos) out.push_back(m_bos_id);
@@ -143,10 +140,8 @@ std::string BpeTokenizer::token_to_piece(int32_t id, bool render_special) const 
     if (std::optional<std::string> piece = special_piece(id, render_special)) return *piece;
     const std::string& text = m_tokens[size_t(id)];
     switch (m_types[size_t(id)]) {
-        case k_type_normal:
-            return unicode_to_bytes(text);
-        default:
-            return std::string();   // unused / undefined / byte: suppressed like llama.cpp
+    case k_type_normal: return unicode_to_bytes(text);
+    default: return std::string();  // unused / undefined / byte: suppressed like llama.cpp
     }
 }
 

@@ -33,7 +33,7 @@ private:
 
     PreTokenizerSpec m_pre;
     RegexSplitter m_splitter;
-    std::unordered_map<std::string, int32_t> m_ranks;   // "left\0right" -> merge rank
+    std::unordered_map<std::string, int32_t> m_ranks;  // "left\0right" -> merge rank
 };
 
 }  // namespace snapkv

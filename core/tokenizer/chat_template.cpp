@@ -49,9 +49,9 @@ void check_alternation(const std::vector<ChatMessage>& turns, size_t first, cons
     for (size_t i = 0; i < turns.size(); ++i) {
         const char* expected = i % 2 == 0 ? "user" : "assistant";
         if (turns[i].role != expected) {
-            throw InputError(std::string("chat template ") + format + ": message " +
-                             std::to_string(first + i) + " has role '" + turns[i].role + "'; expected '" +
-                             expected + "' (roles must alternate user/assistant after an optional "
+            throw InputError(std::string("chat template ") + format + ": message " + std::to_string(first + i) +
+                             " has role '" + turns[i].role + "'; expected '" + expected +
+                             "' (roles must alternate user/assistant after an optional "
                              "system message)");
         }
     }
@@ -132,8 +132,8 @@ std::string render_mistral(const std::vector<ChatMessage>& messages) {
     std::string out;
     for (size_t i = 0; i < turns.size(); ++i) {
         if (turns[i].role == "user") {
-            const std::string content =
-                (i == 0 && !system.empty()) ? system + "\n\n" + turns[i].content : turns[i].content;
+            const std::string content = (i == 0 && !system.empty()) ? system + "\n\n" + turns[i].content
+                                                                    : turns[i].content;
             out += "[INST] " + content + " [/INST]";
         } else {
             out += turns[i].content + "</s>";
@@ -197,21 +197,20 @@ ChatFormat detect_chat_format(const std::string& template_text) {
 
 std::string chat_format_name(ChatFormat f) {
     switch (f) {
-        case ChatFormat::Raw: return "raw";
-        case ChatFormat::ChatML: return "chatml";
-        case ChatFormat::Llama2: return "llama2";
-        case ChatFormat::Llama3: return "llama3";
-        case ChatFormat::Mistral: return "mistral";
-        case ChatFormat::Gemma: return "gemma";
-        case ChatFormat::Phi3: return "phi3";
+    case ChatFormat::Raw: return "raw";
+    case ChatFormat::ChatML: return "chatml";
+    case ChatFormat::Llama2: return "llama2";
+    case ChatFormat::Llama3: return "llama3";
+    case ChatFormat::Mistral: return "mistral";
+    case ChatFormat::Gemma: return "gemma";
+    case ChatFormat::Phi3: return "phi3";
     }
     return "raw";
 }
 
 ChatFormat parse_chat_format(const std::string& name) {
     std::string lower = name;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     for (ChatFormat f : {ChatFormat::Raw, ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3,
                          ChatFormat::Mistral, ChatFormat::Gemma, ChatFormat::Phi3}) {
         if (lower == chat_format_name(f)) return f;
@@ -219,16 +218,16 @@ ChatFormat parse_chat_format(const std::string& name) {
     throw InputError("chat format '" + name + "': unknown; allowed: raw, chatml, llama2, llama3, mistral, gemma, phi3");
 }
 
-std::string apply_chat_template(ChatFormat f, const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt, const std::string& template_text) {
+std::string apply_chat_template(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                const std::string& template_text) {
     switch (f) {
-        case ChatFormat::ChatML: return render_chatml(messages, add_generation_prompt, template_text);
-        case ChatFormat::Llama3: return render_llama3(messages, add_generation_prompt);
-        case ChatFormat::Llama2: return render_llama2(messages);
-        case ChatFormat::Mistral: return render_mistral(messages);
-        case ChatFormat::Gemma: return render_gemma(messages, add_generation_prompt);
-        case ChatFormat::Phi3: return render_phi3(messages, add_generation_prompt);
-        case ChatFormat::Raw: return render_raw(messages);
+    case ChatFormat::ChatML: return render_chatml(messages, add_generation_prompt, template_text);
+    case ChatFormat::Llama3: return render_llama3(messages, add_generation_prompt);
+    case ChatFormat::Llama2: return render_llama2(messages);
+    case ChatFormat::Mistral: return render_mistral(messages);
+    case ChatFormat::Gemma: return render_gemma(messages, add_generation_prompt);
+    case ChatFormat::Phi3: return render_phi3(messages, add_generation_prompt);
+    case ChatFormat::Raw: return render_raw(messages);
     }
     return render_raw(messages);
 }

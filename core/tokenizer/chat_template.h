@@ -10,7 +10,7 @@ namespace snapkv {
 enum class ChatFormat { Raw, ChatML, Llama2, Llama3, Mistral, Gemma, Phi3 };
 
 struct ChatMessage {
-    std::string role;      // "system" | "user" | "assistant"
+    std::string role;  // "system" | "user" | "assistant"
     std::string content;
 };
 
@@ -28,7 +28,7 @@ ChatFormat parse_chat_format(const std::string& name);
 // trained by Hugging Face") is added when the template text has one and no system message is given.
 // Gemma: a system message becomes the first user turn's prefix, as Gemma 3's template does (Gemma 2's
 // refuses one). Phi-3 without a generation prompt ends with "<|endoftext|>", its eos_token.
-std::string apply_chat_template(ChatFormat f, const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt, const std::string& template_text = "");
+std::string apply_chat_template(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                const std::string& template_text = "");
 
 }  // namespace snapkv

@@ -17,8 +17,7 @@ namespace {
 
 // GPT-2's pattern. llama.cpp drops the trailing "|\s+" of the original; it changes nothing,
 // because text no alternative matches is kept as a piece of its own anyway.
-const char* const k_gpt2 =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+const char* const k_gpt2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
 
 // Llama 3 / Qwen2: llama.cpp's rewrite of "(?i:'s|'t|...)" with explicit case classes.
 const char* const k_llama3 =
@@ -46,14 +45,15 @@ PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {
     } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") {
         spec.name = "llama3";
         spec.regexes = {k_llama3};
-        spec.ignore_merges = true;   // llama.cpp sets tokenizer_ignore_merges for LLAMA3
+        spec.ignore_merges = true;  // llama.cpp sets tokenizer_ignore_merges for LLAMA3
     } else if (pre == "qwen2") {
         spec.name = "qwen2";
         spec.regexes = {k_qwen2};
     } else {
         throw FileError(FileError::Kind::Unsupported,
-                        "vocab: pre-tokenizer '" + clip_text(pre) + "': unsupported; supported: default, gpt2, "
-                        "gpt-2, smollm, starcoder, refact, llama3, llama-v3, llama-bpe, qwen2");
+                        "vocab: pre-tokenizer '" + clip_text(pre) +
+                            "': unsupported; supported: default, gpt2, "
+                            "gpt-2, smollm, starcoder, refact, llama3, llama-v3, llama-bpe, qwen2");
     }
     return spec;
 }
@@ -71,13 +71,12 @@ RegexSplitter::RegexSplitter(const std::vector<std::string>& patterns) {
         // MATCH_INVALID_UTF: invalid UTF-8 in the subject is never matched instead of being an
         // error, so any byte string can be tokenized (the bytes survive the byte-level map).
         pat->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.c_str()), p.size(),
-                                  PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err,
-                                  &err_offset, nullptr);
+                                  PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &err_offset, nullptr);
         if (!pat->code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(err, msg, sizeof(msg));
-            throw Error("pre-tokenizer: regex '" + p + "' does not compile at offset " +
-                        std::to_string(err_offset) + ": " + reinterpret_cast<const char*>(msg));
+            throw Error("pre-tokenizer: regex '" + p + "' does not compile at offset " + std::to_string(err_offset) +
+                        ": " + reinterpret_cast<const char*>(msg));
         }
         // JIT when PCRE2 was built with it; pcre2_match falls back to the interpreter otherwise.
         pcre2_jit_compile(pat->code, PCRE2_JIT_COMPLETE);
@@ -94,8 +93,7 @@ std::vector<std::string_view> RegexSplitter::split(std::string_view text) const 
     std::vector<std::string_view> next;
     for (const auto& pat : m_patterns) {
         using MatchData = std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)>;
-        MatchData md(pcre2_match_data_create_from_pattern(pat->code, nullptr),
-                     &pcre2_match_data_free);
+        MatchData md(pcre2_match_data_create_from_pattern(pat->code, nullptr), &pcre2_match_data_free);
         next.clear();
         next.reserve(pieces.size() * 2);
         for (std::string_view piece : pieces) {
@@ -106,8 +104,7 @@ std::vector<std::string_view> RegexSplitter::split(std::string_view text) const 
                 int rc = pcre2_match(pat->code, subject, piece.size(), pos, 0, md.get(), nullptr);
                 if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
                     // Very long runs can exhaust JIT's default stack; the interpreter has none.
-                    rc = pcre2_match(pat->code, subject, piece.size(), pos, PCRE2_NO_JIT, md.get(),
-                                     nullptr);
+                    rc = pcre2_match(pat->code, subject, piece.size(), pos, PCRE2_NO_JIT, md.get(), nullptr);
                 }
                 if (rc == PCRE2_ERROR_NOMATCH) break;
                 if (rc < 0) {

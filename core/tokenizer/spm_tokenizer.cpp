@@ -11,7 +11,7 @@
 namespace snapkv {
 namespace {
 
-const std::string k_space_marker = "\xE2\x96\x81";   // U+2581 "▁"
+const std::string k_space_marker = "\xE2\x96\x81";  // U+2581 "▁"
 
 // "<0xNN>" -> NN, or -1 for any other text.
 int parse_byte_token(const std::string& text) {
@@ -33,7 +33,7 @@ struct Bigram {
     float score;
     int32_t left;
     int32_t right;
-    size_t size;    // bytes of left + right when queued; a mismatch later means it is stale
+    size_t size;  // bytes of left + right when queued; a mismatch later means it is stale
 };
 
 // Highest score first; among equal scores the leftmost pair (llm_bigram_spm::comparator).
@@ -63,12 +63,11 @@ SpmTokenizer::SpmTokenizer(const VocabData& vocab) : VocabTokenizer(vocab) {
     }
 }
 
-std::vector<int32_t> SpmTokenizer::encode(const std::string& text, bool add_special,
-                                          bool parse_special) const {
+std::vector<int32_t> SpmTokenizer::encode(const std::string& text, bool add_special, bool parse_special) const {
     std::vector<int32_t> out;
     out.reserve(text.size() / 2 + 2);
     if (add_special && m_add_bos) out.push_back(m_bos_id);
-    bool prev_special = true;   // the first run gets the space prefix too
+    bool prev_special = true;  // the first run gets the space prefix too
     std::string run;
     for (const TextFragment& f : split_special(text, parse_special)) {
         if (f.token >= 0) {
@@ -111,7 +110,7 @@ void SpmTokenizer::encode_run(const std::string& text, std::vector<int32_t>& out
         queue.pop();
         const MergeSymbol& l = symbols[size_t(b.left)];
         const MergeSymbol& r = symbols[size_t(b.right)];
-        if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;   // stale
+        if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
         merge_symbols(symbols, b.left, b.right);
         try_add(l.prev, b.left);
         try_add(b.left, l.next);
@@ -135,7 +134,7 @@ void SpmTokenizer::append_byte(uint8_t byte, std::vector<int32_t>& out) const {
     if (id >= 0) {
         out.push_back(id);
     } else if (m_unk_id >= 0) {
-        out.push_back(m_unk_id);   // llama.cpp would abort here; the unknown token is kinder
+        out.push_back(m_unk_id);  // llama.cpp would abort here; the unknown token is kinder
     } else {
         char hex[8];
         std::snprintf(hex, sizeof(hex), "0x%02X", byte);
@@ -149,25 +148,24 @@ std::string SpmTokenizer::token_to_piece(int32_t id, bool render_special) const 
     if (std::optional<std::string> piece = special_piece(id, render_special)) return *piece;
     const std::string& text = m_tokens[size_t(id)];
     switch (m_types[size_t(id)]) {
-        case k_type_normal: {
-            std::string piece;
-            piece.reserve(text.size());
-            for (size_t i = 0; i < text.size();) {
-                if (text.compare(i, k_space_marker.size(), k_space_marker) == 0) {
-                    piece += ' ';
-                    i += k_space_marker.size();
-                } else {
-                    piece += text[i++];
-                }
+    case k_type_normal: {
+        std::string piece;
+        piece.reserve(text.size());
+        for (size_t i = 0; i < text.size();) {
+            if (text.compare(i, k_space_marker.size(), k_space_marker) == 0) {
+                piece += ' ';
+                i += k_space_marker.size();
+            } else {
+                piece += text[i++];
             }
-            return piece;
         }
-        case k_type_byte: {
-            const int b = parse_byte_token(text);
-            return b >= 0 ? std::string(1, char(b)) : text;
-        }
-        default:
-            return std::string();   // unused / undefined: suppressed like llama.cpp
+        return piece;
+    }
+    case k_type_byte: {
+        const int b = parse_byte_token(text);
+        return b >= 0 ? std::string(1, char(b)) : text;
+    }
+    default: return std::string();  // unused / undefined: suppressed like llama.cpp
     }
 }
 

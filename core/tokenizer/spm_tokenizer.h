@@ -26,7 +26,7 @@ private:
     void encode_run(const std::string& text, std::vector<int32_t>& out) const;
     void append_byte(uint8_t byte, std::vector<int32_t>& out) const;
 
-    std::array<int32_t, 256> m_byte_to_token;   // "<0xNN>" (or the raw byte) -> id, or -1
+    std::array<int32_t, 256> m_byte_to_token;  // "<0xNN>" (or the raw byte) -> id, or -1
 };
 
 }  // namespace snapkv

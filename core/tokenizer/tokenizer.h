@@ -39,9 +39,9 @@ public:
     virtual int32_t bos_id() const = 0;
     virtual int32_t eos_id() const = 0;
     virtual bool add_bos() const = 0;
-    virtual bool is_eog(int32_t id) const = 0;      // eos or any end-of-generation token
+    virtual bool is_eog(int32_t id) const = 0;  // eos or any end-of-generation token
     virtual bool is_control(int32_t id) const = 0;
-    virtual std::string kind() const = 0;           // "SentencePiece BPE" / "byte-level BPE (smollm)"
+    virtual std::string kind() const = 0;  // "SentencePiece BPE" / "byte-level BPE (smollm)"
 };
 
 }  // namespace snapkv

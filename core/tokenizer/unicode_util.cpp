@@ -13,8 +13,8 @@ bool keeps_own_code_point(int b) {
 }
 
 struct ByteMap {
-    std::array<std::string, 256> byte_to_utf8;   // byte -> UTF-8 of its code point
-    std::array<int16_t, 512> cp_to_byte;         // code point (< 512) -> byte, or -1
+    std::array<std::string, 256> byte_to_utf8;  // byte -> UTF-8 of its code point
+    std::array<int16_t, 512> cp_to_byte;        // code point (< 512) -> byte, or -1
 
     ByteMap() {
         cp_to_byte.fill(-1);
@@ -70,15 +70,16 @@ std::string unicode_to_bytes(std::string_view text) {
         // The map only uses code points below U+0200, i.e. 1- and 2-byte sequences.
         if (c0 < 0x80) {
             const int16_t b = map.cp_to_byte[c0];
-            if (b >= 0) out += char(b); else out += char(c0);
+            if (b >= 0) out += char(b);
+            else out += char(c0);
             i += 1;
             continue;
         }
-        if ((c0 & 0xE0) == 0xC0 && i + 1 < text.size() &&
-            (static_cast<uint8_t>(text[i + 1]) & 0xC0) == 0x80) {
+        if ((c0 & 0xE0) == 0xC0 && i + 1 < text.size() && (static_cast<uint8_t>(text[i + 1]) & 0xC0) == 0x80) {
             const uint32_t cp = (uint32_t(c0 & 0x1F) << 6) | (static_cast<uint8_t>(text[i + 1]) & 0x3F);
             const int16_t b = cp < 512 ? map.cp_to_byte[cp] : int16_t(-1);
-            if (b >= 0) out += char(b); else out.append(text.substr(i, 2));
+            if (b >= 0) out += char(b);
+            else out.append(text.substr(i, 2));
             i += 2;
             continue;
         }

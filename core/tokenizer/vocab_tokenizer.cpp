@@ -19,9 +19,9 @@ const char* const k_eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<e
 
 void check_special_id(const char* what, int32_t id, size_t n_tokens) {
     if (id < -1 || (id >= 0 && size_t(id) >= n_tokens)) {
-        throw FileError(FileError::Kind::BadValue,
-                        std::string("vocab: ") + what + " " + std::to_string(id) +
-                            ": out of range; expected -1 (none) or 0.." + std::to_string(n_tokens - 1));
+        throw FileError(FileError::Kind::BadValue, std::string("vocab: ") + what + " " + std::to_string(id) +
+                                                       ": out of range; expected -1 (none) or 0.." +
+                                                       std::to_string(n_tokens - 1));
     }
 }
 
@@ -49,31 +49,25 @@ void merge_symbols(std::vector<MergeSymbol>& symbols, int32_t left, int32_t righ
 }
 
 VocabTokenizer::VocabTokenizer(const VocabData& vocab)
-    : m_tokens(vocab.tokens),
-      m_scores(vocab.scores),
-      m_types(vocab.types),
-      m_bos_id(vocab.bos_id),
-      m_eos_id(vocab.eos_id),
-      m_unk_id(vocab.unk_id),
-      m_add_bos(vocab.add_bos),
-      m_add_eos(vocab.add_eos) {
+    : m_tokens(vocab.tokens), m_scores(vocab.scores), m_types(vocab.types), m_bos_id(vocab.bos_id),
+      m_eos_id(vocab.eos_id), m_unk_id(vocab.unk_id), m_add_bos(vocab.add_bos), m_add_eos(vocab.add_eos) {
     const size_t n = m_tokens.size();
     if (n == 0) {
         throw FileError(FileError::Kind::BadValue, "vocab: tokens: empty; expected at least one token");
     }
     if (n > size_t(std::numeric_limits<int32_t>::max())) {
-        throw FileError(FileError::Kind::BadCount, "vocab: tokens: " + std::to_string(n) +
-                                                       " entries; at most 2147483647 allowed");
+        throw FileError(FileError::Kind::BadCount,
+                        "vocab: tokens: " + std::to_string(n) + " entries; at most 2147483647 allowed");
     }
     if (!m_scores.empty() && m_scores.size() != n) {
-        throw FileError(FileError::Kind::BadValue,
-                        "vocab: scores: " + std::to_string(m_scores.size()) + " entries; expected 0 or " +
-                            std::to_string(n) + " (one per token)");
+        throw FileError(FileError::Kind::BadValue, "vocab: scores: " + std::to_string(m_scores.size()) +
+                                                       " entries; expected 0 or " + std::to_string(n) +
+                                                       " (one per token)");
     }
     if (!m_types.empty() && m_types.size() != n) {
-        throw FileError(FileError::Kind::BadValue,
-                        "vocab: token types: " + std::to_string(m_types.size()) +
-                            " entries; expected 0 or " + std::to_string(n) + " (one per token)");
+        throw FileError(FileError::Kind::BadValue, "vocab: token types: " + std::to_string(m_types.size()) +
+                                                       " entries; expected 0 or " + std::to_string(n) +
+                                                       " (one per token)");
     }
     if (m_scores.empty()) m_scores.assign(n, 0.0f);
     if (m_types.empty()) m_types.assign(n, k_type_normal);
@@ -83,12 +77,10 @@ VocabTokenizer::VocabTokenizer(const VocabData& vocab)
     check_special_id("pad_id", vocab.pad_id, n);
     for (int32_t id : vocab.eog_ids) check_special_id("eog id", id, n);
     if (m_add_bos && m_bos_id < 0) {
-        throw FileError(FileError::Kind::BadValue,
-                        "vocab: add_bos is true but bos_id is -1; expected a BOS token id");
+        throw FileError(FileError::Kind::BadValue, "vocab: add_bos is true but bos_id is -1; expected a BOS token id");
     }
     if (m_add_eos && m_eos_id < 0) {
-        throw FileError(FileError::Kind::BadValue,
-                        "vocab: add_eos is true but eos_id is -1; expected an EOS token id");
+        throw FileError(FileError::Kind::BadValue, "vocab: add_eos is true but eos_id is -1; expected an EOS token id");
     }
 
     m_token_to_id.reserve(n);
@@ -109,15 +101,13 @@ VocabTokenizer::VocabTokenizer(const VocabData& vocab)
 
     for (size_t i = 0; i < n; ++i) {
         const int32_t t = m_types[i];
-        if ((t == k_type_control || t == k_type_user_defined || t == k_type_unknown) &&
-            !m_tokens[i].empty()) {
+        if ((t == k_type_control || t == k_type_user_defined || t == k_type_unknown) && !m_tokens[i].empty()) {
             m_special_ids.push_back(int32_t(i));
         }
     }
     // Longest text first (llama.cpp sorts by length only; ties here keep id order).
-    std::stable_sort(m_special_ids.begin(), m_special_ids.end(), [&](int32_t a, int32_t b) {
-        return m_tokens[size_t(a)].size() > m_tokens[size_t(b)].size();
-    });
+    std::stable_sort(m_special_ids.begin(), m_special_ids.end(),
+                     [&](int32_t a, int32_t b) { return m_tokens[size_t(a)].size() > m_tokens[size_t(b)].size(); });
 }
 
 const std::string& VocabTokenizer::token_text(int32_t id) const {
@@ -125,9 +115,7 @@ const std::string& VocabTokenizer::token_text(int32_t id) const {
     return m_tokens[size_t(id)];
 }
 
-bool VocabTokenizer::is_eog(int32_t id) const {
-    return id >= 0 && size_t(id) < m_eog.size() && m_eog[size_t(id)];
-}
+bool VocabTokenizer::is_eog(int32_t id) const { return id >= 0 && size_t(id) < m_eog.size() && m_eog[size_t(id)]; }
 
 bool VocabTokenizer::is_control(int32_t id) const {
     return id >= 0 && size_t(id) < m_types.size() && m_types[size_t(id)] == k_type_control;
@@ -141,20 +129,16 @@ int32_t VocabTokenizer::find_token(std::string_view text) const {
 void VocabTokenizer::check_id(int32_t id) const {
     if (id < 0 || size_t(id) >= m_tokens.size()) {
         throw InputError("tokenizer: token id " + std::to_string(id) + ": out of range; the vocab has " +
-                         std::to_string(m_tokens.size()) + " tokens (0.." +
-                         std::to_string(m_tokens.size() - 1) + ")");
+                         std::to_string(m_tokens.size()) + " tokens (0.." + std::to_string(m_tokens.size() - 1) + ")");
     }
 }
 
 std::optional<std::string> VocabTokenizer::special_piece(int32_t id, bool render_special) const {
     switch (m_types[size_t(id)]) {
-        case k_type_control:
-        case k_type_unknown:
-            return render_special ? m_tokens[size_t(id)] : std::string();
-        case k_type_user_defined:
-            return m_tokens[size_t(id)];
-        default:
-            return std::nullopt;
+    case k_type_control:
+    case k_type_unknown: return render_special ? m_tokens[size_t(id)] : std::string();
+    case k_type_user_defined: return m_tokens[size_t(id)];
+    default: return std::nullopt;
     }
 }
 
@@ -163,8 +147,7 @@ bool VocabTokenizer::starts_text_run_after(int32_t id) const {
     return id == m_bos_id || t == k_type_control || t == k_type_user_defined || t == k_type_unknown;
 }
 
-std::vector<TextFragment> VocabTokenizer::split_special(const std::string& text,
-                                                        bool parse_special) const {
+std::vector<TextFragment> VocabTokenizer::split_special(const std::string& text, bool parse_special) const {
     std::vector<TextFragment> fragments;
     if (text.empty()) return fragments;
     fragments.push_back({-1, 0, text.size()});

@@ -29,10 +29,10 @@ enum TokenType : int32_t {
 // One symbol of the chain both BPE flavours merge (llama.cpp's llm_symbol): a byte range of the
 // text being merged, linked to its live neighbours.
 struct MergeSymbol {
-    int32_t prev;   // -1 at the start
-    int32_t next;   // -1 at the end
-    size_t start;   // byte offset in the text
-    size_t n;       // bytes; 0 once merged into its left neighbour
+    int32_t prev;  // -1 at the start
+    int32_t next;  // -1 at the end
+    size_t start;  // byte offset in the text
+    size_t n;      // bytes; 0 once merged into its left neighbour
 };
 
 // One symbol per UTF-8 character of text (utf8_char_len's split), chained left to right.
@@ -42,7 +42,7 @@ void merge_symbols(std::vector<MergeSymbol>& symbols, int32_t left, int32_t righ
 
 // One part of the input after special tokens are cut out: a token, or a run of raw text.
 struct TextFragment {
-    int32_t token = -1;   // >= 0: this special token; -1: text[offset, offset + length)
+    int32_t token = -1;  // >= 0: this special token; -1: text[offset, offset + length)
     size_t offset = 0;
     size_t length = 0;
 };
@@ -66,9 +66,9 @@ protected:
     // Validates sizes and special ids (FileError(BadValue) naming the item) and builds the tables.
     explicit VocabTokenizer(const VocabData& vocab);
 
-    int32_t find_token(std::string_view text) const;   // -1 when text is not a token
+    int32_t find_token(std::string_view text) const;  // -1 when text is not a token
     int32_t token_type(int32_t id) const { return m_types[size_t(id)]; }
-    void check_id(int32_t id) const;                    // InputError when out of range
+    void check_id(int32_t id) const;  // InputError when out of range
 
     // llama.cpp's tokenizer_st_partition: for each special token, longest text first, every
     // occurrence in the remaining raw text becomes a token fragment. Control and unknown tokens
@@ -85,14 +85,14 @@ protected:
     bool starts_text_run_after(int32_t id) const;
 
     std::vector<std::string> m_tokens;
-    std::vector<float> m_scores;        // one per token (0 when the vocab has none)
-    std::vector<int32_t> m_types;       // one per token (normal when the vocab has none)
+    std::vector<float> m_scores;   // one per token (0 when the vocab has none)
+    std::vector<int32_t> m_types;  // one per token (normal when the vocab has none)
     int32_t m_bos_id = -1;
     int32_t m_eos_id = -1;
     int32_t m_unk_id = -1;
     bool m_add_bos = false;
     bool m_add_eos = false;
-    bool m_add_space_prefix = false;    // SentencePiece only; decode strips what encode added
+    bool m_add_space_prefix = false;  // SentencePiece only; decode strips what encode added
 
 private:
     std::unordered_map<std::string_view, int32_t> m_token_to_id;  // views into m_tokens

@@ -3,11 +3,11 @@
 // ("SNAPKV_MEMORY_LIMIT=1M", "ulimit -f 1;"). Test-only.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 

@@ -33,7 +33,8 @@ TEST_CASE("snapkv tokenize --json gives llama.cpp's ids and pieces", "[cli]") {
 
 TEST_CASE("snapkv generate --json --greedy reproduces llama.cpp's greedy ids", "[cli]") {
     const auto& p = snapkv::test::reference()["prompts"][0];
-    Result r = run("generate --model " + q(kStories) + " --prompt " + q(p["prompt"]) + " --max-tokens 64 --greedy --json");
+    Result r = run("generate --model " + q(kStories) + " --prompt " + q(p["prompt"]) +
+                   " --max-tokens 64 --greedy --json");
     REQUIRE(r.code == 0);
     json j = json::parse(r.out);
     CHECK(j["prompt_ids"] == p["token_ids"]);
@@ -82,7 +83,8 @@ TEST_CASE("snapkv --weights keeps the file's format or dequantizes to float32", 
     Result text = run("info --model " + model);
     CHECK(text.out.find("in the file's formats (native)") != std::string::npos);
     SECTION("both generate the same greedy text") {
-        const std::string gen = "generate --model " + model + " --prompt 'Once upon a time' --max-tokens 24 --greedy --json";
+        const std::string gen = "generate --model " + model +
+                                " --prompt 'Once upon a time' --max-tokens 24 --greedy --json";
         Result a = run(gen), b = run(gen + " --weights f32");
         REQUIRE(a.code == 0);
         REQUIRE(b.code == 0);
@@ -214,7 +216,7 @@ TEST_CASE("SmolLM2 default setting compresses the bundled essay while the offici
     const std::string question = snapkv::test::read_text(std::string(SNAPKV_DATASETS_DIR) + "/sample_question.txt");
     const std::string base = "analyze --model " + q(model) + " --doc " + q(doc) + " --question " + q(question) +
                              " --chat --json -";
-    Result r = run(base);   // the defaults: W 32, K 7, max pooling, C 1024, per KV head
+    Result r = run(base);  // the defaults: W 32, K 7, max pooling, C 1024, per KV head
     REQUIRE(r.code == 0);
     json j = json::parse(r.out);
     CHECK(j["n_tokens"].get<int64_t>() > 2000);
@@ -222,7 +224,7 @@ TEST_CASE("SmolLM2 default setting compresses the bundled essay while the offici
     CHECK(j["params"]["budget"] == 1024);
     CHECK(j["kv_bytes"]["kept"].get<int64_t>() * 2 < j["kv_bytes"]["full"].get<int64_t>() * 1.1);
     CHECK(j["cache_note"] == "");
-    r = run(base + " --gqa query-head");   // official SnapKV: 9 query heads stored, 3 KV heads in the full cache
+    r = run(base + " --gqa query-head");  // official SnapKV: 9 query heads stored, 3 KV heads in the full cache
     REQUIRE(r.code == 0);
     j = json::parse(r.out);
     CHECK(j["kv_bytes"]["kept"].get<int64_t>() > j["kv_bytes"]["full"].get<int64_t>());
@@ -232,8 +234,8 @@ TEST_CASE("SmolLM2 default setting compresses the bundled essay while the offici
 TEST_CASE("snapkv analyze runs every policy, kvpress's presses with their own windows", "[cli]") {
     // The rows of core's policy table (policy_table.h); window: the window each keeps.
     const std::vector<std::pair<std::string, int64_t>> policies = {
-        {"snapkv", 8}, {"streaming", 8}, {"h2o", 8}, {"random", 8}, {"pyramid", 8}, {"adakv", 8},
-        {"tova", 1}, {"knorm", 0}, {"keydiff", 0}, {"expected_attention", 0}};
+        {"snapkv", 8}, {"streaming", 8}, {"h2o", 8},   {"random", 8},  {"pyramid", 8},
+        {"adakv", 8},  {"tova", 1},      {"knorm", 0}, {"keydiff", 0}, {"expected_attention", 0}};
     const std::string base = "analyze --model " + q(kStories) + " --prompt " +
                              q(snapkv::test::read_text(data_path("reference/ppl-text.txt")).substr(0, 600)) +
                              " --window 8 --budget 48 --json -";

@@ -69,14 +69,17 @@ TEST_CASE("snapkv info prints each architecture and its special features", "[cli
         {"mistral", {"architecture   llama", "sliding window 12 on layers all (2 of 2)"}},
         {"qwen2", {"architecture   qwen2", "QKV bias", "NeoX"}},
         {"qwen3", {"architecture   qwen3", "q/k norm"}},
-        {"gemma2", {"architecture   gemma2", "sliding window 10 on layers 0 (1 of 2)", "attention soft-cap 6",
-                    "final logit soft-cap 5", "attention scale 1/sqrt(24)", "post-attention and post-FFN norms",
-                    "GeGLU (tanh GELU)", "embeddings x 8"}},
-        {"gemma3", {"architecture   gemma3", "sliding window 10 on layers 0, 1, 2, 3, 4 (5 of 6)",
-                    "RoPE base 10000 on sliding layers, 1e+06 on global layers",
-                    "RoPE scaling linear (factor 8) on global layers", "q/k norm"}},
-        {"phi3", {"architecture   phi3", "sliding window 14", "RoPE scaling longrope", "partial RoPE (12 of 16 dims)",
-                  "fused QKV and gate-up tensors (split at load)"}},
+        {"gemma2",
+         {"architecture   gemma2", "sliding window 10 on layers 0 (1 of 2)", "attention soft-cap 6",
+          "final logit soft-cap 5", "attention scale 1/sqrt(24)", "post-attention and post-FFN norms",
+          "GeGLU (tanh GELU)", "embeddings x 8"}},
+        {"gemma3",
+         {"architecture   gemma3", "sliding window 10 on layers 0, 1, 2, 3, 4 (5 of 6)",
+          "RoPE base 10000 on sliding layers, 1e+06 on global layers",
+          "RoPE scaling linear (factor 8) on global layers", "q/k norm"}},
+        {"phi3",
+         {"architecture   phi3", "sliding window 14", "RoPE scaling longrope", "partial RoPE (12 of 16 dims)",
+          "fused QKV and gate-up tensors (split at load)"}},
     };
     for (const auto& [name, pieces] : cases) {
         for (const char* format : {"gguf", "hf"}) {
@@ -103,7 +106,7 @@ TEST_CASE("snapkv analyze marks sliding-window layers and keeps nothing they can
     const json j = json::parse(r.out);
     const int64_t L = j["n_tokens"];
     REQUIRE(L > 20);
-    const json& l0 = j["layers"][0];   // gemma2: layer 0 slides over 10 tokens, layer 1 is global
+    const json& l0 = j["layers"][0];  // gemma2: layer 0 slides over 10 tokens, layer 1 is global
     CHECK(l0["sliding_window"] == 10);
     CHECK(l0["first_reachable"] == L - 9);
     for (const auto& h : l0["heads"])

@@ -12,13 +12,13 @@
 #include "common/test_util.h"
 
 using json = nlohmann::json;
+using Catch::Matchers::Contains;
 using snapkv::test::data_path;
+using snapkv::test::TempDir;
 using snapkv::test::cli::q;
 using snapkv::test::cli::Result;
 using snapkv::test::cli::run;
 using snapkv::test::cli::run_with;
-using snapkv::test::TempDir;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -176,15 +176,16 @@ TEST_CASE("lengths are checked against the context before any prefill", "[cli][c
                               Contains("allowed: at most 2043 new tokens"));
     }
     SECTION("generate, analyze, perplexity and bench: a prompt longer than the context") {
-        const std::string text = data_path("reference/ppl-text.txt");   // about 3900 tokens
+        const std::string text = data_path("reference/ppl-text.txt");  // about 3900 tokens
         for (const std::string& args :
-             {"generate" + kModel + " --prompt-file " + q(text), "analyze" + kModel + " --prompt-file " + q(text) + " --json -",
+             {"generate" + kModel + " --prompt-file " + q(text),
+              "analyze" + kModel + " --prompt-file " + q(text) + " --json -",
               "perplexity" + kModel + " --file " + q(text) + " --ctx 4096", "bench" + kModel + " --lengths 128,4096"}) {
             INFO("snapkv " << args);
             const Result r = run(args);
             CHECK(r.code == 1);
-            CHECK_THAT(r.err, Contains("more than the model's context of 2048 tokens") &&
-                                  Contains("beyond the weights"));
+            CHECK_THAT(r.err,
+                       Contains("more than the model's context of 2048 tokens") && Contains("beyond the weights"));
         }
     }
 }

@@ -19,6 +19,7 @@
 #include "io/gguf_test_writer.h"
 
 using json = nlohmann::json;
+using Catch::Matchers::Contains;
 using snapkv::test::data_path;
 using snapkv::test::GgufWriter;
 using snapkv::test::read_text;
@@ -27,7 +28,6 @@ using snapkv::test::cli::q;
 using snapkv::test::cli::Result;
 using snapkv::test::cli::run;
 using snapkv::test::cli::run_with;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -103,7 +103,7 @@ void edit_json(const std::string& path, const std::function<void(json&)>& edit) 
 void check_refused(const TempDir& dir, const std::string& model, const std::vector<std::string>& pieces) {
     const std::string out = dir.file("out.json");
     const Timed t = timed_run(memory_limit(), "analyze --model " + q(model) + " --prompt " + q("Hello world") +
-                                                " --window 2 --budget 8 --json " + q(out));
+                                                  " --window 2 --budget 8 --json " + q(out));
     INFO("stderr: " << t.r.err.substr(0, 2000));
     CHECK(t.r.code == 1);
     CHECK(lines(t.r.err) == 1);
@@ -134,8 +134,7 @@ TEST_CASE("a GGUF claiming 10^9 blocks is refused at once, naming the key", "[cl
     TempDir dir;
     GgufWriter g = snapkv::test::tiny_model();
     g.kv_u32("llama.block_count", 1000000000);
-    check_refused(dir, save(dir.file("blocks.gguf"), g),
-                  {"key 'llama.block_count' = 1000000000: allowed 1 to 4096"});
+    check_refused(dir, save(dir.file("blocks.gguf"), g), {"key 'llama.block_count' = 1000000000: allowed 1 to 4096"});
 }
 
 TEST_CASE("a GGUF key claiming 10^6 bytes is refused without echoing it", "[cli][hostile]") {
@@ -182,10 +181,12 @@ TEST_CASE("an output that names an input is refused before any work", "[cli][hos
         std::string piece;
     };
     const Case cases[] = {
-        {analyze + " --doc " + q(doc) + " --question q --json " + q(doc), "--json: '" + doc + "' is the document (--doc)"},
+        {analyze + " --doc " + q(doc) + " --question q --json " + q(doc),
+         "--json: '" + doc + "' is the document (--doc)"},
         {analyze + " --doc " + q(doc) + " --question q --json " + q(dir.file("link.json")), "is the document (--doc)"},
         {analyze + " --doc " + q(doc) + " --question q --json " + q(dir.file("hard.json")), "is the document (--doc)"},
-        {analyze + " --doc " + q(doc) + " --question q --json " + q(dir.file("sub/../doc.md")), "is the document (--doc)"},
+        {analyze + " --doc " + q(doc) + " --question q --json " + q(dir.file("sub/../doc.md")),
+         "is the document (--doc)"},
         {analyze + " --prompt-file " + q(doc) + " --json " + q(doc), "is the prompt file (--prompt-file)"},
         {analyze + " --prompt hi --json " + q(model), "is the model (--model)"},
         {"compare --model " + q(model) + " --doc " + q(doc) + " --question q --window 2 --budget 8 --json " + q(doc),
@@ -250,7 +251,8 @@ TEST_CASE("generate --temperature 0 is greedy, as in llama.cpp", "[cli][hostile]
     REQUIRE(greedy.code == 0);
     CHECK(json::parse(zero.out)["ids"] == json::parse(greedy.out)["ids"]);
     const Result compare = run("compare --model " + q(data_path("stories260K.gguf")) + " --prompt " +
-                               q("Once upon a time there was") + " --window 2 --budget 4 --kernel 1 --max-tokens 4 "
+                               q("Once upon a time there was") +
+                               " --window 2 --budget 4 --kernel 1 --max-tokens 4 "
                                "--temperature 0 --json -");
     INFO(compare.err);
     CHECK(compare.code == 0);

@@ -26,27 +26,25 @@ inline std::string hf_tensor_name(const std::string& gguf) {
     if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
     if (gguf == "output_norm.weight") return "model.norm.weight";
     if (gguf == "output.weight") return "lm_head.weight";
-    static const std::map<std::string, std::string> layer = {
-        {"attn_norm.weight", "input_layernorm.weight"},
-        {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},
-        {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_output.weight", "self_attn.o_proj.weight"},
-        {"attn_q.bias", "self_attn.q_proj.bias"},
-        {"attn_k.bias", "self_attn.k_proj.bias"},
-        {"attn_v.bias", "self_attn.v_proj.bias"},
-        {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"}};
+    static const std::map<std::string, std::string> layer = {{"attn_norm.weight", "input_layernorm.weight"},
+                                                             {"attn_q.weight", "self_attn.q_proj.weight"},
+                                                             {"attn_k.weight", "self_attn.k_proj.weight"},
+                                                             {"attn_v.weight", "self_attn.v_proj.weight"},
+                                                             {"attn_output.weight", "self_attn.o_proj.weight"},
+                                                             {"attn_q.bias", "self_attn.q_proj.bias"},
+                                                             {"attn_k.bias", "self_attn.k_proj.bias"},
+                                                             {"attn_v.bias", "self_attn.v_proj.bias"},
+                                                             {"ffn_norm.weight", "post_attention_layernorm.weight"},
+                                                             {"ffn_gate.weight", "mlp.gate_proj.weight"},
+                                                             {"ffn_up.weight", "mlp.up_proj.weight"},
+                                                             {"ffn_down.weight", "mlp.down_proj.weight"}};
     const size_t dot = gguf.find('.', 4);
     return "model.layers." + gguf.substr(4, dot - 4) + "." + layer.at(gguf.substr(dot + 1));
 }
 
 // The inverse of convert_hf_to_gguf.py's permute(): within each head of hd rows, GGUF row 2j + i
 // (adjacent rotated pair) becomes HF row i*hd/2 + j (pair halves hd/2 apart). w: [rows, cols].
-inline std::vector<float> to_hf_rows(const std::vector<float>& w, int64_t rows, int64_t cols,
-                                     int64_t heads) {
+inline std::vector<float> to_hf_rows(const std::vector<float>& w, int64_t rows, int64_t cols, int64_t heads) {
     std::vector<float> out(w.size());
     const int64_t hd = rows / heads;
     for (int64_t h = 0; h < heads; ++h)
@@ -60,8 +58,8 @@ inline std::vector<float> to_hf_rows(const std::vector<float>& w, int64_t rows, 
 
 // config.json for a llama-family model with c's hyperparameters, keys as transformers writes
 // them for LlamaConfig / Qwen2Config (model_type "llama" or "qwen2").
-inline nlohmann::json hf_config_json(const ModelConfig& c, const std::string& model_type,
-                                     bool tie_word_embeddings, const std::string& torch_dtype) {
+inline nlohmann::json hf_config_json(const ModelConfig& c, const std::string& model_type, bool tie_word_embeddings,
+                                     const std::string& torch_dtype) {
     return {{"model_type", model_type},
             {"architectures", {model_type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
             {"hidden_size", c.n_embd},
@@ -80,7 +78,7 @@ inline nlohmann::json hf_config_json(const ModelConfig& c, const std::string& mo
 }
 
 // One tensor of a safetensors file: its dtype name ("F32", "F16", ...) and its raw bytes.
-struct StTensor {   // not snapkv::SafetensorsTensor (the reader's view): bytes to write
+struct StTensor {  // not snapkv::SafetensorsTensor (the reader's view): bytes to write
     std::string name, dtype;
     std::vector<int64_t> shape;
     std::vector<uint8_t> data;
@@ -92,8 +90,7 @@ inline std::vector<uint8_t> safetensors_bytes(const std::vector<StTensor>& tenso
     header["__metadata__"] = {{"format", "pt"}};
     uint64_t pos = 0;
     for (const StTensor& t : tensors) {
-        header[t.name] = {
-            {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {pos, pos + t.data.size()}}};
+        header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {pos, pos + t.data.size()}}};
         pos += t.data.size();
     }
     const std::string h = header.dump();
@@ -135,8 +132,7 @@ inline nlohmann::json spm_tokenizer_json(const VocabData& v) {
     });
     json merge_list = json::array();
     for (const Merge& m : merges)
-        merge_list.push_back(v.tokens[static_cast<size_t>(m.left)] + " " +
-                             v.tokens[static_cast<size_t>(m.right)]);
+        merge_list.push_back(v.tokens[static_cast<size_t>(m.left)] + " " + v.tokens[static_cast<size_t>(m.right)]);
     json added = json::array();
     for (size_t i = 0; i < v.tokens.size(); ++i)
         if (v.types[i] == 2 || v.types[i] == 3)  // unknown, control

@@ -44,6 +44,8 @@ inline std::vector<float> floats(const std::string& path) {
 }
 
 inline std::vector<float> logits(const std::string& name) { return floats(dir(name) + "/logits.bin"); }  // [N, V]
-inline std::vector<float> attention(const std::string& name) { return floats(dir(name) + "/attn.bin"); }  // [n_layer, H, 32, N]
+inline std::vector<float> attention(const std::string& name) {
+    return floats(dir(name) + "/attn.bin");
+}  // [n_layer, H, 32, N]
 
 }  // namespace snapkv::test::tiny

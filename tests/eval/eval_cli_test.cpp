@@ -30,8 +30,8 @@ using snapkv::test::eval::check_same_rows;
 using snapkv::test::eval::rows_without_timing;
 
 const std::string kCli = SNAPKV_CLI_PATH;
-const std::string kGrid = " --model " + snapkv::test::data_path("stories260K.gguf") +
-                          " --haystack " + snapkv::test::data_path("reference/ppl-text.txt") +
+const std::string kGrid = " --model " + snapkv::test::data_path("stories260K.gguf") + " --haystack " +
+                          snapkv::test::data_path("reference/ppl-text.txt") +
                           " --lengths 96,128 --depths 0,50,100 --policies snapkv,streaming --budgets 48"
                           " --window 16 --kernel 5 --quiet";
 
@@ -68,7 +68,7 @@ TEST_CASE("three shard processes merged equal the unsharded run", "[eval][cli]")
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Contains("is in both"));
     r = run_shell(kCli + " merge --out " + dir.file("two.jsonl") + " " + dir.file("parts/part-0.jsonl") + " " +
-               dir.file("parts/part-1.jsonl"));
+                  dir.file("parts/part-1.jsonl"));
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Contains("6 of 18 rows") && Contains("--allow-partial"));
 }
@@ -108,7 +108,7 @@ TEST_CASE("Ctrl-C stops a run with its finished rows intact", "[eval][cli]") {
     int status = 0;
     ::waitpid(pid, &status, 0);
     REQUIRE(WIFEXITED(status));
-    const size_t kept = rows_without_timing(out).size();   // every line parses
+    const size_t kept = rows_without_timing(out).size();  // every line parses
     INFO("rows kept: " << kept);
     if (WEXITSTATUS(status) == 0) {
         WARN("the run finished before the interrupt arrived; nothing was cancelled");

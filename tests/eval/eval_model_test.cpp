@@ -84,7 +84,8 @@ TEST_CASE("needle documents have exactly the requested number of tokens and the 
         REQUIRE_FALSE(cp.value_tokens.empty());
         const std::string needle = s.decode({pt.ids.begin() + cp.needle.first, pt.ids.begin() + cp.needle.last});
         CHECK_THAT(needle, Contains("The pass key is " + cp.value + ". Remember it"));
-        const std::string value = s.decode({pt.ids.begin() + cp.value_tokens.first, pt.ids.begin() + cp.value_tokens.last});
+        const std::string value = s.decode(
+            {pt.ids.begin() + cp.value_tokens.first, pt.ids.begin() + cp.value_tokens.last});
         CHECK_THAT(value, Contains(cp.value));
         CHECK(cp.needle.first <= cp.value_tokens.first);
         CHECK(cp.value_tokens.last <= cp.needle.last);
@@ -131,12 +132,12 @@ TEST_CASE("one full decode scored against many selections equals the lockstep co
     s.prefill(p);
     CompareSettings cs;
     cs.generation.max_tokens = 12;
-    cs.generation.stop_at_eog = false;   // both runs the same length: lockstep and reference agree step by step
+    cs.generation.stop_at_eog = false;  // both runs the same length: lockstep and reference agree step by step
     s.decode_reference(cs, 12);
     for (const char* policy : {"snapkv", "streaming"}) {
         for (bool agnostic : {false, true}) {
             SelectionParams sp;
-            sp.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+            sp.gqa = GqaMode::QueryHead;  // official SnapKV's mode
             sp.policy = parse_policy(policy);
             sp.window = 16;
             sp.kernel = 5;
@@ -195,7 +196,7 @@ TEST_CASE("the needle runner writes one row per cell and configuration with the 
             // KV-head mode (the default) keeps n_head_kv (4) heads of 48 slots against 4 of L.
             CHECK(r["gqa"] == "kv-head");
             CHECK(r["kv_bytes"].get<int64_t>() * r["length"].get<int64_t>() == r["kv_bytes_full"].get<int64_t>() * 48);
-            CHECK(r["needle_kept_layers"].size() == 5);   // stories260K: 5 layers
+            CHECK(r["needle_kept_layers"].size() == 5);  // stories260K: 5 layers
             CHECK(r["agree_full"].get<double>() >= 0.0);
             CHECK(r["agree_full"].get<double>() <= 1.0);
         }
@@ -241,10 +242,14 @@ TEST_CASE("resume skips finished rows and a cancelled run keeps its finished row
             EvalRun run(s, task, ro);
             RowWriter w(out);
             int n = 0;
-            CHECK_THROWS_AS(run.run(resume_rows(out, run.settings()), [&](const Row& r) {
-                w.write(r);
-                if (++n == 4) cancel = true;
-            }, {}, &cancel), Cancelled);
+            CHECK_THROWS_AS(run.run(
+                                resume_rows(out, run.settings()),
+                                [&](const Row& r) {
+                                    w.write(r);
+                                    if (++n == 4) cancel = true;
+                                },
+                                {}, &cancel),
+                            Cancelled);
         }
         const ResultsFile f = read_results(out, false);
         REQUIRE(f.rows.size() == 4);

@@ -23,7 +23,12 @@ namespace {
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-json settings_a() { return {{"task", "needle"}, {"cells", 2}, {"configs", json::array({{{"policy", "full"}}, {{"policy", "snapkv"}}})}, {"max_tokens", 8}}; }
+json settings_a() {
+    return {{"task", "needle"},
+            {"cells", 2},
+            {"configs", json::array({{{"policy", "full"}}, {{"policy", "snapkv"}}})},
+            {"max_tokens", 8}};
+}
 
 json row(int64_t cell, int64_t config, const json& settings) {
     return {{"cell", cell}, {"config", config}, {"answer", "x"}, {"settings", settings}, {"timing", {{"ms", 1.5}}}};
@@ -54,10 +59,10 @@ TEST_CASE("answers are compared after SQuAD-style normalisation", "[eval]") {
     CHECK(contains_match("They were through stones.", "through-stones"));
     CHECK_THAT(word_f1("a b c", "a b c"), WithinAbs(1.0, 1e-12));
     CHECK_THAT(word_f1("x y", "x z"), WithinAbs(0.5, 1e-12));
-    CHECK_THAT(word_f1("the x", "x"), WithinAbs(1.0, 1e-12));   // articles do not count
+    CHECK_THAT(word_f1("the x", "x"), WithinAbs(1.0, 1e-12));  // articles do not count
     CHECK_THAT(word_f1("", ""), WithinAbs(1.0, 1e-12));
     CHECK_THAT(word_f1("x", ""), WithinAbs(0.0, 1e-12));
-    CHECK(fnv1a_hex("") == "cbf29ce484222325");   // the FNV-1a 64 offset basis
+    CHECK(fnv1a_hex("") == "cbf29ce484222325");  // the FNV-1a 64 offset basis
 }
 
 TEST_CASE("the configuration grid starts with the full cache and collapses unused options", "[eval]") {
@@ -99,7 +104,7 @@ TEST_CASE("the configuration grid starts with the full cache and collapses unuse
     SECTION("the tie break applies to every ranking configuration and reads back") {
         CHECK(c[1].params.tie_break == snapkv::TieBreak::Later);
         CHECK(config_json(c[1])["tie_break"] == "later");
-        CHECK(config_json(c[5])["tie_break"].is_null());   // streaming ranks nothing
+        CHECK(config_json(c[5])["tie_break"].is_null());  // streaming ranks nothing
         a.tie_break = "earlier";
         const std::vector<EvalConfig> e = expand_configs(a);
         CHECK(e[1].params.tie_break == snapkv::TieBreak::Earlier);
@@ -148,7 +153,7 @@ TEST_CASE("results files name the line that is wrong", "[eval]") {
         CHECK_THROWS_WITH(read_results(p, false), Contains("line 2") && Contains("incomplete"));
         const std::set<RowKey> done = resume_rows(p, settings_a());
         CHECK(done == std::set<RowKey>{{0, 0}});
-        CHECK(test::read_text(p) == whole);   // cut back to the last complete row
+        CHECK(test::read_text(p) == whole);  // cut back to the last complete row
     }
     SECTION("resume refuses rows made with other settings, naming the difference") {
         json other = settings_a();
@@ -215,8 +220,9 @@ TEST_CASE("question sets: documents inline or by file, and errors that name the 
         }
     }
     SECTION("file and inline documents") {
-        write(p, "{\"document\": \"doc.md\", \"question\": \"Who keeps bees?\", \"answer\": \"Anna\"}\n"
-                 "{\"id\": \"two\", \"document\": \"Inline text about owls.\", \"question\": \"What?\"}\n");
+        write(p,
+              "{\"document\": \"doc.md\", \"question\": \"Who keeps bees?\", \"answer\": \"Anna\"}\n"
+              "{\"id\": \"two\", \"document\": \"Inline text about owls.\", \"question\": \"What?\"}\n");
         const QaSet set = load_qa_set(p);
         REQUIRE(set.items.size() == 2);
         CHECK(set.items[0].document == "Anna keeps bees.");

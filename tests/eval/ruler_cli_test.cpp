@@ -23,8 +23,9 @@ using snapkv::test::eval::rows_without_timing;
 
 const std::string kCli = SNAPKV_CLI_PATH;
 const std::string kModel = " --model " + snapkv::test::data_path("stories260K.gguf");
-const std::string kGrid = kModel + " --tasks niah_single_1,niah_multikey_2,niah_multivalue --lengths 600"
-                                   " --samples 2 --ratios 0.5 --budgets 200 --window 16 --quiet";
+const std::string kGrid = kModel +
+                          " --tasks niah_single_1,niah_multikey_2,niah_multivalue --lengths 600"
+                          " --samples 2 --ratios 0.5 --budgets 200 --window 16 --quiet";
 
 }  // namespace
 
@@ -36,8 +37,8 @@ TEST_CASE("two ruler shards merged equal the unsharded run, and a rerun resumes"
     REQUIRE(r.code == 0);
     // 3 tasks x 1 length x 2 samples = 6 cells, x (full, C200, r0.5).
     CHECK_THAT(r.out, Contains("18 rows written") && Contains("RULER at 600 tokens"));
-    r = run_shell(kCli + " ruler" + kGrid + " --shard 0/2 --out " + dir.file("part-0.jsonl") + " & " + kCli +
-                  " ruler" + kGrid + " --shard 1/2 --out " + dir.file("part-1.jsonl") + " & wait");
+    r = run_shell(kCli + " ruler" + kGrid + " --shard 0/2 --out " + dir.file("part-0.jsonl") + " & " + kCli + " ruler" +
+                  kGrid + " --shard 1/2 --out " + dir.file("part-1.jsonl") + " & wait");
     REQUIRE(r.code == 0);
     CHECK(rows_without_timing(dir.file("part-0.jsonl")).size() == 9);
     CHECK(rows_without_timing(dir.file("part-1.jsonl")).size() == 9);
@@ -91,6 +92,6 @@ TEST_CASE("ruler refuses an unknown task, a ratio outside [0, 1) and a length be
         CHECK(r.code == 1);
         CHECK_THAT(r.err, Contains(c.message));
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-        CHECK_FALSE(snapkv::test::file_exists(out));   // refused before any prefill
+        CHECK_FALSE(snapkv::test::file_exists(out));  // refused before any prefill
     }
 }

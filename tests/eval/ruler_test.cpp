@@ -66,7 +66,8 @@ std::vector<std::string> recover_answer(const RulerTaskSpec& t, const RulerText&
         const std::regex needle("One special magic (?:number|UUID) for ([a-z0-9-]+) is: ([a-z0-9-]+)\\.");
         for (auto it = std::sregex_iterator(text.document.begin(), text.document.end(), needle);
              it != std::sregex_iterator(); ++it)
-            if (std::regex_search(text.question, std::regex(" " + (*it)[1].str() + "[ ,]"))) out.push_back((*it)[2].str());
+            if (std::regex_search(text.question, std::regex(" " + (*it)[1].str() + "[ ,]")))
+                out.push_back((*it)[2].str());
     } else if (t.family == RulerFamily::VariableTracking) {
         // Follow the chain from the value the question names, past the worked example.
         std::smatch m;
@@ -131,8 +132,8 @@ TEST_CASE("RULER's 11 synthetic tasks with its answer lengths, by name", "[ruler
 
     CHECK(parse_ruler_tasks("all").size() == 11);
     CHECK(parse_ruler_tasks("vt, cwe") == std::vector<std::string>{"vt", "cwe"});
-    CHECK_THROWS_WITH(parse_ruler_tasks("niah_single_9"), Contains("'niah_single_9' is not a RULER task") &&
-                                                            Contains("allowed: all, niah_single_1"));
+    CHECK_THROWS_WITH(parse_ruler_tasks("niah_single_9"),
+                      Contains("'niah_single_9' is not a RULER task") && Contains("allowed: all, niah_single_1"));
     CHECK_THROWS_WITH(parse_ruler_tasks("qa_1"), Contains("QA tasks need SQuAD and HotpotQA"));
     CHECK_THROWS_WITH(parse_ruler_tasks("vt,vt"), Contains("'vt' is given twice"));
     CHECK_THROWS_WITH(parse_ruler_tasks("vt,,cwe"), Contains("empty item"));
@@ -143,7 +144,7 @@ TEST_CASE("string_match_all is the share of references found, case-insensitive",
     CHECK(string_match_all("the numbers are 111 and 333", {"111", "222", "333", "444"}) == 0.5);
     CHECK(string_match_all("VARIABLES: abcde, FGHIJ", {"ABCDE", "fghij"}) == 1.0);
     CHECK(string_match_all("nothing here", {"1234567"}) == 0.0);
-    CHECK(string_match_all("12345678", {"1234567"}) == 1.0);   // a substring, as RULER's `in`
+    CHECK(string_match_all("12345678", {"1234567"}) == 1.0);  // a substring, as RULER's `in`
     CHECK(string_match_all("anything", {}) == 0.0);
 }
 
@@ -153,7 +154,7 @@ TEST_CASE("kvpress compression ratios are configurations after the budgets and r
     a.budgets = {};
     a.ratios = {0.25, 0.5};
     std::vector<EvalConfig> c = expand_configs(a);
-    REQUIRE(c.size() == 5);   // full + 2 policies x 2 ratios
+    REQUIRE(c.size() == 5);  // full + 2 policies x 2 ratios
     CHECK(c[1].params.ratio == 0.25);
     CHECK(config_label(c[1]) == "snapkv r0.25");
     CHECK(config_json(c[1])["ratio"] == 0.25);
@@ -222,7 +223,8 @@ TEST_CASE("each RULER task's sample has the requested length and a recoverable a
     CHECK(c.text.document != a.text.document);
 }
 
-TEST_CASE("a RULER cell's prompt marks its needles and answers and carries the task's answer length", "[ruler][smollm2]") {
+TEST_CASE("a RULER cell's prompt marks its needles and answers and carries the task's answer length",
+          "[ruler][smollm2]") {
     Session& s = smollm2();
     RulerTask task(s, bundled_data(), options({"niah_multivalue", "vt"}, {2048}, 1));
     for (int64_t cell = 0; cell < task.n_cells(); ++cell) {
@@ -250,11 +252,10 @@ TEST_CASE("a RULER cell's prompt marks its needles and answers and carries the t
 TEST_CASE("RULER lengths beyond the context or below a task's fixed part are refused", "[ruler][smollm2]") {
     Session& s = smollm2();
     const int64_t n_ctx = s.model_info().config.n_ctx_train;
-    CHECK_THROWS_WITH(RulerTask(s, bundled_data(), options({"vt"}, {n_ctx + 1})),
-                      Contains("length " + std::to_string(n_ctx + 1) + " is above the model's context of " +
-                               std::to_string(n_ctx)));
-    CHECK_THROWS_WITH(RulerTask(s, bundled_data(), options({"vt"}, {300})),
-                      Contains("length 300 is too short for vt"));
+    CHECK_THROWS_WITH(
+        RulerTask(s, bundled_data(), options({"vt"}, {n_ctx + 1})),
+        Contains("length " + std::to_string(n_ctx + 1) + " is above the model's context of " + std::to_string(n_ctx)));
+    CHECK_THROWS_WITH(RulerTask(s, bundled_data(), options({"vt"}, {300})), Contains("length 300 is too short for vt"));
     CHECK_THROWS_WITH(RulerTask(s, bundled_data(), options({"vt"}, {2048, 2048})), Contains("given twice"));
     RulerOptions none = options({"vt"}, {2048});
     none.samples = 0;

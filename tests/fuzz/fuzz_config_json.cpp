@@ -8,14 +8,13 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
-        const nlohmann::json j =
-            snapkv::parse_json_text(std::string_view(reinterpret_cast<const char*>(data), size), "config.json: ");
+        const nlohmann::json j = snapkv::parse_json_text(std::string_view(reinterpret_cast<const char*>(data), size),
+                                                         "config.json: ");
         if (!j.is_object()) return 0;
         const snapkv::HfConfig hc = snapkv::read_hf_config(j, "config.json: ");
         snapkv::ConfigKeyNames keys;
         snapkv::validate_config(hc.config, "config.json: ", keys);
         if (hc.config.n_layer <= 64) (void)snapkv::expected_tensors(hc.config);
-    } catch (const snapkv::Error&) {
-    }
+    } catch (const snapkv::Error&) {}
     return 0;
 }

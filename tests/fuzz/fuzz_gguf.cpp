@@ -16,14 +16,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const snapkv::TensorDesc& t : m.tensors()) {
             int64_t n = 1;
             for (int64_t d : t.shape) n *= d;
-            if (n > (int64_t(1) << 24)) continue;   // valid but too large to be worth reading here
+            if (n > (int64_t(1) << 24)) continue;  // valid but too large to be worth reading here
             buf.resize(static_cast<size_t>(n));
             try {
                 m.read_f32(t.name, buf.data());
-            } catch (const snapkv::Error&) {
-            }
+            } catch (const snapkv::Error&) {}
         }
-    } catch (const snapkv::Error&) {
-    }
+    } catch (const snapkv::Error&) {}
     return 0;
 }

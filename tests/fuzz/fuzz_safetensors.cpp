@@ -10,7 +10,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         snapkv::SafetensorsFile f(path);
         for (const snapkv::SafetensorsTensor& t : f.tensors()) (void)f.data(t);
         (void)f.metadata();
-    } catch (const snapkv::Error&) {
-    }
+    } catch (const snapkv::Error&) {}
     return 0;
 }

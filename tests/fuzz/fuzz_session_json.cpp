@@ -6,8 +6,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
-        const nlohmann::json j =
-            snapkv::parse_json_text(std::string_view(reinterpret_cast<const char*>(data), size), "session: ");
+        const nlohmann::json j = snapkv::parse_json_text(std::string_view(reinterpret_cast<const char*>(data), size),
+                                                         "session: ");
         const nlohmann::json copy = j;
         (void)copy.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
         if (!j.is_object()) return 0;
@@ -17,7 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (it->is_object())
                 for (auto f = it->begin(); f != it->end(); ++f) (void)f.value().type_name();
         }
-    } catch (const snapkv::Error&) {
-    }
+    } catch (const snapkv::Error&) {}
     return 0;
 }

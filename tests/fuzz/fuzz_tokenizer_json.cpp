@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const auto tok = snapkv::Tokenizer::create(vocab);
         const std::vector<int32_t> ids = tok->encode("Hello  world!\n<s>caf\xc3\xa9 123</s>", true, true);
         (void)tok->decode(ids);
-    } catch (const snapkv::Error&) {
-    }
+    } catch (const snapkv::Error&) {}
     return 0;
 }

@@ -65,14 +65,14 @@ double time_ms(const std::function<void()>& f, int warm, int reps) {
 }
 
 struct Buffers {
-    void* q = nullptr;        // [H, W, D]
-    void* k = nullptr;        // [Hkv, L, D]
-    void* v = nullptr;        // [Hkv, L, D]
-    float* votes = nullptr;   // [H, P]
-    float* pooled = nullptr;  // [H, P]
-    int64_t* pos = nullptr;   // [H, C]
-    int64_t* index = nullptr; // [H, C] kept prefix positions + window
-    void* k_out = nullptr;    // [H, C, D]
+    void* q = nullptr;         // [H, W, D]
+    void* k = nullptr;         // [Hkv, L, D]
+    void* v = nullptr;         // [Hkv, L, D]
+    float* votes = nullptr;    // [H, P]
+    float* pooled = nullptr;   // [H, P]
+    int64_t* pos = nullptr;    // [H, C]
+    int64_t* index = nullptr;  // [H, C] kept prefix positions + window
+    void* k_out = nullptr;     // [H, C, D]
     void* v_out = nullptr;
     void* work = nullptr;
     size_t work_bytes = 0;
@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
         else if (a == "--dtype" && i + 1 < argc) dtype_name = argv[++i];
         else if (a == "--quick") quick = true;
         else {
-            std::fprintf(stderr, "usage: snapkv_kernel_bench [--json FILE] [--dtype float32|float16|bfloat16] [--quick]\n");
+            std::fprintf(stderr,
+                         "usage: snapkv_kernel_bench [--json FILE] [--dtype float32|float16|bfloat16] [--quick]\n");
             return 2;
         }
     }
@@ -126,8 +127,8 @@ int main(int argc, char** argv) {
     const size_t esize = kv_type == kn::DType::Float32 ? 4 : 2;
 
     json rows = json::array();
-    std::printf("\n%-13s %7s %4s %10s %10s %7s %10s %10s %7s %12s %12s\n", "shape", "L", "W", "votes ms",
-                "torch ms", "ratio", "all ms", "torch ms", "ratio", "fused MB", "torch MB");
+    std::printf("\n%-13s %7s %4s %10s %10s %7s %10s %10s %7s %12s %12s\n", "shape", "L", "W", "votes ms", "torch ms",
+                "ratio", "all ms", "torch ms", "ratio", "fused MB", "torch MB");
     for (const Shape& sh : shapes) {
         const int64_t H = sh.H, Hkv = sh.Hkv, D = sh.D, G = H / Hkv;
         for (int64_t L : lengths) {
@@ -182,11 +183,19 @@ int main(int argc, char** argv) {
                 const double votes_ms = time_ms(fused_votes, warm, reps);
                 const double all_ms = time_ms(fused_all, warm, reps);
                 ok(cudaGetLastError(), "fused path");
-                const double fused_mb = (b.work_bytes + 2.0 * H * P * 4) / 1e6;   // workspace, votes, pooled
+                const double fused_mb = (b.work_bytes + 2.0 * H * P * 4) / 1e6;  // workspace, votes, pooled
 
-                json row = {{"shape", sh.name}, {"n_head", H}, {"n_head_kv", Hkv}, {"head_dim", D},
-                            {"n_tokens", L}, {"window", W}, {"budget", C}, {"kernel", kernel},
-                            {"kv_dtype", dtype_name}, {"fused_votes_ms", votes_ms}, {"fused_all_ms", all_ms},
+                json row = {{"shape", sh.name},
+                            {"n_head", H},
+                            {"n_head_kv", Hkv},
+                            {"head_dim", D},
+                            {"n_tokens", L},
+                            {"window", W},
+                            {"budget", C},
+                            {"kernel", kernel},
+                            {"kv_dtype", dtype_name},
+                            {"fused_votes_ms", votes_ms},
+                            {"fused_all_ms", all_ms},
                             {"fused_intermediate_mb", fused_mb}};
                 double torch_votes_ms = NAN, torch_all_ms = NAN, torch_mb = NAN;
                 if (torch_cuda) {
@@ -196,20 +205,20 @@ int main(int argc, char** argv) {
                     at::Tensor vt = at::from_blob(b.v, {Hkv, L, D}, opts.dtype(torch_type(kv_type)));
                     at::Tensor hidden = at::ones({W, W}, opts.dtype(at::kBool)).triu(1);
                     at::Tensor votes;
-                    auto torch_votes = [&] {   // LayerScorer's ops for one window
-                        at::Tensor s = at::bmm(q.view({Hkv, G * W, D}), kt.to(at::kFloat).transpose(1, 2))
-                                           .view({H, W, L});
+                    auto torch_votes = [&] {  // LayerScorer's ops for one window
+                        at::Tensor s =
+                            at::bmm(q.view({Hkv, G * W, D}), kt.to(at::kFloat).transpose(1, 2)).view({H, W, L});
                         s.div_(std::sqrt(static_cast<double>(D)));
                         s.narrow(2, L - W, W).masked_fill_(hidden, -std::numeric_limits<float>::infinity());
-                        votes = at::softmax(s, -1).narrow(2, 0, P).sum(1);                   // [H, P]
+                        votes = at::softmax(s, -1).narrow(2, 0, P).sum(1);  // [H, P]
                     };
                     auto torch_all = [&] {
                         torch_votes();
                         at::Tensor pooled = at::max_pool1d(votes.unsqueeze(1), {kernel}, {1}, {kernel / 2}).squeeze(1);
-                        at::Tensor idx = std::get<0>(std::get<1>(pooled.topk(k, -1)).sort(-1));   // [H, k]
+                        at::Tensor idx = std::get<0>(std::get<1>(pooled.topk(k, -1)).sort(-1));  // [H, k]
                         at::Tensor window = at::arange(P, L, opts.dtype(at::kLong)).expand({H, W});
                         at::Tensor index = at::cat({idx, window}, 1).unsqueeze(2).expand({H, C, D});
-                        at::Tensor k_kept = kt.repeat_interleave(G, 0).gather(1, index);   // [H, C, D]
+                        at::Tensor k_kept = kt.repeat_interleave(G, 0).gather(1, index);  // [H, C, D]
                         at::Tensor v_kept = vt.repeat_interleave(G, 0).gather(1, index);
                         (void)k_kept;
                         (void)v_kept;
@@ -228,16 +237,19 @@ int main(int argc, char** argv) {
                     row["torch_note"] = torch_note;
                 }
                 rows.push_back(row);
-                std::printf("%-13s %7lld %4lld %10.3f %10.3f %7.2f %10.3f %10.3f %7.2f %12.1f %12.1f\n", sh.name.c_str(),
-                            static_cast<long long>(L), static_cast<long long>(W), votes_ms, torch_votes_ms,
-                            torch_votes_ms / votes_ms, all_ms, torch_all_ms, torch_all_ms / all_ms, fused_mb, torch_mb);
+                std::printf("%-13s %7lld %4lld %10.3f %10.3f %7.2f %10.3f %10.3f %7.2f %12.1f %12.1f\n",
+                            sh.name.c_str(), static_cast<long long>(L), static_cast<long long>(W), votes_ms,
+                            torch_votes_ms, torch_votes_ms / votes_ms, all_ms, torch_all_ms, torch_all_ms / all_ms,
+                            fused_mb, torch_mb);
                 std::fflush(stdout);
             }
         }
     }
     ok(cudaDeviceSynchronize(), "final sync");
     if (!out_json.empty()) {
-        json j = {{"device", kn::cuda_device_summary()}, {"kv_dtype", dtype_name}, {"torch_cuda", torch_cuda},
+        json j = {{"device", kn::cuda_device_summary()},
+                  {"kv_dtype", dtype_name},
+                  {"torch_cuda", torch_cuda},
                   {"rows", rows}};
         std::ofstream(out_json) << j.dump(2) << "\n";
     }

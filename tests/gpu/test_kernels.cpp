@@ -22,8 +22,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
+#include <catch2/catch.hpp>
 
 #include "core/io/model_file.h"
 #include "core/kv/kv_cache.h"
@@ -43,12 +43,12 @@ namespace {
 
 // ---- device plumbing ---------------------------------------------------------------------------
 
-#define REQUIRE_GPU()                                                                            \
-    do {                                                                                         \
-        std::string why_;                                                                        \
-        if (kn::cuda_device_count(&why_) == 0)                                                   \
-            FAIL("this test needs a CUDA GPU and none is usable: " << why_                       \
-                 << " (run tests/gpu/check.sh on a GPU machine)");                               \
+#define REQUIRE_GPU()                                                                                                \
+    do {                                                                                                             \
+        std::string why_;                                                                                            \
+        if (kn::cuda_device_count(&why_) == 0)                                                                       \
+            FAIL("this test needs a CUDA GPU and none is usable: " << why_                                           \
+                                                                   << " (run tests/gpu/check.sh on a GPU machine)"); \
     } while (false)
 
 void cuda_ok(cudaError_t e, const char* what) {
@@ -65,7 +65,10 @@ public:
     ~DeviceBuffer() { cudaFree(m_ptr); }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    template <class T = void> T* get() const { return static_cast<T*>(m_ptr); }
+    template <class T = void>
+    T* get() const {
+        return static_cast<T*>(m_ptr);
+    }
     size_t bytes() const { return m_bytes; }
 
 private:
@@ -84,8 +87,7 @@ std::unique_ptr<DeviceBuffer> upload(const at::Tensor& t) {
 
 at::Tensor download(const void* dev, std::vector<int64_t> shape, at::ScalarType type) {
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
-    cuda_ok(cudaMemcpy(t.data_ptr(), dev, static_cast<size_t>(t.numel()) * t.element_size(),
-                       cudaMemcpyDeviceToHost),
+    cuda_ok(cudaMemcpy(t.data_ptr(), dev, static_cast<size_t>(t.numel()) * t.element_size(), cudaMemcpyDeviceToHost),
             "download");
     return t;
 }
@@ -97,7 +99,7 @@ kn::DType dtype_of(at::ScalarType t) {
 }
 
 kn::PoolKind pool_kind(snapkv::Pooling p) {
-    return p == snapkv::Pooling::Max ? kn::PoolKind::Max
+    return p == snapkv::Pooling::Max   ? kn::PoolKind::Max
            : p == snapkv::Pooling::Avg ? kn::PoolKind::Avg
                                        : kn::PoolKind::None;
 }
@@ -118,8 +120,7 @@ at::Tensor gpu_votes(const at::Tensor& q, const at::Tensor& k, int64_t L, int64_
     auto dq = upload(q);
     auto dk = upload(k);
     DeviceBuffer votes(static_cast<size_t>(s.n_head * (L - W)) * sizeof(float));
-    kn::window_votes(s, dq->get(), dtype_of(q.scalar_type()), dk->get(), dtype_of(k.scalar_type()),
-                     votes.get<float>());
+    kn::window_votes(s, dq->get(), dtype_of(q.scalar_type()), dk->get(), dtype_of(k.scalar_type()), votes.get<float>());
     sync_ok();
     return download(votes.get(), {s.n_head, L - W}, at::kFloat);
 }
@@ -130,9 +131,8 @@ struct GpuSelection {
 };
 
 // pool_topk on votes [N, P] (CPU float32), with or without the pooled output.
-GpuSelection gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel,
-                           snapkv::Pooling pooling, int64_t k, snapkv::TieBreak tie,
-                           bool want_pooled = true) {
+GpuSelection gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kernel, snapkv::Pooling pooling, int64_t k,
+                           snapkv::TieBreak tie, bool want_pooled = true) {
     kn::PoolTopkShape s;
     s.ties = tie == snapkv::TieBreak::Earlier ? kn::TieOrder::Earlier : kn::TieOrder::Later;
     s.n_rows = votes.size(0);
@@ -155,7 +155,7 @@ GpuSelection gpu_pool_topk(const at::Tensor& votes, int64_t group, int64_t kerne
 
 // The reference of pool_topk: selector.cpp's order (pool per row, then the group mean).
 at::Tensor cpu_pooled(const at::Tensor& votes, int64_t group, int64_t kernel, snapkv::Pooling pooling) {
-    at::Tensor pooled = snapkv::pool_scores(votes, kernel, pooling);          // [N, P]
+    at::Tensor pooled = snapkv::pool_scores(votes, kernel, pooling);  // [N, P]
     if (group == 1) return pooled.contiguous();
     return pooled.view({votes.size(0) / group, group, votes.size(1)}).mean(1).contiguous();  // [R, P]
 }
@@ -164,7 +164,7 @@ at::Tensor cpu_pooled(const at::Tensor& votes, int64_t group, int64_t kernel, sn
 // only by positions whose reference score is within tol of the row's k-th best score.
 struct SelectionCheck {
     bool ok = true;
-    int64_t differing = 0;   // positions in got but not in want, over all rows
+    int64_t differing = 0;  // positions in got but not in want, over all rows
     std::string report;
 };
 
@@ -188,8 +188,8 @@ SelectionCheck check_selection(const at::Tensor& got, const at::Tensor& want, co
         for (int64_t i = 0; i < k; ++i) {
             if (gr[i] < 0 || gr[i] >= P || (i > 0 && gr[i] <= gr[i - 1])) {
                 c.ok = false;
-                os << "row " << r << ": positions not sorted, unique and in [0, " << P << ") at " << i
-                   << " (" << gr[i] << "); ";
+                os << "row " << r << ": positions not sorted, unique and in [0, " << P << ") at " << i << " (" << gr[i]
+                   << "); ";
                 break;
             }
         }
@@ -202,30 +202,29 @@ SelectionCheck check_selection(const at::Tensor& got, const at::Tensor& want, co
             ++c.differing;
             if (double(key(sr[p])) < double(thr) - tol) {
                 c.ok = false;
-                os << "row " << r << ": kept " << p << " scoring " << sr[p] << ", below the k-th best "
-                   << thr << "; ";
+                os << "row " << r << ": kept " << p << " scoring " << sr[p] << ", below the k-th best " << thr << "; ";
             }
         }
         for (int64_t p : ws) {
             if (gs.count(p)) continue;
             if (double(key(sr[p])) > double(thr) + tol) {
                 c.ok = false;
-                os << "row " << r << ": dropped " << p << " scoring " << sr[p] << ", above the k-th best "
-                   << thr << "; ";
+                os << "row " << r << ": dropped " << p << " scoring " << sr[p] << ", above the k-th best " << thr
+                   << "; ";
             }
         }
     }
-    os << c.differing << " of " << R * k << " positions differ from the reference (near-ties allowed: rel "
-       << rel_tol << ")";
+    os << c.differing << " of " << R * k << " positions differ from the reference (near-ties allowed: rel " << rel_tol
+       << ")";
     c.report = os.str();
     return c;
 }
 
-#define CHECK_SELECTION(got, want, scores, tol)                                   \
-    do {                                                                          \
+#define CHECK_SELECTION(got, want, scores, tol)                                     \
+    do {                                                                            \
         const SelectionCheck sc_ = check_selection((got), (want), (scores), (tol)); \
-        INFO(#got " vs " #want ": " << sc_.report);                               \
-        CHECK(sc_.ok);                                                            \
+        INFO(#got " vs " #want ": " << sc_.report);                                 \
+        CHECK(sc_.ok);                                                              \
     } while (false)
 
 // Vote-like rows: non-negative, quantised to 1/16 so that sums of up to 16 of them are exact in
@@ -295,7 +294,7 @@ void check_capture(const Captured& c, const std::vector<int64_t>& windows, int64
         for (int64_t W : windows) {
             if (W >= L || W > q.size(1)) continue;
             INFO("layer " << l << ", W " << W << ", L " << L << ", H " << H << ", Hkv " << Hkv << ", D " << q.size(2));
-            const at::Tensor want_votes = cpu_votes(q, k, L, W);                       // [H, P]
+            const at::Tensor want_votes = cpu_votes(q, k, L, W);  // [H, P]
             const at::Tensor got_votes = gpu_votes(q, k, L, W);
             CHECK_TENSORS_CLOSE(got_votes, want_votes, 1e-6, votes_rtol);
             const int64_t P = L - W;
@@ -304,8 +303,8 @@ void check_capture(const Captured& c, const std::vector<int64_t>& windows, int64
                 INFO("group " << group);
                 const at::Tensor want_pooled = cpu_pooled(want_votes, group, 7, snapkv::Pooling::Max);
                 const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, kk);
-                const GpuSelection got =
-                    gpu_pool_topk(got_votes, group, 7, snapkv::Pooling::Max, kk, snapkv::TieBreak::Later);
+                const GpuSelection got = gpu_pool_topk(got_votes, group, 7, snapkv::Pooling::Max, kk,
+                                                       snapkv::TieBreak::Later);
                 CHECK_TENSORS_CLOSE(got.pooled, want_pooled, 1e-6, votes_rtol);
                 CHECK_SELECTION(got.positions, want_pos, want_pooled, 10 * votes_rtol);
                 if (group != 1) continue;
@@ -376,8 +375,7 @@ TEST_CASE("kernel argument errors name the parameter, the value and what is allo
     CHECK_THROWS_WITH(kn::window_votes(s, host, kn::DType::Float16, host, kn::DType::BFloat16, host),
                       Catch::Matchers::Contains("queries float16 with keys bfloat16 is not supported"));
     // A host pointer never reaches a kernel (it would poison the CUDA context).
-    CHECK_THROWS_AS(kn::window_votes(s, host, kn::DType::Float32, host, kn::DType::Float32, host),
-                    kn::KernelError);
+    CHECK_THROWS_AS(kn::window_votes(s, host, kn::DType::Float32, host, kn::DType::Float32, host), kn::KernelError);
 
     kn::PoolTopkShape p;
     p.n_rows = 6;
@@ -410,12 +408,9 @@ TEST_CASE("window votes equal LayerScorer's on random inputs for every shape cla
     INFO(kn::cuda_device_summary());
     // H, Hkv, Wmax, L, D: GQA and MHA, W below/at/above the 32/64/128-row tiles, W > 128 (query
     // chunks), D not a multiple of 32, D = 256 (the largest), one prefix token, many key splits.
-    const auto shape = GENERATE(std::vector<int64_t>{4, 2, 40, 300, 64},
-                                std::vector<int64_t>{9, 3, 128, 1000, 64},
-                                std::vector<int64_t>{6, 6, 16, 17, 8},
-                                std::vector<int64_t>{8, 4, 200, 1500, 80},
-                                std::vector<int64_t>{2, 1, 70, 2000, 256},
-                                std::vector<int64_t>{4, 2, 128, 32768, 128},
+    const auto shape = GENERATE(std::vector<int64_t>{4, 2, 40, 300, 64}, std::vector<int64_t>{9, 3, 128, 1000, 64},
+                                std::vector<int64_t>{6, 6, 16, 17, 8}, std::vector<int64_t>{8, 4, 200, 1500, 80},
+                                std::vector<int64_t>{2, 1, 70, 2000, 256}, std::vector<int64_t>{4, 2, 128, 32768, 128},
                                 std::vector<int64_t>{2, 1, 32, 131072, 64});
     const int64_t H = shape[0], Hkv = shape[1], Wmax = shape[2], L = shape[3], D = shape[4];
     INFO("H " << H << ", Hkv " << Hkv << ", Wmax " << Wmax << ", L " << L << ", D " << D);
@@ -445,13 +440,11 @@ TEST_CASE("window votes of float16 and bfloat16 inputs equal the float32 referen
 
 // ---- pooling + top-k ------------------------------------------------------------------------------
 
-TEST_CASE("pool_topk equals pool_scores and top_k_positions on exact inputs, ties included",
-          "[gpu][kernels][topk]") {
+TEST_CASE("pool_topk equals pool_scores and top_k_positions on exact inputs, ties included", "[gpu][kernels][topk]") {
     REQUIRE_GPU();
     const auto pooling = GENERATE(snapkv::Pooling::Max, snapkv::Pooling::Avg, snapkv::Pooling::None);
-    const auto case_ = GENERATE(std::vector<int64_t>{8, 4000, 1, 7, 1000},     // N, P, G, K, k
-                                std::vector<int64_t>{8, 4000, 4, 7, 1000},
-                                std::vector<int64_t>{9, 777, 3, 15, 100},
+    const auto case_ = GENERATE(std::vector<int64_t>{8, 4000, 1, 7, 1000},  // N, P, G, K, k
+                                std::vector<int64_t>{8, 4000, 4, 7, 1000}, std::vector<int64_t>{9, 777, 3, 15, 100},
                                 std::vector<int64_t>{4, 5, 2, 5, 3},           // K = P
                                 std::vector<int64_t>{3, 1, 1, 1, 1},           // P = 1
                                 std::vector<int64_t>{2, 50, 1, 3, 0},          // k = 0
@@ -459,8 +452,8 @@ TEST_CASE("pool_topk equals pool_scores and top_k_positions on exact inputs, tie
                                 std::vector<int64_t>{8, 131000, 4, 7, 3968});  // long rows
     const auto tie = GENERATE(snapkv::TieBreak::Earlier, snapkv::TieBreak::Later);
     const int64_t N = case_[0], P = case_[1], G = case_[2], K = case_[3], k = case_[4];
-    INFO("pooling " << snapkv::pooling_name(pooling) << ", N " << N << ", P " << P << ", G " << G << ", K "
-                    << K << ", k " << k << ", ties " << snapkv::tie_break_name(tie));
+    INFO("pooling " << snapkv::pooling_name(pooling) << ", N " << N << ", P " << P << ", G " << G << ", K " << K
+                    << ", k " << k << ", ties " << snapkv::tie_break_name(tie));
     const at::Tensor votes = quantised_votes(N, P, 5);
     const at::Tensor want_pooled = cpu_pooled(votes, G, K, pooling);
     const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, k, tie);
@@ -495,7 +488,7 @@ TEST_CASE("pool_topk ranks NaN like -inf, -0 like +0, and breaks ties to the ear
             CHECK(std::vector<int64_t>(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + k) == want);
         }
     // Hand-made: one tied run of 5 after max pooling, 3 of them needed.
-    const std::vector<float> run{0, 1, 0, 0, 9, 0, 0, 0, 0, 1};   // max pool K 5: 9 at 2..6
+    const std::vector<float> run{0, 1, 0, 0, 9, 0, 0, 0, 0, 1};  // max pool K 5: 9 at 2..6
     const at::Tensor rv = at::from_blob(const_cast<float*>(run.data()), {1, 10}, at::kFloat).clone();
     auto kept = [&](snapkv::TieBreak tie) {
         const at::Tensor g = gpu_pool_topk(rv, 1, 5, snapkv::Pooling::Max, 3, tie).positions.contiguous();
@@ -509,7 +502,7 @@ TEST_CASE("pool_topk on continuous scores agrees up to near-ties", "[gpu][kernel
     REQUIRE_GPU();
     const auto pooling = GENERATE(snapkv::Pooling::Max, snapkv::Pooling::Avg);
     const int64_t G = GENERATE(1, 4);
-    const at::Tensor votes = at::rand({16, 20000}, at::kFloat).pow(4);   // skewed, like votes
+    const at::Tensor votes = at::rand({16, 20000}, at::kFloat).pow(4);  // skewed, like votes
     const at::Tensor want_pooled = cpu_pooled(votes, G, 9, pooling);
     const at::Tensor want_pos = snapkv::top_k_positions(want_pooled, 2000);
     const GpuSelection got = gpu_pool_topk(votes, G, 9, pooling, 2000, snapkv::TieBreak::Later);
@@ -519,18 +512,17 @@ TEST_CASE("pool_topk on continuous scores agrees up to near-ties", "[gpu][kernel
 
 // ---- gather ----------------------------------------------------------------------------------------
 
-TEST_CASE("gather_kv copies kept rows, repeats heads to their group and zero-fills padding",
-          "[gpu][kernels][gather]") {
+TEST_CASE("gather_kv copies kept rows, repeats heads to their group and zero-fills padding", "[gpu][kernels][gather]") {
     REQUIRE_GPU();
     const auto type = GENERATE(at::kFloat, at::kHalf, at::kBFloat16);
-    const int64_t D = GENERATE(3, 5, 8, 64, 128);         // row sizes hitting 2/4/8/16-byte units
+    const int64_t D = GENERATE(3, 5, 8, 64, 128);  // row sizes hitting 2/4/8/16-byte units
     const int64_t repeat = GENERATE(1, 3);
     const int64_t Hsrc = 2, S = 50, src_rows = 57, M = 20, dst_rows = 25, Hdst = Hsrc * repeat;
     INFO(c10::toString(type) << ", D " << D << ", repeat " << repeat);
     const at::Tensor src = random_normal({Hsrc, src_rows, D}, 6).to(type);
     at::Tensor index = at::randint(0, S, {Hdst, M}, at::kLong);
-    index[0][3] = -1;           // padding
-    index[Hdst - 1][7] = S;     // past the valid slots (inside the buffer): padding too
+    index[0][3] = -1;        // padding
+    index[Hdst - 1][7] = S;  // past the valid slots (inside the buffer): padding too
     kn::GatherShape gs;
     gs.n_head_src = Hsrc;
     gs.n_slots = S;

@@ -75,15 +75,18 @@ Outcome waitFor(studio::MainWindow& w, int timeoutMs, Setup&& start, bool compar
 }  // namespace
 
 Outcome runAndWait(studio::MainWindow& w, int timeoutMs) {
-    return waitFor(w, timeoutMs, [&] { w.run(); }, false);
+    return waitFor(
+        w, timeoutMs, [&] { w.run(); }, false);
 }
 
 Outcome waitRun(studio::MainWindow& w, int timeoutMs) {
-    return waitFor(w, timeoutMs, [] {}, false);
+    return waitFor(
+        w, timeoutMs, [] {}, false);
 }
 
 Outcome generateAndWait(studio::MainWindow& w, int maxTokens, int timeoutMs) {
-    return waitFor(w, timeoutMs, [&] { w.generate(maxTokens); }, true);
+    return waitFor(
+        w, timeoutMs, [&] { w.generate(maxTokens); }, true);
 }
 
 Outcome editAndWait(studio::MainWindow& w, studio::ParameterPanel::Field field, double value, int timeoutMs) {

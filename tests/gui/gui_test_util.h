@@ -13,18 +13,18 @@
 
 namespace guitest {
 
-QString dataPath(const QString& name);          // tests/data/<name>
-QString guiDataPath(const QString& name);       // tests/gui/data/<name>
+QString dataPath(const QString& name);     // tests/data/<name>
+QString guiDataPath(const QString& name);  // tests/gui/data/<name>
 QString storyText();
-QString modelPath();                            // tests/data/stories260K.gguf
+QString modelPath();  // tests/data/stories260K.gguf
 
 // A shown, non-interactive window with the model path, the short story and a question set;
 // budget C, one selection per query head, the other parameters at their defaults.
 std::unique_ptr<studio::MainWindow> makeWindow(int budget = 64, bool interactive = false);
 
 struct Outcome {
-    bool ok = false;          // the awaited success signal came
-    QString what;             // "finished", "failed: ...", "cancelled: ...", "context", "timeout"
+    bool ok = false;  // the awaited success signal came
+    QString what;     // "finished", "failed: ...", "cancelled: ...", "context", "timeout"
 };
 // run() and wait for runFinished (or failure) up to timeoutMs.
 Outcome runAndWait(studio::MainWindow& w, int timeoutMs = 120000);
@@ -38,8 +38,8 @@ void settle();
 
 // snapkv-studio run as a separate process (headless runs), with its settings under configHome.
 struct ProcessResult {
-    int code = -1;            // exit code; -1 when it crashed or hung
-    bool hung = false;        // still running after the timeout (then killed)
+    int code = -1;      // exit code; -1 when it crashed or hung
+    bool hung = false;  // still running after the timeout (then killed)
     QString out;
     QString err;
 };

@@ -21,7 +21,8 @@ TEST_CASE("Every architecture's tiny model opens, runs and marks its sliding-win
     const QString format = GENERATE(QString("gguf"), QString("hf"));
     CAPTURE(name.toStdString(), format.toStdString());
     auto w = makeWindow(24);
-    w->setModelPath(format == "gguf" ? dataPath("tiny/" + name + "/" + name + ".gguf") : dataPath("tiny/" + name + "/hf"));
+    w->setModelPath(format == "gguf" ? dataPath("tiny/" + name + "/" + name + ".gguf")
+                                     : dataPath("tiny/" + name + "/hf"));
     // Short enough for phi3's longrope context of 128 positions, chat template included.
     w->setDocumentText("Twelve miles off a cold northern coast there is a rock called Skerry Dun.");
     w->setQuestion("Where is the rock?");

@@ -67,7 +67,7 @@ TEST_CASE("the Evaluate tab runs a needle grid, draws a heatmap per configuratio
     CHECK(ev->results().size() == 18);
     CHECK(fileRows(out) == 18);
     ev->refreshNow();
-    CHECK(colorMaps(ev->plot()) == 3);   // full, snapkv C48, streaming C48
+    CHECK(colorMaps(ev->plot()) == 3);  // full, snapkv C48, streaming C48
     for (int64_t cell = 0; cell < 6; ++cell)
         for (int64_t k = 0; k < 3; ++k) CHECK(ev->results().value(cell, k, "found").has_value());
 
@@ -89,11 +89,11 @@ TEST_CASE("the Evaluate tab runs a needle grid, draws a heatmap per configuratio
         CHECK((*row)["config"] == 1);
     }
     SECTION("clicking a cell prefills its document with the configuration and marks the needle") {
-        const json* row = ev->results().row(1, 1);   // length 96, depth 50, snapkv C48
+        const json* row = ev->results().row(1, 1);  // length 96, depth 50, snapkv C48
         REQUIRE(row);
         QSignalSpy opened(ev, &studio::EvaluateView::openCellRequested);
         ev->openRow(*row);
-        REQUIRE(opened.count() == 1);   // from the prompts kept during the run: no session needed
+        REQUIRE(opened.count() == 1);  // from the prompts kept during the run: no session needed
         REQUIRE(guitest::waitRun(*w).what == "finished");
         auto* st = w->state();
         REQUIRE(st->hasPrefill());
@@ -163,7 +163,7 @@ TEST_CASE("Cancel keeps the finished rows and Run resumes the same file", "[gui]
     CHECK(ev->statusText().startsWith("Cancelled"));
     CHECK(kept >= 1);
     CHECK(kept < 27);
-    CHECK(ev->results().size() == kept);   // partial results stay visible
+    CHECK(ev->results().size() == kept);  // partial results stay visible
     REQUIRE(ev->startRun(&error));
     REQUIRE(waitRun(ev));
     CHECK(fileRows(out) == 27);
@@ -176,9 +176,11 @@ TEST_CASE("a sweep draws one curve per policy against the budget", "[gui][eval]"
     const QString story = storyText();
     {
         std::ofstream f(dir.filePath("set.jsonl").toStdString());
-        f << json({{"id", "a"}, {"document", story.toStdString()}, {"question", "Who was there?"}, {"answer", "Lily"}}).dump()
+        f << json({{"id", "a"}, {"document", story.toStdString()}, {"question", "Who was there?"}, {"answer", "Lily"}})
+                 .dump()
           << "\n"
-          << json({{"id", "b"}, {"document", story.mid(200).toStdString()}, {"question", "What happened?"}}).dump() << "\n";
+          << json({{"id", "b"}, {"document", story.mid(200).toStdString()}, {"question", "What happened?"}}).dump()
+          << "\n";
     }
     auto* ev = w->evaluateView();
     ev->setTask("sweep");
@@ -214,7 +216,7 @@ TEST_CASE("a sweep draws one curve per policy against the budget", "[gui][eval]"
     ev->refreshNow();
     QCustomPlot* p = ev->plot();
     CHECK(p->legend != nullptr);
-    CHECK(p->legend->itemCount() == 3);   // full cache, snapkv, streaming
+    CHECK(p->legend->itemCount() == 3);  // full cache, snapkv, streaming
     CHECK(qobject_cast<QCPPlottableLegendItem*>(p->legend->item(0))->plottable()->name().startsWith("full cache"));
     // The budget axis is labelled with the budgets that were run.
     QCPAxisRect* plotRect = p->axisRects().front();

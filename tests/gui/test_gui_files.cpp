@@ -11,13 +11,13 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 
+#include <sys/resource.h>
 #include <csignal>
 #include <functional>
-#include <sys/resource.h>
 
+#include "app/gui/files/session_file.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/views/compare_view.h"
-#include "app/gui/files/session_file.h"
 #include "gui_test_util.h"
 
 using namespace guitest;
@@ -56,7 +56,7 @@ TEST_CASE("A saved session re-loads into the same parameters and selections", "[
     auto b = std::make_unique<studio::MainWindow>();
     b->setInteractive(false);
     b->show();
-    REQUIRE(b->loadSession(path));   // loading a session that had results runs it again
+    REQUIRE(b->loadSession(path));  // loading a session that had results runs it again
     REQUIRE(waitRun(*b).what == "finished");
     auto* s = b->state();
     CHECK(s->params() == paramsA);
@@ -184,7 +184,7 @@ TEST_CASE("A failed export or session save says why and leaves the previous file
             CHECK(fileBytes(targets[i].path) == good[i]);
         }
     }
-    CHECK(QDir(dir.path()).entryList(QDir::Files).size() == filesBefore);   // no temporary files left
+    CHECK(QDir(dir.path()).entryList(QDir::Files).size() == filesBefore);  // no temporary files left
     // A folder that does not exist: the reason names the path.
     CHECK_FALSE(w->exportCurrentPlot(dir.filePath("missing/plot.png")));
     CHECK(w->lastError().contains("missing/plot.png"));
@@ -193,7 +193,8 @@ TEST_CASE("A failed export or session save says why and leaves the previous file
 TEST_CASE("Session files are read strictly and wrong types or names or ranges are refused by name", "[gui]") {
     QTemporaryDir dir;
     const QString path = dir.filePath("s.snapkv.json");
-    QJsonObject o{{"format", "snapkv-studio-session"}, {"version", 1},
+    QJsonObject o{{"format", "snapkv-studio-session"},
+                  {"version", 1},
                   {"model", QJsonObject{{"path", modelPath()}, {"device", "cpu"}, {"dtype", "float32"}}},
                   {"prompt", QJsonObject{{"document", "Some text."}, {"question", "Q?"}}},
                   {"params", QJsonObject{{"window", 8}, {"tie_break", "earlier"}, {"gqa", "query-head"}}}};

@@ -11,9 +11,9 @@
 #include <QSettings>
 #include <QTemporaryDir>
 
+#include <sys/resource.h>
 #include <csignal>
 #include <functional>
-#include <sys/resource.h>
 
 #include "app/gui/panels/prompt_panel.h"
 #include "core/session/session.h"
@@ -42,8 +42,12 @@ QJsonObject goodSession(const QString& document = "Lily went to the beach. She f
     QJsonObject model{{"path", modelPath()}, {"device", "cpu"}, {"dtype", "float32"}};
     QJsonObject prompt{{"document", document}, {"question", "What did Lily find?"}, {"chat", false}};
     QJsonObject params{{"window", 8}, {"kernel", 5}, {"budget", 24}, {"pooling", "max"}, {"policy", "snapkv"}};
-    return QJsonObject{{"format", "snapkv-studio-session"}, {"version", 1}, {"model", model},
-                       {"prompt", prompt},  {"params", params}, {"ran", true}};
+    return QJsonObject{{"format", "snapkv-studio-session"},
+                       {"version", 1},
+                       {"model", model},
+                       {"prompt", prompt},
+                       {"params", params},
+                       {"ran", true}};
 }
 
 QByteArray json(const QJsonObject& o) { return QJsonDocument(o).toJson(); }
@@ -83,9 +87,9 @@ TEST_CASE("A headless run on an empty document ends with the reason and exit cod
     SECTION("a document of blanks") {
         const QString blank = dir.filePath("blank.txt");
         writeFile(blank, "  \n\n\t \n");
-        const ProcessResult r = runStudio({"--model", modelPath(), "--document", blank, "--question", "Q",
-                                           "--view", "head", "--screenshot", shot},
-                                          config, kTimeoutMs);
+        const ProcessResult r = runStudio(
+            {"--model", modelPath(), "--document", blank, "--question", "Q", "--view", "head", "--screenshot", shot},
+            config, kTimeoutMs);
         INFO(r.err.toStdString());
         REQUIRE_FALSE(r.hung);
         CHECK(r.code == 1);
@@ -95,8 +99,8 @@ TEST_CASE("A headless run on an empty document ends with the reason and exit cod
         const QString session = dir.filePath("empty.snapkv.json");
         writeFile(session, json(goodSession(QString())));
         const QString view = GENERATE(as<QString>{}, "overview", "compare");
-        const ProcessResult r =
-            runStudio({"--session", session, "--view", view, "--screenshot", shot}, config, kTimeoutMs);
+        const ProcessResult r = runStudio({"--session", session, "--view", view, "--screenshot", shot}, config,
+                                          kTimeoutMs);
         INFO(r.err.toStdString());
         REQUIRE_FALSE(r.hung);
         CHECK(r.code == 1);
@@ -112,7 +116,7 @@ TEST_CASE("Headless runs refuse bad files and values with a one-line reason on s
     const QString story = guiDataPath("short_story.txt");
     struct Case {
         const char* what;
-        std::function<QStringList()> args;   // made inside the test: files are written there
+        std::function<QStringList()> args;  // made inside the test: files are written there
         int code;
         QStringList needles;
     };
@@ -135,7 +139,9 @@ TEST_CASE("Headless runs refuse bad files and values with a one-line reason on s
         return QStringList{"--model", modelPath(), "--document", doc, "--question", question, "--screenshot", shot};
     };
     const std::vector<Case> cases = {
-        {"a missing document", [&] { return withDoc("/nonexistent/doc.txt", "Q"); }, 1,
+        {"a missing document",
+         [&] { return withDoc("/nonexistent/doc.txt", "Q"); },
+         1,
          {"/nonexistent/doc.txt", "no such file"}},
         {"a folder as the document", [&] { return withDoc(dir.path(), "Q"); }, 1, {"folder"}},
         {"a binary question file",
@@ -144,46 +150,108 @@ TEST_CASE("Headless runs refuse bad files and values with a one-line reason on s
              writeFile(bin, QByteArray("Wh\0at?", 6));
              return withDoc(story, bin);
          },
-         1, {"question.bin", "binary"}},
-        {"a missing session", [&] { return QStringList{"--session", "/nonexistent/s.json", "--screenshot", shot}; }, 1,
+         1,
+         {"question.bin", "binary"}},
+        {"a missing session",
+         [&] {
+             return QStringList{"--session", "/nonexistent/s.json", "--screenshot", shot};
+         },
+         1,
          {"/nonexistent/s.json"}},
-        {"a folder as the session", [&] { return QStringList{"--session", dir.path(), "--screenshot", shot}; }, 1,
+        {"a folder as the session",
+         [&] {
+             return QStringList{"--session", dir.path(), "--screenshot", shot};
+         },
+         1,
          {"folder"}},
         {"a session that is not JSON", [&] { return session("{not json"); }, 1, {"not valid JSON"}},
         {"an empty session", [&] { return session(""); }, 1, {"empty"}},
         {"a session holding an array", [&] { return session("[1, 2, 3]"); }, 1, {"array"}},
-        {"a session of another format", [&] { return broken([](QJsonObject& o) { o["format"] = "other"; }); }, 1,
+        {"a session of another format",
+         [&] { return broken([](QJsonObject& o) { o["format"] = "other"; }); },
+         1,
          {"not a SnapKV Studio session", "other"}},
-        {"a session of another version", [&] { return broken([](QJsonObject& o) { o["version"] = 7; }); }, 1,
+        {"a session of another version",
+         [&] { return broken([](QJsonObject& o) { o["version"] = 7; }); },
+         1,
          {"version 7"}},
         {"a session with a bad pooling",
-         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "pooling", "median"); }); }, 1,
+         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "pooling", "median"); }); },
+         1,
          {"params.pooling", "median", "max, avg, none"}},
         {"a session with a bad policy",
-         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "policy", "lru"); }); }, 1,
+         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "policy", "lru"); }); },
+         1,
          {"params.policy", "lru"}},
         {"a session with a window that is not a number",
-         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "window", "abc"); }); }, 1,
+         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "window", "abc"); }); },
+         1,
          {"params.window", "abc", "whole number"}},
         {"a session with an even kernel",
-         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "kernel", 4); }); }, 1, {"kernel", "odd"}},
+         [&] { return broken([&](QJsonObject& o) { sub(o, "params", "kernel", 4); }); },
+         1,
+         {"kernel", "odd"}},
         {"a session with an unknown device",
-         [&] { return broken([&](QJsonObject& o) { sub(o, "model", "device", "bogus"); }); }, 1,
+         [&] { return broken([&](QJsonObject& o) { sub(o, "model", "device", "bogus"); }); },
+         1,
          {"model.device", "bogus", "cpu, cuda, cuda:N"}},
         {"a session with an unknown dtype",
-         [&] { return broken([&](QJsonObject& o) { sub(o, "model", "dtype", "int8"); }); }, 1,
+         [&] { return broken([&](QJsonObject& o) { sub(o, "model", "dtype", "int8"); }); },
+         1,
          {"model.dtype", "int8", "float32, float16, bfloat16"}},
         {"a session with negative max tokens",
-         [&] { return broken([](QJsonObject& o) { o["max_tokens"] = -5; }); }, 1, {"max_tokens", "-5"}},
-        {"--max-tokens -5", [&] { return withDoc(story, "Q") << "--max-tokens" << "-5"; }, 2, {"--max-tokens", "-5"}},
-        {"--walkthrough 99", [&] { return withDoc(story, "Q") << "--walkthrough" << "99"; }, 2,
+         [&] { return broken([](QJsonObject& o) { o["max_tokens"] = -5; }); },
+         1,
+         {"max_tokens", "-5"}},
+        {"--max-tokens -5",
+         [&] {
+             return withDoc(story, "Q") << "--max-tokens"
+                                        << "-5";
+         },
+         2,
+         {"--max-tokens", "-5"}},
+        {"--walkthrough 99",
+         [&] {
+             return withDoc(story, "Q") << "--walkthrough"
+                                        << "99";
+         },
+         2,
          {"--walkthrough", "99", "1..8"}},
-        {"--window 100000", [&] { return withDoc(story, "Q") << "--window" << "100000"; }, 2, {"--window", "100000"}},
-        {"--window ''", [&] { return withDoc(story, "Q") << "--window" << ""; }, 2, {"--window"}},
-        {"--kernel 4", [&] { return withDoc(story, "Q") << "--kernel" << "4"; }, 2, {"--kernel", "odd"}},
-        {"--tie-break first", [&] { return withDoc(story, "Q") << "--tie-break" << "first"; }, 2,
+        {"--window 100000",
+         [&] {
+             return withDoc(story, "Q") << "--window"
+                                        << "100000";
+         },
+         2,
+         {"--window", "100000"}},
+        {"--window ''",
+         [&] {
+             return withDoc(story, "Q") << "--window"
+                                        << "";
+         },
+         2,
+         {"--window"}},
+        {"--kernel 4",
+         [&] {
+             return withDoc(story, "Q") << "--kernel"
+                                        << "4";
+         },
+         2,
+         {"--kernel", "odd"}},
+        {"--tie-break first",
+         [&] {
+             return withDoc(story, "Q") << "--tie-break"
+                                        << "first";
+         },
+         2,
          {"--tie-break", "earlier"}},
-        {"--gqa both", [&] { return withDoc(story, "Q") << "--gqa" << "both"; }, 2, {"--gqa", "kv-head"}},
+        {"--gqa both",
+         [&] {
+             return withDoc(story, "Q") << "--gqa"
+                                        << "both";
+         },
+         2,
+         {"--gqa", "kv-head"}},
     };
     for (const Case& c : cases) {
         SECTION(c.what) {
@@ -207,21 +275,21 @@ TEST_CASE("A failed screenshot says why and exits 1 leaving the old file untouch
     const QByteArray old = "an older screenshot that must survive";
     writeFile(shot, old);
     // The file-size limit makes every write past 4 KiB fail (EFBIG), as a full disk would.
-    const ProcessResult r = runStudio({"--model", modelPath(), "--document", guiDataPath("short_story.txt"),
-                                       "--question", "Who was in the story?", "--budget", "64", "--view", "overview",
-                                       "--screenshot", shot},
-                                      dir.filePath("config"), kTimeoutMs, [] {
-                                          std::signal(SIGXFSZ, SIG_IGN);
-                                          const rlimit lim{4096, 4096};
-                                          setrlimit(RLIMIT_FSIZE, &lim);
-                                      });
+    const ProcessResult r = runStudio(
+        {"--model", modelPath(), "--document", guiDataPath("short_story.txt"), "--question", "Who was in the story?",
+         "--budget", "64", "--view", "overview", "--screenshot", shot},
+        dir.filePath("config"), kTimeoutMs, [] {
+            std::signal(SIGXFSZ, SIG_IGN);
+            const rlimit lim{4096, 4096};
+            setrlimit(RLIMIT_FSIZE, &lim);
+        });
     INFO(r.err.toStdString());
     REQUIRE_FALSE(r.hung);
     CHECK(r.code == 1);
     CHECK(r.err.contains("screenshot"));
     CHECK(r.err.contains(shot));
     CHECK(readFile(shot) == old);
-    CHECK(QDir(dir.path()).entryList(QDir::Files).size() == 1);   // no temporary file left behind
+    CHECK(QDir(dir.path()).entryList(QDir::Files).size() == 1);  // no temporary file left behind
 }
 
 TEST_CASE("Runs driven by command-line options leave the saved settings alone", "[gui]") {
@@ -230,14 +298,17 @@ TEST_CASE("Runs driven by command-line options leave the saved settings alone", 
     const QString file = config + "/SnapKV/SnapKV Studio.conf";
     {
         QSettings s(file, QSettings::IniFormat);
-        s.setValue("params", QJsonDocument(QJsonObject{{"window", 16}, {"budget", 333}, {"kernel", 5}})
-                                 .toJson(QJsonDocument::Compact));
+        s.setValue(
+            "params",
+            QJsonDocument(QJsonObject{{"window", 16}, {"budget", 333}, {"kernel", 5}}).toJson(QJsonDocument::Compact));
         s.setValue("compare/max_tokens", 48);
     }
     const QByteArray before = readFile(file);
     REQUIRE_FALSE(before.isEmpty());
-    const QStringList base = {"--model", modelPath(), "--document", guiDataPath("short_story.txt"), "--question",
-                              "Who was in the story?", "--screenshot", dir.filePath("out.png")};
+    const QStringList base = {"--model",      modelPath(),
+                              "--document",   guiDataPath("short_story.txt"),
+                              "--question",   "Who was in the story?",
+                              "--screenshot", dir.filePath("out.png")};
     SECTION("a successful headless run with overrides") {
         const ProcessResult r = runStudio(base + QStringList{"--budget", "77", "--window", "8", "--max-tokens", "5"},
                                           config, kTimeoutMs);
@@ -277,8 +348,9 @@ TEST_CASE("A session saved for a device this machine lacks says which device it 
         INFO("stderr: " << r.err.toStdString());
         REQUIRE_FALSE(r.hung);
         CHECK(r.code == 0);
-        CHECK(r.err.contains("snapkv-studio: note: The session was saved for cuda (float16), which is not "
-                             "available here"));
+        CHECK(
+            r.err.contains("snapkv-studio: note: The session was saved for cuda (float16), which is not "
+                           "available here"));
         CHECK(r.err.contains("using cpu (float32)"));
         CHECK(QFile::exists(shot));
     }
@@ -304,8 +376,9 @@ TEST_CASE("A screenshot that names an input is refused before the run", "[gui]")
     writeFile(doc, text);
     REQUIRE(QFile::link(doc, dir.filePath("link.png")));
     for (const QString& shot : {doc, dir.filePath("link.png")}) {
-        const ProcessResult r = runStudio({"--model", modelPath(), "--document", doc, "--question", "Q", "--screenshot", shot},
-                                          dir.filePath("config"), kTimeoutMs);
+        const ProcessResult r = runStudio(
+            {"--model", modelPath(), "--document", doc, "--question", "Q", "--screenshot", shot},
+            dir.filePath("config"), kTimeoutMs);
         INFO("stderr: " << r.err.toStdString());
         REQUIRE_FALSE(r.hung);
         CHECK(r.code == 2);

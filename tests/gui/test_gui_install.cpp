@@ -9,8 +9,8 @@
 #include <QPushButton>
 #include <QRegularExpression>
 
-#include "app/gui/state/app_options.h"
 #include "app/gui/panels/model_fetch.h"
+#include "app/gui/state/app_options.h"
 
 using namespace studio;
 

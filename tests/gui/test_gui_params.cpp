@@ -127,7 +127,7 @@ TEST_CASE("Every parameter re-selects without a new prefill and the views follow
                                               std::back_inserter(diff));
                 for (int64_t p : diff) CHECK(a.pooled[size_t(p)] == kth);
             }
-        CHECK(differing > 0);   // max pooling (K 7) makes tied runs: some head has one at its edge
+        CHECK(differing > 0);  // max pooling (K 7) makes tied runs: some head has one at its edge
     }
     SECTION("query-agnostic: the selection sees only the context") {
         REQUIRE(editAndWait(*w, F::FQuery, 1).ok);

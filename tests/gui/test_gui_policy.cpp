@@ -10,11 +10,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/files/data_export.h"
-#include "app/gui/views/evaluate_view.h"
 #include "app/gui/files/json_fields.h"
 #include "app/gui/panels/parameter_panel.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/views/evaluate_view.h"
 #include "core/eval/eval_grid.h"
 #include "core/snapkv/params_json.h"
 #include "gui_test_util.h"
@@ -75,8 +75,9 @@ bool sameJson(const json& a, const json& b, std::string& where, const std::strin
     return a == b;
 }
 
-const QString kText = "Once upon a time there was a girl named Lily. She liked to play in the park with her "
-                      "friends. One day she found a red ball under a big tree and took it home to her mom.";
+const QString kText =
+    "Once upon a time there was a girl named Lily. She liked to play in the park with her "
+    "friends. One day she found a red ball under a big tree and took it home to her mom.";
 
 }  // namespace
 
@@ -86,7 +87,7 @@ TEST_CASE("The CLI, the app and the evaluation grid start from the same selectio
     // The app: a fresh parameter panel, in core's JSON.
     studio::ParameterPanel panel;
     json app = studio::fromQtJson(panel.state().toJson());
-    app.erase("hit_threshold");   // the app's own setting, not a selection parameter
+    app.erase("hit_threshold");  // the app's own setting, not a selection parameter
     // The evaluation grid: its one configuration besides the full cache.
     const auto configs = snapkv::eval::expand_configs(snapkv::eval::GridAxes{});
     REQUIRE(configs.size() == 2);
@@ -122,7 +123,7 @@ TEST_CASE("The CLI, the app and the evaluation grid start from the same selectio
 }
 
 TEST_CASE("The app's data export and snapkv analyze write the same parameter and selection JSON", "[gui][policy]") {
-    auto w = makeWindow(64);   // per query head, C 64 (see makeWindow)
+    auto w = makeWindow(64);  // per query head, C 64 (see makeWindow)
     REQUIRE(runAndWait(*w).what == "finished");
     const json exported = studio::fromQtJson(studio::analysisJson(*w->state()));
     const QString doc = guiDataPath("short_story.txt");

@@ -17,8 +17,8 @@
 #include <algorithm>
 #include <fstream>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/files/data_export.h"
+#include "app/gui/state/analysis_state.h"
 #include "app/gui/state/eval_ruler.h"
 #include "app/gui/views/evaluate_ruler_table.h"
 #include "app/gui/views/evaluate_view.h"
@@ -33,8 +33,8 @@ using json = nlohmann::json;
 
 namespace {
 
-const QStringList kGrid = {"--tasks", "niah_single_1,niah_multivalue", "--lengths", "600", "--samples", "2",
-                           "--policies", "snapkv,streaming,random", "--quiet"};
+const QStringList kGrid = {"--tasks",    "niah_single_1,niah_multivalue", "--lengths", "600", "--samples", "2",
+                           "--policies", "snapkv,streaming,random",       "--quiet"};
 
 void rulerForm(studio::EvaluateView* ev, const QString& out, int samples) {
     ev->setTask("ruler");
@@ -161,7 +161,7 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         rewriteScores(made, file);
     }
     const std::vector<json> rows = readRows(file);
-    REQUIRE(rows.size() == 4 * 10);   // 4 cells x (full + 3 policies x 3 sizes)
+    REQUIRE(rows.size() == 4 * 10);  // 4 cells x (full + 3 policies x 3 sizes)
 
     auto w = makeWindow(64);
     auto* ev = w->evaluateView();
@@ -191,11 +191,11 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         CHECK(full->name() == "full cache (100.0)");
         CHECK(full->pen().style() == Qt::DashLine);
         REQUIRE(full->dataCount() == 2);
-        CHECK(full->data()->at(0)->value == full->data()->at(1)->value);   // horizontal
+        CHECK(full->data()->at(0)->value == full->data()->at(1)->value);  // horizontal
         for (const QString& policy : {"snapkv", "streaming", "random"}) {
             QCPGraph* g = graphNamed(p, policy);
             REQUIRE(g);
-            REQUIRE(g->dataCount() == 2);   // ratios 0.25 and 0.5; the budget is on the other axis
+            REQUIRE(g->dataCount() == 2);  // ratios 0.25 and 0.5; the budget is on the other axis
             CHECK(g->data()->at(0)->key == 0.25);
             CHECK(g->data()->at(1)->key == 0.5);
         }
@@ -242,8 +242,8 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         REQUIRE(g);
         QCPAxisRect* rect = p->axisRects().front();
         const double x = g->data()->at(1)->key, y = g->data()->at(1)->value;
-        const json* row = ev->rowAt(QPointF(rect->axis(QCPAxis::atBottom)->coordToPixel(x),
-                                            rect->axis(QCPAxis::atLeft)->coordToPixel(y)));
+        const json* row = ev->rowAt(
+            QPointF(rect->axis(QCPAxis::atBottom)->coordToPixel(x), rect->axis(QCPAxis::atLeft)->coordToPixel(y)));
         REQUIRE(row);
         CHECK((*row)["policy"] == "streaming");
         CHECK((*row)["ratio"] == 0.5);
@@ -256,7 +256,7 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         panel->setSize(0.5);
         ev->refreshNow();
         QTableWidget* t = panel->table();
-        const studio::RulerStat& s = panel->data().cells[1][1];   // niah_multivalue, snapkv r0.5
+        const studio::RulerStat& s = panel->data().cells[1][1];  // niah_multivalue, snapkv r0.5
         const json* row = ev->results().row(s.worstCell, s.worstConfig);
         REQUIRE(row);
         CHECK((*row)["ruler_task"] == "niah_multivalue");
@@ -266,7 +266,7 @@ TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a po
         QSignalSpy opened(ev, &studio::EvaluateView::openCellRequested);
         t->scrollToItem(t->item(1, 1));
         QTest::mouseClick(t->viewport(), Qt::LeftButton, {}, t->visualItemRect(t->item(1, 1)).center());
-        REQUIRE(opened.wait(60000));   // a loaded file: the worker rebuilds the sample first
+        REQUIRE(opened.wait(60000));  // a loaded file: the worker rebuilds the sample first
         const int sample = (*row)["sample"].get<int>();
         CHECK(cell.title.startsWith(QString("niah_multivalue #%1 at 600 tokens: snapkv r0.5").arg(sample)));
         CHECK(cell.params.ratio == 0.5);

@@ -14,12 +14,12 @@
 
 #include <qcustomplot.h>
 
+#include "app/gui/panels/model_menu.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/plot/plot_style.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/views/head_view.h"
-#include "app/gui/panels/model_menu.h"
 #include "app/gui/views/overview_view.h"
-#include "app/gui/plot/plot_style.h"
-#include "app/gui/panels/prompt_panel.h"
 #include "gui_test_util.h"
 
 using namespace guitest;
@@ -60,7 +60,7 @@ TEST_CASE("Layer labels name every row, sliding or global, while rows are tall e
         CHECK(studio::labelStep(8.0, 14.0) == 2);
         CHECK(studio::labelStep(3.0, 14.0) == 5);
         CHECK(studio::labelStep(1.0, 14.0) == 20);
-        CHECK(studio::labelStep(0.0, 14.0) == 1);   // not laid out yet
+        CHECK(studio::labelStep(0.0, 14.0) == 1);  // not laid out yet
     }
     SECTION("an 18-row axis 400 pixels tall labels every row; a short one every step-th row, evenly") {
         QCustomPlot plot;
@@ -83,7 +83,7 @@ TEST_CASE("Layer labels name every row, sliding or global, while rows are tall e
         QList<double> every;
         for (int l = 0; l < 18; l += step) every << l;
         CHECK(ticks->ticks().keys() == every);
-        CHECK_FALSE(studio::setCellLabels(plot.yAxis, labels));   // unchanged: no replot needed
+        CHECK_FALSE(studio::setCellLabels(plot.yAxis, labels));  // unchanged: no replot needed
     }
 }
 
@@ -102,8 +102,7 @@ TEST_CASE("A one-column or one-row colour map covers whole cells", "[gui]") {
     CHECK_THAT(ky.upper, WithinAbs(ny - 0.5, 1e-12));
 }
 
-TEST_CASE("One KV head: the overview's single column fills the plot and every layer is labelled",
-          "[gui][arch]") {
+TEST_CASE("One KV head: the overview's single column fills the plot and every layer is labelled", "[gui][arch]") {
     auto w = runTinyGemma3();
     const Outcome o = runAndWait(*w);
     REQUIRE(o.what == "finished");
@@ -177,7 +176,7 @@ TEST_CASE("One KV head: the overview's single column fills the plot and every la
 TEST_CASE("One KV head: the head view's legend sits apart from the sliding-window note", "[gui][arch]") {
     auto w = runTinyGemma3();
     REQUIRE(runAndWait(*w).what == "finished");
-    w->state()->setFocus(0, 0);   // layer 0 slides (window 10)
+    w->state()->setFocus(0, 0);  // layer 0 slides (window 10)
     REQUIRE(w->showView("head"));
     settle();
     w->headView()->refreshNow();
@@ -211,16 +210,15 @@ TEST_CASE("One KV head: the head view's legend sits apart from the sliding-windo
     }
 }
 
-TEST_CASE("The Model menu lists the models in models/ and says where they come from when there are none",
-          "[gui]") {
+TEST_CASE("The Model menu lists the models in models/ and says where they come from when there are none", "[gui]") {
     QTemporaryDir tmp;
     REQUIRE(tmp.isValid());
     const QDir root(tmp.path());
     REQUIRE(root.mkpath("models/hf-model"));
     REQUIRE(root.mkpath("models/not-a-model"));
     REQUIRE(root.mkpath("empty"));
-    for (const QString& name : {"models/b.gguf", "models/A.gguf", "models/c.gguf.part", "models/notes.txt",
-                                "models/hf-model/config.json"}) {
+    for (const QString& name :
+         {"models/b.gguf", "models/A.gguf", "models/c.gguf.part", "models/notes.txt", "models/hf-model/config.json"}) {
         QFile f(root.filePath(name));
         REQUIRE(f.open(QIODevice::WriteOnly));
         f.write("x");
@@ -256,11 +254,12 @@ TEST_CASE("The Model menu lists the models in models/ and says where they come f
             lines << a->text();
         }
         CHECK(lines.join("\n").contains("datasets/fetch_model.sh"));
-        CHECK(lines.join("\n").contains(QDir::toNativeSeparators(QFileInfo(root.filePath("empty")).canonicalFilePath())));
+        CHECK(
+            lines.join("\n").contains(QDir::toNativeSeparators(QFileInfo(root.filePath("empty")).canonicalFilePath())));
     }
     SECTION("the window's Model menu re-reads the folders each time it opens") {
         const QString cwd = QDir::currentPath();
-        REQUIRE(QDir::setCurrent(tmp.path()));   // the working directory's models/ comes first
+        REQUIRE(QDir::setCurrent(tmp.path()));  // the working directory's models/ comes first
         auto w = makeWindow();
         QMenu* m = w->menuBar()->findChild<QMenu*>("modelMenu");
         REQUIRE(m != nullptr);

@@ -15,7 +15,7 @@ using namespace studio;
 TEST_CASE("Max-downsampling keeps a single strong key visible at any zoom", "[gui]") {
     const int64_t W = 2, L = 1000;
     std::vector<float> rows(W * L, 0.001f);
-    rows[0 * L + 637] = 0.9f;   // one spike in row 0
+    rows[0 * L + 637] = 0.9f;  // one spike in row 0
     rows[1 * L + 3] = 0.5f;
     for (int64_t bins : {7, 50, 333, 999}) {
         const auto out = maxDownsample(rows, W, L, 0, L, bins);
@@ -31,7 +31,7 @@ TEST_CASE("Max-downsampling keeps a single strong key visible at any zoom", "[gu
 }
 
 TEST_CASE("Hiding sinks renormalises rows and row normalisation divides by the maximum", "[gui]") {
-    const std::vector<float> rows = {0.5f, 0.25f, 0.125f, 0.125f};   // one row, L = 4
+    const std::vector<float> rows = {0.5f, 0.25f, 0.125f, 0.125f};  // one row, L = 4
     const auto hidden = transformRows(rows, 1, 4, 1, false);
     CHECK(hidden[0] == 0.f);
     CHECK(hidden[1] == Approx(0.5));

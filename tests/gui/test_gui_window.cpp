@@ -4,30 +4,30 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QMimeData>
-#include <QSettings>
-#include <QStatusBar>
-#include <QSignalSpy>
-#include <QUrl>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextEdit>
-#include <QElapsedTimer>
+#include <QUrl>
 
+#include "app/gui/panels/parameter_panel.h"
+#include "app/gui/panels/prompt_panel.h"
+#include "app/gui/panels/shortcuts_dialog.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/views/compare_view.h"
 #include "app/gui/views/document_view.h"
 #include "app/gui/views/head_view.h"
 #include "app/gui/views/overview_view.h"
-#include "app/gui/panels/parameter_panel.h"
-#include "app/gui/panels/prompt_panel.h"
 #include "app/gui/workers/run_controller.h"
-#include "app/gui/panels/shortcuts_dialog.h"
 #include "gui_test_util.h"
 
 #include <qcustomplot.h>
@@ -85,7 +85,7 @@ TEST_CASE("Run on stories260K fills the overview, head, document and compare vie
     }
     SECTION("compare: generation on request fills outputs, table, KL plot and hit rates") {
         REQUIRE(w->showView("compare"));
-        CHECK(state->comparison() == nullptr);   // never generated without asking
+        CHECK(state->comparison() == nullptr);  // never generated without asking
         const Outcome g = generateAndWait(*w, 6);
         REQUIRE(g.what == "finished");
         REQUIRE(state->comparison() != nullptr);
@@ -114,7 +114,8 @@ TEST_CASE("Clicking focus in one view moves the others", "[gui]") {
     auto* state = w->state();
     state->setFocus(3, 5);
     // The head view's heatmap follows once the worker has read the new head's rows.
-    for (int i = 0; i < 200 && !(state->attention() && state->attention()->layer == 3 && state->attention()->head == 5); ++i)
+    for (int i = 0; i < 200 && !(state->attention() && state->attention()->layer == 3 && state->attention()->head == 5);
+         ++i)
         settle();
     REQUIRE(state->attention() != nullptr);
     CHECK(state->attention()->layer == 3);
@@ -178,7 +179,7 @@ TEST_CASE("A corrupt model file shows an error dialog, not a crash", "[gui]") {
 TEST_CASE("A document longer than the model's context offers truncation", "[gui]") {
     auto w = makeWindow(64, /*interactive=*/true);
     QString doc;
-    for (int i = 0; i < 12; ++i) doc += storyText() + "\n\n";   // about 5000 tokens; the context is 2048
+    for (int i = 0; i < 12; ++i) doc += storyText() + "\n\n";  // about 5000 tokens; the context is 2048
     w->setDocumentText(doc);
     const Outcome o = runAndWait(*w);
     REQUIRE(o.what == "context");
@@ -201,7 +202,7 @@ TEST_CASE("Zooming the head view re-renders the visible columns at full resoluti
     hv->refreshNow();
     const int64_t L = hv->heatmapKeys();
     auto* x = hv->plot()->axisRect(0)->axis(QCPAxis::atBottom);
-    x->setRange(99.5, 139.5);   // 40 keys: fewer than the pixels, so no downsampling
+    x->setRange(99.5, 139.5);  // 40 keys: fewer than the pixels, so no downsampling
     settle();
     CHECK(hv->heatmapColumnsDrawn() == 40);
     // The score rect follows the same range.
@@ -243,7 +244,7 @@ TEST_CASE("Closing the window during a run cancels and returns promptly", "[gui]
     w->run();
     QElapsedTimer t;
     t.start();
-    w->close();   // cancels, waits for the worker, never hangs
+    w->close();  // cancels, waits for the worker, never hangs
     CHECK(t.elapsed() < 20000);
     CHECK_FALSE(w->isVisible());
 }
@@ -340,7 +341,7 @@ TEST_CASE("Before the first Run every view says what to do instead of showing em
         v.view->refreshNow();
         CHECK(v.view->emptyStateShown());
         CHECK(v.view->emptyStateText().contains("Press Run (F5)"));
-        CHECK_FALSE(v.content->isVisible());   // no empty axes, no 0..1 colour scale
+        CHECK_FALSE(v.content->isVisible());  // no empty axes, no 0..1 colour scale
     }
     // The empty state's button runs.
     REQUIRE(w->showView("overview"));
@@ -357,7 +358,7 @@ TEST_CASE("Before the first Run every view says what to do instead of showing em
         settle();
         v.view->refreshNow();
         if (std::string(v.name) == "compare") {
-            CHECK(v.view->emptyStateShown());   // until Generate & compare
+            CHECK(v.view->emptyStateShown());  // until Generate & compare
             CHECK(v.view->emptyStateText().contains("Generate & compare"));
         } else {
             CHECK_FALSE(v.view->emptyStateShown());
@@ -382,7 +383,7 @@ TEST_CASE("An empty document gets a plain message and leaves the window ready", 
     CHECK(box->windowTitle() == "No document");
     CHECK_FALSE(w->controller()->busy());
     box->close();
-    CHECK_FALSE(w->generate(4));   // nothing prefilled: refused at once, not queued
+    CHECK_FALSE(w->generate(4));  // nothing prefilled: refused at once, not queued
     CHECK_FALSE(w->controller()->busy());
     if (auto* b = w->findChild<QMessageBox*>("errorDialog")) b->close();
     w->setDocumentText(storyText());
@@ -400,11 +401,11 @@ TEST_CASE("The default setting shrinks the cache and per query head the panel sa
     CHECK(ps.at(1).state.sel.gqa == snapkv::GqaMode::QueryHead);
 
     auto w = makeWindow(64);
-    w->parameterPanel()->setState(studio::ParamState{}, false);   // the app's default
+    w->parameterPanel()->setState(studio::ParamState{}, false);  // the app's default
     REQUIRE(runAndWait(*w).what == "finished");
     const int64_t L = w->state()->prefill().n_tokens;
     const auto& cfg = w->state()->model().config;
-    REQUIRE(cfg.n_head > cfg.n_head_kv);   // stories260K: 8 query heads, 4 KV heads
+    REQUIRE(cfg.n_head > cfg.n_head_kv);  // stories260K: 8 query heads, 4 KV heads
     REQUIRE(w->state()->selection()->params.gqa == snapkv::GqaMode::KvHead);
     // A budget between L * Hkv / H and L: per KV head it shrinks the cache, per query head it grows it.
     const int64_t C = L * 3 / 4;

@@ -79,8 +79,7 @@ public:
     std::vector<Kv> kvs;
     std::vector<Tensor> tensors;
 
-    void kv_raw(const std::string& key, uint32_t type, std::vector<uint8_t> payload,
-                bool append = false) {
+    void kv_raw(const std::string& key, uint32_t type, std::vector<uint8_t> payload, bool append = false) {
         if (!append)
             for (Kv& kv : kvs)
                 if (kv.key == key) {
@@ -134,8 +133,7 @@ public:
             }
     }
 
-    void tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type,
-                std::vector<uint8_t> data) {
+    void tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type, std::vector<uint8_t> data) {
         tensors.push_back({name, std::move(ne), type, std::move(data), std::nullopt});
     }
     Tensor* find_tensor(const std::string& name) {

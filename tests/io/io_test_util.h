@@ -18,14 +18,13 @@
 
 #include "core/common/errors.h"
 #include "tests/common/temp_dir.h"
-#include "tests/common/test_util.h"   // data_path
+#include "tests/common/test_util.h"  // data_path
 
 namespace snapkv::test {
 
 inline void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     REQUIRE(out.good());
 }
 
@@ -53,8 +52,7 @@ struct FloatDiff {
         std::ostringstream os;
         os << "max abs err " << max_abs << ", max rel err " << max_rel;
         if (first_bad >= 0)
-            os << ", first mismatch at " << first_bad << ": got " << got_at_bad << ", want "
-               << want_at_bad;
+            os << ", first mismatch at " << first_bad << ": got " << got_at_bad << ", want " << want_at_bad;
         return os.str();
     }
 };

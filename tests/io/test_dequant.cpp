@@ -49,17 +49,14 @@ TEST_CASE("The ggml type table has ggml's block sizes and byte counts", "[dequan
         bool readable;
     };
     const Row rows[] = {
-        {0, "F32", 1, 4, true},        {1, "F16", 1, 2, true},
-        {2, "Q4_0", 32, 18, true},     {3, "Q4_1", 32, 20, true},
-        {6, "Q5_0", 32, 22, true},     {7, "Q5_1", 32, 24, true},
-        {8, "Q8_0", 32, 34, true},     {10, "Q2_K", 256, 84, true},
-        {11, "Q3_K", 256, 110, true},  {12, "Q4_K", 256, 144, true},
-        {13, "Q5_K", 256, 176, true},  {14, "Q6_K", 256, 210, true},
-        {30, "BF16", 1, 2, true},      {20, "IQ4_NL", 32, 18, true},
-        {23, "IQ4_XS", 256, 136, true}, {16, "IQ2_XXS", 256, 66, false},
-        {21, "IQ3_S", 256, 110, false}, {29, "IQ1_M", 256, 56, false},
-        {34, "TQ1_0", 256, 54, false}, {35, "TQ2_0", 256, 66, false},
-        {39, "MXFP4", 32, 17, false},  {15, "Q8_K", 256, 292, false},
+        {0, "F32", 1, 4, true},          {1, "F16", 1, 2, true},         {2, "Q4_0", 32, 18, true},
+        {3, "Q4_1", 32, 20, true},       {6, "Q5_0", 32, 22, true},      {7, "Q5_1", 32, 24, true},
+        {8, "Q8_0", 32, 34, true},       {10, "Q2_K", 256, 84, true},    {11, "Q3_K", 256, 110, true},
+        {12, "Q4_K", 256, 144, true},    {13, "Q5_K", 256, 176, true},   {14, "Q6_K", 256, 210, true},
+        {30, "BF16", 1, 2, true},        {20, "IQ4_NL", 32, 18, true},   {23, "IQ4_XS", 256, 136, true},
+        {16, "IQ2_XXS", 256, 66, false}, {21, "IQ3_S", 256, 110, false}, {29, "IQ1_M", 256, 56, false},
+        {34, "TQ1_0", 256, 54, false},   {35, "TQ2_0", 256, 66, false},  {39, "MXFP4", 32, 17, false},
+        {15, "Q8_K", 256, 292, false},
     };
     for (const Row& r : rows) {
         INFO("type " << r.name);
@@ -72,8 +69,7 @@ TEST_CASE("The ggml type table has ggml's block sizes and byte counts", "[dequan
         CHECK(ggml_type_by_name(r.name) == t);
     }
     SECTION("ids ggml removed or never had are unknown") {
-        for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 40u, 1000u})
-            CHECK(ggml_type_by_id(id) == nullptr);
+        for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 40u, 1000u}) CHECK(ggml_type_by_id(id) == nullptr);
         CHECK(ggml_type_by_name("Q4_2") == nullptr);
     }
 }
@@ -105,8 +101,7 @@ TEST_CASE("F32, F16 and BF16 rows convert value by value", "[dequant]") {
     std::vector<uint8_t> raw(12);
     std::memcpy(raw.data(), f.data(), 12);
     check_equal(run(0, raw, 3), f);
-    check_equal(run(1, {0x00, 0x3C, 0x00, 0xC0, 0x01, 0x00}, 3),
-                {1.0f, -2.0f, std::ldexp(1.0f, -24)});
+    check_equal(run(1, {0x00, 0x3C, 0x00, 0xC0, 0x01, 0x00}, 3), {1.0f, -2.0f, std::ldexp(1.0f, -24)});
     check_equal(run(30, {0x80, 0x3F, 0x40, 0xC0}, 2), {1.0f, -3.0f});
 }
 
@@ -211,8 +206,7 @@ TEST_CASE("Q5_K super-blocks add a fifth bit from qh", "[dequant]") {
     check_equal(run(13, b, 256), want);
 }
 
-TEST_CASE("Q6_K super-blocks combine 4 low and 2 high bits with int8 scales per 16 values",
-          "[dequant]") {
+TEST_CASE("Q6_K super-blocks combine 4 low and 2 high bits with int8 scales per 16 values", "[dequant]") {
     // Layout: ql[128], qh[64], scales[16] (int8), d. In each half of 128 values, for l < 32:
     // values l, l+32, l+64, l+96 take ql[l] low, ql[l+32] low, ql[l] high, ql[l+32] high and
     // qh[l] bits 0-1, 2-3, 4-5, 6-7. x = d * scale[v / 16] * (q - 32).
@@ -227,14 +221,13 @@ TEST_CASE("Q6_K super-blocks combine 4 low and 2 high bits with int8 scales per 
             const int v0 = q[base], v1 = q[base + 32], v2 = q[base + 64], v3 = q[base + 96];
             b[64 * h + l] = static_cast<uint8_t>((v0 & 15) | ((v2 & 15) << 4));
             b[64 * h + l + 32] = static_cast<uint8_t>((v1 & 15) | ((v3 & 15) << 4));
-            b[128 + 32 * h + l] = static_cast<uint8_t>((v0 >> 4) | ((v1 >> 4) << 2) |
-                                                       ((v2 >> 4) << 4) | ((v3 >> 4) << 6));
+            b[128 + 32 * h + l] = static_cast<uint8_t>((v0 >> 4) | ((v1 >> 4) << 2) | ((v2 >> 4) << 4) |
+                                                       ((v3 >> 4) << 6));
         }
     for (int i = 0; i < 16; ++i) b[192 + i] = static_cast<uint8_t>(scales[i]);
     put16(b, 208, 0x3000);  // d = 0.125
     std::vector<float> want(256);
-    for (int v = 0; v < 256; ++v)
-        want[v] = 0.125f * static_cast<float>(scales[v / 16] * (q[v] - 32));
+    for (int v = 0; v < 256; ++v) want[v] = 0.125f * static_cast<float>(scales[v / 16] * (q[v] - 32));
     check_equal(run(14, b, 256), want);
 }
 
@@ -347,8 +340,7 @@ TEST_CASE("IQ4_NL blocks map nibbles through the 16 non-linear levels", "[dequan
     check_equal(run(20, b, 32), want);
 }
 
-TEST_CASE("IQ4_XS super-blocks give each 32 values a 6-bit scale split over scales_l and scales_h",
-          "[dequant]") {
+TEST_CASE("IQ4_XS super-blocks give each 32 values a 6-bit scale split over scales_l and scales_h", "[dequant]") {
     // Layout: d, scales_h (u16), scales_l[4], qs[128]. Sub-block ib's scale: low 4 bits in nibble
     // ib % 2 of scales_l[ib / 2], top 2 bits in bits 2ib..2ib+1 of scales_h; used as ls - 32.
     std::vector<uint8_t> b(136);
@@ -385,7 +377,6 @@ TEST_CASE("dequantize_rows gives the same values on many threads as row by row",
     }
     std::vector<float> many(static_cast<size_t>(rows * row_len)), one(many.size());
     dequantize_rows(t, src.data(), many.data(), rows, row_len);
-    for (int64_t r = 0; r < rows; ++r)
-        t.dequant_row(src.data() + r * row_bytes, one.data() + r * row_len, row_len);
+    for (int64_t r = 0; r < rows; ++r) t.dequant_row(src.data() + r * row_bytes, one.data() + r * row_len, row_len);
     check_equal(many, one);
 }

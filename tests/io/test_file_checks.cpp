@@ -52,14 +52,23 @@ std::vector<uint8_t> clean_blocks(const GgmlType& t) {
     for (size_t blk = 0; blk < 2; ++blk) {
         const size_t o = blk * t.block_bytes;
         switch (t.id) {
-            case 0: put_f32(b, o, 1.0f); break;
-            case 1: put_u16(b, o, kHalfOne); break;
-            case 30: put_u16(b, o, 0x3F80); break;
-            case 3: case 7: case 12: case 13: put_u16(b, o, kHalfOne); put_u16(b, o + 2, kHalfOne); break;
-            case 10: put_u16(b, o + 80, kHalfOne); put_u16(b, o + 82, kHalfOne); break;
-            case 11: put_u16(b, o + 108, kHalfOne); break;
-            case 14: put_u16(b, o + 208, kHalfOne); break;
-            default: put_u16(b, o, kHalfOne); break;   // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS: d first
+        case 0: put_f32(b, o, 1.0f); break;
+        case 1: put_u16(b, o, kHalfOne); break;
+        case 30: put_u16(b, o, 0x3F80); break;
+        case 3:
+        case 7:
+        case 12:
+        case 13:
+            put_u16(b, o, kHalfOne);
+            put_u16(b, o + 2, kHalfOne);
+            break;
+        case 10:
+            put_u16(b, o + 80, kHalfOne);
+            put_u16(b, o + 82, kHalfOne);
+            break;
+        case 11: put_u16(b, o + 108, kHalfOne); break;
+        case 14: put_u16(b, o + 208, kHalfOne); break;
+        default: put_u16(b, o, kHalfOne); break;  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS: d first
         }
     }
     return b;
@@ -74,13 +83,12 @@ std::string nested(const std::string& open, const std::string& close, int depth)
 
 }  // namespace
 
-TEST_CASE("The non-finite scan finds NaN and infinity in the stored bytes of every readable type",
-          "[gguf][checks]") {
+TEST_CASE("The non-finite scan finds NaN and infinity in the stored bytes of every readable type", "[gguf][checks]") {
     struct Case {
         const char* type;
-        size_t at;          // byte offset of the bad field in the two-block buffer
-        uint16_t half;      // f16/bf16 pattern written there (F32: a float NaN)
-        int64_t element;    // first affected value
+        size_t at;        // byte offset of the bad field in the two-block buffer
+        uint16_t half;    // f16/bf16 pattern written there (F32: a float NaN)
+        int64_t element;  // first affected value
         const char* field;
     };
     const Case cases[] = {
@@ -118,8 +126,8 @@ TEST_CASE("The non-finite scan finds NaN and infinity in the stored bytes of eve
 }
 
 TEST_CASE("Every tensor of the stories260K files is finite", "[gguf][checks]") {
-    for (const char* f : {"stories260K.gguf", "stories260K-F16.gguf", "stories260K-Q8_0.gguf",
-                          "stories260K-Q4_0.gguf", "stories260K-Q4_1.gguf"}) {
+    for (const char* f : {"stories260K.gguf", "stories260K-F16.gguf", "stories260K-Q8_0.gguf", "stories260K-Q4_0.gguf",
+                          "stories260K-Q4_1.gguf"}) {
         GgufReader r(data_path(f));
         for (const GgufTensorInfo& t : r.tensors()) {
             INFO(f << " tensor " << t.name);
@@ -133,7 +141,7 @@ TEST_CASE("A NaN or infinite weight is refused when the tensor is read, naming i
     SECTION("F32: one NaN value") {
         GgufWriter g = tiny_model();
         put_f32(g.find_tensor("blk.0.attn_q.weight")->data, 5 * 4, std::nanf(""));
-        const auto m = ModelFile::open(save(dir, g));   // the header is fine
+        const auto m = ModelFile::open(save(dir, g));  // the header is fine
         std::vector<float> buf(32 * 32);
         require_file_error([&] { m->read_f32("blk.0.attn_q.weight", buf.data()); }, Kind::BadValue,
                            {"tensor 'blk.0.attn_q.weight' (F32)", "NaN or infinite value at element 5"});
@@ -141,7 +149,7 @@ TEST_CASE("A NaN or infinite weight is refused when the tensor is read, naming i
     }
     SECTION("Q8_0: an infinite block scale") {
         GgufWriter g = tiny_model();
-        GgufWriter::Tensor* t = g.find_tensor("token_embd.weight");   // 16 rows of 32: 16 blocks
+        GgufWriter::Tensor* t = g.find_tensor("token_embd.weight");  // 16 rows of 32: 16 blocks
         t->type = 8;
         t->data.assign(16 * 34, 0);
         for (size_t b = 0; b < 16; ++b) put_u16(t->data, b * 34, kHalfOne);
@@ -159,7 +167,7 @@ TEST_CASE("A block count smaller than the blocks in the file is refused", "[gguf
     spec.n_layer = 2;
     GgufWriter g = tiny_model(spec);
     CHECK_NOTHROW(ModelFile::open(save(dir, g, "two.gguf")));
-    g.kv_u32("llama.block_count", 1);   // blk.1.* would be silently dropped
+    g.kv_u32("llama.block_count", 1);  // blk.1.* would be silently dropped
     require_file_error([&] { ModelFile::open(save(dir, g)); }, Kind::BadValue,
                        {"tensor 'blk.1.attn_norm.weight' belongs to block 1", "'llama.block_count' = 1",
                         "more blocks than its metadata declares"});
@@ -169,21 +177,20 @@ TEST_CASE("Tensors sharing bytes, or resized by a changed type id, are refused",
     TempDir dir;
     SECTION("two tensors at one offset") {
         GgufWriter g = tiny_model();
-        g.find_tensor("output_norm.weight")->offset = 0;   // token_embd.weight's bytes
+        g.find_tensor("output_norm.weight")->offset = 0;  // token_embd.weight's bytes
         require_file_error([&] { GgufReader r(save(dir, g)); }, Kind::BadValue,
-                           {"'output_norm.weight' (bytes 0..128)", "'token_embd.weight' (bytes 0..2048)",
-                            "overlap"});
+                           {"'output_norm.weight' (bytes 0..128)", "'token_embd.weight' (bytes 0..2048)", "overlap"});
     }
     SECTION("a type id changed to a smaller type that still fits") {
         GgufWriter g = tiny_model();
-        g.find_tensor("output_norm.weight")->type = 1;      // F32 data now read as F16: 64 bytes
-        require_file_error([&] { GgufReader r(save(dir, g)); }, Kind::BadValue,
-                           {"tensor 'output.weight': offset 2176, expected 2112",
-                            "right after 'output_norm.weight', F16 32"});
+        g.find_tensor("output_norm.weight")->type = 1;  // F32 data now read as F16: 64 bytes
+        require_file_error(
+            [&] { GgufReader r(save(dir, g)); }, Kind::BadValue,
+            {"tensor 'output.weight': offset 2176, expected 2112", "right after 'output_norm.weight', F16 32"});
     }
     SECTION("a type id changed to a larger type runs into the next tensor") {
         GgufWriter g = tiny_model();
-        g.find_tensor("output_norm.weight")->type = 28;     // F64: 256 bytes over 128
+        g.find_tensor("output_norm.weight")->type = 28;  // F64: 256 bytes over 128
         require_file_error([&] { GgufReader r(save(dir, g)); }, Kind::BadValue,
                            {"'output_norm.weight' (bytes 2048..2304)", "'output.weight'", "overlap"});
     }
@@ -198,13 +205,13 @@ TEST_CASE("A NUL inside a GGUF string does not cut the error message short", "[g
         ModelFile::open(path);
         FAIL("no error");
     } catch (const FileError& e) {
-        const std::string shown = e.what();   // what a C string consumer (std::cerr << what()) sees
+        const std::string shown = e.what();  // what a C string consumer (std::cerr << what()) sees
         CHECK_THAT(shown, Contains("architecture 'lla\\x00ma' is not supported (supported: llama, qwen2"));
     }
 }
 
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is built", "[json][checks]") {
-    const std::string deep = nested("[", "]", 100000);   // overflowed the stack when dumped
+    const std::string deep = nested("[", "]", 100000);  // overflowed the stack when dumped
     require_file_error([&] { parse_json_text(deep, "where: "); }, Kind::BadJson,
                        {"where: JSON nested more than 64 levels deep (at byte 64)"});
     CHECK(parse_json_text(nested("[", "]", 64), "").is_array());

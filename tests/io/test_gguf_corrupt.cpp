@@ -69,8 +69,7 @@ TEST_CASE("GGUF versions other than 2 and 3 are refused as BadVersion", "[gguf]"
     GgufWriter g = tiny_model();
     SECTION("version 1 (32-bit counts)") {
         g.version = 1;
-        reader_error(save(dir, g), Kind::BadVersion,
-                     {"GGUF version 1 is not supported", "supported: 2, 3"});
+        reader_error(save(dir, g), Kind::BadVersion, {"GGUF version 1 is not supported", "supported: 2, 3"});
     }
     SECTION("version 99") {
         g.version = 99;
@@ -107,8 +106,7 @@ TEST_CASE("A GGUF file cut short is Truncated, and the message says where", "[gg
     for (const Cut& c : cuts) {
         INFO("cut at byte " << c.at);
         const std::string path = dir.file("cut.gguf");
-        write_file(path,
-                   std::vector<uint8_t>(full.begin(), full.begin() + static_cast<long>(c.at)));
+        write_file(path, std::vector<uint8_t>(full.begin(), full.begin() + static_cast<long>(c.at)));
         reader_error(path, Kind::Truncated, {"gguf: " + path, c.piece});
     }
 }
@@ -132,8 +130,7 @@ TEST_CASE("Truncated copies of stories260K.gguf are refused at every depth", "[g
     for (const Cut& c : cuts) {
         INFO("cut at byte " << c.at);
         const std::string path = dir.file("cut.gguf");
-        write_file(path,
-                   std::vector<uint8_t>(full.begin(), full.begin() + static_cast<long>(c.at)));
+        write_file(path, std::vector<uint8_t>(full.begin(), full.begin() + static_cast<long>(c.at)));
         reader_error(path, Kind::Truncated, {c.piece});
         model_error(path, Kind::Truncated, {"gguf: "});
     }
@@ -148,8 +145,7 @@ TEST_CASE("Absurd counts and lengths are refused before anything is allocated", 
     }
     SECTION("metadata key/value count") {
         g.n_kv_override = ~uint64_t(0);
-        reader_error(save(dir, g), Kind::BadCount,
-                     {"metadata key/value count 18446744073709551615 is absurd"});
+        reader_error(save(dir, g), Kind::BadCount, {"metadata key/value count 18446744073709551615 is absurd"});
     }
     SECTION("array length") {
         ByteWriter w;
@@ -164,8 +160,7 @@ TEST_CASE("Absurd counts and lengths are refused before anything is allocated", 
         w.put<uint64_t>(uint64_t(1) << 45);
         w.b.insert(w.b.end(), {'a', 'b'});
         g.kv_raw("general.name", kStr, w.b);
-        reader_error(save(dir, g), Kind::BadSize,
-                     {"'general.name'", "string length 35184372088832 is absurd"});
+        reader_error(save(dir, g), Kind::BadSize, {"'general.name'", "string length 35184372088832 is absurd"});
     }
     SECTION("string length inside an array") {
         ByteWriter w;
@@ -174,8 +169,7 @@ TEST_CASE("Absurd counts and lengths are refused before anything is allocated", 
         w.str("ok");
         w.put<uint64_t>(~uint64_t(0) - 1);
         g.kv_raw("tokenizer.ggml.tokens", kArr, w.b);
-        reader_error(save(dir, g), Kind::BadSize,
-                     {"('tokenizer.ggml.tokens') element 1", "string length"});
+        reader_error(save(dir, g), Kind::BadSize, {"('tokenizer.ggml.tokens') element 1", "string length"});
     }
 }
 
@@ -183,8 +177,7 @@ TEST_CASE("Tensors with more than 4 dimensions are refused as BadSize", "[gguf]"
     TempDir dir;
     GgufWriter g = tiny_model();
     g.find_tensor("blk.0.attn_q.weight")->ne = {2, 2, 2, 2, 2};
-    reader_error(save(dir, g), Kind::BadSize,
-                 {"tensor 'blk.0.attn_q.weight'", "5 dimensions", "allowed 1 to 4"});
+    reader_error(save(dir, g), Kind::BadSize, {"tensor 'blk.0.attn_q.weight'", "5 dimensions", "allowed 1 to 4"});
 }
 
 TEST_CASE("Zero and overflowing tensor dimensions are refused", "[gguf]") {
@@ -192,13 +185,11 @@ TEST_CASE("Zero and overflowing tensor dimensions are refused", "[gguf]") {
     GgufWriter g = tiny_model();
     SECTION("a zero dimension is BadSize") {
         g.find_tensor("blk.0.ffn_up.weight")->ne = {32, 0};
-        reader_error(save(dir, g), Kind::BadSize,
-                     {"tensor 'blk.0.ffn_up.weight'", "dimension 1 is 0"});
+        reader_error(save(dir, g), Kind::BadSize, {"tensor 'blk.0.ffn_up.weight'", "dimension 1 is 0"});
     }
     SECTION("dimensions whose product overflows are Overflow") {
         g.find_tensor("blk.0.ffn_up.weight")->ne = {uint64_t(1) << 32, uint64_t(1) << 32, 4};
-        reader_error(save(dir, g), Kind::Overflow,
-                     {"tensor 'blk.0.ffn_up.weight'", "overflow 64 bits"});
+        reader_error(save(dir, g), Kind::Overflow, {"tensor 'blk.0.ffn_up.weight'", "overflow 64 bits"});
     }
     SECTION("a dimension beyond int64 is Overflow") {
         g.find_tensor("blk.0.ffn_up.weight")->ne = {~uint64_t(0)};
@@ -216,9 +207,8 @@ TEST_CASE("Tensor offsets that overflow or run past the end of the file are refu
     GgufWriter g = tiny_model();
     SECTION("offset + size overflows: Overflow") {
         g.find_tensor("output_norm.weight")->offset = ~uint64_t(0) - 31;  // aligned to 32
-        reader_error(
-            save(dir, g), Kind::Overflow,
-            {"tensor 'output_norm.weight'", "offset 18446744073709551584 + 128 bytes overflows"});
+        reader_error(save(dir, g), Kind::Overflow,
+                     {"tensor 'output_norm.weight'", "offset 18446744073709551584 + 128 bytes overflows"});
     }
     SECTION("data past the end of the file: Truncated") {
         g.find_tensor("output_norm.weight")->offset = uint64_t(1) << 20;
@@ -229,8 +219,7 @@ TEST_CASE("Tensor offsets that overflow or run past the end of the file are refu
     }
 }
 
-TEST_CASE("A tensor offset that is not a multiple of the alignment is refused as BadValue",
-          "[gguf]") {
+TEST_CASE("A tensor offset that is not a multiple of the alignment is refused as BadValue", "[gguf]") {
     TempDir dir;
     GgufWriter g = tiny_model();
     g.find_tensor("output_norm.weight")->offset = 4;
@@ -282,9 +271,8 @@ TEST_CASE("A missing required tensor is refused as MissingTensor", "[gguf]") {
     TempDir dir;
     GgufWriter g = tiny_model();
     g.remove_tensor("blk.0.attn_k.weight");
-    model_error(
-        save(dir, g), Kind::MissingTensor,
-        {"gguf: ", "tensor 'blk.0.attn_k.weight' is missing", "llama needs it, shape 16x32"});
+    model_error(save(dir, g), Kind::MissingTensor,
+                {"gguf: ", "tensor 'blk.0.attn_k.weight' is missing", "llama needs it, shape 16x32"});
 }
 
 TEST_CASE("A tensor shape that disagrees with the hyperparameters is a ShapeMismatch", "[gguf]") {
@@ -292,19 +280,16 @@ TEST_CASE("A tensor shape that disagrees with the hyperparameters is a ShapeMism
     GgufWriter g = tiny_model();
     SECTION("transposed K") {
         g.find_tensor("blk.0.attn_k.weight")->ne = {16, 32};
-        model_error(save(dir, g), Kind::ShapeMismatch,
-                    {"tensor 'blk.0.attn_k.weight': 32x16, expected 16x32"});
+        model_error(save(dir, g), Kind::ShapeMismatch, {"tensor 'blk.0.attn_k.weight': 32x16, expected 16x32"});
     }
     SECTION("head_count_kv that does not match K and V") {
         g.kv_u32("llama.attention.head_count_kv", 1);
-        model_error(save(dir, g), Kind::ShapeMismatch,
-                    {"tensor 'blk.0.attn_k.weight': 16x32, expected 8x32"});
+        model_error(save(dir, g), Kind::ShapeMismatch, {"tensor 'blk.0.attn_k.weight': 16x32, expected 8x32"});
     }
     SECTION("a token_embd with fewer rows than tokens") {
         g.find_tensor("token_embd.weight")->ne = {32, 8};
         g.find_tensor("token_embd.weight")->data.resize(32 * 8 * 4);
-        model_error(save(dir, g), Kind::ShapeMismatch,
-                    {"tensor 'token_embd.weight': 8x32, expected 16x32"});
+        model_error(save(dir, g), Kind::ShapeMismatch, {"tensor 'token_embd.weight': 8x32, expected 16x32"});
     }
 }
 
@@ -313,8 +298,7 @@ TEST_CASE("An unknown tensor type id is refused as UnknownType", "[gguf]") {
     GgufWriter g = tiny_model();
     SECTION("77") {
         g.find_tensor("blk.0.ffn_up.weight")->type = 77;
-        reader_error(save(dir, g), Kind::UnknownType,
-                     {"tensor 'blk.0.ffn_up.weight'", "unknown ggml type id 77"});
+        reader_error(save(dir, g), Kind::UnknownType, {"tensor 'blk.0.ffn_up.weight'", "unknown ggml type id 77"});
     }
     SECTION("4, a type ggml removed") {
         g.find_tensor("blk.0.ffn_up.weight")->type = 4;
@@ -322,12 +306,11 @@ TEST_CASE("An unknown tensor type id is refused as UnknownType", "[gguf]") {
     }
 }
 
-TEST_CASE("Known ggml types we cannot dequantize are Unsupported, naming the type and the readable ones",
-          "[gguf]") {
+TEST_CASE("Known ggml types we cannot dequantize are Unsupported, naming the type and the readable ones", "[gguf]") {
     struct Case {
         uint32_t id;
         const char* name;
-        size_t block_bytes;   // per 256 values
+        size_t block_bytes;  // per 256 values
     };
     // The grid i-quants, the ternary types and MXFP4 (32-value blocks: 8 per 256 values).
     const Case c = GENERATE(Case{16, "IQ2_XXS", 66}, Case{21, "IQ3_S", 110}, Case{29, "IQ1_M", 56},
@@ -344,8 +327,8 @@ TEST_CASE("Known ggml types we cannot dequantize are Unsupported, naming the typ
     GgufReader r(path);  // the container itself is fine
     CHECK(r.find_tensor("blk.0.ffn_down.weight")->nbytes == c.block_bytes * 32);
     model_error(path, Kind::Unsupported,
-                {std::string("tensor 'blk.0.ffn_down.weight' has type ") + c.name, "supported: F32, F16",
-                 "Q5_0", "Q2_K", "IQ4_XS"});
+                {std::string("tensor 'blk.0.ffn_down.weight' has type ") + c.name, "supported: F32, F16", "Q5_0",
+                 "Q2_K", "IQ4_XS"});
 }
 
 TEST_CASE("A tensor of a newly readable type whose data is cut short is Truncated", "[gguf]") {
@@ -370,8 +353,7 @@ TEST_CASE("Block-quantized rows must hold whole blocks", "[gguf]") {
     GgufWriter g = tiny_model(spec);
     g.find_tensor("blk.0.ffn_down.weight")->type = 8;  // Q8_0 with 40-value rows
     reader_error(save(dir, g), Kind::BadSize,
-                 {"tensor 'blk.0.ffn_down.weight'",
-                  "row length 40 is not a multiple of the Q8_0 block size 32"});
+                 {"tensor 'blk.0.ffn_down.weight'", "row length 40 is not a multiple of the Q8_0 block size 32"});
 }
 
 TEST_CASE("An unknown metadata value type is refused as UnknownType", "[gguf]") {
@@ -379,27 +361,25 @@ TEST_CASE("An unknown metadata value type is refused as UnknownType", "[gguf]") 
     GgufWriter g = tiny_model();
     SECTION("value type 13") {
         g.kv_raw("general.mystery", 13, {1, 2, 3, 4});
-        reader_error(save(dir, g), Kind::UnknownType,
-                     {"metadata key 'general.mystery'", "unknown value type 13"});
+        reader_error(save(dir, g), Kind::UnknownType, {"metadata key 'general.mystery'", "unknown value type 13"});
     }
     SECTION("array element type 99") {
         ByteWriter w;
         w.put<uint32_t>(99);
         w.put<uint64_t>(1);
         g.kv_raw("general.mystery", kArr, w.b);
-        reader_error(save(dir, g), Kind::UnknownType,
-                     {"'general.mystery'", "unknown array element type 99"});
+        reader_error(save(dir, g), Kind::UnknownType, {"'general.mystery'", "unknown array element type 99"});
     }
 }
 
-TEST_CASE("An architecture the runtime does not implement is Unsupported, naming the supported ones",
-          "[gguf]") {
+TEST_CASE("An architecture the runtime does not implement is Unsupported, naming the supported ones", "[gguf]") {
     TempDir dir;
     GgufWriter g = tiny_model();
     g.kv_str("general.architecture", "mamba");
     model_error(save(dir, g), Kind::Unsupported,
-                {"gguf: ", "x.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
-                           "qwen3, gemma2, gemma3, phi3)"});
+                {"gguf: ",
+                 "x.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
+                 "qwen3, gemma2, gemma3, phi3)"});
 }
 
 TEST_CASE("Hyperparameters that are missing, mistyped or inconsistent are BadValue", "[gguf]") {
@@ -407,9 +387,8 @@ TEST_CASE("Hyperparameters that are missing, mistyped or inconsistent are BadVal
     GgufWriter g = tiny_model();
     SECTION("head_count_kv that does not divide head_count") {
         g.kv_u32("llama.attention.head_count_kv", 3);
-        model_error(
-            save(dir, g), Kind::BadValue,
-            {"'llama.attention.head_count_kv' = 3", "must divide llama.attention.head_count = 4"});
+        model_error(save(dir, g), Kind::BadValue,
+                    {"'llama.attention.head_count_kv' = 3", "must divide llama.attention.head_count = 4"});
     }
     SECTION("missing block_count") {
         g.remove_kv("llama.block_count");
@@ -417,28 +396,23 @@ TEST_CASE("Hyperparameters that are missing, mistyped or inconsistent are BadVal
     }
     SECTION("block_count stored as a string") {
         g.kv_str("llama.block_count", "1");
-        model_error(save(dir, g), Kind::BadValue,
-                    {"key 'llama.block_count' is string, expected an integer"});
+        model_error(save(dir, g), Kind::BadValue, {"key 'llama.block_count' is string, expected an integer"});
     }
     SECTION("zero heads") {
         g.kv_u32("llama.attention.head_count", 0);
-        model_error(save(dir, g), Kind::BadValue,
-                    {"'llama.attention.head_count' = 0", "allowed 1 to 4096"});
+        model_error(save(dir, g), Kind::BadValue, {"'llama.attention.head_count' = 0", "allowed 1 to 4096"});
     }
     SECTION("a special token id outside the vocabulary") {
         g.kv_u32("tokenizer.ggml.eos_token_id", 16);
-        model_error(save(dir, g), Kind::BadValue,
-                    {"'tokenizer.ggml.eos_token_id' = 16", "not a token id (0 to 15)"});
+        model_error(save(dir, g), Kind::BadValue, {"'tokenizer.ggml.eos_token_id' = 16", "not a token id (0 to 15)"});
     }
     SECTION("scores that do not match the tokens") {
         g.kv_f32_array("tokenizer.ggml.scores", {0.0f, 1.0f});
-        model_error(save(dir, g), Kind::BadValue,
-                    {"'tokenizer.ggml.scores' has 2 entries", "(16)"});
+        model_error(save(dir, g), Kind::BadValue, {"'tokenizer.ggml.scores' has 2 entries", "(16)"});
     }
     SECTION("yarn RoPE scaling") {
         g.kv_str("llama.rope.scaling.type", "yarn");
-        model_error(save(dir, g), Kind::Unsupported,
-                    {"'llama.rope.scaling.type' = 'yarn' is not supported"});
+        model_error(save(dir, g), Kind::Unsupported, {"'llama.rope.scaling.type' = 'yarn' is not supported"});
     }
 }
 
@@ -509,8 +483,7 @@ TEST_CASE("Optional tensors and vocabulary extras are picked up", "[gguf]") {
         CHECK(ModelFile::open(save(dir, g))->has_tensor("rope_freqs.weight"));
         g.find_tensor("rope_freqs.weight")->ne = {2};
         g.find_tensor("rope_freqs.weight")->data.resize(8);
-        model_error(save(dir, g), Kind::ShapeMismatch,
-                    {"tensor 'rope_freqs.weight': 2, expected 4"});
+        model_error(save(dir, g), Kind::ShapeMismatch, {"tensor 'rope_freqs.weight': 2, expected 4"});
     }
     SECTION("end-of-turn tokens join eos in eog_ids") {
         GgufWriter g = tiny_model();
@@ -543,17 +516,14 @@ TEST_CASE("A tiny qwen2 model uses NeoX RoPE and requires the q/k/v biases", "[g
     CHECK(m->config().rope_neox);
     CHECK(m->config().qkv_bias);
     g.remove_tensor("blk.0.attn_v.bias");
-    model_error(save(dir, g), Kind::MissingTensor,
-                {"tensor 'blk.0.attn_v.bias' is missing", "qwen2"});
+    model_error(save(dir, g), Kind::MissingTensor, {"tensor 'blk.0.attn_v.bias' is missing", "qwen2"});
 }
 
 TEST_CASE("ModelFile::open names the path it cannot use", "[gguf][safetensors]") {
     TempDir dir;
-    model_error(dir.file("nope.gguf"), Kind::Io,
-                {dir.file("nope.gguf"), "no such file or directory"});
+    model_error(dir.file("nope.gguf"), Kind::Io, {dir.file("nope.gguf"), "no such file or directory"});
     write_text(dir.file("w.safetensors"), std::string("\x10\0\0\0\0\0\0\0{}", 10));
-    model_error(dir.file("w.safetensors"), Kind::Unsupported,
-                {"safetensors file given: pass the folder"});
+    model_error(dir.file("w.safetensors"), Kind::Unsupported, {"safetensors file given: pass the folder"});
     model_error(dir.path(), Kind::Io, {"config.json not found"});
 }
 
@@ -611,8 +581,7 @@ TEST_CASE("Keys, names and strings from the file are quoted at most 100 bytes lo
         one.put<uint32_t>(1);
         g.kvs.insert(g.kvs.begin(), GgufWriter::Kv{std::string(1000000, 'k'), kU32, one.b});
         const std::string path = save(dir, g);
-        reader_error(path, Kind::BadSize,
-                     {"metadata key/value 0 (key): string length 1000000, allowed at most 65535"});
+        reader_error(path, Kind::BadSize, {"metadata key/value 0 (key): string length 1000000, allowed at most 65535"});
         CHECK(error_text([&] { GgufReader r(path); }).size() < 300);
     }
     SECTION("a 60000-byte key of an unknown type is quoted cut, its bytes escaped") {
@@ -620,7 +589,8 @@ TEST_CASE("Keys, names and strings from the file are quoted at most 100 bytes lo
         key[3] = '\x01';
         g.kvs.insert(g.kvs.begin(), GgufWriter::Kv{key, 99, {}});
         const std::string path = save(dir, g);
-        reader_error(path, Kind::UnknownType, {"metadata key 'kkk\\x01kk", "... (60000 bytes)", "unknown value type 99"});
+        reader_error(path, Kind::UnknownType,
+                     {"metadata key 'kkk\\x01kk", "... (60000 bytes)", "unknown value type 99"});
         CHECK(error_text([&] { GgufReader r(path); }).size() < 400);
     }
     SECTION("an architecture name of 5000 bytes") {

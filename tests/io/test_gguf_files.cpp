@@ -59,8 +59,7 @@ TEST_CASE("stories260K.gguf header parses as PROVENANCE.md describes", "[gguf]")
     CHECK(down->shape == std::vector<int64_t>{64, 172});
     // The last tensor ends exactly at the end of the file.
     uint64_t end = 0;
-    for (const GgufTensorInfo& t : r.tensors())
-        end = std::max(end, r.data_offset() + t.offset + t.nbytes);
+    for (const GgufTensorInfo& t : r.tensors()) end = std::max(end, r.data_offset() + t.offset + t.nbytes);
     CHECK(end == r.file_size());
 }
 
@@ -103,8 +102,7 @@ TEST_CASE("stories260K.gguf loads as a llama model with the documented hyperpara
         std::map<std::string, std::string> kv(s.begin(), s.end());
         CHECK(kv["general.architecture"] == "\"llama\"");
         CHECK(kv["llama.block_count"] == "5");
-        CHECK(kv["tokenizer.ggml.tokens"].rfind("[512 x string] \"<unk>\", \"<s>\", \"</s>\", ...",
-                                                0) == 0);
+        CHECK(kv["tokenizer.ggml.tokens"].rfind("[512 x string] \"<unk>\", \"<s>\", \"</s>\", ...", 0) == 0);
         CHECK(kv["tokenizer.ggml.padding_token_id"] == "4294967295");
     }
 }
@@ -181,8 +179,7 @@ TEST_CASE("Re-encoded stories260K files hold the tensor types PROVENANCE.md list
 // - Q4_1: d = (hi - lo)/15, m = lo, q = round((x - lo)/d): |err| <= d/2, plus 15 d 2^-11 and
 //   |lo| 2^-11 for the f16 rounding of d and m.
 // A tiny absolute slack (2^-24) covers f16 subnormal scales.
-TEST_CASE("Quantized stories260K weights stay within the quantization error of the F32 file",
-          "[gguf][dequant]") {
+TEST_CASE("Quantized stories260K weights stay within the quantization error of the F32 file", "[gguf][dequant]") {
     const auto ref = ModelFile::open(data_path("stories260K.gguf"));
     const char* files[] = {"stories260K-F16.gguf", "stories260K-Q8_0.gguf", "stories260K-Q4_0.gguf",
                            "stories260K-Q4_1.gguf"};
@@ -197,8 +194,7 @@ TEST_CASE("Quantized stories260K weights stay within the quantization error of t
             const int64_t n = static_cast<int64_t>(want.size());
             // Per 32-value block statistics of the original (rows are multiples of 32 for the
             // quantized tensors, so blocks never straddle rows).
-            std::vector<double> amax((n + 31) / 32, 0.0), lo(amax.size(), 1e30),
-                hi(amax.size(), -1e30);
+            std::vector<double> amax((n + 31) / 32, 0.0), lo(amax.size(), 1e30), hi(amax.size(), -1e30);
             for (int64_t i = 0; i < n; ++i) {
                 const size_t b = static_cast<size_t>(i / 32);
                 amax[b] = std::max(amax[b], std::fabs(static_cast<double>(want[i])));
@@ -213,9 +209,7 @@ TEST_CASE("Quantized stories260K weights stay within the quantization error of t
             } else if (t.type == "Q8_0") {
                 tol = [&](int64_t i, float) { return 0.57 * amax[i / 32] / 127.0 + slack; };
             } else if (t.type == "Q4_0") {
-                tol = [&](int64_t i, float) {
-                    return amax[i / 32] / 8.0 * (1.0 + 8 * eps16) + slack;
-                };
+                tol = [&](int64_t i, float) { return amax[i / 32] / 8.0 * (1.0 + 8 * eps16) + slack; };
             } else if (t.type == "Q4_1") {
                 tol = [&](int64_t i, float) {
                     const double d = (hi[i / 32] - lo[i / 32]) / 15.0;

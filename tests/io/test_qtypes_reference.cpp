@@ -58,7 +58,8 @@ TEST_CASE("The new types dequantize random blocks exactly as gguf-py and ggml do
     for (const char* name : kNewTypes) {
         INFO("type " << name);
         // blocks/<T>.bin: "QBLK", type id, n_blocks, block_bytes, block_values, blocks, floats.
-        const std::vector<uint8_t> file = snapkv::test::read_file(data_path(std::string("qtypes/blocks/") + name + ".bin"));
+        const std::vector<uint8_t> file = snapkv::test::read_file(
+            data_path(std::string("qtypes/blocks/") + name + ".bin"));
         REQUIRE(file.size() >= 20);
         REQUIRE(std::memcmp(file.data(), "QBLK", 4) == 0);
         const GgmlType* t = ggml_type_by_id(u32_at(file, 4));
@@ -94,7 +95,7 @@ TEST_CASE("Every tensor of llama-quantize's fixtures dequantizes to llama.cpp's 
         REQUIRE(ref["every_2d_tensor_has_type"].get<bool>());
         const auto file = ModelFile::open(data_path(std::string("qtypes/tiny-") + name + ".gguf"));
         const int quantized = check_tensor_hashes(*file, ref, name);
-        CHECK(quantized == 9);   // 7 layer matrices, token_embd and output
+        CHECK(quantized == 9);  // 7 layer matrices, token_embd and output
     }
 }
 

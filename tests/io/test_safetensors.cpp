@@ -67,8 +67,7 @@ struct HfOptions {
 // Writes config.json, tokenizer.json and the weights of `src` as a Hugging Face folder.
 void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptions& o) {
     const ModelConfig& c = src.config();
-    json cfg = hf_config_json(c, o.model_type, c.tied_embeddings,
-                              o.dtype == "F32" ? "float32" : "float16");
+    json cfg = hf_config_json(c, o.model_type, c.tied_embeddings, o.dtype == "F32" ? "float32" : "float16");
     cfg["head_dim"] = nullptr;
     write_text(dir + "/config.json", cfg.dump(2));
 
@@ -101,19 +100,17 @@ void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptio
         const bool is_k = t.name.find(".attn_k.weight") != std::string::npos;
         if (o.model_type != "qwen2" && (is_q || is_k))
             v = to_hf_rows(v, t.shape[0], t.shape[1], is_q ? c.n_head : c.n_head_kv);
-        all.push_back(
-            {hf_tensor_name(t.name), o.dtype, t.shape, o.dtype == "F32" ? f32_bytes(v) : f16_bytes(v)});
+        all.push_back({hf_tensor_name(t.name), o.dtype, t.shape, o.dtype == "F32" ? f32_bytes(v) : f16_bytes(v)});
     }
     if (o.add_qwen2_biases)
         for (int64_t il = 0; il < c.n_layer; ++il)
             for (const char* p : {"q", "k", "v"}) {
                 const int64_t n = (std::string(p) == "q" ? c.n_head : c.n_head_kv) * c.head_dim;
                 const auto v = test_values(static_cast<size_t>(n), 3.0f + il);
-                all.push_back(
-                    {"model.layers." + std::to_string(il) + ".self_attn." + p + "_proj.bias",
-                     o.dtype,
-                     {n},
-                     o.dtype == "F32" ? f32_bytes(v) : f16_bytes(v)});
+                all.push_back({"model.layers." + std::to_string(il) + ".self_attn." + p + "_proj.bias",
+                               o.dtype,
+                               {n},
+                               o.dtype == "F32" ? f32_bytes(v) : f16_bytes(v)});
             }
 
     if (o.shards == 1) {
@@ -125,8 +122,8 @@ void write_hf_folder(const ModelFile& src, const std::string& dir, const HfOptio
         std::vector<StTensor> part;
         for (size_t i = static_cast<size_t>(s); i < all.size(); i += static_cast<size_t>(o.shards))
             part.push_back(all[i]);
-        const std::string file = "model-0000" + std::to_string(s + 1) + "-of-0000" +
-                                 std::to_string(o.shards) + ".safetensors";
+        const std::string file = "model-0000" + std::to_string(s + 1) + "-of-0000" + std::to_string(o.shards) +
+                                 ".safetensors";
         write_file(dir + "/" + file, safetensors_bytes(part));
         for (const StTensor& t : part) index["weight_map"][t.name] = file;
     }
@@ -138,16 +135,14 @@ std::vector<StTensor> read_back(const std::string& path) {
     SafetensorsFile f(path);
     std::vector<StTensor> all;
     for (const SafetensorsTensor& t : f.tensors())
-        all.push_back({t.name, t.dtype, t.shape,
-                       std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
+        all.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(f.data(t), f.data(t) + (t.end - t.begin))});
     return all;
 }
 
 // Rewrites the safetensors file at path without the tensor named name.
 void drop_tensor(const std::string& path, const std::string& name) {
     std::vector<StTensor> all = read_back(path);
-    all.erase(std::remove_if(all.begin(), all.end(), [&](const StTensor& t) { return t.name == name; }),
-              all.end());
+    all.erase(std::remove_if(all.begin(), all.end(), [&](const StTensor& t) { return t.name == name; }), all.end());
     write_file(path, safetensors_bytes(all));
 }
 
@@ -188,8 +183,7 @@ void folder_error(const std::string& dir, Kind kind, std::initializer_list<std::
 
 }  // namespace
 
-TEST_CASE("An HF folder written from stories260K reads back every tensor exactly",
-          "[safetensors]") {
+TEST_CASE("An HF folder written from stories260K reads back every tensor exactly", "[safetensors]") {
     TempDir dir;
     const auto gguf = ModelFile::open(data_path("stories260K.gguf"));
     write_hf_folder(*gguf, dir.path(), HfOptions());
@@ -269,8 +263,7 @@ TEST_CASE("llama3 and linear rope_scaling are read from config.json", "[safetens
     folder_error(folder, Kind::Unsupported, {"rope_scaling type 'yarn' is not supported"});
 }
 
-TEST_CASE("A safetensors header length that is absurd or past the end is refused",
-          "[safetensors]") {
+TEST_CASE("A safetensors header length that is absurd or past the end is refused", "[safetensors]") {
     TempDir dir;
     const std::string path = dir.file("a.safetensors");
     SECTION("over 100 MB: BadSize") {
@@ -278,9 +271,8 @@ TEST_CASE("A safetensors header length that is absurd or past the end is refused
         w.put<uint64_t>(uint64_t(1) << 40);
         w.b.resize(64, '{');
         write_file(path, w.b);
-        require_file_error(
-            [&] { SafetensorsFile f(path); }, Kind::BadSize,
-            {"safetensors: " + path, "header length 1099511627776 bytes is more than"});
+        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadSize,
+                           {"safetensors: " + path, "header length 1099511627776 bytes is more than"});
     }
     SECTION("longer than the file: Truncated") {
         std::vector<uint8_t> b = build_raw("{}", 0);
@@ -299,50 +291,36 @@ TEST_CASE("A safetensors header that is not valid JSON is BadJson", "[safetensor
     TempDir dir;
     const std::string path = dir.file("a.safetensors");
     write_file(path, build_raw("{\"x\": {\"dtype\": \"F32\", ", 0));
-    require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson,
-                       {"header is not valid JSON"});
+    require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson, {"header is not valid JSON"});
     write_file(path, build_raw("[1, 2]", 0));
-    require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson,
-                       {"header is a JSON array, expected an object"});
+    require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson, {"header is a JSON array, expected an object"});
     write_file(path, build_raw(R"({"x": {"dtype": "F32", "shape": [2]}})", 8));
-    require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson,
-                       {"tensor 'x'", "data_offsets"});
+    require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson, {"tensor 'x'", "data_offsets"});
 }
 
 TEST_CASE("safetensors data_offsets past the end of the data are refused", "[safetensors]") {
     TempDir dir;
     const std::string path = dir.file("a.safetensors");
     SECTION("past the end: Truncated") {
-        write_file(
-            path,
-            build_raw(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8));
-        require_file_error(
-            [&] { SafetensorsFile f(path); }, Kind::Truncated,
-            {"tensor 'w'", "data_offsets [0,16] run past the end of the data (8 bytes"});
+        write_file(path, build_raw(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8));
+        require_file_error([&] { SafetensorsFile f(path); }, Kind::Truncated,
+                           {"tensor 'w'", "data_offsets [0,16] run past the end of the data (8 bytes"});
     }
     SECTION("a range that does not match dtype and shape: BadSize") {
-        write_file(
-            path,
-            build_raw(R"({"w": {"dtype": "F16", "shape": [4], "data_offsets": [0, 16]}})", 16));
-        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadSize,
-                           {"hold 16 bytes, but F16 [4] needs 8"});
+        write_file(path, build_raw(R"({"w": {"dtype": "F16", "shape": [4], "data_offsets": [0, 16]}})", 16));
+        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadSize, {"hold 16 bytes, but F16 [4] needs 8"});
     }
     SECTION("begin after end: BadValue") {
-        write_file(
-            path,
-            build_raw(R"({"w": {"dtype": "F16", "shape": [0], "data_offsets": [8, 4]}})", 16));
-        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadValue,
-                           {"begin is after end"});
+        write_file(path, build_raw(R"({"w": {"dtype": "F16", "shape": [0], "data_offsets": [8, 4]}})", 16));
+        require_file_error([&] { SafetensorsFile f(path); }, Kind::BadValue, {"begin is after end"});
     }
 }
 
-TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the dtype",
-          "[safetensors]") {
+TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the dtype", "[safetensors]") {
     TempDir dir;
     SECTION("a dtype safetensors does not define") {
         const std::string path = dir.file("a.safetensors");
-        write_file(path,
-                   build_raw(R"({"w": {"dtype": "Q7", "shape": [1], "data_offsets": [0, 1]}})", 1));
+        write_file(path, build_raw(R"({"w": {"dtype": "Q7", "shape": [1], "data_offsets": [0, 1]}})", 1));
         require_file_error([&] { SafetensorsFile f(path); }, Kind::Unsupported,
                            {"tensor 'w'", "dtype 'Q7' is not supported"});
     }
@@ -354,8 +332,7 @@ TEST_CASE("Unsupported safetensors dtypes are refused naming the tensor and the 
         write_file(folder + "/model.safetensors", safetensors_bytes(all));
         folder_error(
             folder, Kind::Unsupported,
-            {"tensor 'blk.0.attn_k.weight' ('model.layers.0.self_attn.k_proj.weight') has type I32",
-             "cannot be read"});
+            {"tensor 'blk.0.attn_k.weight' ('model.layers.0.self_attn.k_proj.weight') has type I32", "cannot be read"});
     }
 }
 
@@ -364,8 +341,7 @@ TEST_CASE("A folder without a tensor the architecture needs is MissingTensor", "
     const std::string folder = tiny_hf_folder(dir);
     drop_tensor(folder + "/model.safetensors", "model.layers.0.mlp.up_proj.weight");
     folder_error(folder, Kind::MissingTensor,
-                 {"hf: " + folder,
-                  "tensor 'blk.0.ffn_up.weight' ('model.layers.0.mlp.up_proj.weight') is missing"});
+                 {"hf: " + folder, "tensor 'blk.0.ffn_up.weight' ('model.layers.0.mlp.up_proj.weight') is missing"});
 }
 
 TEST_CASE("A shard index pointing at a missing file is refused naming the shard", "[safetensors]") {
@@ -376,8 +352,7 @@ TEST_CASE("A shard index pointing at a missing file is refused naming the shard"
     SECTION("missing shard file: Io") {
         std::filesystem::remove(folder + "/model-00002-of-00002.safetensors");
         folder_error(folder, Kind::Io,
-                     {"model.safetensors.index.json", "shard 'model-00002-of-00002.safetensors'",
-                      "not found"});
+                     {"model.safetensors.index.json", "shard 'model-00002-of-00002.safetensors'", "not found"});
     }
     SECTION("a shard path that leaves the folder: BadValue") {
         json index = json::parse(read_file(folder + "/model.safetensors.index.json"));
@@ -389,8 +364,7 @@ TEST_CASE("A shard index pointing at a missing file is refused naming the shard"
         json index = json::parse(read_file(folder + "/model.safetensors.index.json"));
         index["weight_map"]["model.layers.0.mlp.extra.weight"] = "model-00001-of-00002.safetensors";
         write_text(folder + "/model.safetensors.index.json", index.dump());
-        folder_error(folder, Kind::MissingTensor,
-                     {"'model.layers.0.mlp.extra.weight' is listed in shard"});
+        folder_error(folder, Kind::MissingTensor, {"'model.layers.0.mlp.extra.weight' is listed in shard"});
     }
 }
 
@@ -402,8 +376,9 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
         cfg["model_type"] = "mamba";
         write_text(folder + "/config.json", cfg.dump());
         folder_error(folder, Kind::Unsupported,
-                     {"config.json", "model_type 'mamba' is not supported (supported: llama, mistral, "
-                                     "qwen2, qwen3, gemma2, gemma3_text, gemma3, phi3)"});
+                     {"config.json",
+                      "model_type 'mamba' is not supported (supported: llama, mistral, "
+                      "qwen2, qwen3, gemma2, gemma3_text, gemma3, phi3)"});
     }
     SECTION("config.json that is not JSON") {
         write_text(folder + "/config.json", "{\"model_type\": ");
@@ -417,13 +392,11 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
     SECTION("heads that do not divide") {
         cfg["num_key_value_heads"] = 3;
         write_text(folder + "/config.json", cfg.dump());
-        folder_error(folder, Kind::BadValue,
-                     {"'num_key_value_heads' = 3", "must divide num_attention_heads = 4"});
+        folder_error(folder, Kind::BadValue, {"'num_key_value_heads' = 3", "must divide num_attention_heads = 4"});
     }
     SECTION("untied embeddings without lm_head") {
         drop_tensor(folder + "/model.safetensors", "lm_head.weight");
-        folder_error(folder, Kind::MissingTensor,
-                     {"'lm_head.weight' is missing", "tie_word_embeddings is false"});
+        folder_error(folder, Kind::MissingTensor, {"'lm_head.weight' is missing", "tie_word_embeddings is false"});
         cfg["tie_word_embeddings"] = true;
         write_text(folder + "/config.json", cfg.dump());
         CHECK(ModelFile::open(folder)->config().tied_embeddings);
@@ -434,14 +407,14 @@ TEST_CASE("Bad config.json contents and missing folder files are refused", "[saf
     }
     SECTION("no weights") {
         std::filesystem::remove(folder + "/model.safetensors");
-        folder_error(folder, Kind::Io,
-                     {"neither model.safetensors nor model.safetensors.index.json"});
+        folder_error(folder, Kind::Io, {"neither model.safetensors nor model.safetensors.index.json"});
     }
 }
 
-TEST_CASE("HF folders that lie are refused: more layers than num_hidden_layers, NaN weights, "
-          "shared bytes, deep JSON",
-          "[safetensors][checks]") {
+TEST_CASE(
+    "HF folders that lie are refused: more layers than num_hidden_layers, NaN weights, "
+    "shared bytes, deep JSON",
+    "[safetensors][checks]") {
     // Files that lie load garbage (or overflow the stack) unless refused: the same checks as the
     // GGUF reader's, for the Hugging Face reader.
     TempDir dir;
@@ -457,8 +430,7 @@ TEST_CASE("HF folders that lie are refused: more layers than num_hidden_layers, 
         cfg["num_hidden_layers"] = 1;
         write_text(folder + "/config.json", cfg.dump());
         folder_error(folder, Kind::BadValue,
-                     {"config.json", "tensor 'model.layers.1.", "belongs to block 1",
-                      "'num_hidden_layers' = 1"});
+                     {"config.json", "tensor 'model.layers.1.", "belongs to block 1", "'num_hidden_layers' = 1"});
     }
     SECTION("a NaN weight is refused when read, with the name the file uses") {
         const std::string folder = tiny_hf_folder(dir);
@@ -472,8 +444,7 @@ TEST_CASE("HF folders that lie are refused: more layers than num_hidden_layers, 
         const auto m = ModelFile::open(folder);
         std::vector<float> buf(64 * 32);
         require_file_error([&] { m->read_f32("blk.0.ffn_up.weight", buf.data()); }, Kind::BadValue,
-                           {"tensor 'model.layers.0.mlp.up_proj.weight' (F32)",
-                            "NaN or infinite value at element 7"});
+                           {"tensor 'model.layers.0.mlp.up_proj.weight' (F32)", "NaN or infinite value at element 7"});
     }
     SECTION("two entries sharing bytes") {
         const std::string path = dir.file("a.safetensors");
@@ -487,16 +458,16 @@ TEST_CASE("HF folders that lie are refused: more layers than num_hidden_layers, 
         const std::string folder = tiny_hf_folder(dir);
         json cfg = json::parse(read_file(folder + "/config.json"));
         std::string text = cfg.dump();
-        text.pop_back();   // the closing brace
+        text.pop_back();  // the closing brace
         text += ", \"deep\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
         write_text(folder + "/config.json", text);
         folder_error(folder, Kind::BadJson, {"config.json: JSON nested more than 64 levels deep"});
     }
     SECTION("a safetensors __metadata__ nested 100000 levels deep") {
         const std::string path = dir.file("m.safetensors");
-        write_file(path, build_raw("{\"__metadata__\": {\"x\": " + std::string(100000, '[') +
-                                       std::string(100000, ']') + "}}",
-                                   0));
+        write_file(
+            path,
+            build_raw("{\"__metadata__\": {\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}}", 0));
         require_file_error([&] { SafetensorsFile f(path); }, Kind::BadJson,
                            {"header is JSON nested more than 64 levels deep"});
     }
@@ -512,7 +483,8 @@ TEST_CASE("config.json counts are checked before anything is sized from them", "
         cfg["num_hidden_layers"] = 1000000000;
         write_text(folder + "/config.json", cfg.dump());
         const auto t0 = std::chrono::steady_clock::now();
-        folder_error(folder, Kind::BadValue, {"config.json", "key 'num_hidden_layers' = 1000000000: allowed 1 to 4096"});
+        folder_error(folder, Kind::BadValue,
+                     {"config.json", "key 'num_hidden_layers' = 1000000000: allowed 1 to 4096"});
         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
     }
     SECTION("num_hidden_layers 10^9 with layer_types") {

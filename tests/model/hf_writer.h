@@ -26,7 +26,7 @@ namespace snapkv::test::hf {
 using ScratchFolder = TempDir;
 
 struct FolderOptions {
-    std::string model_type = "llama";   // "llama" or "qwen2"
+    std::string model_type = "llama";  // "llama" or "qwen2"
     // Leave out lm_head.weight and say tie_word_embeddings: true. Only allowed when the GGUF has
     // no output.weight or one equal to token_embd.weight (stories260K's llama2.c export is tied).
     bool tie_embeddings = true;
@@ -66,8 +66,7 @@ inline void write_folder(const ModelFile& src, const std::string& dir, const Fol
     for (const TensorDesc& t : src.tensors()) {
         if (t.name == "output.weight" && o.tie_embeddings) {
             if (read(t.name) != read("token_embd.weight"))
-                throw std::invalid_argument(
-                    "hf_writer: output.weight differs from token_embd.weight; cannot tie them");
+                throw std::invalid_argument("hf_writer: output.weight differs from token_embd.weight; cannot tie them");
             continue;  // tied: HF's lm_head is the embedding
         }
         std::vector<float> v = read(t.name);
@@ -82,16 +81,12 @@ inline void write_folder(const ModelFile& src, const std::string& dir, const Fol
         for (int64_t il = 0; il < c.n_layer; ++il)
             for (const auto& [p, given] : biases) {
                 const int64_t n = (std::strcmp(p, "q") == 0 ? c.n_head : c.n_head_kv) * c.head_dim;
-                std::vector<float> b = given->empty() ? std::vector<float>(static_cast<size_t>(n), 0.0f)
-                                                      : *given;
+                std::vector<float> b = given->empty() ? std::vector<float>(static_cast<size_t>(n), 0.0f) : *given;
                 if (static_cast<int64_t>(b.size()) != n)
                     throw std::invalid_argument(std::string("hf_writer: ") + p + "_bias has " +
-                                                std::to_string(b.size()) + " values, expected " +
-                                                std::to_string(n));
-                all.push_back({"model.layers." + std::to_string(il) + ".self_attn." + p + "_proj.bias",
-                               "F32",
-                               {n},
-                               f32_bytes(b)});
+                                                std::to_string(b.size()) + " values, expected " + std::to_string(n));
+                all.push_back(
+                    {"model.layers." + std::to_string(il) + ".self_attn." + p + "_proj.bias", "F32", {n}, f32_bytes(b)});
             }
     }
     const std::vector<uint8_t> bytes = safetensors_bytes(all);

@@ -43,7 +43,8 @@ void spit(const std::string& path, const std::string& bytes) {
 std::string copy_folder(const std::string& name, const snapkv::test::TempDir& dir, const json& cfg) {
     const std::string out = dir.path() + "/" + name;
     fs::create_directories(out);
-    for (const auto& e : fs::directory_iterator(tiny::hf_path(name))) fs::copy(e.path(), out + "/" + e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(tiny::hf_path(name)))
+        fs::copy(e.path(), out + "/" + e.path().filename().string());
     spit(out + "/config.json", cfg.dump(2));
     return out;
 }
@@ -56,7 +57,8 @@ json to_v4(json cfg) {
     if (cfg["model_type"] == "gemma3_text") {
         cfg["rope_theta"] = rp["full_attention"]["rope_theta"];
         cfg["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"];
-        cfg["rope_scaling"] = {{"rope_type", rp["full_attention"]["rope_type"]}, {"factor", rp["full_attention"]["factor"]}};
+        cfg["rope_scaling"] = {{"rope_type", rp["full_attention"]["rope_type"]},
+                               {"factor", rp["full_attention"]["factor"]}};
         cfg["sliding_window_pattern"] = 6;
         return cfg;
     }
@@ -67,7 +69,7 @@ json to_v4(json cfg) {
     for (const char* k : {"rope_theta", "partial_rotary_factor", "type"}) scaling.erase(k);
     if (cfg["model_type"] == "phi3") {
         scaling.erase("rope_type");
-        scaling.erase("original_max_position_embeddings");   // top level in Phi-3's 4.x configs
+        scaling.erase("original_max_position_embeddings");  // top level in Phi-3's 4.x configs
         scaling["type"] = "longrope";
     }
     cfg["rope_scaling"] = scaling;
@@ -131,8 +133,10 @@ TEST_CASE("A multimodal Gemma 3 checkpoint loads its text model", "[model][arch]
     // text_config (only what differs from Gemma3TextConfig), tensors under language_model.model.
     snapkv::test::TempDir dir;
     const json text = json::parse(slurp(tiny::hf_path("gemma3") + "/config.json"));
-    json cfg = {{"model_type", "gemma3"}, {"architectures", {"Gemma3ForConditionalGeneration"}},
-                {"text_config", text}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+    json cfg = {{"model_type", "gemma3"},
+                {"architectures", {"Gemma3ForConditionalGeneration"}},
+                {"text_config", text},
+                {"vision_config", {{"model_type", "siglip_vision_model"}}}};
     const std::string folder = copy_folder("gemma3", dir, cfg);
     rename_tensors(folder + "/model.safetensors", [](const std::string& n) { return "language_model." + n; });
     const auto file = ModelFile::open(folder);
@@ -149,8 +153,8 @@ TEST_CASE("phi3 refuses positions past longrope's original context, naming longr
     const auto model = LlamaModel::load(*file);
     KvCache cache = model->new_cache();
     std::vector<int32_t> ids(127, 300);
-    model->forward(ids, cache);                   // positions 0..126: short factors
-    model->forward({300}, cache);                 // position 127: the last one allowed
+    model->forward(ids, cache);    // positions 0..126: short factors
+    model->forward({300}, cache);  // position 127: the last one allowed
     try {
         model->forward({300}, cache);
         FAIL("position 128 was accepted");

@@ -25,10 +25,10 @@ namespace tiny = snapkv::test::tiny;
 
 namespace {
 
-constexpr double kLogitTol = 1e-4;      // float32, max abs, every position: ten times below the
-                                        // ~1e-3 that one misrounded RoPE angle moves logits by
-constexpr double kFormatTol = 1e-5;     // GGUF vs HF folder: the same float16 weights
-constexpr double kAttnTol = 1e-5;       // window-attention rows vs transformers' probabilities
+constexpr double kLogitTol = 1e-4;   // float32, max abs, every position: ten times below the
+                                     // ~1e-3 that one misrounded RoPE angle moves logits by
+constexpr double kFormatTol = 1e-5;  // GGUF vs HF folder: the same float16 weights
+constexpr double kAttnTol = 1e-5;    // window-attention rows vs transformers' probabilities
 
 struct Run {
     std::unique_ptr<ModelFile> file;
@@ -51,7 +51,7 @@ std::vector<float> all_logits(const Run& r, const std::vector<int32_t>& ids) {
     KvCache cache = r.model->new_cache();
     ForwardOptions fo;
     fo.all_logits = true;
-    fo.attn_chunk = 16;   // several chunks: the sliding-window mask must hold across them
+    fo.attn_chunk = 16;  // several chunks: the sliding-window mask must hold across them
     const at::Tensor t = r.model->forward(ids, cache, fo).contiguous();
     return std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
 }
@@ -103,8 +103,8 @@ void check_arch(const std::string& name) {
                 }
                 REQUIRE(got.size() == want.size());
                 const auto rep = compare_values(got, want, want.size(), kLogitTol, 0.0);
-                INFO(name << " " << format << (native ? " native" : " float32")
-                     << (capture ? " with a capture" : "") << ": " << rep.str());
+                INFO(name << " " << format << (native ? " native" : " float32") << (capture ? " with a capture" : "")
+                          << ": " << rep.str());
                 CHECK(rep.first_bad == -1);
             }
         }
@@ -125,11 +125,11 @@ void check_arch(const std::string& name) {
             const auto n_layer = ref["n_layer"].get<int64_t>();
             const auto H = ref["n_head"].get<int64_t>();
             const auto W = ref["attn_rows"].get<int64_t>();
-            const std::vector<float> attn = tiny::attention(name);   // [n_layer, H, W, N]
+            const std::vector<float> attn = tiny::attention(name);  // [n_layer, H, W, N]
             REQUIRE(static_cast<int64_t>(attn.size()) == n_layer * H * W * N);
             for (int64_t l = 0; l < n_layer; ++l)
                 for (int64_t h = 0; h < H; ++h) {
-                    const std::vector<float> rows = s.window_attention(l, h, W);   // [W, N]
+                    const std::vector<float> rows = s.window_attention(l, h, W);  // [W, N]
                     REQUIRE(static_cast<int64_t>(rows.size()) == W * N);
                     const float* expect = attn.data() + ((l * H + h) * W) * N;
                     const auto rep = compare_values(rows, expect, rows.size(), kAttnTol, 0.0);
@@ -153,19 +153,15 @@ void check_arch(const std::string& name) {
 TEST_CASE("llama3 (Llama 3.x: llama3 RoPE scaling, rope_freqs) matches transformers", "[model][arch]") {
     check_arch("llama3");
 }
-TEST_CASE("mistral (sliding window on every layer) matches transformers", "[model][arch]") {
-    check_arch("mistral");
-}
+TEST_CASE("mistral (sliding window on every layer) matches transformers", "[model][arch]") { check_arch("mistral"); }
 TEST_CASE("qwen2 (NeoX RoPE, QKV bias, tied) matches transformers", "[model][arch]") { check_arch("qwen2"); }
 TEST_CASE("qwen3 (q/k norm, head_dim != n_embd / n_head) matches transformers", "[model][arch]") {
     check_arch("qwen3");
 }
-TEST_CASE("gemma2 (soft-caps, pre/post norms, GeGLU, alternate sliding layers) matches transformers",
-          "[model][arch]") {
+TEST_CASE("gemma2 (soft-caps, pre/post norms, GeGLU, alternate sliding layers) matches transformers", "[model][arch]") {
     check_arch("gemma2");
 }
-TEST_CASE("gemma3 (q/k norm, local/global RoPE bases, sliding pattern) matches transformers",
-          "[model][arch]") {
+TEST_CASE("gemma3 (q/k norm, local/global RoPE bases, sliding pattern) matches transformers", "[model][arch]") {
     check_arch("gemma3");
 }
 TEST_CASE("phi3 (fused QKV and gate-up, longrope, partial RoPE, sliding window) matches transformers",

@@ -61,7 +61,7 @@ std::vector<int32_t> greedy(const Gemma& g, const std::vector<int32_t>& prompt, 
     KvCache cache = g.model->new_cache();
     GenerateOptions go;
     go.max_tokens = n;
-    go.stop_at_eog = false;   // llama.cpp's run kept going past <end_of_turn>
+    go.stop_at_eog = false;  // llama.cpp's run kept going past <end_of_turn>
     return generate(*g.model, *g.tok, prompt, cache, go).ids;
 }
 
@@ -104,7 +104,8 @@ TEST_CASE("Gemma 3 perplexity at ctx 512 is llama-perplexity's within 2e-4", "[m
         const std::vector<int32_t> ids = g.tok->encode(text, true, true);
         const PerplexityResult r = perplexity(*g.model, ids, g.tok->bos_id(), 512);
         const nlohmann::json& want = ref[native ? "q4_k_m" : "f32"];
-        INFO((native ? "native" : "float32") << " weights: " << r.ppl << " vs llama.cpp " << want["final_ppl"].get<double>());
+        INFO((native ? "native" : "float32")
+             << " weights: " << r.ppl << " vs llama.cpp " << want["final_ppl"].get<double>());
         CHECK(static_cast<int64_t>(r.chunk_ppl.size()) == want["n_chunks"].get<int64_t>());
         CHECK(r.scored_per_chunk == want["tokens_scored_per_chunk"].get<int64_t>());
         // llama.cpp's native run quantizes activations; only the float32 weights are held to 2e-4.
@@ -112,7 +113,8 @@ TEST_CASE("Gemma 3 perplexity at ctx 512 is llama-perplexity's within 2e-4", "[m
     }
 }
 
-TEST_CASE("Gemma 3 logits of a 67-token prompt are llama.cpp's on its float32 dequantization", "[model][gemma3][reference]") {
+TEST_CASE("Gemma 3 logits of a 67-token prompt are llama.cpp's on its float32 dequantization",
+          "[model][gemma3][reference]") {
     const nlohmann::json ref = read_ref("logits.json");
     const auto ids = ref["prompt_ids"].get<std::vector<int32_t>>();
     const std::vector<float> last = snapkv::test::tiny::floats(data_path("reference/gemma3/logits-last-f32.bin"));
@@ -121,7 +123,7 @@ TEST_CASE("Gemma 3 logits of a 67-token prompt are llama.cpp's on its float32 de
         KvCache cache = g.model->new_cache();
         ForwardOptions fo;
         fo.all_logits = true;
-        const at::Tensor t = g.model->forward(ids, cache, fo).contiguous();   // [T, V]
+        const at::Tensor t = g.model->forward(ids, cache, fo).contiguous();  // [T, V]
         REQUIRE(t.size(0) == static_cast<int64_t>(ids.size()));
         const int64_t V = t.size(1);
         REQUIRE(static_cast<int64_t>(last.size()) == V);
@@ -141,7 +143,8 @@ TEST_CASE("Gemma 3 logits of a 67-token prompt are llama.cpp's on its float32 de
                 worst = std::max(worst, std::fabs(row[top["ids"][k].get<int32_t>()] - top["logits"][k].get<double>()));
         }
         const float* row = t.data_ptr<float>() + (t.size(0) - 1) * V;
-        for (int64_t v = 0; v < V; ++v) worst = std::max(worst, static_cast<double>(std::fabs(row[v] - last[static_cast<size_t>(v)])));
+        for (int64_t v = 0; v < V; ++v)
+            worst = std::max(worst, static_cast<double>(std::fabs(row[v] - last[static_cast<size_t>(v)])));
         INFO((native ? "native" : "float32") << " weights: max abs difference " << worst);
         CHECK(worst <= tol);
     }

@@ -16,8 +16,8 @@ using namespace snapkv;
 
 namespace {
 
-constexpr int64_t kLong = 1500;   // above the 1024-token chunk: one call runs in two chunks
-constexpr int64_t kSplit = 700;   // the same tokens as calls of 700 and 800: each runs whole
+constexpr int64_t kLong = 1500;  // above the 1024-token chunk: one call runs in two chunks
+constexpr int64_t kSplit = 700;  // the same tokens as calls of 700 and 800: each runs whole
 
 std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -38,7 +38,7 @@ void check_same_prefill(const LlamaModel& model, const std::vector<int32_t>& ids
     ForwardOptions fo;
     fo.all_logits = true;
     fo.capture = &cap_one;
-    const at::Tensor logits_one = model.forward(ids, one, fo);                        // [L, V]
+    const at::Tensor logits_one = model.forward(ids, one, fo);  // [L, V]
 
     // Two calls that each run whole.
     KvCache two = model.new_cache();
@@ -68,7 +68,7 @@ void check_same_prefill(const LlamaModel& model, const std::vector<int32_t>& ids
         const auto li = static_cast<size_t>(l);
         CHECK(at::allclose(cap_one.window_queries[li], cap_b.window_queries[li], 1e-4, 1e-4));
         // H2O: the second call's sums cover every key; the first call's add its own queries'.
-        at::Tensor h2o_two = cap_b.h2o_scores[li].clone();                             // [H, L]
+        at::Tensor h2o_two = cap_b.h2o_scores[li].clone();  // [H, L]
         h2o_two.narrow(1, 0, kSplit).add_(cap_a.h2o_scores[li]);
         CHECK(at::allclose(cap_one.h2o_scores[li], h2o_two, 1e-4, 1e-4));
         // The query statistics of one call over every query: a count of L - 16 after the first 16.

@@ -45,7 +45,7 @@ std::vector<int32_t> greedy(const Loaded& l, const std::vector<int32_t>& prompt,
 
 std::vector<float> first_step_logits(const Loaded& l, const std::vector<int32_t>& prompt) {
     KvCache cache = l.model->new_cache();
-    at::Tensor logits = l.model->forward(prompt, cache).contiguous();   // [1, V]
+    at::Tensor logits = l.model->forward(prompt, cache).contiguous();  // [1, V]
     return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
 }
 
@@ -136,20 +136,29 @@ TEST_CASE("quantized stories260K files match an exact float64 dequantization ref
 
 TEST_CASE("perplexity follows llama-perplexity on the reference text", "[model][perplexity]") {
     const std::string text = snapkv::test::read_text(data_path("reference/ppl-text.txt"));
-    struct Case { std::string type; int64_t ctx; double tol_rel; };
+    struct Case {
+        std::string type;
+        int64_t ctx;
+        double tol_rel;
+    };
     // F32: 3-4 significant digits (README); quantized files: 1% (activation quantization differs).
-    const Case c = GENERATE(Case{"F32", 128, 2e-4}, Case{"F32", 512, 2e-4}, Case{"Q8_0", 128, 0.01}, Case{"Q4_0", 512, 0.01});
+    const Case c = GENERATE(Case{"F32", 128, 2e-4}, Case{"F32", 512, 2e-4}, Case{"Q8_0", 128, 0.01},
+                            Case{"Q4_0", 512, 0.01});
     INFO(c.type << " ctx " << c.ctx);
     const Loaded& l = load(c.type);
     const std::vector<int32_t> ids = l.tok->encode(text, true, true);
-    CHECK(static_cast<int64_t>(ids.size()) == snapkv::test::reference()["perplexity"]["n_tokens_with_bos"].get<int64_t>());
+    CHECK(static_cast<int64_t>(ids.size()) ==
+          snapkv::test::reference()["perplexity"]["n_tokens_with_bos"].get<int64_t>());
     PerplexityResult r = perplexity(*l.model, ids, l.tok->bos_id(), c.ctx);
     double expect = 0;
     nlohmann::json run;
     for (const auto& x : snapkv::test::reference()["perplexity"]["runs"])
         if (x["model"] == c.type && x["ctx"] == c.ctx) {
             // F32 compares against the F32 KV cache run when there is one.
-            if (expect == 0 || x["kv_cache"] == "f32") { expect = x["final_ppl"]; run = x; }
+            if (expect == 0 || x["kv_cache"] == "f32") {
+                expect = x["final_ppl"];
+                run = x;
+            }
         }
     REQUIRE(expect > 0);
     CHECK(static_cast<int64_t>(r.chunk_ppl.size()) == run["n_chunks"].get<int64_t>());
@@ -163,15 +172,15 @@ TEST_CASE("prefill in small attention chunks equals one block and token-by-token
     KvCache a = l.model->new_cache();
     ForwardOptions big;
     big.all_logits = true;
-    at::Tensor la = l.model->forward(prompt, a, big);                     // [T, V]
-    KvCache b = l.model->new_cache(4);                                    // forces capacity growth
+    at::Tensor la = l.model->forward(prompt, a, big);  // [T, V]
+    KvCache b = l.model->new_cache(4);                 // forces capacity growth
     ForwardOptions small = big;
     small.attn_chunk = 3;
     at::Tensor lb = l.model->forward(prompt, b, small);
     CHECK(at::allclose(la, lb, 1e-5, 1e-5));
     KvCache c = l.model->new_cache(2);
     for (size_t i = 0; i < prompt.size(); ++i) {
-        at::Tensor lc = l.model->forward({prompt[i]}, c);                 // [1, V]
+        at::Tensor lc = l.model->forward({prompt[i]}, c);  // [1, V]
         INFO("position " << i);
         CHECK(at::allclose(lc[0], la[static_cast<int64_t>(i)], 1e-4, 1e-4));
     }
@@ -188,9 +197,9 @@ TEST_CASE("a cache holding a gathered copy of every slot decodes like the full c
     const int64_t H = l.model->config().n_head;
     std::vector<LayerKeep> keep(5);
     for (auto& layer : keep) {
-        layer.resize(static_cast<size_t>(H));                             // query-head layout: 8 heads
+        layer.resize(static_cast<size_t>(H));  // query-head layout: 8 heads
         for (auto& h : layer)
-            for (int64_t p = L - 1; p >= 0; --p) h.push_back(p);          // any order: attention is a set
+            for (int64_t p = L - 1; p >= 0; --p) h.push_back(p);  // any order: attention is a set
     }
     KvCache gathered = gather_cache(full, keep, 8);
     CHECK(gathered.layer(0).n_heads() == H);

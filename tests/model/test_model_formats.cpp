@@ -125,8 +125,7 @@ TEST_CASE("an HF folder written from the GGUF generates the same greedy tokens",
     }
 }
 
-TEST_CASE("a qwen2 model with NeoX RoPE and zero biases equals the llama model it was made from",
-          "[model][formats]") {
+TEST_CASE("a qwen2 model with NeoX RoPE and zero biases equals the llama model it was made from", "[model][formats]") {
     // HF keeps Q/K rows in rotate-half order; NeoX RoPE on those rows computes the same q.k as
     // llama's adjacent-pair RoPE on the GGUF rows, and zero biases add nothing.
     const Loaded& ref = gguf_model();

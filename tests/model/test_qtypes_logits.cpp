@@ -43,7 +43,8 @@ TEST_CASE("Models in Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS give llama.cpp's 
     const auto V = manifest["n_vocab"].get<int64_t>();
     const auto N = static_cast<int64_t>(ids.size());
     for (const char* name : {"Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"}) {
-        const std::vector<float> want = snapkv::test::tiny::floats(data_path(std::string("qtypes/ref/") + name + ".logits-deq.bin"));
+        const std::vector<float> want = snapkv::test::tiny::floats(
+            data_path(std::string("qtypes/ref/") + name + ".logits-deq.bin"));
         REQUIRE(static_cast<int64_t>(want.size()) == N * V);
         float largest = 0.0f;
         for (float v : want) largest = std::max(largest, std::fabs(v));
@@ -57,18 +58,18 @@ TEST_CASE("Models in Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS give llama.cpp's 
                 KvCache cache = model->new_cache();
                 ForwardOptions fo;
                 fo.all_logits = true;
-                const at::Tensor t = model->forward(ids, cache, fo).contiguous();   // [N, V]
+                const at::Tensor t = model->forward(ids, cache, fo).contiguous();  // [N, V]
                 const auto rep = compare_values(t.data_ptr<float>(), want.data(), want.size(), tol, 0.0);
                 INFO(name << (native ? " native" : " float32") << " multi-token: " << rep.str());
                 CHECK(rep.first_bad == -1);
             }
             for (CpuPath path : supported_cpu_paths()) {
-                if (!native && path != supported_cpu_paths().back()) continue;   // f32 weights: one path
+                if (!native && path != supported_cpu_paths().back()) continue;  // f32 weights: one path
                 set_cpu_path(path);
                 KvCache cache = model->new_cache(4);
                 std::vector<float> got;
                 for (int32_t id : ids) {
-                    const at::Tensor t = model->forward({id}, cache).contiguous();   // [1, V]
+                    const at::Tensor t = model->forward({id}, cache).contiguous();  // [1, V]
                     got.insert(got.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
                 }
                 const auto rep = compare_values(got, want, want.size(), tol, 0.0);

@@ -23,8 +23,8 @@ struct Case {
     int64_t Hc, g, T, S_old, D;
     int64_t window;
     float softcap;
-    bool shuffle_old;   // earlier slots out of position order
-    bool padding;       // some earlier slots are padding (position above every query)
+    bool shuffle_old;  // earlier slots out of position order
+    bool padding;      // some earlier slots are padding (position above every query)
 };
 
 // out [H, T, D] in float64 from the plain formula; h2o [H, S]: each slot's probability summed
@@ -68,12 +68,12 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q, const 
 
 TEST_CASE("Prefill attention matches the float64 formula on every path, threads, windows and caches", "[quant]") {
     const Case cases[] = {
-        {3, 3, 200, 0, 64, 0, 0.0f, false, false},     // SmolLM2's shape, a fresh prefill
-        {1, 4, 150, 0, 256, 64, 0.0f, false, false},   // Gemma 3: one KV head, D 256, sliding window
-        {2, 1, 70, 0, 8, 0, 0.0f, false, false},       // stories260K's D 8 (below every vector width)
-        {2, 2, 97, 130, 80, 0, 50.0f, false, false},   // earlier tokens in the cache, soft-cap, D 80
-        {2, 3, 40, 90, 64, 33, 0.0f, true, false},     // a compressed cache out of order, window
-        {3, 2, 33, 60, 32, 0, 0.0f, false, true},      // AdaKV padding
+        {3, 3, 200, 0, 64, 0, 0.0f, false, false},          // SmolLM2's shape, a fresh prefill
+        {1, 4, 150, 0, 256, 64, 0.0f, false, false},        // Gemma 3: one KV head, D 256, sliding window
+        {2, 1, 70, 0, 8, 0, 0.0f, false, false},            // stories260K's D 8 (below every vector width)
+        {2, 2, 97, 130, 80, 0, 50.0f, false, false},        // earlier tokens in the cache, soft-cap, D 80
+        {2, 3, 40, 90, 64, 33, 0.0f, true, false},          // a compressed cache out of order, window
+        {3, 2, 33, 60, 32, 0, 0.0f, false, true},           // AdaKV padding
         {1, 1, 1 + 128 * 3, 0, 16, 0, 0.0f, false, false},  // key blocks that end exactly
         {1, 2, 300, 0, 64, 100, 0.0f, false, false},        // a window that skips whole key blocks
     };
@@ -83,9 +83,8 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
     std::normal_distribution<float> nd(0.0f, 1.0f);
     for (const Case& c : cases) {
         const int64_t H = c.Hc * c.g, S = c.S_old + c.T;
-        std::vector<float> q(static_cast<size_t>(H * c.T * c.D)), k(static_cast<size_t>(c.Hc * S * c.D)),
-            v(k.size());
-        for (auto& x : q) x = 2.0f * nd(rng);   // peaky enough that a few keys dominate some rows
+        std::vector<float> q(static_cast<size_t>(H * c.T * c.D)), k(static_cast<size_t>(c.Hc * S * c.D)), v(k.size());
+        for (auto& x : q) x = 2.0f * nd(rng);  // peaky enough that a few keys dominate some rows
         for (auto& x : k) x = nd(rng);
         for (auto& x : v) x = nd(rng);
         // Earlier slots hold positions 0 .. S_old - 1 (or a permutation, or padding); the new

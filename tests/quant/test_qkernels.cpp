@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -99,8 +99,8 @@ void check_products(const std::vector<float>& w, const std::vector<float>& x, co
         }
         const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r)]) - ref);
         if (!(err <= 1e-5 * mag + 1e-30)) {
-            FAIL("row " << r << ": got " << y[static_cast<size_t>(r)] << ", float64 reference " << ref
-                        << " (error " << err << ", sum |w x| " << mag << ")");
+            FAIL("row " << r << ": got " << y[static_cast<size_t>(r)] << ", float64 reference " << ref << " (error "
+                        << err << ", sum |w x| " << mag << ")");
         }
     }
 }
@@ -290,7 +290,8 @@ TEST_CASE("Single-query attention kernels match float64 on every path, threaded 
                         want_o[(h * g + j) * D + d] += w * c;
                         mag_o[(h * g + j) * D + d] += std::fabs(w * c);
                     }
-        auto check = [](const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& mag) {
+        auto check = [](const std::vector<float>& got, const std::vector<double>& want,
+                        const std::vector<double>& mag) {
             for (size_t i = 0; i < got.size(); ++i)
                 if (!(std::fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-30))
                     FAIL("value " << i << ": got " << got[i] << ", float64 " << want[i]);
@@ -349,8 +350,8 @@ TEST_CASE("Softmax, SwiGLU and GeGLU helpers match float64 on every path, odd le
             for (auto& v : gate) v = u(rng);
             for (auto& v : up) v = u(rng) / 30.0f;
             if (n > 2) {
-                gate[0] = 95.0f;    // exp(-95) underflows: silu = gate
-                gate[1] = -95.0f;   // exp(95) overflows: silu = -0
+                gate[0] = 95.0f;   // exp(-95) underflows: silu = gate
+                gate[1] = -95.0f;  // exp(95) overflows: silu = -0
             }
             std::vector<float> out = gate;
             silu_mul_on(path, out.data(), up.data(), n);

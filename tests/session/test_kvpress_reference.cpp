@@ -31,13 +31,13 @@ SelectionParams press_params(const std::string& press, double ratio) {
     SelectionParams p;
     p.policy = parse_policy(press);
     p.ratio = ratio;
-    p.gqa = GqaMode::KvHead;   // kvpress scores the cache's (KV) heads
-    if (p.policy == Policy::SnapKV) {   // SnapKVPress: window_size 64, kernel_size 5, avg_pool1d
+    p.gqa = GqaMode::KvHead;           // kvpress scores the cache's (KV) heads
+    if (p.policy == Policy::SnapKV) {  // SnapKVPress: window_size 64, kernel_size 5, avg_pool1d
         p.window = 64;
         p.kernel = 5;
         p.pooling = Pooling::Avg;
     }
-    if (p.policy == Policy::ExpectedAttention) p.n_sink = 4;   // ExpectedAttentionPress.n_sink
+    if (p.policy == Policy::ExpectedAttention) p.n_sink = 4;  // ExpectedAttentionPress.n_sink
     return p;
 }
 
@@ -53,7 +53,7 @@ std::set<int64_t> from_hex(const std::string& hex) {
 
 struct Tally {
     int64_t heads = 0, equal = 0, tie_swaps = 0;
-    double worst_gap = 0.0;   // largest relative distance to the boundary among tolerated swaps
+    double worst_gap = 0.0;  // largest relative distance to the boundary among tolerated swaps
 };
 
 }  // namespace
@@ -69,7 +69,7 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
     REQUIRE(ref["ratios"].size() >= 2);
 
     Session s;
-    s.load_model(model, {"cpu", "float32", "f32"});   // float32 weights, as transformers dequantizes
+    s.load_model(model, {"cpu", "float32", "f32"});  // float32 weights, as transformers dequantizes
     std::map<std::string, Tally> tally;
     for (size_t d = 0; d < ref["documents"].size(); ++d) {
         const json& doc = ref["documents"][d];
@@ -97,7 +97,7 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
                 for (size_t h = 0; h < sel.layers[l].heads.size(); ++h) {
                     const HeadSelection& hs = sel.layers[l].heads[h];
                     std::set<int64_t> ours(hs.kept.begin(), hs.kept.end());
-                    for (int64_t w = L - W; w < L; ++w) ours.insert(w);   // the window is always kept
+                    for (int64_t w = L - W; w < L; ++w) ours.insert(w);  // the window is always kept
                     const std::set<int64_t> theirs = from_hex(c["kept"][l][h].get<std::string>());
                     ++t.heads;
                     CHECK(ours.size() == theirs.size());
@@ -107,7 +107,7 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
                     }
                     // Float ties only: each differing position scores, on our side, within a
                     // relative 1e-4 of the boundary (the k-th best prefix score).
-                    const std::vector<float>& score = hs.pooled.empty() ? hs.votes : hs.pooled;   // [P]
+                    const std::vector<float>& score = hs.pooled.empty() ? hs.votes : hs.pooled;  // [P]
                     REQUIRE(score.size() == static_cast<size_t>(L - W));
                     std::vector<float> sorted(score);
                     const auto k = static_cast<int64_t>(hs.kept.size());
@@ -119,7 +119,8 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
                     for (int64_t pos : diff) {
                         INFO("layer " << l << " head " << h << " position " << pos);
                         REQUIRE(pos < L - W);
-                        const double gap = std::fabs(score[size_t(pos)] - boundary) / std::max(std::fabs(boundary), 1e-30);
+                        const double gap = std::fabs(score[size_t(pos)] - boundary) /
+                                           std::max(std::fabs(boundary), 1e-30);
                         CHECK(gap <= 1e-4);
                         t.worst_gap = std::max(t.worst_gap, gap);
                     }
@@ -132,7 +133,7 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
         WARN(press << ": " << t.equal << " of " << t.heads << " layer-heads kept exactly kvpress's positions, "
                    << t.tie_swaps << " differ by float ties (largest relative gap " << t.worst_gap << ")");
         CHECK(t.heads > 0);
-        CHECK(t.equal * 10 >= t.heads * 9);   // ties are the exception
+        CHECK(t.equal * 10 >= t.heads * 9);  // ties are the exception
     }
     CHECK(tally.size() == 5);
 }

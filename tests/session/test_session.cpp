@@ -37,7 +37,7 @@ PromptSpec doc_prompt(const std::string& question) {
 
 SelectionParams params(int64_t window, int64_t kernel, int64_t budget) {
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = window;
     p.kernel = kernel;
     p.budget = budget;
@@ -121,9 +121,9 @@ TEST_CASE("retuning re-selects from the capture without another prefill", "[snap
             }
     CHECK(kept_of(a, 2) != kept_of(b, 2));
     CHECK(c.layers[0].heads[0].votes.size() == static_cast<size_t>(sum.n_tokens - 32));
-    CHECK_THROWS_AS(s.select(params(64, 5, 96)), InputError);   // W beyond the captured 32
-    CHECK_THROWS_AS(s.select(params(16, 4, 96)), InputError);   // even kernel
-    CHECK_THROWS_AS(s.select(params(16, 5, 16)), InputError);   // C <= W
+    CHECK_THROWS_AS(s.select(params(64, 5, 96)), InputError);  // W beyond the captured 32
+    CHECK_THROWS_AS(s.select(params(16, 4, 96)), InputError);  // even kernel
+    CHECK_THROWS_AS(s.select(params(16, 5, 16)), InputError);  // C <= W
 }
 
 TEST_CASE("window attention rows are softmax rows whose prefix part sums to the votes", "[snapkv][session]") {
@@ -164,8 +164,8 @@ TEST_CASE("KV bytes follow the GQA mode and the policy", "[snapkv][session]") {
     CHECK(sq.layers[0].heads.size() == 8);
     CHECK(sk.layers[0].heads.size() == 4);
     CHECK(s.kv_bytes(sq).first == n_layer * 4 * L * D * 2 * f32);
-    CHECK(s.kv_bytes(sq).second == n_layer * 8 * C * D * 2 * f32);   // official: n_head heads
-    CHECK(s.kv_bytes(sk).second == n_layer * 4 * C * D * 2 * f32);   // kvpress: n_head_kv heads
+    CHECK(s.kv_bytes(sq).second == n_layer * 8 * C * D * 2 * f32);  // official: n_head heads
+    CHECK(s.kv_bytes(sk).second == n_layer * 4 * C * D * 2 * f32);  // kvpress: n_head_kv heads
     CompareResult rq = s.compare(qh, cs), rk = s.compare(kv, cs);
     CHECK(rq.compressed.kv_bytes == s.kv_bytes(sq).second);
     CHECK(rk.compressed.kv_bytes == s.kv_bytes(sk).second);
@@ -180,7 +180,7 @@ TEST_CASE("KV bytes follow the GQA mode and the policy", "[snapkv][session]") {
     for (const auto& layer : sa.layers)
         for (const auto& h : layer.heads) kept += static_cast<int64_t>(h.kept.size()) + sa.window;
     CHECK(s.kv_bytes(sa).second == kept * D * 2 * f32);
-    CompareResult ra = s.compare(ada, cs);   // ragged heads decode through padded, masked slots
+    CompareResult ra = s.compare(ada, cs);  // ragged heads decode through padded, masked slots
     CHECK(ra.compressed.kv_bytes == s.kv_bytes(sa).second);
     CHECK(ra.full.ids[0] == ra.compressed.ids[0]);
     INFO("AdaKV per-head counts in layer 1: " << sizes.size() << " distinct");
@@ -191,7 +191,8 @@ TEST_CASE("every policy compresses, compares and reports hit rates in range", "[
     s.prefill(doc_prompt("Who was sad?"));
     CompareSettings cs;
     cs.generation.max_tokens = 10;
-    for (Policy pol : {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid, Policy::AdaKV}) {
+    for (Policy pol :
+         {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid, Policy::AdaKV}) {
         INFO(policy_name(pol));
         SelectionParams p = params(16, 5, 96);
         p.policy = pol;
@@ -219,7 +220,8 @@ TEST_CASE("query-agnostic compare feeds the question to the compressed context c
     CHECK(r.full.ids.size() == 8);
 }
 
-TEST_CASE("continuation perplexity is unchanged when nothing is evicted and changes when much is", "[snapkv][session]") {
+TEST_CASE("continuation perplexity is unchanged when nothing is evicted and changes when much is",
+          "[snapkv][session]") {
     Session& s = stories();
     const std::string t = story_document();
     const std::string context = t.substr(0, t.size() / 2), cont = t.substr(t.size() / 2);
@@ -246,7 +248,8 @@ TEST_CASE("session calls fail clearly without a model or a prefill", "[snapkv][s
     CHECK_FALSE(s.has_prefill());
 }
 
-TEST_CASE("SmolLM2: compression on a long chat prompt keeps the first token and reports hits", "[snapkv][session][smollm2]") {
+TEST_CASE("SmolLM2: compression on a long chat prompt keeps the first token and reports hits",
+          "[snapkv][session][smollm2]") {
     const std::string model = snapkv::test::smollm2_path();
     INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << model);
     REQUIRE(snapkv::test::file_exists(model));

@@ -24,7 +24,7 @@ PromptSpec ids_prompt(const std::string& name) {
 
 SelectionParams params(int64_t window, int64_t budget) {
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = window;
     p.kernel = 3;
     p.budget = budget;
@@ -41,8 +41,7 @@ CompareSettings greedy(int64_t n) {
 
 }  // namespace
 
-TEST_CASE("on sliding-window models the compare's KV bytes are the caches' and Session::kv_bytes'",
-          "[session][arch]") {
+TEST_CASE("on sliding-window models the compare's KV bytes are the caches' and Session::kv_bytes'", "[session][arch]") {
     const std::string name = GENERATE(std::string("gemma2"), std::string("mistral"), std::string("gemma3"),
                                       std::string("llama3"));
     CAPTURE(name);
@@ -52,21 +51,22 @@ TEST_CASE("on sliding-window models the compare's KV bytes are the caches' and S
     s.prefill(ids_prompt(name));
     const int64_t L = 64;
     SelectionParams p = params(8, 24);
-    p.gqa = GqaMode::KvHead;   // one selection per KV head: the compressed cache really shrinks
+    p.gqa = GqaMode::KvHead;  // one selection per KV head: the compressed cache really shrinks
     const Selection sel = s.select(p);
     const auto [full, comp] = s.kv_bytes(sel);
     // Expected by hand: a sliding layer needs the last window - 1 positions (the next token, at L,
     // sees L - window + 1 .. L), a global layer all L; compressed global layers keep 16 + 8 per head.
     const int64_t per = c.head_dim * 2 * 4;
     int64_t want_full = 0;
-    for (const LayerConfig& lc : c.layers) want_full += c.n_head_kv * (lc.sliding_window > 0 ? lc.sliding_window - 1 : L) * per;
+    for (const LayerConfig& lc : c.layers)
+        want_full += c.n_head_kv * (lc.sliding_window > 0 ? lc.sliding_window - 1 : L) * per;
     CHECK(full == want_full);
     for (size_t l = 0; l < sel.layers.size(); ++l) {
         const LayerSelection& ls = sel.layers[l];
         CHECK(ls.sliding_window == c.layers[l].sliding_window);
         if (ls.sliding_window > 0) {
             CHECK(ls.first_reachable == L - ls.sliding_window + 1);
-            CHECK_FALSE(ls.compressed);   // windows of 10-12 fit the budget of 24
+            CHECK_FALSE(ls.compressed);  // windows of 10-12 fit the budget of 24
         } else {
             CHECK(ls.compressed);
         }
@@ -77,7 +77,7 @@ TEST_CASE("on sliding-window models the compare's KV bytes are the caches' and S
     bool any_global = false;
     for (const LayerConfig& lc : c.layers) any_global = any_global || lc.sliding_window == 0;
     if (any_global) CHECK(comp < full);
-    else CHECK(comp == full);   // mistral: every layer slides and its window fits the budget
+    else CHECK(comp == full);  // mistral: every layer slides and its window fits the budget
     for (const auto& layer : r.hit_rate)
         for (double h : layer) CHECK((h == -1.0 || (h >= 0.0 && h <= 1.0)));
 }
@@ -89,9 +89,9 @@ TEST_CASE("trimming sliding layers to their window changes nothing the model com
     s.load_model(tiny::hf_path(name));
     const PromptSpec prompt = ids_prompt(name);
     GenerationSettings g = greedy(8).generation;
-    const std::vector<int32_t> plain = s.generate(prompt, g).ids;       // untrimmed cache
+    const std::vector<int32_t> plain = s.generate(prompt, g).ids;  // untrimmed cache
     s.prefill(prompt);
-    const CompareResult r = s.compare(params(8, 1000), greedy(8));      // budget > L: nothing compressed
+    const CompareResult r = s.compare(params(8, 1000), greedy(8));  // budget > L: nothing compressed
     CHECK(r.full.ids == plain);
     CHECK(r.compressed.ids == plain);
     for (const CompareStep& st : r.steps) CHECK(st.kl == Approx(0.0).margin(1e-9));

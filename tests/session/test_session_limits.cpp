@@ -18,8 +18,8 @@
 #include "model/hf_writer.h"
 
 using namespace snapkv;
-using snapkv::test::data_path;
 using Catch::Matchers::Contains;
+using snapkv::test::data_path;
 
 namespace {
 
@@ -42,7 +42,7 @@ double chunk_perplexity(const LlamaModel& model, const std::vector<int32_t>& ids
         KvCache cache = model.new_cache(n_ctx);
         ForwardOptions fo;
         fo.all_logits = true;
-        const at::Tensor logits = model.forward(chunk, cache, fo).to(at::kDouble);   // [n_ctx, V]
+        const at::Tensor logits = model.forward(chunk, cache, fo).to(at::kDouble);  // [n_ctx, V]
         for (int64_t j = first; j < n_ctx - 1; ++j) {
             nll += logits[j].logsumexp(0).item<double>() - logits[j][chunk[size_t(j + 1)]].item<double>();
             ++count;
@@ -66,7 +66,7 @@ TEST_CASE("perplexity keeps each chunk's first token when the model adds no BOS"
     Session s;
     s.load_model(dir.path());
     const std::vector<int32_t> ids = s.tokenize(text, true, true);
-    REQUIRE(ids.front() != 1);   // no BOS added
+    REQUIRE(ids.front() != 1);  // no BOS added
     const PerplexityOutput out = s.perplexity(text, 128);
 
     const auto file = ModelFile::open(dir.path());
@@ -91,10 +91,10 @@ TEST_CASE("the prefill memory estimate covers what a prefill keeps", "[session][
     const PrefillSummary sum = s.prefill(story_prompt(), ps);
     const MemoryEstimate est = s.estimate_prefill_memory(sum.n_tokens, ps, /*two_parts=*/true);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 20;
     p.budget = 200;
-    s.select(p);   // fills the scorers' votes of window 20
+    s.select(p);  // fills the scorers' votes of window 20
     const ModelConfig& c = s.model_info().config;
     // Checkpoints: Wmax 128, stride 32 -> 4 rows of L floats per head and layer.
     const int64_t checkpoints = c.n_layer * c.n_head * 4 * sum.n_tokens * 4;
@@ -138,7 +138,7 @@ TEST_CASE("allocation failures are reported as out of memory with the numbers", 
     // nothing.
     std::string text;
     try {
-        at::Tensor t = at::empty({int64_t(1) << 52}, at::kFloat);   // 16 PiB: malloc refuses
+        at::Tensor t = at::empty({int64_t(1) << 52}, at::kFloat);  // 16 PiB: malloc refuses
         FAIL("the allocation succeeded");
     } catch (const std::exception& e) {
         text = describe_exception(e);

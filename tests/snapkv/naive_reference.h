@@ -35,10 +35,14 @@ struct NaiveCapture {
     int64_t sliding_window = 0;
 };
 
-inline NaiveCapture random_capture(int64_t H, int64_t Hkv, int64_t Wmax, int64_t L, int64_t D,
-                                   unsigned seed, float q_scale = 1.5f) {
+inline NaiveCapture random_capture(int64_t H, int64_t Hkv, int64_t Wmax, int64_t L, int64_t D, unsigned seed,
+                                   float q_scale = 1.5f) {
     NaiveCapture c;
-    c.H = H; c.Hkv = Hkv; c.Wmax = Wmax; c.L = L; c.D = D;
+    c.H = H;
+    c.Hkv = Hkv;
+    c.Wmax = Wmax;
+    c.L = L;
+    c.D = D;
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> uniform(0.0f, 10.0f);
@@ -76,8 +80,7 @@ inline std::vector<double> naive_attention_row(const NaiveCapture& c, int64_t h,
     for (int64_t t = first; t <= abs_pos; ++t) {
         double dot = 0.0;
         for (int64_t d = 0; d < c.D; ++d)
-            dot += double(c.q[size_t((h * c.Wmax + qi) * c.D + d)]) *
-                   double(c.k[size_t((kv * c.L + t) * c.D + d)]);
+            dot += double(c.q[size_t((h * c.Wmax + qi) * c.D + d)]) * double(c.k[size_t((kv * c.L + t) * c.D + d)]);
         double score = c.scale > 0.0 ? dot * c.scale : dot / std::sqrt(double(c.D));
         if (c.softcap > 0.0) score = c.softcap * std::tanh(score / c.softcap);
         logits[size_t(t)] = score;
@@ -148,16 +151,14 @@ inline std::vector<int64_t> naive_top_k(const std::vector<double>& s, int64_t k,
 // Whether `got` is a top-k of the reference scores: equal to naive_top_k except for positions whose
 // reference score lies within eps of the k-th best score (float vs double rounding may order near
 // ties either way). `near_ties` counts those exceptions.
-inline bool same_top_k(const std::vector<int64_t>& got, const std::vector<double>& ref, int64_t k,
-                       double eps, int64_t* near_ties = nullptr,
-                       snapkv::TieBreak tie = snapkv::TieBreak::Later) {
+inline bool same_top_k(const std::vector<int64_t>& got, const std::vector<double>& ref, int64_t k, double eps,
+                       int64_t* near_ties = nullptr, snapkv::TieBreak tie = snapkv::TieBreak::Later) {
     const std::vector<int64_t> want = naive_top_k(ref, k, tie);
     if (got.size() != want.size()) return false;
     double kth = std::numeric_limits<double>::infinity();
     for (int64_t p : want) kth = std::min(kth, ref[size_t(p)]);
     std::vector<int64_t> diff;
-    std::set_symmetric_difference(got.begin(), got.end(), want.begin(), want.end(),
-                                  std::back_inserter(diff));
+    std::set_symmetric_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(diff));
     for (int64_t p : diff)
         if (std::fabs(ref[size_t(p)] - kth) > eps) return false;
     if (near_ties) *near_ties += int64_t(diff.size());

@@ -19,7 +19,7 @@ struct TensorComparison {
     double max_abs = 0.0;
     double max_rel = 0.0;
     int64_t mismatches = 0;
-    std::string report;   // one line for INFO
+    std::string report;  // one line for INFO
 };
 
 inline std::string shape_of(const at::Tensor& t) {
@@ -31,14 +31,13 @@ inline std::string shape_of(const at::Tensor& t) {
 }
 
 // got, want: any shapes/devices/dtypes; compared as double on the CPU.
-inline TensorComparison compare_tensors(const at::Tensor& got, const at::Tensor& want,
-                                        double atol, double rtol) {
+inline TensorComparison compare_tensors(const at::Tensor& got, const at::Tensor& want, double atol, double rtol) {
     TensorComparison r;
     std::ostringstream os;
     if (!got.defined() || !want.defined() || got.sizes() != want.sizes()) {
         r.ok = false;
-        os << "shape mismatch: got " << (got.defined() ? shape_of(got) : "undefined")
-           << ", want " << (want.defined() ? shape_of(want) : "undefined");
+        os << "shape mismatch: got " << (got.defined() ? shape_of(got) : "undefined") << ", want "
+           << (want.defined() ? shape_of(want) : "undefined");
         r.report = os.str();
         return r;
     }
@@ -62,8 +61,8 @@ inline TensorComparison compare_tensors(const at::Tensor& got, const at::Tensor&
         }
     }
     r.ok = r.mismatches == 0;
-    os << "shape " << shape_of(g) << ", max abs err " << r.max_abs << ", max rel err " << r.max_rel
-       << " (atol " << atol << ", rtol " << rtol << "), " << r.mismatches << " mismatches";
+    os << "shape " << shape_of(g) << ", max abs err " << r.max_abs << ", max rel err " << r.max_rel << " (atol " << atol
+       << ", rtol " << rtol << "), " << r.mismatches << " mismatches";
     if (first_bad >= 0) {
         // Unravel the flat index into a multi-index.
         std::vector<int64_t> idx(static_cast<size_t>(g.dim()));
@@ -82,9 +81,9 @@ inline TensorComparison compare_tensors(const at::Tensor& got, const at::Tensor&
 
 }  // namespace snapkv_test
 
-#define CHECK_TENSORS_CLOSE(got, want, atol, rtol)                                         \
-    do {                                                                                   \
+#define CHECK_TENSORS_CLOSE(got, want, atol, rtol)                                            \
+    do {                                                                                      \
         const auto snapkv_cmp_ = snapkv_test::compare_tensors((got), (want), (atol), (rtol)); \
-        INFO(#got " vs " #want ": " << snapkv_cmp_.report);                               \
-        CHECK(snapkv_cmp_.ok);                                                             \
+        INFO(#got " vs " #want ": " << snapkv_cmp_.report);                                   \
+        CHECK(snapkv_cmp_.ok);                                                                \
     } while (false)

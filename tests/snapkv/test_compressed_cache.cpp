@@ -20,7 +20,7 @@ constexpr int64_t kHkv = 2, kH = 4, kL = 8, kD = 3;
 // A fresh prefill's cache: 2 layers, slot i holds position i, keys and values carry the position.
 KvCache prefill_cache() {
     KvCache c(2, kHkv, kD, at::TensorOptions().dtype(at::kFloat), kL);
-    const at::Tensor pos = at::arange(kL, at::TensorOptions().dtype(at::kLong));               // [L]
+    const at::Tensor pos = at::arange(kL, at::TensorOptions().dtype(at::kLong));                    // [L]
     const at::Tensor kv = pos.to(at::kFloat).view({1, kL, 1}).expand({kHkv, kL, kD}).contiguous();  // [Hkv, L, D]
     for (int64_t l = 0; l < 2; ++l) c.layer(l).append(kv, kv, pos);
     c.set_n_past(kL);
@@ -46,7 +46,7 @@ Selection selection(int64_t n_tokens) {
 }
 
 std::vector<std::vector<int64_t>> positions(const KvCache& c, int64_t layer) {
-    const at::Tensor p = c.layer(layer).positions().contiguous();                               // [Hc, S]
+    const at::Tensor p = c.layer(layer).positions().contiguous();  // [Hc, S]
     std::vector<std::vector<int64_t>> out(static_cast<size_t>(p.size(0)));
     for (int64_t h = 0; h < p.size(0); ++h)
         for (int64_t s = 0; s < p.size(1); ++s) out[static_cast<size_t>(h)].push_back(p[h][s].item<int64_t>());
@@ -84,10 +84,10 @@ TEST_CASE("a selection becomes slot lists, kept masks and a gathered cache", "[s
         CHECK(positions(c, 0) == std::vector<std::vector<int64_t>>{{1, 3, 6, 7}, {0, 2, 6, 7}});
         CHECK(positions(c, 1) == std::vector<std::vector<int64_t>>{{5, 6, 7}, {5, 6, 7}});
         CHECK(c.layer(0).capacity() >= 4 + 5);
-        CHECK(c.layer(0).keys()[1][2][0].item<float>() == 6.0f);   // values follow their slots
+        CHECK(c.layer(0).keys()[1][2][0].item<float>() == 6.0f);  // values follow their slots
     }
     SECTION("a query-agnostic selection gathers from the context alone") {
-        const Selection ctx = selection(6);   // the question (positions 6, 7) is fed afterwards
+        const Selection ctx = selection(6);  // the question (positions 6, 7) is fed afterwards
         const KvCache c = compressed_cache(prefill_cache(), ctx, kHkv, 2);
         CHECK(c.n_past() == 6);
         CHECK(positions(c, 0) == std::vector<std::vector<int64_t>>{{1, 3, 4, 5}, {0, 2, 4, 5}});

@@ -27,19 +27,19 @@ namespace {
 at::Tensor direct_votes(const LayerCapture& cap, int64_t W) {
     const int64_t H = cap.window_queries.size(0), Wmax = cap.window_queries.size(1);
     const int64_t D = cap.window_queries.size(2), Hkv = cap.keys.size(0), L = cap.keys.size(1);
-    at::Tensor q = cap.window_queries.narrow(1, Wmax - W, W);                      // [H, W, D]
-    at::Tensor k = cap.keys.repeat_interleave(H / Hkv, 0);                         // [H, L, D]
-    at::Tensor s = at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(D));        // [H, W, L]
+    at::Tensor q = cap.window_queries.narrow(1, Wmax - W, W);                // [H, W, D]
+    at::Tensor k = cap.keys.repeat_interleave(H / Hkv, 0);                   // [H, L, D]
+    at::Tensor s = at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(D));  // [H, W, L]
     at::Tensor pos_q = at::arange(L - W, L, at::kLong).view({W, 1});
     at::Tensor pos_k = at::arange(0, L, at::kLong).view({1, L});
     s = s.masked_fill(pos_k > pos_q, -std::numeric_limits<float>::infinity());
-    return at::softmax(s, -1).narrow(2, 0, L - W).sum(1);                          // [H, L - W]
+    return at::softmax(s, -1).narrow(2, 0, L - W).sum(1);  // [H, L - W]
 }
 
 }  // namespace
 
 TEST_CASE("votes equal the naive loop reference for every window", "[snapkv]") {
-    const auto shape = GENERATE(std::vector<int64_t>{4, 2, 8, 40, 16},   // H, Hkv, Wmax, L, D
+    const auto shape = GENERATE(std::vector<int64_t>{4, 2, 8, 40, 16},  // H, Hkv, Wmax, L, D
                                 std::vector<int64_t>{3, 3, 6, 20, 8},
                                 std::vector<int64_t>{6, 1, 5, 5 + 1, 4},  // one prefix token
                                 std::vector<int64_t>{2, 2, 9, 9, 8});     // Wmax = L
@@ -56,8 +56,7 @@ TEST_CASE("votes equal the naive loop reference for every window", "[snapkv]") {
     }
 }
 
-TEST_CASE("votes from the checkpoints and recomputed rows equal a direct recomputation for every window",
-          "[snapkv]") {
+TEST_CASE("votes from the checkpoints and recomputed rows equal a direct recomputation for every window", "[snapkv]") {
     const NaiveCapture c = random_capture(6, 2, 32, 300, 32, 11, 3.0f);
     const LayerCapture cap = to_layer_capture(c);
     LayerScorer scorer(cap);
@@ -73,7 +72,7 @@ TEST_CASE("window attention rows are the causal softmax rows of one query head",
     for (int64_t head : {0, 1, 3}) {
         for (int64_t W : {1, 5, 8}) {
             INFO("head " << head << " window " << W);
-            at::Tensor a = scorer.window_attention(head, W);                       // [W, L]
+            at::Tensor a = scorer.window_attention(head, W);  // [W, L]
             REQUIRE(a.sizes() == at::IntArrayRef({W, c.L}));
             Rows want;
             for (int64_t i = 0; i < W; ++i) want.push_back(naive_attention_row(c, head, c.Wmax - W + i));
@@ -90,8 +89,8 @@ TEST_CASE("query heads of one group read their shared KV head", "[snapkv]") {
     // (other keys) they do not.
     NaiveCapture c = random_capture(4, 2, 4, 20, 8, 5);
     for (int64_t i = 0; i < c.Wmax * c.D; ++i) {
-        c.q[size_t(1 * c.Wmax * c.D + i)] = c.q[size_t(i)];   // head 1 = head 0 (group 0)
-        c.q[size_t(2 * c.Wmax * c.D + i)] = c.q[size_t(i)];   // head 2 = head 0 (group 1)
+        c.q[size_t(1 * c.Wmax * c.D + i)] = c.q[size_t(i)];  // head 1 = head 0 (group 0)
+        c.q[size_t(2 * c.Wmax * c.D + i)] = c.q[size_t(i)];  // head 2 = head 0 (group 1)
     }
     LayerScorer scorer(to_layer_capture(c));
     at::Tensor v = scorer.votes(4);
@@ -99,14 +98,12 @@ TEST_CASE("query heads of one group read their shared KV head", "[snapkv]") {
     CHECK_FALSE(compare_tensors(v[2], v[0], 1e-4, 1e-3).ok);
 }
 
-TEST_CASE("votes of W queries sum to W minus the attention they pay inside the window",
-          "[snapkv]") {
+TEST_CASE("votes of W queries sum to W minus the attention they pay inside the window", "[snapkv]") {
     const NaiveCapture c = random_capture(2, 1, 16, 64, 8, 9);
     LayerScorer scorer(to_layer_capture(c));
     for (int64_t W : {1, 7, 16}) {
         at::Tensor total = at::zeros({c.H}, at::kFloat);
-        for (int64_t h = 0; h < c.H; ++h)
-            total[h] = scorer.window_attention(h, W).narrow(1, 0, c.L - W).sum();
+        for (int64_t h = 0; h < c.H; ++h) total[h] = scorer.window_attention(h, W).narrow(1, 0, c.L - W).sum();
         CHECK_TENSORS_CLOSE(scorer.votes(W).sum(1), total, 1e-5, 1e-5);
         CHECK((scorer.votes(W).sum(1) <= W + 1e-4).all().item<bool>());
     }
@@ -167,8 +164,7 @@ TEST_CASE("captures in another floating type are scored in float32", "[snapkv]")
     CHECK_TENSORS_CLOSE(b.votes(4), a.votes(4), 1e-6, 1e-5);
 }
 
-TEST_CASE("the scorer keeps a few float32 checkpoints, not a running sum per window row",
-          "[snapkv]") {
+TEST_CASE("the scorer keeps a few float32 checkpoints, not a running sum per window row", "[snapkv]") {
     // Memory: [H, Wmax, L] running sums were 1.1 GB for SmolLM2 at 8K tokens. With
     // Wmax = 128 the scorer keeps 4 checkpoint rows per head (1/32 of that) plus the last window's
     // votes, and every window still gets the exact float32 votes.
@@ -191,7 +187,7 @@ TEST_CASE("a captured window above 128 spreads at most 4 checkpoints over it", "
     const NaiveCapture c = random_capture(2, 1, 300, 420, 8, 4, 2.0f);
     const LayerCapture cap = to_layer_capture(c);
     LayerScorer scorer(cap);
-    CHECK(scorer.checkpoint_stride() == 75);   // ceil(300 / 4)
+    CHECK(scorer.checkpoint_stride() == 75);  // ceil(300 / 4)
     CHECK(LayerScorer::checkpoints_for(300) == 4);
     for (int64_t W : {1, 37, 74, 75, 76, 150, 151, 266, 299, 300}) {
         INFO("window " << W);

@@ -26,8 +26,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<LayerScorer> random_scorers(int64_t n_layer, int64_t H, int64_t Hkv, int64_t Wmax,
-                                        int64_t L, unsigned seed,
+std::vector<LayerScorer> random_scorers(int64_t n_layer, int64_t H, int64_t Hkv, int64_t Wmax, int64_t L, unsigned seed,
                                         std::vector<NaiveCapture>* keep = nullptr) {
     std::vector<LayerScorer> out;
     for (int64_t l = 0; l < n_layer; ++l) {
@@ -49,14 +48,14 @@ bool sorted_unique_in(const std::vector<int64_t>& v, int64_t P) {
 }  // namespace
 
 TEST_CASE("every policy keeps sorted unique prefix positions within its budget", "[snapkv]") {
-    const auto policy = GENERATE(Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random,
-                                 Policy::Pyramid, Policy::AdaKV);
+    const auto policy = GENERATE(Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid,
+                                 Policy::AdaKV);
     const auto gqa = GENERATE(GqaMode::QueryHead, GqaMode::KvHead);
     const int64_t L = 200, W = 16, C = 64, P = L - W, H = 6, Hkv = 2;
     CAPTURE(policy_name(policy), gqa_mode_name(gqa));
     const std::vector<LayerScorer> scorers = random_scorers(4, H, Hkv, 32, L, 77);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.policy = policy;
     p.gqa = gqa;
     p.window = W;
@@ -97,10 +96,10 @@ TEST_CASE("every policy keeps sorted unique prefix positions within its budget",
 TEST_CASE("streaming keeps the sink tokens and the most recent prefix tokens", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(1, 4, 2, 16, 60, 5);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.policy = Policy::Streaming;
     p.window = 10;
-    p.budget = 18;   // 8 prefix slots
+    p.budget = 18;  // 8 prefix slots
     p.n_sink = 3;
     const Selection sel = select(scorers, p);
     const std::vector<int64_t> want{0, 1, 2, 45, 46, 47, 48, 49};  // P = 50
@@ -114,7 +113,7 @@ TEST_CASE("streaming keeps the sink tokens and the most recent prefix tokens", "
 TEST_CASE("the random policy is reproducible with a seed and differs with another seed", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(2, 4, 2, 16, 300, 5);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.policy = Policy::Random;
     p.window = 16;
     p.budget = 80;
@@ -150,11 +149,11 @@ TEST_CASE("h2o keeps the prefix positions with the largest accumulated attention
     std::vector<NaiveCapture> caps;
     const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 150, 9, &caps);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.policy = Policy::H2O;
     p.window = 12;
-    p.budget = 52;   // 40 prefix slots of P = 138
-    p.kernel = 4;    // ignored: H2O does not pool
+    p.budget = 52;  // 40 prefix slots of P = 138
+    p.kernel = 4;   // ignored: H2O does not pool
     for (GqaMode gqa : {GqaMode::QueryHead, GqaMode::KvHead}) {
         p.gqa = gqa;
         const Selection sel = select(scorers, p);
@@ -198,7 +197,7 @@ TEST_CASE("pyramid budgets follow KVCache-Factory's formula, worked by hand", "[
         // L = 300, W = 8, C = 58: C - W = 50, min 2, max 98, steps (98 - 2) // 4 = 24.
         const std::vector<LayerScorer> scorers = random_scorers(5, 4, 2, 8, 300, 3);
         SelectionParams p;
-        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+        p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
         p.policy = Policy::Pyramid;
         p.window = 8;
         p.budget = 58;
@@ -222,12 +221,11 @@ TEST_CASE("pyramid budgets follow KVCache-Factory's formula, worked by hand", "[
     }
 }
 
-TEST_CASE("adakv gives every head its floor and shares the rest by one top-k across heads",
-          "[snapkv]") {
+TEST_CASE("adakv gives every head its floor and shares the rest by one top-k across heads", "[snapkv]") {
     SECTION("worked example: a confident head takes the shared slots") {
         // Hs = 2, P = 6, k = 3, alpha = 0.34: floor = int(3 * 0.34) = 1, 2 * (3 - 1) = 4 shared.
-        const std::vector<float> s{9, 8, 7, 6, 5, 4,    // head 0
-                                   1, 0, 0, 0, 0, 2};   // head 1
+        const std::vector<float> s{9, 8, 7, 6, 5, 4,   // head 0
+                                   1, 0, 0, 0, 0, 2};  // head 1
         const auto kept = adakv_positions(s.data(), 2, 6, 3, 0.34, TieBreak::Later);
         CHECK(kept[0] == std::vector<int64_t>{0, 1, 2, 3, 4});  // floor {0} + 8, 7, 6, 5
         CHECK(kept[1] == std::vector<int64_t>{5});              // floor only
@@ -252,7 +250,7 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
     SECTION("alpha = 1 is SnapKV") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 13);
         SelectionParams p;
-        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+        p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
         p.window = 16;
         p.budget = 60;
         const Selection snap = select(scorers, p);
@@ -265,17 +263,16 @@ TEST_CASE("adakv gives every head its floor and shares the rest by one top-k acr
     SECTION("through select: each head keeps its own top count, the shared slots go to the best") {
         const std::vector<LayerScorer> scorers = random_scorers(2, 6, 2, 16, 200, 17);
         SelectionParams p;
-        p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+        p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
         p.policy = Policy::AdaKV;
         p.window = 16;
         p.budget = 60;  // k = 44
         p.adakv_alpha = 0.2;
         const int64_t k = 44, floor_k = adakv_floor(k, 0.2), P = 184;
         CHECK(floor_k == 8);
-        for (const auto& [gqa, tie] : {std::pair{GqaMode::QueryHead, TieBreak::Earlier},
-                                       std::pair{GqaMode::QueryHead, TieBreak::Later},
-                                       std::pair{GqaMode::KvHead, TieBreak::Earlier},
-                                       std::pair{GqaMode::KvHead, TieBreak::Later}}) {
+        for (const auto& [gqa, tie] :
+             {std::pair{GqaMode::QueryHead, TieBreak::Earlier}, std::pair{GqaMode::QueryHead, TieBreak::Later},
+              std::pair{GqaMode::KvHead, TieBreak::Earlier}, std::pair{GqaMode::KvHead, TieBreak::Later}}) {
             INFO(gqa_mode_name(gqa) << ", ties " << tie_break_name(tie));
             p.gqa = gqa;
             p.tie_break = tie;
@@ -323,7 +320,7 @@ TEST_CASE("kept mass is the share of the window's prefix attention on kept posit
     std::vector<NaiveCapture> caps;
     const std::vector<LayerScorer> scorers = random_scorers(1, 4, 2, 16, 120, 23, &caps);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 16;
     p.budget = 40;
     const Rows votes = naive_votes(caps[0], 16);
@@ -348,13 +345,13 @@ TEST_CASE("kept mass is the share of the window's prefix attention on kept posit
 TEST_CASE("the retune benchmark times every retune and reports a table", "[snapkv]") {
     const std::vector<LayerScorer> scorers = random_scorers(2, 4, 2, 32, 300, 29);
     SelectionParams base;
-    base.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    base.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     base.window = 16;
     base.budget = 64;
     const std::string table = run_retune_benchmark(scorers, base);
     INFO(table);
-    for (const char* row : {"kernel 5", "kernel 9", "pooling avg", "budget 2048", "window 32",
-                            "policy adakv", "gqa kv-head"})
+    for (const char* row :
+         {"kernel 5", "kernel 9", "pooling avg", "budget 2048", "window 32", "policy adakv", "gqa kv-head"})
         CHECK_THAT(table, Contains(row));
     CHECK_THAT(table, Contains("median ms"));
 }
@@ -365,7 +362,7 @@ TEST_CASE("kvpress's presses score what kvpress scores, on random captures", "[s
     const std::vector<LayerScorer> scorers = random_scorers(2, H, Hkv, 32, L, 91, &naive);
     SelectionParams p;
     p.budget = C;
-    p.window = 16;   // read by none of them
+    p.window = 16;  // read by none of them
     // The k best of a row (ties to the later position), as a set.
     auto top = [](const std::vector<double>& s, int64_t k) {
         std::vector<int64_t> idx(s.size());
@@ -420,7 +417,7 @@ TEST_CASE("kvpress's presses score what kvpress scores, on random captures", "[s
         const Selection sel = select(scorers, p);
         CHECK(sel.window == 1);
         for (size_t l = 0; l < 2; ++l) {
-            const Rows votes = naive_votes(naive[l], 1);   // [H][L - 1]
+            const Rows votes = naive_votes(naive[l], 1);  // [H][L - 1]
             std::vector<double> s(size_t(L - 1), 0.0);
             for (int64_t h = 0; h < H; ++h)
                 for (int64_t t = 0; t < L - 1; ++t) s[size_t(t)] += votes[size_t(h)][size_t(t)] / double(H);
@@ -433,7 +430,8 @@ TEST_CASE("kvpress's presses score what kvpress scores, on random captures", "[s
         p.gqa = GqaMode::QueryHead;
         const Selection qh = select(scorers, p);
         REQUIRE(qh.layers[0].heads.size() == size_t(H));
-        for (int64_t h = 0; h < H; ++h) CHECK(qh.layers[0].heads[size_t(h)].kept == kv.layers[0].heads[size_t(h / G)].kept);
+        for (int64_t h = 0; h < H; ++h)
+            CHECK(qh.layers[0].heads[size_t(h)].kept == kv.layers[0].heads[size_t(h / G)].kept);
     }
     SECTION("expected_attention without the query statistics prefill records is refused by name") {
         p.policy = Policy::ExpectedAttention;

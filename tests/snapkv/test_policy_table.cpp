@@ -22,7 +22,7 @@ TEST_CASE("every policy has one row: a unique name, its aliases, and a rule", "[
         CHECK(parse_policy(row.name) == row.id);
         CHECK(policy_name(row.id) == row.name);
         CHECK(std::string(row.summary).size() > 10);
-        CHECK(&row.rule() == &row.rule());   // one rule object per policy
+        CHECK(&row.rule() == &row.rule());  // one rule object per policy
     }
     for (const auto& s : policy_spellings()) CHECK(spellings.insert(s).second);
     CHECK(parse_policy("streamingllm") == Policy::Streaming);
@@ -76,8 +76,7 @@ TEST_CASE("check_params names the bad field, with or without the prompt", "[snap
         REQUIRE(bad);
         CHECK(bad->text() == "budget: 8 must be larger than the window 8 (the budget counts the window); allowed > 8");
         const auto cli = [](const std::string& f) { return "--" + f; };
-        CHECK(bad->sentence(cli) ==
-              "8 must be larger than --window 8 (the budget counts the window); allowed > 8");
+        CHECK(bad->sentence(cli) == "8 must be larger than --window 8 (the budget counts the window); allowed > 8");
     }
     SECTION("a window beyond the capture, or not below the prompt") {
         p.window = 20;
@@ -121,7 +120,7 @@ TEST_CASE("parameters survive their JSON, and older app files still read", "[sna
         p.gqa = GqaMode::QueryHead;
         p.tie_break = TieBreak::Earlier;
         p.n_sink = 7;
-        p.seed = std::numeric_limits<uint64_t>::max();   // beyond a double: written as a string
+        p.seed = std::numeric_limits<uint64_t>::max();  // beyond a double: written as a string
         p.pyramid_beta = 5;
         p.adakv_alpha = 0.5;
         const nlohmann::json j = params_to_json(p, true);

@@ -35,20 +35,17 @@ std::vector<int64_t> as_vector(const at::Tensor& t) {  // [1, k] int64 -> k valu
 
 TEST_CASE("max pooling takes the window maximum and the padding never wins", "[snapkv]") {
     SECTION("kernel 3 on positive scores") {
-        CHECK_TENSORS_CLOSE(pool_scores(row({1, 3, 2, 5, 4}), 3, Pooling::Max),
-                            row({3, 3, 5, 5, 5}), 0.0, 0.0);
+        CHECK_TENSORS_CLOSE(pool_scores(row({1, 3, 2, 5, 4}), 3, Pooling::Max), row({3, 3, 5, 5, 5}), 0.0, 0.0);
     }
     SECTION("kernel 3 on negative scores: the edges keep their own values, not 0") {
-        CHECK_TENSORS_CLOSE(pool_scores(row({-1, -3, -2}), 3, Pooling::Max),
-                            row({-1, -1, -2}), 0.0, 0.0);
+        CHECK_TENSORS_CLOSE(pool_scores(row({-1, -3, -2}), 3, Pooling::Max), row({-1, -1, -2}), 0.0, 0.0);
     }
     SECTION("kernel 5 reaches two positions either side") {
-        CHECK_TENSORS_CLOSE(pool_scores(row({1, 3, 2, 5, 4}), 5, Pooling::Max),
-                            row({3, 5, 5, 5, 5}), 0.0, 0.0);
+        CHECK_TENSORS_CLOSE(pool_scores(row({1, 3, 2, 5, 4}), 5, Pooling::Max), row({3, 5, 5, 5, 5}), 0.0, 0.0);
     }
     SECTION("a single peak spreads to its neighbours, forming a cluster") {
-        CHECK_TENSORS_CLOSE(pool_scores(row({0, 0, 9, 0, 0, 0, 0, 1}), 3, Pooling::Max),
-                            row({0, 9, 9, 9, 0, 0, 1, 1}), 0.0, 0.0);
+        CHECK_TENSORS_CLOSE(pool_scores(row({0, 0, 9, 0, 0, 0, 0, 1}), 3, Pooling::Max), row({0, 9, 9, 9, 0, 0, 1, 1}),
+                            0.0, 0.0);
     }
 }
 
@@ -58,8 +55,7 @@ TEST_CASE("average pooling counts the zero padding and divides by the kernel", "
                             row({4.f / 3, 2, 10.f / 3, 11.f / 3, 3}), 1e-6, 1e-6);
     }
     SECTION("kernel 3 on negative scores") {
-        CHECK_TENSORS_CLOSE(pool_scores(row({-1, -3, -2}), 3, Pooling::Avg),
-                            row({-4.f / 3, -2, -5.f / 3}), 1e-6, 1e-6);
+        CHECK_TENSORS_CLOSE(pool_scores(row({-1, -3, -2}), 3, Pooling::Avg), row({-4.f / 3, -2, -5.f / 3}), 1e-6, 1e-6);
     }
     SECTION("kernel 5: the edge windows hold two padding zeros") {
         CHECK_TENSORS_CLOSE(pool_scores(row({1, 3, 2, 5, 4}), 5, Pooling::Avg),
@@ -94,8 +90,7 @@ TEST_CASE("pooling pools every row on its own", "[snapkv]") {
     CHECK_TENSORS_CLOSE(pool_scores(x, 3, Pooling::Max), want, 0.0, 0.0);
 }
 
-TEST_CASE("a kernel that is even, not positive or longer than the prefix is an input error",
-          "[snapkv]") {
+TEST_CASE("a kernel that is even, not positive or longer than the prefix is an input error", "[snapkv]") {
     const at::Tensor x = row({1, 2, 3, 4, 5});
     const auto kernel = GENERATE(as<int64_t>{}, 4, 0, -1, 7, 2);
     for (Pooling pooling : {Pooling::Max, Pooling::Avg}) {
@@ -109,8 +104,7 @@ TEST_CASE("a kernel that is even, not positive or longer than the prefix is an i
     CHECK_TENSORS_CLOSE(pool_scores(x, kernel, Pooling::None), x, 0.0, 0.0);
 }
 
-TEST_CASE("top-k keeps the best scores in position order and breaks ties by the tie-break setting",
-          "[snapkv]") {
+TEST_CASE("top-k keeps the best scores in position order and breaks ties by the tie-break setting", "[snapkv]") {
     const TieBreak E = TieBreak::Earlier, Lt = TieBreak::Later;
     SECTION("the default is later, torch.topk's choice in the official and kvpress runs") {
         CHECK(SelectionParams{}.tie_break == Lt);
@@ -153,21 +147,17 @@ TEST_CASE("top-k keeps the best scores in position order and breaks ties by the 
                    Contains("'first'") && Contains("allowed: earlier, later"));
     }
     SECTION("the result is in position order, not score order") {
-        CHECK(as_vector(top_k_positions(row({0, 9, 1, 8, 7}), 3)) ==
-              std::vector<int64_t>{1, 3, 4});
+        CHECK(as_vector(top_k_positions(row({0, 9, 1, 8, 7}), 3)) == std::vector<int64_t>{1, 3, 4});
     }
     SECTION("NaN ranks below every number") {
         const float nan = std::numeric_limits<float>::quiet_NaN();
         const float inf = std::numeric_limits<float>::infinity();
-        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 2, TieBreak::Earlier)) ==
-              std::vector<int64_t>{1, 2});
+        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 2, TieBreak::Earlier)) == std::vector<int64_t>{1, 2});
         // NaN ties with -inf: the tie-break picks between them.
         CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 3, TieBreak::Earlier)) ==
               std::vector<int64_t>{0, 1, 2});
-        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 3, TieBreak::Later)) ==
-              std::vector<int64_t>{1, 2, 3});
-        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 4)) ==
-              std::vector<int64_t>{0, 1, 2, 3});
+        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 3, TieBreak::Later)) == std::vector<int64_t>{1, 2, 3});
+        CHECK(as_vector(top_k_positions(row({nan, 1, 0, -inf}), 4)) == std::vector<int64_t>{0, 1, 2, 3});
     }
     SECTION("k at or above the length keeps everything, k = 0 nothing") {
         CHECK(top_k_positions(row({3, 1, 2}), 5).size(1) == 3);
@@ -177,7 +167,7 @@ TEST_CASE("top-k keeps the best scores in position order and breaks ties by the 
 
 TEST_CASE("the ratio form keeps int(L * (1 - ratio)) tokens like kvpress", "[snapkv]") {
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.budget = 1024;
     SECTION("a negative ratio uses the budget") {
         p.ratio = -1.0;
@@ -187,7 +177,7 @@ TEST_CASE("the ratio form keeps int(L * (1 - ratio)) tokens like kvpress", "[sna
         p.ratio = 0.5;
         CHECK(effective_budget(p, 100) == 50);
         p.ratio = 0.35;
-        CHECK(effective_budget(p, 10) == 6);     // 6.5 -> 6
+        CHECK(effective_budget(p, 10) == 6);  // 6.5 -> 6
         p.ratio = 0.9;
         CHECK(effective_budget(p, 1000) == 99);  // 1000 * 0.09999999999999998 -> 99
         p.ratio = 0.3;
@@ -205,13 +195,10 @@ TEST_CASE("the ratio form keeps int(L * (1 - ratio)) tokens like kvpress", "[sna
     }
 }
 
-TEST_CASE("policy, pooling and GQA mode names round-trip and unknown names are input errors",
-          "[snapkv]") {
-    for (Policy p : {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random,
-                     Policy::Pyramid, Policy::AdaKV})
+TEST_CASE("policy, pooling and GQA mode names round-trip and unknown names are input errors", "[snapkv]") {
+    for (Policy p : {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid, Policy::AdaKV})
         CHECK(parse_policy(policy_name(p)) == p);
-    for (Pooling p : {Pooling::Max, Pooling::Avg, Pooling::None})
-        CHECK(parse_pooling(pooling_name(p)) == p);
+    for (Pooling p : {Pooling::Max, Pooling::Avg, Pooling::None}) CHECK(parse_pooling(pooling_name(p)) == p);
     for (GqaMode m : {GqaMode::QueryHead, GqaMode::KvHead}) CHECK(parse_gqa_mode(gqa_mode_name(m)) == m);
     CHECK(policy_name(Policy::SnapKV) == "snapkv");
     CHECK(pooling_name(Pooling::Avg) == "avg");

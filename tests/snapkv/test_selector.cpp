@@ -29,8 +29,8 @@ struct Model {
     std::vector<LayerScorer> scorers;
 };
 
-Model random_model(int64_t n_layer, int64_t H, int64_t Hkv, int64_t Wmax, int64_t L, int64_t D,
-                   unsigned seed, bool with_h2o = true) {
+Model random_model(int64_t n_layer, int64_t H, int64_t Hkv, int64_t Wmax, int64_t L, int64_t D, unsigned seed,
+                   bool with_h2o = true) {
     Model m;
     for (int64_t l = 0; l < n_layer; ++l) {
         m.captures.push_back(random_capture(H, Hkv, Wmax, L, D, seed + unsigned(l) * 101u, 2.5f));
@@ -66,7 +66,7 @@ TEST_CASE("snapkv selection equals the naive loop reference", "[snapkv]") {
     Model m = random_model(2, H, Hkv, 32, L, 16, unsigned(L * 7 + W));
 
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = W;
     p.kernel = K;
     p.budget = C;
@@ -82,10 +82,10 @@ TEST_CASE("snapkv selection equals the naive loop reference", "[snapkv]") {
 
     int64_t near_ties = 0;
     for (size_t l = 0; l < 2; ++l) {
-        const Rows votes = naive_votes(m.captures[l], W);            // [H][P]
+        const Rows votes = naive_votes(m.captures[l], W);  // [H][P]
         Rows pooled;
         for (const auto& v : votes) pooled.push_back(naive_pool(v, K, pooling));
-        const Rows gv = naive_group(votes, Hkv, gqa);                // [Hs][P]
+        const Rows gv = naive_group(votes, Hkv, gqa);  // [Hs][P]
         const Rows gp = naive_group(pooled, Hkv, gqa);
         const LayerSelection& ls = sel.layers[l];
         CHECK(ls.layer == int64_t(l));
@@ -123,7 +123,7 @@ TEST_CASE("the tie-break setting decides which tied positions every ranking poli
     const GqaMode gqa = GENERATE(GqaMode::QueryHead, GqaMode::KvHead);
     CAPTURE(policy_name(policy), gqa_mode_name(gqa));
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.policy = policy;
     p.gqa = gqa;
     p.window = 16;
@@ -141,9 +141,9 @@ TEST_CASE("the tie-break setting decides which tied positions every ranking poli
         for (size_t h = 0; h < late.layers[l].heads.size(); ++h) {
             const HeadSelection& e = early.layers[l].heads[h];
             const HeadSelection& t = late.layers[l].heads[h];
-            REQUIRE(t.pooled == e.pooled);   // same scores, only the choice among ties differs
+            REQUIRE(t.pooled == e.pooled);  // same scores, only the choice among ties differs
             differing += e.kept != t.kept;
-            if (policy == Policy::AdaKV) continue;   // ragged: checked through differing only
+            if (policy == Policy::AdaKV) continue;  // ragged: checked through differing only
             const std::vector<double> pooled(t.pooled.begin(), t.pooled.end());
             const int64_t k = int64_t(t.kept.size());
             CHECK(e.kept == naive_top_k(pooled, k, TieBreak::Earlier));
@@ -158,8 +158,7 @@ TEST_CASE("the tie-break setting decides which tied positions every ranking poli
             p.tie_break = tie;
             const Selection& want = tie == TieBreak::Earlier ? early : late;
             const std::vector<at::Tensor> pos = select_positions(m.scorers, p);
-            for (size_t l = 0; l < pos.size(); ++l)
-                CHECK(at::equal(pos[l], kept_positions(want.layers[l])));
+            for (size_t l = 0; l < pos.size(); ++l) CHECK(at::equal(pos[l], kept_positions(want.layers[l])));
         }
 }
 
@@ -169,14 +168,14 @@ TEST_CASE("h2o breaks ties of its accumulated attention by the tie-break setting
     const int64_t H = 2, Hkv = 2, L = 40, D = 8, Wmax = 8;
     NaiveCapture c = random_capture(H, Hkv, Wmax, L, D, 7u, 2.5f);
     LayerCapture lc = to_layer_capture(c, true);
-    lc.h2o = at::ones({H, L}, at::kFloat);                                    // [H, L]
+    lc.h2o = at::ones({H, L}, at::kFloat);  // [H, L]
     std::vector<LayerScorer> scorers;
     scorers.emplace_back(lc);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.policy = Policy::H2O;
     p.window = 8;
-    p.budget = 18;   // 10 of the 32 prefix positions
+    p.budget = 18;  // 10 of the 32 prefix positions
     p.tie_break = TieBreak::Earlier;
     const Selection e = select(scorers, p);
     p.tie_break = TieBreak::Later;
@@ -190,11 +189,10 @@ TEST_CASE("h2o breaks ties of its accumulated attention by the tie-break setting
     }
 }
 
-TEST_CASE("kv-head mode equals query-head mode when every query head has its own KV head",
-          "[snapkv]") {
+TEST_CASE("kv-head mode equals query-head mode when every query head has its own KV head", "[snapkv]") {
     Model m = random_model(2, 4, 4, 16, 80, 8, 21);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 8;
     p.budget = 30;
     p.kernel = 5;
@@ -213,11 +211,10 @@ TEST_CASE("kv-head mode equals query-head mode when every query head has its own
     }
 }
 
-TEST_CASE("kv-head mode makes one selection per KV head from the group-mean pooled scores",
-          "[snapkv]") {
+TEST_CASE("kv-head mode makes one selection per KV head from the group-mean pooled scores", "[snapkv]") {
     Model m = random_model(1, 6, 3, 16, 90, 8, 4);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 10;
     p.budget = 40;
     p.kernel = 3;
@@ -225,8 +222,8 @@ TEST_CASE("kv-head mode makes one selection per KV head from the group-mean pool
     const Selection sel = select(m.scorers, p);
     REQUIRE(sel.layers[0].heads.size() == 3);
     // Pool per query head first, then average: max pooling does not commute with the mean.
-    at::Tensor pooled = pool_scores(m.scorers[0].votes(10), 3, Pooling::Max);     // [H, P]
-    at::Tensor want = pooled.view({3, 2, 80}).mean(1);                            // [Hkv, P]
+    at::Tensor pooled = pool_scores(m.scorers[0].votes(10), 3, Pooling::Max);  // [H, P]
+    at::Tensor want = pooled.view({3, 2, 80}).mean(1);                         // [Hkv, P]
     for (int64_t h = 0; h < 3; ++h)
         CHECK_TENSORS_CLOSE(vec_to_tensor(sel.layers[0].heads[size_t(h)].pooled), want[h], 1e-7, 1e-6);
 }
@@ -236,22 +233,22 @@ TEST_CASE("a prompt that fits the budget is not compressed and the note says so"
     // did, and the query-head "compressed" cache was G times the full one).
     Model m = random_model(2, 4, 2, 16, 40, 8, 3);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 8;
     p.budget = GENERATE(64, 40);
     if (GENERATE(false, true)) {
-        p.ratio = 0.0;   // kvpress form of C == L
+        p.ratio = 0.0;  // kvpress form of C == L
         p.budget = 1000;
     }
     const int64_t C = p.ratio >= 0 ? 40 : p.budget;
-    for (Policy policy : {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random,
-                          Policy::Pyramid, Policy::AdaKV}) {
+    for (Policy policy :
+         {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid, Policy::AdaKV}) {
         p.policy = policy;
         CAPTURE(policy_name(policy));
         const Selection sel = select(m.scorers, p);
         CHECK_FALSE(sel.compressed);
-        CHECK(sel.note == "prompt of 40 tokens fits in the budget " + std::to_string(C) +
-                              ": nothing to evict, not compressed");
+        CHECK(sel.note ==
+              "prompt of 40 tokens fits in the budget " + std::to_string(C) + ": nothing to evict, not compressed");
         for (const LayerSelection& ls : sel.layers) {
             CHECK_FALSE(ls.compressed);
             CHECK(ls.budget == C);
@@ -272,24 +269,23 @@ TEST_CASE("a prompt that fits the budget is not compressed and the note says so"
 TEST_CASE("the ratio form sets the budget from the prompt length", "[snapkv]") {
     Model m = random_model(1, 4, 2, 16, 40, 8, 3);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 8;
-    p.budget = 1000;   // ignored
-    p.ratio = 0.5;     // C = int(40 * 0.5) = 20
+    p.budget = 1000;  // ignored
+    p.ratio = 0.5;    // C = int(40 * 0.5) = 20
     const Selection sel = select(m.scorers, p);
     CHECK(sel.budget == 20);
     CHECK(sel.layers[0].budget == 20);
     for (const HeadSelection& hs : sel.layers[0].heads) CHECK(hs.kept.size() == 12);
-    p.ratio = 0.0;     // keep everything
-    const Selection all = select(m.scorers, p);   // named: the loop must not outlive it
+    p.ratio = 0.0;                               // keep everything
+    const Selection all = select(m.scorers, p);  // named: the loop must not outlive it
     for (const HeadSelection& hs : all.layers[0].heads) CHECK(hs.kept_mass == 1.0);
 }
 
-TEST_CASE("every bad parameter is an input error naming the parameter and the allowed values",
-          "[snapkv]") {
+TEST_CASE("every bad parameter is an input error naming the parameter and the allowed values", "[snapkv]") {
     Model m = random_model(2, 4, 2, 16, 40, 8, 3, /*with_h2o=*/false);  // L = 40, Wmax = 16
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 8;
     p.budget = 20;
     p.kernel = 5;
@@ -299,7 +295,7 @@ TEST_CASE("every bad parameter is an input error naming the parameter and the al
         SelectionParams q = p;
         q.kernel = 6;
         CHECK_THAT(err(q), Contains("kernel: 6") && Contains("odd"));
-        q.pooling = Pooling::None;   // no pooling, no kernel to check
+        q.pooling = Pooling::None;  // no pooling, no kernel to check
         CHECK_NOTHROW(select(m.scorers, q));
     }
     SECTION("kernel longer than the prefix") {
@@ -382,11 +378,10 @@ TEST_CASE("every bad parameter is an input error naming the parameter and the al
     }
 }
 
-TEST_CASE("select_positions returns the kept positions of select as one tensor per layer",
-          "[snapkv]") {
+TEST_CASE("select_positions returns the kept positions of select as one tensor per layer", "[snapkv]") {
     Model m = random_model(3, 6, 2, 16, 120, 8, 8);
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 16;
     p.budget = 50;
     p.kernel = 5;

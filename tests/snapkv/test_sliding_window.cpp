@@ -38,8 +38,7 @@ std::vector<LayerScorer> scorers_of(const std::vector<NaiveCapture>& captures) {
 
 }  // namespace
 
-TEST_CASE("votes and heatmap rows follow the layer's scale, soft-cap and sliding window",
-          "[snapkv][arch]") {
+TEST_CASE("votes and heatmap rows follow the layer's scale, soft-cap and sliding window", "[snapkv][arch]") {
     struct Rule {
         double scale, softcap;
         int64_t window;
@@ -54,7 +53,7 @@ TEST_CASE("votes and heatmap rows follow the layer's scale, soft-cap and sliding
         INFO("window " << W);
         CHECK_TENSORS_CLOSE(scorer.votes(W), rows_to_tensor(naive_votes(c, W)), 2e-6, 2e-5);
         for (int64_t h : {0, 3}) {
-            at::Tensor rows = scorer.window_attention(h, W);                       // [W, L]
+            at::Tensor rows = scorer.window_attention(h, W);  // [W, L]
             for (int64_t i = 0; i < W; ++i) {
                 const std::vector<double> want = naive_attention_row(c, h, c.Wmax - W + i);
                 at::Tensor w = at::tensor(want, at::kDouble).to(at::kFloat);
@@ -65,7 +64,7 @@ TEST_CASE("votes and heatmap rows follow the layer's scale, soft-cap and sliding
     if (rule.window > 0 && rule.window < c.L) {
         // Keys older than the first window query's reach get exactly zero votes.
         const int64_t W = 5;
-        at::Tensor v = scorer.votes(W);                                            // [H, P]
+        at::Tensor v = scorer.votes(W);  // [H, P]
         const int64_t oldest_seen = c.L - W - rule.window + 1;
         CHECK(v.narrow(1, 0, oldest_seen).abs().max().item<float>() == 0.0f);
         CHECK(v.narrow(1, oldest_seen, 1).abs().max().item<float>() > 0.0f);
@@ -81,15 +80,15 @@ TEST_CASE("votes and heatmap rows follow the layer's scale, soft-cap and sliding
 TEST_CASE("a sliding-window layer keeps only what the next token can see", "[snapkv][arch]") {
     // L = 48, W = 4, P = 44. Layer 0 is global, layer 1 slides over 9 tokens (the next token, at
     // 48, sees 40..48: r = 40, 4 reachable prefix positions), layer 2 over 30 (r = 19, 25 reachable).
-    const std::vector<LayerScorer> layers =
-        scorers_of({scored_capture(0, 0, 0, 1), scored_capture(0, 0, 9, 2), scored_capture(0, 0, 30, 3)});
+    const std::vector<LayerScorer> layers = scorers_of(
+        {scored_capture(0, 0, 0, 1), scored_capture(0, 0, 9, 2), scored_capture(0, 0, 30, 3)});
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 4;
     p.kernel = 3;
-    p.budget = 16;                                          // 12 prefix positions per head
-    for (Policy policy : {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid,
-                          Policy::AdaKV}) {
+    p.budget = 16;  // 12 prefix positions per head
+    for (Policy policy :
+         {Policy::SnapKV, Policy::Streaming, Policy::H2O, Policy::Random, Policy::Pyramid, Policy::AdaKV}) {
         for (GqaMode gqa : {GqaMode::QueryHead, GqaMode::KvHead}) {
             p.policy = policy;
             p.gqa = gqa;
@@ -109,7 +108,7 @@ TEST_CASE("a sliding-window layer keeps only what the next token can see", "[sna
             for (const HeadSelection& hs : narrow.heads) {
                 CHECK(hs.kept == std::vector<int64_t>{40, 41, 42, 43});
                 CHECK(hs.kept_mass == 1.0);
-                if (!hs.votes.empty()) CHECK(hs.votes.size() == 44);   // the heatmap keeps the whole prefix
+                if (!hs.votes.empty()) CHECK(hs.votes.size() == 44);  // the heatmap keeps the whole prefix
             }
             // Window 30: 25 reachable, 12 kept, all at or after 19.
             const LayerSelection& wide = sel.layers[2];
@@ -127,21 +126,20 @@ TEST_CASE("a sliding-window layer keeps only what the next token can see", "[sna
                 const std::vector<at::Tensor> pos = select_positions(layers, p);
                 CHECK(pos[1].size(1) == 4);
                 CHECK(pos[1].min().item<int64_t>() == 40);
-                if (pos[2].numel() > 0) CHECK(pos[2].min().item<int64_t>() >= 19);   // (pyramid may keep none)
+                if (pos[2].numel() > 0) CHECK(pos[2].min().item<int64_t>() >= 19);  // (pyramid may keep none)
             }
         }
     }
 }
 
-TEST_CASE("on a sliding-window layer SnapKV keeps the top pooled votes of the reachable prefix",
-          "[snapkv][arch]") {
+TEST_CASE("on a sliding-window layer SnapKV keeps the top pooled votes of the reachable prefix", "[snapkv][arch]") {
     const std::vector<LayerScorer> layers = scorers_of({scored_capture(0, 0, 30, 5)});
     SelectionParams p;
-    p.gqa = GqaMode::QueryHead;   // official SnapKV's mode
+    p.gqa = GqaMode::QueryHead;  // official SnapKV's mode
     p.window = 4;
     p.kernel = 1;
     p.pooling = Pooling::None;
-    p.budget = 10;                                          // 6 of the 25 reachable positions
+    p.budget = 10;  // 6 of the 25 reachable positions
     const Selection sel = select(layers, p);
     const LayerSelection& ls = sel.layers[0];
     REQUIRE(ls.compressed);

@@ -25,13 +25,13 @@ TEST_CASE("SmolLM2 vocab loads as byte-level BPE with the smollm pre-tokenizer",
     const Tokenizer& tok = smollm2_tokenizer();
     CHECK(tok.kind() == "byte-level BPE (smollm)");
     CHECK(tok.n_vocab() == hf_reference()["n_vocab"].get<int32_t>());
-    CHECK_FALSE(tok.add_bos());   // SmolLM2: add_bos_token = false
+    CHECK_FALSE(tok.add_bos());  // SmolLM2: add_bos_token = false
     CHECK(tok.bos_id() == 1);
     CHECK(tok.eos_id() == 2);
-    CHECK(tok.is_eog(2));         // <|im_end|>
-    CHECK(tok.is_eog(0));         // <|endoftext|>
+    CHECK(tok.is_eog(2));  // <|im_end|>
+    CHECK(tok.is_eog(0));  // <|endoftext|>
     CHECK(tok.is_control(1));
-    CHECK(tok.token_text(905) == "\xC4\xA0world");   // "Ġworld"
+    CHECK(tok.token_text(905) == "\xC4\xA0world");  // "Ġworld"
 }
 
 TEST_CASE("SmolLM2 ids match Hugging Face tokenizers for every pre-tokenizer variant", "[tokenizer]") {
@@ -52,8 +52,7 @@ TEST_CASE("SmolLM2 ids match Hugging Face tokenizers for every pre-tokenizer var
     }
 }
 
-TEST_CASE("llama3 and qwen2 regexes cut text into the same pieces as Hugging Face's Split",
-          "[tokenizer]") {
+TEST_CASE("llama3 and qwen2 regexes cut text into the same pieces as Hugging Face's Split", "[tokenizer]") {
     for (const auto& [name, cases] : hf_reference()["pre_token_pieces"].items()) {
         const RegexSplitter splitter(pre_tokenizer_spec(name).regexes);
         for (const auto& c : cases) {
@@ -66,8 +65,7 @@ TEST_CASE("llama3 and qwen2 regexes cut text into the same pieces as Hugging Fac
     }
 }
 
-TEST_CASE("smollm pre-tokenizer splits digits first, then the GPT-2 pattern inside each piece",
-          "[tokenizer]") {
+TEST_CASE("smollm pre-tokenizer splits digits first, then the GPT-2 pattern inside each piece", "[tokenizer]") {
     const RegexSplitter splitter(pre_tokenizer_spec("smollm").regexes);
     std::vector<std::string> pieces;
     for (std::string_view p : splitter.split("ab12 x")) pieces.emplace_back(p);
@@ -78,12 +76,10 @@ TEST_CASE("smollm pre-tokenizer splits digits first, then the GPT-2 pattern insi
     CHECK(pieces == std::vector<std::string>{"a", " ", "1"});
 }
 
-TEST_CASE("byte-level decode undoes encode on spaces, tabs, digits, emoji, CJK and code",
-          "[tokenizer]") {
+TEST_CASE("byte-level decode undoes encode on spaces, tabs, digits, emoji, CJK and code", "[tokenizer]") {
     const Tokenizer& tok = smollm2_tokenizer();
-    const std::string text = GENERATE(as<std::string>{}, "multiple   spaces   here  ",
-                                      "tabs\tand\nnewlines\r\n\n", "12345 3.14",
-                                      "\xF0\x9F\x99\x82\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD",
+    const std::string text = GENERATE(as<std::string>{}, "multiple   spaces   here  ", "tabs\tand\nnewlines\r\n\n",
+                                      "12345 3.14", "\xF0\x9F\x99\x82\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD",
                                       "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE6\x96\x87",
                                       "def f(x):\n    return x**2  # sq", " ", "",
                                       "invalid \xC3( utf-8 \x80 end \xE6\x97");
@@ -95,7 +91,8 @@ TEST_CASE("bytes the byte-level vocab has no token for are skipped, as llama.cpp
     // 0xFE / 0xFF never occur in UTF-8, so SmolLM2's vocab has no "Ã¾" / "Ã¿" symbol.
     const Tokenizer& tok = smollm2_tokenizer();
     CHECK(tok.encode("\xFF\xFE").empty());
-    CHECK(tok.decode(tok.encode("a\xFF" "b")) == "ab");
+    CHECK(tok.decode(tok.encode("a\xFF"
+                                "b")) == "ab");
 }
 
 TEST_CASE("special tokens are parsed out of the text only when asked", "[tokenizer]") {
@@ -103,8 +100,8 @@ TEST_CASE("special tokens are parsed out of the text only when asked", "[tokeniz
     const std::string text = "<|im_start|>user\nHi<|im_end|>";
     const std::vector<int32_t> ids = tok.encode(text);
     REQUIRE(ids.size() >= 3);
-    CHECK(ids.front() == 1);   // <|im_start|>
-    CHECK(ids.back() == 2);    // <|im_end|>
+    CHECK(ids.front() == 1);  // <|im_start|>
+    CHECK(ids.back() == 2);   // <|im_end|>
     CHECK(tok.decode(ids, true) == text);
     CHECK(tok.decode(ids, false) == "user\nHi");
 

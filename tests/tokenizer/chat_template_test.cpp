@@ -1,8 +1,8 @@
 // Chat templates against jinja2 renders of the models' real templates
 // (tests/data/tokenizer/chat_reference.json, made by make_chat_reference.py), format detection
 // on SmolLM2's template as its GGUF stores it, names and errors. No tokenization here.
-#include "core/common/errors.h"
 #include "core/tokenizer/chat_template.h"
+#include "core/common/errors.h"
 #include "tokenizer_test_util.h"
 
 using namespace snapkv;
@@ -36,8 +36,7 @@ TEST_CASE("SmolLM2's GGUF template is ChatML with its default system prompt", "[
           "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
           "Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
     // Without the template text there is no default system prompt.
-    CHECK(apply_chat_template(ChatFormat::ChatML, {{"user", "Hi"}}, false) ==
-          "<|im_start|>user\nHi<|im_end|>\n");
+    CHECK(apply_chat_template(ChatFormat::ChatML, {{"user", "Hi"}}, false) == "<|im_start|>user\nHi<|im_end|>\n");
 }
 
 TEST_CASE("a rendered ChatML prompt tokenizes its markers as control tokens", "[chat]") {
@@ -45,8 +44,8 @@ TEST_CASE("a rendered ChatML prompt tokenizes its markers as control tokens", "[
     const std::string text = apply_chat_template(ChatFormat::ChatML, {{"user", "Hi"}}, true,
                                                  smollm2_vocab().chat_template);
     const std::vector<int32_t> ids = tok.encode(text);
-    CHECK(std::count(ids.begin(), ids.end(), 1) == 3);   // <|im_start|> x3
-    CHECK(std::count(ids.begin(), ids.end(), 2) == 2);   // <|im_end|> x2
+    CHECK(std::count(ids.begin(), ids.end(), 1) == 3);  // <|im_start|> x3
+    CHECK(std::count(ids.begin(), ids.end(), 2) == 2);  // <|im_end|> x2
     CHECK(tok.decode(ids, true) == text);
 }
 
@@ -65,16 +64,18 @@ TEST_CASE("raw and Mistral-with-system renders follow our documented choices", "
 }
 
 TEST_CASE("chat format names round-trip and unknown names are refused", "[chat]") {
-    for (ChatFormat f : {ChatFormat::Raw, ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3,
-                         ChatFormat::Mistral}) {
+    for (ChatFormat f :
+         {ChatFormat::Raw, ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::Mistral}) {
         CHECK(parse_chat_format(chat_format_name(f)) == f);
     }
     CHECK(parse_chat_format("ChatML") == ChatFormat::ChatML);
-    CHECK_THROWS_MATCHES(parse_chat_format("vicuna"), InputError, WhatContains({"'vicuna'", "raw, chatml, llama2, llama3, mistral"}));
+    CHECK_THROWS_MATCHES(parse_chat_format("vicuna"), InputError,
+                         WhatContains({"'vicuna'", "raw, chatml, llama2, llama3, mistral"}));
 }
 
 TEST_CASE("Llama 2 and Mistral refuse turns that do not alternate", "[chat]") {
     const std::vector<ChatMessage> msgs = {{"user", "a"}, {"user", "b"}};
-    CHECK_THROWS_MATCHES(apply_chat_template(ChatFormat::Llama2, msgs, true), InputError, WhatContains({"message 1", "'assistant'"}));
+    CHECK_THROWS_MATCHES(apply_chat_template(ChatFormat::Llama2, msgs, true), InputError,
+                         WhatContains({"message 1", "'assistant'"}));
     CHECK_THROWS_AS(apply_chat_template(ChatFormat::Mistral, msgs, true), InputError);
 }

@@ -29,7 +29,7 @@ TEST_CASE("stories260K vocab loads as SentencePiece BPE with llama.cpp's default
     CHECK_FALSE(tok.is_eog(1));
     CHECK(tok.is_control(1));
     CHECK_FALSE(tok.is_control(410));
-    CHECK(tok.token_text(410) == "\xE2\x96\x81");   // "▁"
+    CHECK(tok.token_text(410) == "\xE2\x96\x81");  // "▁"
 }
 
 TEST_CASE("stories260K prompts tokenize exactly as llama.cpp's llama-tokenize", "[tokenizer]") {
@@ -41,8 +41,7 @@ TEST_CASE("stories260K prompts tokenize exactly as llama.cpp's llama-tokenize", 
     }
 }
 
-TEST_CASE("stories260K edge cases match llama.cpp with and without BOS, pieces included",
-          "[tokenizer]") {
+TEST_CASE("stories260K edge cases match llama.cpp with and without BOS, pieces included", "[tokenizer]") {
     const Tokenizer& tok = stories_tokenizer();
     const auto& cases = llamacpp_reference()["tokenizer_edge_cases"]["cases"];
     REQUIRE(cases.size() >= 11);
@@ -63,11 +62,10 @@ TEST_CASE("stories260K edge cases match llama.cpp with and without BOS, pieces i
     }
 }
 
-TEST_CASE("SentencePiece decode undoes encode, leading space and byte fallback included",
-          "[tokenizer]") {
+TEST_CASE("SentencePiece decode undoes encode, leading space and byte fallback included", "[tokenizer]") {
     const Tokenizer& tok = stories_tokenizer();
-    const std::string text = GENERATE(as<std::string>{}, "Hello world", "  leading spaces",
-                                      "tabs\tand\nnewlines", "UTF-8: caf\xC3\xA9, na\xC3\xAFve, \xE6\x97\xA5\xE6\x9C\xAC",
+    const std::string text = GENERATE(as<std::string>{}, "Hello world", "  leading spaces", "tabs\tand\nnewlines",
+                                      "UTF-8: caf\xC3\xA9, na\xC3\xAFve, \xE6\x97\xA5\xE6\x9C\xAC",
                                       "emoji \xF0\x9F\x99\x82\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD", "numbers 12345 3.14",
                                       " ", "\n", "trailing  ", "def f(x):\n    return x**2  # sq");
     INFO("text: " << nlohmann::json(text).dump());
@@ -77,11 +75,10 @@ TEST_CASE("SentencePiece decode undoes encode, leading space and byte fallback i
     CHECK(tok.decode(tok.encode(text, false), false, false) == " " + text);
 }
 
-TEST_CASE("SentencePiece pieces: byte tokens become bytes, control tokens render on request",
-          "[tokenizer]") {
+TEST_CASE("SentencePiece pieces: byte tokens become bytes, control tokens render on request", "[tokenizer]") {
     const Tokenizer& tok = stories_tokenizer();
-    CHECK(tok.token_to_piece(13) == "\n");          // <0x0A>
-    CHECK(tok.token_to_piece(346) == " He");        // ▁He
+    CHECK(tok.token_to_piece(13) == "\n");    // <0x0A>
+    CHECK(tok.token_to_piece(346) == " He");  // ▁He
     CHECK(tok.token_to_piece(1, true) == "<s>");
     CHECK(tok.token_to_piece(1, false).empty());
     // After a special token encode starts a new run with its own space; decode removes it too.

@@ -42,7 +42,7 @@ TEST_CASE("tiny models' chat prompts tokenize like transformers' apply_chat_temp
             REQUIRE(detect_chat_format(vocab.chat_template) == format);
             int compared = 0;
             for (const auto& c : ref["chat_cases"]) {
-                if (c.contains("error")) continue;   // the model's template refuses it (system turn)
+                if (c.contains("error")) continue;  // the model's template refuses it (system turn)
                 std::vector<ChatMessage> messages;
                 for (const auto& m : c["messages"]) messages.push_back({m["role"], m["content"]});
                 INFO(name << " " << fmt << ": " << c["messages"].dump());

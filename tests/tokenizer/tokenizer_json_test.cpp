@@ -52,11 +52,11 @@ FileError::Kind error_kind(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("a SentencePiece-style tokenizer.json tokenizes exactly like the stories260K GGUF",
-          "[tokenizer]") {
+TEST_CASE("a SentencePiece-style tokenizer.json tokenizes exactly like the stories260K GGUF", "[tokenizer]") {
     const VocabData& gguf = stories_vocab();
     const std::string tok_path = write_file("spm_tokenizer.json", spm_tokenizer_json(gguf).dump());
-    const std::string cfg_path = write_file("spm_tokenizer_config.json",
+    const std::string cfg_path = write_file(
+        "spm_tokenizer_config.json",
         R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "add_bos_token": true,
             "add_eos_token": false, "chat_template": "{{ '[INST] <<SYS>>' }}"})");
     const VocabData v = read_tokenizer_json(tok_path, cfg_path);
@@ -68,9 +68,9 @@ TEST_CASE("a SentencePiece-style tokenizer.json tokenizes exactly like the stori
     CHECK(v.add_bos);
     CHECK_FALSE(v.add_eos);
     CHECK(v.add_space_prefix);
-    CHECK(v.types[3] == 6);     // <0x00> is a byte token
-    CHECK(v.types[1] == 3);     // <s> is control
-    CHECK(v.types[0] == 2);     // <unk> is unknown
+    CHECK(v.types[3] == 6);  // <0x00> is a byte token
+    CHECK(v.types[1] == 3);  // <s> is control
+    CHECK(v.types[0] == 2);  // <unk> is unknown
     CHECK(v.chat_template == "{{ '[INST] <<SYS>>' }}");
 
     const auto from_json = Tokenizer::create(v);
@@ -103,7 +103,7 @@ TEST_CASE("a byte-level tokenizer.json tokenizes exactly like the SmolLM2 GGUF",
     CHECK(v.eos_id == 2);
     CHECK(v.pad_id == 2);
     CHECK_FALSE(v.add_bos);
-    CHECK(std::find(v.eog_ids.begin(), v.eog_ids.end(), 0) != v.eog_ids.end());   // <|endoftext|>
+    CHECK(std::find(v.eog_ids.begin(), v.eog_ids.end(), 0) != v.eog_ids.end());  // <|endoftext|>
     CHECK(v.chat_template == gguf.chat_template);
 
     const auto from_json = Tokenizer::create(v);
@@ -134,7 +134,7 @@ TEST_CASE("the byte-level pre-tokenizer name is recognised from tokenizer.json",
     const VocabData v = read_tiny(tiny_byte_level(split_then_byte_level(llama3), post), "llama3_bos.json");
     CHECK(v.add_bos);
     CHECK(v.bos_id == 4);
-    CHECK(v.eos_id == 5);   // <|endoftext|> by default
+    CHECK(v.eos_id == 5);  // <|endoftext|> by default
     const auto tok = Tokenizer::create(v);
     CHECK(tok->kind() == "byte-level BPE (llama3)");
     CHECK(tok->encode("ab a") == std::vector<int32_t>{4, 2, 3, 0});
@@ -161,8 +161,9 @@ TEST_CASE("tokenizer.json errors name the file, the key and the problem", "[toke
     SECTION("a vocab that is not an object") {
         json tj = tiny_byte_level({{"type", "ByteLevel"}});
         tj["model"]["vocab"] = json::array({"a", "b"});
-        CHECK_THROWS_WITH(read_tiny(tj, "vocab_array.json"),
-                          Catch::Matchers::Contains("'model.vocab'") && Catch::Matchers::Contains("expected an object, found array"));
+        CHECK_THROWS_WITH(
+            read_tiny(tj, "vocab_array.json"),
+            Catch::Matchers::Contains("'model.vocab'") && Catch::Matchers::Contains("expected an object, found array"));
     }
     SECTION("a merge that is neither spelling") {
         json tj = tiny_byte_level({{"type", "ByteLevel"}});
@@ -191,8 +192,8 @@ TEST_CASE("tokenizer.json errors name the file, the key and the problem", "[toke
         const std::string tok = write_file("ok.json", tiny_byte_level({{"type", "ByteLevel"}}).dump());
         const std::string cfg = write_file("bad_config.json", R"({"add_bos_token": "yes"})");
         CHECK(error_kind([&] { read_tokenizer_json(tok, cfg); }) == FileError::Kind::BadJson);
-        CHECK_THROWS_WITH(read_tokenizer_json(tok, cfg),
-                          Catch::Matchers::Contains("tokenizer_config.json") && Catch::Matchers::Contains("'add_bos_token'"));
+        CHECK_THROWS_WITH(read_tokenizer_json(tok, cfg), Catch::Matchers::Contains("tokenizer_config.json") &&
+                                                             Catch::Matchers::Contains("'add_bos_token'"));
     }
     SECTION("a missing config is fine") {
         const std::string tok = write_file("ok.json", tiny_byte_level({{"type", "ByteLevel"}}).dump());
@@ -211,36 +212,64 @@ TEST_CASE("tokenizer.json parts we cannot reproduce are refused by name, never s
         std::vector<std::string> pieces;
     };
     const std::vector<Case> cases = {
-        {"an unknown normalizer", [](json& tj) { tj["normalizer"] = {{"type", "Bogus"}}; },
-         FileError::Kind::Unsupported, {"key 'normalizer'", "normalizer type 'Bogus' is not supported"}},
+        {"an unknown normalizer",
+         [](json& tj) {
+             tj["normalizer"] = {{"type", "Bogus"}};
+         },
+         FileError::Kind::Unsupported,
+         {"key 'normalizer'", "normalizer type 'Bogus' is not supported"}},
         {"an unknown normalizer inside a Sequence",
          [](json& tj) {
-             tj["normalizer"] = json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]})");
+             tj["normalizer"] = json::parse(
+                 R"({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]})");
          },
-         FileError::Kind::Unsupported, {"key 'normalizer.normalizers[1]'", "'Lowercase'"}},
+         FileError::Kind::Unsupported,
+         {"key 'normalizer.normalizers[1]'", "'Lowercase'"}},
         {"a Prepend of something other than the SentencePiece space",
-         [](json& tj) { tj["normalizer"] = {{"type", "Prepend"}, {"prepend", "x"}}; }, FileError::Kind::Unsupported,
+         [](json& tj) {
+             tj["normalizer"] = {{"type", "Prepend"}, {"prepend", "x"}};
+         },
+         FileError::Kind::Unsupported,
          {"key 'normalizer'", "Prepend of \"x\""}},
-        {"a normalizer that is not an object", [](json& tj) { tj["normalizer"] = "NFC"; }, FileError::Kind::BadJson,
+        {"a normalizer that is not an object",
+         [](json& tj) { tj["normalizer"] = "NFC"; },
+         FileError::Kind::BadJson,
          {"key 'normalizer'", "expected an object or null, found string"}},
-        {"an unknown decoder", [](json& tj) { tj["decoder"] = {{"type", "WordPiece"}}; }, FileError::Kind::Unsupported,
+        {"an unknown decoder",
+         [](json& tj) {
+             tj["decoder"] = {{"type", "WordPiece"}};
+         },
+         FileError::Kind::Unsupported,
          {"key 'decoder'", "decoder type 'WordPiece' is not supported"}},
-        {"an unknown pre-tokenizer", [](json& tj) { tj["pre_tokenizer"] = {{"type", "Whitespace"}}; },
-         FileError::Kind::Unsupported, {"key 'pre_tokenizer'", "pre-tokenizer type 'Whitespace' is not supported"}},
+        {"an unknown pre-tokenizer",
+         [](json& tj) {
+             tj["pre_tokenizer"] = {{"type", "Whitespace"}};
+         },
+         FileError::Kind::Unsupported,
+         {"key 'pre_tokenizer'", "pre-tokenizer type 'Whitespace' is not supported"}},
         {"a Split regex that does not compile",
-         [](json& tj) { tj["pre_tokenizer"] = split_then_byte_level("(?i:'s|\\p{L}+"); }, FileError::Kind::BadValue,
+         [](json& tj) { tj["pre_tokenizer"] = split_then_byte_level("(?i:'s|\\p{L}+"); },
+         FileError::Kind::BadValue,
          {"key 'pre_tokenizer.pretokenizers[0].pattern.Regex'", "does not compile (at offset"}},
         {"a Split regex that compiles but is neither Llama 3's nor Qwen2's",
-         [](json& tj) { tj["pre_tokenizer"] = split_then_byte_level("\\s+"); }, FileError::Kind::Unsupported,
+         [](json& tj) { tj["pre_tokenizer"] = split_then_byte_level("\\s+"); },
+         FileError::Kind::Unsupported,
          {"key 'pre_tokenizer'", "Split + ByteLevel cannot be reproduced"}},
         {"a Split without a pattern",
-         [](json& tj) { tj["pre_tokenizer"] = {{"type", "Split"}, {"behavior", "Isolated"}}; },
-         FileError::Kind::BadJson, {"key 'pre_tokenizer.pattern'", "expected {\"Regex\": string}"}},
+         [](json& tj) {
+             tj["pre_tokenizer"] = {{"type", "Split"}, {"behavior", "Isolated"}};
+         },
+         FileError::Kind::BadJson,
+         {"key 'pre_tokenizer.pattern'", "expected {\"Regex\": string}"}},
         {"an id that would leave millions of holes",
-         [](json& tj) { tj["model"]["vocab"]["far"] = 16000000; }, FileError::Kind::BadValue,
+         [](json& tj) { tj["model"]["vocab"]["far"] = 16000000; },
+         FileError::Kind::BadValue,
          {"key 'model.vocab': the highest id is 16000000 but there are 7 tokens", "allowed at most 65536"}},
         {"a type name of 5000 bytes is quoted cut",
-         [](json& tj) { tj["decoder"] = {{"type", std::string(5000, 'd')}}; }, FileError::Kind::Unsupported,
+         [](json& tj) {
+             tj["decoder"] = {{"type", std::string(5000, 'd')}};
+         },
+         FileError::Kind::Unsupported,
          {"decoder type 'ddd", "... (5000 bytes)'"}},
     };
     for (const Case& c : cases) {

@@ -44,8 +44,7 @@ inline const VocabData& stories_vocab() { return vocab_of(data_path("stories260K
 inline std::string smollm2_path() {
     const std::string path = std::string(SNAPKV_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
     if (!std::filesystem::is_regular_file(path)) {
-        FAIL("SmolLM2 model not found at " << path
-                                            << ": run the setup step (it fetches models/) before the tests");
+        FAIL("SmolLM2 model not found at " << path << ": run the setup step (it fetches models/) before the tests");
     }
     return path;
 }
@@ -101,8 +100,7 @@ inline std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::
 inline std::filesystem::path scratch_dir() {
     struct Dir {
         std::filesystem::path path;
-        Dir() : path(std::filesystem::temp_directory_path() /
-                     ("snapkv_tokenizer_test_" + std::to_string(::getpid()))) {
+        Dir() : path(std::filesystem::temp_directory_path() / ("snapkv_tokenizer_test_" + std::to_string(::getpid()))) {
             std::filesystem::create_directories(path);
         }
         ~Dir() {

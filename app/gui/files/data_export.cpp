@@ -17,16 +17,15 @@
 
 #include <cmath>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/files/atomic_write.h"
-#include "app/gui/state/head_stats.h"
 #include "app/gui/files/json_fields.h"
+#include "app/gui/state/analysis_state.h"
+#include "app/gui/state/head_stats.h"
 #include "core/snapkv/params_json.h"
 
 namespace studio {
 
 namespace {
-
 
 QString csvField(QString s) {
     if (s.contains(',') || s.contains('"') || s.contains('\n') || s.contains('\r')) {
@@ -108,8 +107,8 @@ bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, int widt
             if (!painter.begin(&pdf)) return false;
             painter.setMode(QCPPainter::pmVectorized);
             painter.setMode(QCPPainter::pmNoCaching);
-            painter.setMode(QCPPainter::pmNonCosmetic);   // line widths scale with the page
-            painter.setWindow(0, 0, w, h);                // plot pixels onto the whole page
+            painter.setMode(QCPPainter::pmNonCosmetic);  // line widths scale with the page
+            painter.setWindow(0, 0, w, h);               // plot pixels onto the whole page
             plot->toPainter(&painter, w, h);
             return painter.end();
         });
@@ -269,7 +268,8 @@ QJsonObject analysisJson(const AnalysisState& state) {
 bool exportData(const AnalysisState& state, const QString& path, QString* error) {
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (suffix == "csv") return saveBytes(path, focusedHeadCsv(state).toUtf8(), error);
-    if (suffix == "json") return saveBytes(path, QJsonDocument(analysisJson(state)).toJson(QJsonDocument::Indented), error);
+    if (suffix == "json")
+        return saveBytes(path, QJsonDocument(analysisJson(state)).toJson(QJsonDocument::Indented), error);
     *error = QString("unknown data format \".%1\": use .csv or .json").arg(suffix);
     return false;
 }

@@ -13,7 +13,6 @@ namespace studio {
 
 class AnalysisState;
 
-
 // By suffix: .png, .svg, .pdf. width/height 0 = the plot's current size.
 bool exportPlot(QCustomPlot* plot, const QString& path, QString* error, int width = 0, int height = 0);
 // Widgets that are not plots (the document view): rendered as they look on screen.

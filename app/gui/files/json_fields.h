@@ -32,13 +32,13 @@ public:
     QString string(const char* key, const QString& fallback) const;
     // A string that must be one of `allowed`.
     QString choice(const char* key, const QString& fallback, const QStringList& allowed) const;
-    QJsonObject object(const char* key) const;   // empty when missing
+    QJsonObject object(const char* key) const;  // empty when missing
 
     [[noreturn]] void fail(const char* key, const QString& what) const;
 
 private:
     QString path(const char* key) const;
-    static QString shown(const QJsonValue& v);   // the value as the file has it, shortened
+    static QString shown(const QJsonValue& v);  // the value as the file has it, shortened
 
     QJsonObject m_o;
     QString m_prefix;

@@ -8,8 +8,8 @@
 #include <QRegularExpression>
 
 #include "app/gui/files/atomic_write.h"
-#include "app/gui/state/gui_types.h"
 #include "app/gui/files/json_fields.h"
+#include "app/gui/state/gui_types.h"
 #include "core/common/errors.h"
 
 namespace studio {
@@ -17,7 +17,7 @@ namespace studio {
 namespace {
 constexpr const char* kFormat = "snapkv-studio-session";
 constexpr int kVersion = 1;
-constexpr qint64 kMaxSessionBytes = qint64(256) << 20;   // documents are at most a few MB
+constexpr qint64 kMaxSessionBytes = qint64(256) << 20;  // documents are at most a few MB
 
 // A value from the file as messages quote it: at most 100 characters, so that a corrupt or hostile
 // file (a megabyte-long string) cannot flood the error dialog.

@@ -19,9 +19,9 @@ struct SessionFile {
     QString modelPath;
     snapkv::LoadOptions load;
     QString document;
-    QString documentPath;           // where the document came from, informational
+    QString documentPath;  // where the document came from, informational
     QString question;
-    QString answerPrefix;           // the answer's first words (a RULER sample); "" = none
+    QString answerPrefix;  // the answer's first words (a RULER sample); "" = none
     bool chat = true;
     ParamState params;
     DisplaySettings display;
@@ -29,9 +29,9 @@ struct SessionFile {
     int head = 0;
     QString view = "overview";
     int maxTokens = 64;
-    bool ran = false;               // results were shown when saved: loading runs again
-    QByteArray geometry;            // QMainWindow::saveGeometry
-    QByteArray windowState;         // QMainWindow::saveState (docks, toolbars)
+    bool ran = false;        // results were shown when saved: loading runs again
+    QByteArray geometry;     // QMainWindow::saveGeometry
+    QByteArray windowState;  // QMainWindow::saveState (docks, toolbars)
 
     QJsonObject toJson(const QString& relativeTo = QString()) const;
     // Throws nothing; returns nullopt and sets *error on a bad file.

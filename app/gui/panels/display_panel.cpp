@@ -49,8 +49,9 @@ DisplayPanel::DisplayPanel(AnalysisState* state, QWidget* parent) : QWidget(pare
     m_sinks = new QSpinBox;
     m_sinks->setObjectName("hideSinksSpin");
     m_sinks->setRange(0, 64);
-    m_sinks->setToolTip("Attention sinks (the first tokens) take most of the attention in LLMs and wash out the "
-                        "rest of a heatmap: hide the first k keys and renormalise each row over the others.");
+    m_sinks->setToolTip(
+        "Attention sinks (the first tokens) take most of the attention in LLMs and wash out the "
+        "rest of a heatmap: hide the first k keys and renormalise each row over the others.");
     form->addRow("Hide first k sinks", m_sinks);
 
     sync();

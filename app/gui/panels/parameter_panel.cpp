@@ -151,17 +151,19 @@ void ParameterPanel::buildUi() {
     m_gqa->setObjectName("gqaCombo");
     m_gqa->addItem("per query head (official)");
     m_gqa->addItem("per KV head (kvpress)");
-    m_gqa->setToolTip("Grouped-query attention: select per query head (keys repeated; on a GQA model each query "
-                      "head stores its own kept tokens, so the cache can grow) or once per KV group (the cache "
-                      "shrinks)");
+    m_gqa->setToolTip(
+        "Grouped-query attention: select per query head (keys repeated; on a GQA model each query "
+        "head stores its own kept tokens, so the cache can grow) or once per KV group (the cache "
+        "shrinks)");
     form->addRow("GQA", m_gqa);
 
     m_tieBreak = new QComboBox;
     m_tieBreak->setObjectName("tieBreakCombo");
     m_tieBreak->addItem("later position first (official)");
     m_tieBreak->addItem("earlier position first");
-    m_tieBreak->setToolTip("Max pooling gives runs of up to K positions the same score; at the budget's edge the "
-                           "top-k keeps the later (as torch.topk did in the official code) or the earlier ones");
+    m_tieBreak->setToolTip(
+        "Max pooling gives runs of up to K positions the same score; at the budget's edge the "
+        "top-k keeps the later (as torch.topk did in the official code) or the earlier ones");
     form->addRow("Ties", m_tieBreak);
 
     m_query = new QComboBox;
@@ -280,8 +282,9 @@ ParamState ParameterPanel::readWidgets() const {
 
 void ParameterPanel::writeWidgets(const ParamState& s) {
     m_writing = true;
-    const QList<QWidget*> all = {m_policy, m_windowSlider, m_window, m_kernel, m_pooling, m_budgetMode, m_budgetSlider,
-                                 m_budget, m_ratioSlider, m_ratio, m_gqa, m_tieBreak, m_query, m_hit, m_sink};
+    const QList<QWidget*> all = {m_policy,     m_windowSlider, m_window, m_kernel,      m_pooling,
+                                 m_budgetMode, m_budgetSlider, m_budget, m_ratioSlider, m_ratio,
+                                 m_gqa,        m_tieBreak,     m_query,  m_hit,         m_sink};
     for (QWidget* w : all) w->blockSignals(true);
     m_policy->setCurrentIndex(static_cast<int>(s.sel.policy));
     m_window->setValue(static_cast<int>(s.sel.window));
@@ -412,7 +415,8 @@ void ParameterPanel::setCacheReport(qint64 bytesFull, qint64 bytesKept, const QS
     const double ratio = bytesKept > 0 ? double(bytesFull) / double(bytesKept) : 0.0;
     QString text = QString("<b>KV cache</b> %1 full &rarr; %2 kept").arg(mib(bytesFull), mib(bytesKept));
     if (bytesKept > bytesFull) {
-        text += QString(" <b style='color:#b3261e'>(%1x larger)</b>").arg(double(bytesKept) / double(bytesFull), 0, 'f', 2);
+        text +=
+            QString(" <b style='color:#b3261e'>(%1x larger)</b>").arg(double(bytesKept) / double(bytesFull), 0, 'f', 2);
         if (!growthNote.isEmpty()) {
             QString why = growthNote.toHtmlEscaped();
             why[0] = why[0].toUpper();

@@ -26,8 +26,21 @@ class ParameterPanel : public QWidget {
     Q_OBJECT
 public:
     // Which control an edit came from: consecutive edits of the same one merge in the undo stack.
-    enum Field { FPolicy = 1, FWindow, FKernel, FPooling, FBudgetMode, FBudget, FRatio, FGqa, FQuery, FHit, FSink, FPreset,
-                 FTieBreak };
+    enum Field {
+        FPolicy = 1,
+        FWindow,
+        FKernel,
+        FPooling,
+        FBudgetMode,
+        FBudget,
+        FRatio,
+        FGqa,
+        FQuery,
+        FHit,
+        FSink,
+        FPreset,
+        FTieBreak
+    };
 
     explicit ParameterPanel(QWidget* parent = nullptr);
 

@@ -42,8 +42,9 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     m_weights->setObjectName("weightsCombo");
     m_weights->addItem("native", "native");
     m_weights->addItem("float32", "f32");
-    m_weights->setToolTip("native: keep the file's weight format in memory (quantized blocks, 16-bit), "
-                          "dequantized on the fly; float32: dequantize every weight at load (CPU)");
+    m_weights->setToolTip(
+        "native: keep the file's weight format in memory (quantized blocks, 16-bit), "
+        "dequantized on the fly; float32: dequantize every weight at load (CPU)");
     devRow->addWidget(m_device, 1);
     devRow->addWidget(m_dtype, 1);
     devRow->addWidget(m_weights, 1);
@@ -78,8 +79,9 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     prefixLayout->addWidget(new QLabel("Answer starts with"));
     m_answerPrefix = new QLineEdit;
     m_answerPrefix->setObjectName("answerPrefixEdit");
-    m_answerPrefix->setToolTip("Words placed at the start of the answer (after the chat template's assistant header), "
-                               "as RULER prompts do; clear it to ask the question alone.");
+    m_answerPrefix->setToolTip(
+        "Words placed at the start of the answer (after the chat template's assistant header), "
+        "as RULER prompts do; clear it to ask the question alone.");
     prefixLayout->addWidget(m_answerPrefix, 1);
     m_prefixRow->hide();
     layout->addWidget(m_prefixRow);
@@ -94,9 +96,10 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     connect(m_weights, qOverload<int>(&QComboBox::activated), this, &PromptPanel::modelOptionsChanged);
     connect(m_document, &QPlainTextEdit::textChanged, this, [this] {
         const int chars = m_document->document()->characterCount();
-        m_docInfo->setText(QString("%1 characters%2")
-                               .arg(chars)
-                               .arg(m_documentPath.isEmpty() ? QString() : " · " + QFileInfo(m_documentPath).fileName()));
+        m_docInfo->setText(
+            QString("%1 characters%2")
+                .arg(chars)
+                .arg(m_documentPath.isEmpty() ? QString() : " · " + QFileInfo(m_documentPath).fileName()));
     });
 }
 
@@ -145,8 +148,9 @@ void PromptPanel::setModelStatus(const QString& text) { m_modelStatus->setText(t
 void PromptPanel::setChatFormat(const QString& format) {
     if (format == "raw") {
         m_chat->setText("wrap in the model's chat template (it has none: plain text)");
-        m_chat->setToolTip("This model has no chat template: the document and the question are joined by a blank line "
-                           "as plain text, whether or not this is on.");
+        m_chat->setToolTip(
+            "This model has no chat template: the document and the question are joined by a blank line "
+            "as plain text, whether or not this is on.");
     } else {
         m_chat->setText(format.isEmpty() ? QString("wrap in the model's chat template")
                                          : QString("wrap in the model's chat template (%1)").arg(format));

@@ -47,7 +47,7 @@ public:
 Q_SIGNALS:
     void browseModelRequested();
     void openDocumentRequested();
-    void modelOptionsChanged();      // device or dtype changed: the model must be reloaded
+    void modelOptionsChanged();  // device or dtype changed: the model must be reloaded
 
 private:
     QLineEdit* m_model;

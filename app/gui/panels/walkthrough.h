@@ -14,8 +14,8 @@ namespace studio {
 struct WalkthroughStep {
     QString title;
     QString text;
-    QString view;        // "overview" | "head" | "document" | "compare"
-    QString emphasis;    // "none" | "window" | "votes" | "pooling" | "topk" | "document" | "generate"
+    QString view;      // "overview" | "head" | "document" | "compare"
+    QString emphasis;  // "none" | "window" | "votes" | "pooling" | "topk" | "document" | "generate"
 };
 
 QList<WalkthroughStep> walkthroughSteps();

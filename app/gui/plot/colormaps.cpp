@@ -24,12 +24,10 @@ QList<QPair<double, QColor>> even(const std::initializer_list<const char*>& hex)
 QList<QPair<double, QColor>> colorStops(ColorMapKind kind) {
     switch (kind) {
     case ColorMapKind::Viridis:
-        return even({"#440154", "#482576", "#414487", "#35608d", "#2a788e", "#21908c", "#22a884", "#43bf71",
-                     "#7ad151", "#bbdf27", "#fde725"});
-    case ColorMapKind::Cividis:
-        return even({"#00224e", "#35456c", "#666970", "#948e77", "#c8b866", "#fee838"});
-    case ColorMapKind::Greys:
-        return even({"#ffffff", "#000000"});
+        return even({"#440154", "#482576", "#414487", "#35608d", "#2a788e", "#21908c", "#22a884", "#43bf71", "#7ad151",
+                     "#bbdf27", "#fde725"});
+    case ColorMapKind::Cividis: return even({"#00224e", "#35456c", "#666970", "#948e77", "#c8b866", "#fee838"});
+    case ColorMapKind::Greys: return even({"#ffffff", "#000000"});
     }
     return {};
 }

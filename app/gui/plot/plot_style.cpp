@@ -84,7 +84,7 @@ void setUnitCells(QCPColorMap* map, int nKeys, int nValues) {
 }
 
 int labelStep(double cellPixels, double labelPixels) {
-    if (!(cellPixels > 0)) return 1;   // not laid out yet: label everything, the layout corrects it
+    if (!(cellPixels > 0)) return 1;  // not laid out yet: label everything, the layout corrects it
     for (int step = 1;; step *= 10)
         for (int m : {1, 2, 5})
             if (m * step * cellPixels >= labelPixels || m * step >= (1 << 20)) return m * step;

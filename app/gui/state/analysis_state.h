@@ -22,17 +22,17 @@ public:
 
     bool hasModel() const { return m_model.has_value(); }
     const snapkv::ModelInfo& model() const { return *m_model; }
-    void setModel(const snapkv::ModelInfo& info);      // clears everything computed from the old model
+    void setModel(const snapkv::ModelInfo& info);  // clears everything computed from the old model
     void clearModel();
 
     bool hasPrefill() const { return m_prefill.has_value(); }
     const snapkv::PrefillSummary& prefill() const { return *m_prefill; }
-    void setPrefill(const snapkv::PrefillSummary& summary);   // clears selection and comparison
+    void setPrefill(const snapkv::PrefillSummary& summary);  // clears selection and comparison
 
     // The selection and everything that came with it (retune result).
     const snapkv::Selection* selection() const { return m_retune ? m_retune->selection.get() : nullptr; }
     const snapkv::Selection* otherSelection() const { return m_retune ? m_retune->other.get() : nullptr; }
-    const ParamState& params() const { return m_params; }      // the parameters of selection()
+    const ParamState& params() const { return m_params; }  // the parameters of selection()
     RetunePtr retune() const { return m_retune; }
     void setRetune(const RetunePtr& result, const ParamState& params);
 
@@ -44,9 +44,9 @@ public:
 
     int layer() const { return m_layer; }
     int head() const { return m_head; }
-    void setFocus(int layer, int head);                 // clamped to the selection's shape
+    void setFocus(int layer, int head);  // clamped to the selection's shape
     int nLayers() const;
-    int nHeads() const;                                  // selection heads per layer
+    int nHeads() const;  // selection heads per layer
     // The focused head's selection, or null.
     const snapkv::HeadSelection* focusedHead() const;
     const snapkv::LayerSelection* focusedLayer() const;
@@ -59,7 +59,7 @@ public:
     struct MarkedSpan {
         int64_t first = -1;
         int64_t last = -1;
-        QString label;                   // "needle", "answer", ...
+        QString label;  // "needle", "answer", ...
     };
     const std::vector<MarkedSpan>& markedSpans() const { return m_marks; }
     // The span holding token i (the last one given wins: answers are given after their needles), or null.
@@ -69,7 +69,7 @@ public:
     int64_t markedLast() const { return m_marks.empty() ? -1 : m_marks.front().last; }
     QString markedLabel() const { return m_marks.empty() ? QString() : m_marks.front().label; }
     void setMarkedSpan(int64_t first, int64_t last, const QString& label);
-    void setMarkedSpans(std::vector<MarkedSpan> spans);   // empty spans are dropped
+    void setMarkedSpans(std::vector<MarkedSpan> spans);  // empty spans are dropped
 
 Q_SIGNALS:
     void modelChanged();
@@ -82,7 +82,7 @@ Q_SIGNALS:
     void markChanged();
 
 private:
-    void replaceModel(std::optional<snapkv::ModelInfo> info);   // set or clear, then announce all
+    void replaceModel(std::optional<snapkv::ModelInfo> info);  // set or clear, then announce all
 
     std::optional<snapkv::ModelInfo> m_model;
     std::optional<snapkv::PrefillSummary> m_prefill;

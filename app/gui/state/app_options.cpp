@@ -9,9 +9,9 @@
 
 #include <limits>
 
+#include "app/gui/panels/walkthrough.h"
 #include "app/gui/state/gui_types.h"
 #include "app/gui/state/param_state.h"
-#include "app/gui/panels/walkthrough.h"
 #include "core/common/path_checks.h"
 #include "core/eval/datasets.h"
 #include "core/snapkv/snapkv_params.h"
@@ -35,8 +35,8 @@ QStringList searchRoots() {
 
 // --name's value as a whole number in [min, max]; nullopt when not given or bad (then *error is
 // set, unless an earlier option already set it).
-std::optional<int> intOption(const QCommandLineParser& p, const QString& name, int min, int max,
-                             const QString& why, QString* error) {
+std::optional<int> intOption(const QCommandLineParser& p, const QString& name, int min, int max, const QString& why,
+                             QString* error) {
     if (!p.isSet(name)) return std::nullopt;
     bool ok = false;
     const int v = p.value(name).trimmed().toInt(&ok);
@@ -54,8 +54,7 @@ QString nameOption(const QCommandLineParser& p, const QString& name, const QStri
     if (!p.isSet(name)) return {};
     const QString v = p.value(name);
     if (allowed.contains(v)) return v;
-    if (error->isEmpty())
-        *error = QString("--%1 \"%2\" is not allowed; allowed: %3").arg(name, v, allowed.join(", "));
+    if (error->isEmpty()) *error = QString("--%1 \"%2\" is not allowed; allowed: %3").arg(name, v, allowed.join(", "));
     return {};
 }
 
@@ -68,7 +67,7 @@ QString defaultModelPath() {
     if (!env.isEmpty() && QFileInfo::exists(env)) return QFileInfo(env).absoluteFilePath();
     QStringList dirs;
     for (const QString& root : searchRoots()) dirs << QDir(root).filePath("models");
-    dirs << userModelsDir();   // where snapkv-fetch-model puts it for an installed copy
+    dirs << userModelsDir();  // where snapkv-fetch-model puts it for an installed copy
     for (const QString& dir : dirs) {
         const QString p = QDir(dir).filePath(defaultModelFileName());
         if (!dir.isEmpty() && QFileInfo::exists(p)) return QFileInfo(p).canonicalFilePath();
@@ -83,7 +82,7 @@ QStringList modelFolders() {
         const QFileInfo fi(QDir(root).filePath("models"));
         if (fi.isDir() && !folders.contains(fi.canonicalFilePath())) folders << fi.canonicalFilePath();
     }
-    const QFileInfo user(userModelsDir());   // an installed copy's fetched models
+    const QFileInfo user(userModelsDir());  // an installed copy's fetched models
     if (user.isDir() && !folders.contains(user.canonicalFilePath())) folders << user.canonicalFilePath();
     return folders;
 }
@@ -129,8 +128,8 @@ std::optional<QString> readTextFile(const QString& path, QString* error) {
 }
 
 bool AppOptions::overridesSettings() const {
-    return headless() || !session.isEmpty() || budget || window || kernel || !pooling.isEmpty() ||
-           !policy.isEmpty() || !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
+    return headless() || !session.isEmpty() || budget || window || kernel || !pooling.isEmpty() || !policy.isEmpty() ||
+           !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
 }
 
 QString applicationDescription() {
@@ -157,19 +156,19 @@ QList<QCommandLineOption> applicationOptions() {
         {"kernel", "Pooling kernel K (odd).", "n"},
         {"pooling", "Pooling: max, avg or none.", "name"},
         {"policy", QString("Policy: %1.").arg(QString::fromStdString(snapkv::policy_list_text())), "name"},
-        {"gqa", "Grouped-query attention: kv-head (default: one selection per KV head, the cache shrinks) or "
-                "query-head (official SnapKV: one per query head).", "mode"},
+        {"gqa",
+         "Grouped-query attention: kv-head (default: one selection per KV head, the cache shrinks) or "
+         "query-head (official SnapKV: one per query head).",
+         "mode"},
         {"tie-break", "Which of equal scores top-k keeps: later (default, as torch.topk did) or earlier.", "order"},
-        {"walkthrough", QString("Open the guided walkthrough at step N (1-%1) after the run.")
-                            .arg(walkthroughSteps().size()), "n"},
+        {"walkthrough",
+         QString("Open the guided walkthrough at step N (1-%1) after the run.").arg(walkthroughSteps().size()), "n"},
         {"bench-retune", "Time N budget changes after the run and print the timings.", "n"},
         {"get-model", "Open Help > Get a Model (where to get a model; downloads the default one on request)."},
     };
 }
 
-QString fileArgumentHelp() {
-    return "A model (GGUF file or Hugging Face folder) or a session (.snapkv.json) to open.";
-}
+QString fileArgumentHelp() { return "A model (GGUF file or Hugging Face folder) or a session (.snapkv.json) to open."; }
 
 namespace {
 // Text as roff: backslashes escaped, hyphens as \- (so man does not hyphenate options), a leading
@@ -199,7 +198,8 @@ QString manPage(const QString& version) {
     for (const QCommandLineOption& o : applicationOptions()) {
         if (o.flags() & QCommandLineOption::HiddenFromHelp) continue;
         QStringList names;
-        for (const QString& n : o.names()) names << QString("\\fB%1%2\\fR").arg(n.size() == 1 ? "\\-" : "\\-\\-", roff(n));
+        for (const QString& n : o.names())
+            names << QString("\\fB%1%2\\fR").arg(n.size() == 1 ? "\\-" : "\\-\\-", roff(n));
         m += ".TP\n" + names.join(", ");
         if (!o.valueName().isEmpty()) m += " \\fI" + roff(o.valueName()) + "\\fR";
         m += "\n" + roff(o.description());
@@ -267,9 +267,9 @@ AppOptions parseOptions(const QStringList& arguments) {
             return field == "window" || field == "kernel" || field == "budget" ? "--" + field : std::string();
         };
         const auto bad = snapkv::check_params(probe, {0, appMaxWindow()});
-        const bool given = bad && ((bad->field == "kernel" && o.kernel) ||
-                                   (bad->field == "budget" && o.budget && o.window) ||
-                                   (bad->field == "window" && o.window));
+        const bool given = bad &&
+                           ((bad->field == "kernel" && o.kernel) || (bad->field == "budget" && o.budget && o.window) ||
+                            (bad->field == "window" && o.window));
         if (given) o.error = QString::fromStdString(option(bad->field) + " " + bad->sentence(option));
     }
     for (const char* name : {"model", "document", "session", "screenshot", "results"})
@@ -277,8 +277,9 @@ AppOptions parseOptions(const QStringList& arguments) {
             o.error = QString("--%1 is empty; give a path").arg(name);
     if (!o.session.isEmpty() && (!o.model.isEmpty() || !o.document.isEmpty() || !o.question.isEmpty()) &&
         o.error.isEmpty())
-        o.error = "--session already holds the model, the document and the question; give either --session or "
-                  "--model/--document/--question";
+        o.error =
+            "--session already holds the model, the document and the question; give either --session or "
+            "--model/--document/--question";
     // One file to open, as a file manager passes it (the .desktop entry's %f): a session or a model.
     const QStringList files = p.positionalArguments();
     if (files.size() > 1 && o.error.isEmpty())
@@ -287,22 +288,24 @@ AppOptions parseOptions(const QStringList& arguments) {
         const QString f = files.first();
         const bool isSession = f.endsWith(".snapkv.json", Qt::CaseInsensitive);
         QString& slot = isSession ? o.session : o.model;
-        if (f.isEmpty())
-            o.error = "the file to open is empty; give a path";
+        if (f.isEmpty()) o.error = "the file to open is empty; give a path";
         else if (!slot.isEmpty())
-            o.error = QString("\"%1\" and --%2 both name the %2 to open; give one").arg(f, isSession ? "session" : "model");
+            o.error =
+                QString("\"%1\" and --%2 both name the %2 to open; give one").arg(f, isSession ? "session" : "model");
         else if (isSession && (!o.model.isEmpty() || !o.document.isEmpty() || !o.question.isEmpty()))
-            o.error = "a session already holds the model, the document and the question; give either a session or "
-                      "--model/--document/--question";
-        else
-            slot = f;
+            o.error =
+                "a session already holds the model, the document and the question; give either a session or "
+                "--model/--document/--question";
+        else slot = f;
     }
     // The screenshot never replaces a file the run reads (a symlink or hard link to it included).
     if (!o.screenshot.isEmpty() && o.error.isEmpty()) {
         const std::vector<snapkv::NamedPath> inputs = {
-            {"the model (--model)", o.model.toStdString()},     {"the document (--document)", o.document.toStdString()},
+            {"the model (--model)", o.model.toStdString()},
+            {"the document (--document)", o.document.toStdString()},
             {"the question file (--question)", QFileInfo(o.question).isFile() ? o.question.toStdString() : ""},
-            {"the session (--session)", o.session.toStdString()}, {"the results file (--results)", o.results.toStdString()}};
+            {"the session (--session)", o.session.toStdString()},
+            {"the results file (--results)", o.results.toStdString()}};
         const std::string shot = o.screenshot.toStdString();
         if (const auto hit = snapkv::clobbered_input(shot, inputs))
             o.error = "--screenshot: " + QString::fromStdString(snapkv::clobber_message(shot, *hit));

@@ -13,26 +13,26 @@ namespace studio {
 
 struct AppOptions {
     QString model;
-    QString document;        // path
-    QString question;        // path of a text file, or the question itself
+    QString document;  // path
+    QString question;  // path of a text file, or the question itself
     QString session;
     bool run = false;
-    QString screenshot;      // save a 1600x1000 screenshot of the window after the run, then exit
-    QString view;            // overview | head | document | compare | evaluate
-    QString results;         // evaluation results file shown in the Evaluate tab
-    bool getModel = false;   // open Help > Get a Model at start (the desktop entry's action)
-    int maxTokens = 32;      // generation length for --view compare in headless mode
+    QString screenshot;     // save a 1600x1000 screenshot of the window after the run, then exit
+    QString view;           // overview | head | document | compare | evaluate
+    QString results;        // evaluation results file shown in the Evaluate tab
+    bool getModel = false;  // open Help > Get a Model at start (the desktop entry's action)
+    int maxTokens = 32;     // generation length for --view compare in headless mode
     std::optional<int> budget;
     std::optional<int> window;
     std::optional<int> kernel;
     QString pooling;
     QString policy;
-    QString gqa;             // query-head | kv-head
-    QString tieBreak;        // earlier | later
-    int walkthroughStep = 0; // 1-based: open the walkthrough at this step after the run
-    int benchRetune = 0;     // hidden: time N budget changes after the run and print the timings
+    QString gqa;              // query-head | kv-head
+    QString tieBreak;         // earlier | later
+    int walkthroughStep = 0;  // 1-based: open the walkthrough at this step after the run
+    int benchRetune = 0;      // hidden: time N budget changes after the run and print the timings
     bool maxTokensSet = false;
-    QString error;           // set when the command line is invalid
+    QString error;  // set when the command line is invalid
 
     // A headless run: a screenshot or a benchmark, no person watching.
     bool headless() const { return !screenshot.isEmpty() || benchRetune > 0; }

@@ -60,9 +60,8 @@ DisplaySettings DisplaySettings::fromJson(const QJsonObject& o) {
 
 bool DisplaySettings::operator==(const DisplaySettings& o) const {
     return colorMap == o.colorMap && logScale == o.logScale && rowNormalise == o.rowNormalise &&
-           fixedRange == o.fixedRange && rangeMin == o.rangeMin && rangeMax == o.rangeMax &&
-           hideSinks == o.hideSinks && overviewStat == o.overviewStat && overlapPolicy == o.overlapPolicy &&
-           documentMode == o.documentMode;
+           fixedRange == o.fixedRange && rangeMin == o.rangeMin && rangeMax == o.rangeMax && hideSinks == o.hideSinks &&
+           overviewStat == o.overviewStat && overlapPolicy == o.overlapPolicy && documentMode == o.documentMode;
 }
 
 }  // namespace studio

@@ -16,13 +16,13 @@ enum class DocumentMode { HeadSelection, HeadVotes, LayerKeptShare, AllKeptShare
 struct DisplaySettings {
     ColorMapKind colorMap = ColorMapKind::Viridis;
     bool logScale = false;
-    bool rowNormalise = false;         // each window query's row divided by its maximum
-    bool fixedRange = false;           // colour range from rangeMin..rangeMax instead of the data
+    bool rowNormalise = false;  // each window query's row divided by its maximum
+    bool fixedRange = false;    // colour range from rangeMin..rangeMax instead of the data
     double rangeMin = 0.0;
     double rangeMax = 1.0;
-    int hideSinks = 0;                 // hide the first k keys and renormalise rows over the rest
+    int hideSinks = 0;  // hide the first k keys and renormalise rows over the rest
     OverviewStat overviewStat = OverviewStat::KeptMass;
-    QString overlapPolicy = "h2o";     // the other policy for OverviewStat::Overlap
+    QString overlapPolicy = "h2o";  // the other policy for OverviewStat::Overlap
     DocumentMode documentMode = DocumentMode::HeadSelection;
 
     QJsonObject toJson() const;

@@ -51,7 +51,8 @@ QString configLabel(const json& c, bool withBudget) {
     // Labels name what differs from core's defaults (the grid's, the panel's and the CLI's).
     const snapkv::SelectionParams d = snapkv::default_params();
     QString s = QString::fromStdString(policy);
-    if (withBudget && c.contains("budget") && c["budget"].is_number()) s += QString(" C%1").arg(c["budget"].get<int64_t>());
+    if (withBudget && c.contains("budget") && c["budget"].is_number())
+        s += QString(" C%1").arg(c["budget"].get<int64_t>());
     // kvpress's compression ratio (the budget is null then), printed as core's config_label does.
     if (withBudget && c.contains("ratio") && c["ratio"].is_number())
         s += QString(" r%1").arg(c["ratio"].get<double>(), 0, 'g', 6);
@@ -86,7 +87,7 @@ bool EvalResults::add(const json& row) {
     const int64_t n_configs = static_cast<int64_t>(m_settings.value("configs", json::array()).size());
     const int64_t key = row["cell"].get<int64_t>() * n_configs + row["config"].get<int64_t>();
     if (key >= 0 && key < static_cast<int64_t>(m_index.size())) {
-        if (m_index[static_cast<size_t>(key)] >= 0) {   // a rerun of the same row replaces it
+        if (m_index[static_cast<size_t>(key)] >= 0) {  // a rerun of the same row replaces it
             m_rows[static_cast<size_t>(m_index[static_cast<size_t>(key)])] = row;
             return true;
         }

@@ -17,9 +17,9 @@
 namespace studio {
 
 struct EvalMetric {
-    QString key;        // row field: "found", "agree_full", ...
-    QString label;      // axis / colour-scale label
-    bool bounded01;     // values lie in [0, 1]
+    QString key;     // row field: "found", "agree_full", ...
+    QString label;   // axis / colour-scale label
+    bool bounded01;  // values lie in [0, 1]
 };
 std::vector<EvalMetric> needleMetrics();
 std::vector<EvalMetric> sweepMetrics();
@@ -27,17 +27,17 @@ std::vector<EvalMetric> sweepMetrics();
 struct SweepPoint {
     double budget = 0;
     double mean = 0;
-    double sd = 0;                   // standard deviation over the items
-    double lo = 0;                   // mean - sd, mean + sd (clamped to [0, 1] for bounded metrics)
+    double sd = 0;  // standard deviation over the items
+    double lo = 0;  // mean - sd, mean + sd (clamped to [0, 1] for bounded metrics)
     double hi = 0;
     int n = 0;
-    int64_t worstCell = -1;          // the item with the lowest value (the highest for KL)
+    int64_t worstCell = -1;  // the item with the lowest value (the highest for KL)
     int64_t worstConfig = -1;
     QString worstId;
 };
 
 struct SweepSeries {
-    QString label;                   // configuration without its budget: "snapkv", "streaming W64"
+    QString label;  // configuration without its budget: "snapkv", "streaming W64"
     QString policy;
     std::vector<SweepPoint> points;  // by budget, ascending
 };
@@ -54,8 +54,8 @@ public:
     size_t size() const { return m_rows.size(); }
     const std::vector<nlohmann::json>& rows() const { return m_rows; }
     const nlohmann::json& settings() const { return m_settings; }
-    QString task() const;            // "needle" | "sweep" | "ruler" | ""
-    int64_t expectedRows() const;    // cells x configurations, -1 if unknown
+    QString task() const;          // "needle" | "sweep" | "ruler" | ""
+    int64_t expectedRows() const;  // cells x configurations, -1 if unknown
     QString path() const { return m_path; }
 
     // Configurations in grid order: labels ("full", "snapkv C256") and JSON.
@@ -80,7 +80,7 @@ private:
     std::vector<nlohmann::json> m_rows;
     nlohmann::json m_settings;
     QString m_path;
-    std::vector<int64_t> m_index;    // (cell * n_configs + config) -> row index, -1 if absent
+    std::vector<int64_t> m_index;  // (cell * n_configs + config) -> row index, -1 if absent
 };
 
 // The value of a metric in a row as a number (booleans 0/1), nullopt when absent or null.

@@ -79,7 +79,7 @@ RulerStat configStat(const std::vector<SampleRows>& perTask, const QString& metr
     RulerStat s;
     double sumMeans = 0;
     int nTasks = 0;
-    std::map<int64_t, std::pair<double, int>> bySample;   // sample -> (sum over tasks, tasks)
+    std::map<int64_t, std::pair<double, int>> bySample;  // sample -> (sum over tasks, tasks)
     Worst worst;
     for (const SampleRows& rows : perTask) {
         const RulerStat t = taskStat(rows, metric);
@@ -209,7 +209,7 @@ RulerTable rulerTable(const EvalResults& results, int64_t length, const QString&
     table.tasks = rulerTasks(results);
     const RulerIndex index = indexRows(results, length, table.tasks);
     const json& configs = results.settings().value("configs", json::array());
-    std::map<QString, int> seriesOf;   // the leaderboard's series order, whatever the size
+    std::map<QString, int> seriesOf;  // the leaderboard's series order, whatever the size
     for (size_t k = 0; k < configs.size(); ++k) {
         const json& c = configs[k];
         const bool full = c.value("policy", std::string()) == "full";

@@ -22,17 +22,17 @@ std::vector<EvalMetric> rulerMetrics();
 // Mean and spread of a metric over samples (x100), and the row a click opens.
 struct RulerStat {
     double mean = 0;
-    double sd = 0;                   // population s.d. over the samples (as core's ruler_scores)
-    int n = 0;                       // samples; 0 = nothing run yet
-    int64_t worstCell = -1;          // the lowest value; ties: the one that kept least of its needle
+    double sd = 0;           // population s.d. over the samples (as core's ruler_scores)
+    int n = 0;               // samples; 0 = nothing run yet
+    int64_t worstCell = -1;  // the lowest value; ties: the one that kept least of its needle
     int64_t worstConfig = -1;
 };
 
 struct RulerPoint {
-    double x = 0;                    // the ratio or the budget
+    double x = 0;  // the ratio or the budget
     int64_t config = -1;
-    RulerStat stat;                  // mean over tasks of the task means; s.d. over samples of the
-                                     // per-sample mean over tasks; worst over all tasks and samples
+    RulerStat stat;  // mean over tasks of the task means; s.d. over samples of the
+                     // per-sample mean over tasks; worst over all tasks and samples
 };
 
 struct RulerSeries {
@@ -41,20 +41,20 @@ struct RulerSeries {
 };
 
 struct RulerBoard {
-    QString axis;                    // "ratio" | "budget"
+    QString axis;  // "ratio" | "budget"
     std::vector<RulerSeries> series;
-    std::optional<RulerStat> full;   // the full cache
+    std::optional<RulerStat> full;  // the full cache
     int64_t fullConfig = -1;
 };
 
 struct RulerTable {
-    QStringList tasks;               // rows, in the run's order
-    QStringList columns;             // "full cache", then each series at the size ("snapkv r0.5")
-    QStringList headers;             // the same without the size ("full", "snapkv"): the table's header
-    std::vector<int64_t> configs;    // per column
-    std::vector<int> seriesIndex;    // per column: the leaderboard series (-1 for the full cache)
-    std::vector<std::vector<RulerStat>> cells;   // [task][column]
-    std::vector<RulerStat> average;  // per column: the mean over tasks (the leaderboard's point)
+    QStringList tasks;                          // rows, in the run's order
+    QStringList columns;                        // "full cache", then each series at the size ("snapkv r0.5")
+    QStringList headers;                        // the same without the size ("full", "snapkv"): the table's header
+    std::vector<int64_t> configs;               // per column
+    std::vector<int> seriesIndex;               // per column: the leaderboard series (-1 for the full cache)
+    std::vector<std::vector<RulerStat>> cells;  // [task][column]
+    std::vector<RulerStat> average;             // per column: the mean over tasks (the leaderboard's point)
 };
 
 // The run's lengths and tasks (from the settings), the size axes present ("ratio" before "budget")

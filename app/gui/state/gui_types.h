@@ -20,12 +20,12 @@ constexpr int kMaxNewTokens = 4096;
 // Softmax rows of the observation-window queries of one head over the keys.
 struct AttentionRows {
     int64_t layer = 0;
-    int64_t head = 0;            // index in the selection (a KV head in kv-head GQA mode)
-    int64_t window = 0;          // W rows
-    int64_t nKeys = 0;           // L columns
+    int64_t head = 0;    // index in the selection (a KV head in kv-head GQA mode)
+    int64_t window = 0;  // W rows
+    int64_t nKeys = 0;   // L columns
     bool queryAgnostic = false;
-    QString label;               // "query head 4" or "mean of query heads 3-5 (KV head 1)"
-    std::vector<float> rows;     // [W, L] row-major
+    QString label;            // "query head 4" or "mean of query heads 3-5 (KV head 1)"
+    std::vector<float> rows;  // [W, L] row-major
 };
 
 using SelectionPtr = std::shared_ptr<const snapkv::Selection>;
@@ -38,11 +38,11 @@ using CancelPtr = std::shared_ptr<std::atomic<bool>>;
 struct RetuneResult {
     quint64 id = 0;
     SelectionPtr selection;
-    SelectionPtr other;          // null unless an overlap policy was asked for
-    AttentionPtr attention;      // null if the focused head could not be read
+    SelectionPtr other;      // null unless an overlap policy was asked for
+    AttentionPtr attention;  // null if the focused head could not be read
     int64_t kvBytesFull = 0;
     int64_t kvBytesKept = 0;
-    QString cacheNote;           // why the kept cache is larger than the full one, or empty
+    QString cacheNote;  // why the kept cache is larger than the full one, or empty
     double selectMs = 0;
 };
 using RetunePtr = std::shared_ptr<const RetuneResult>;

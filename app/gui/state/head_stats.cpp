@@ -130,8 +130,7 @@ std::vector<float> maxDownsample(const std::vector<float>& rows, int64_t W, int6
 }
 
 std::vector<std::vector<double>> overviewGrid(OverviewStat stat, const snapkv::Selection* sel,
-                                              const snapkv::Selection* other,
-                                              const snapkv::CompareResult* cmp) {
+                                              const snapkv::Selection* other, const snapkv::CompareResult* cmp) {
     std::vector<std::vector<double>> grid;
     if (stat == OverviewStat::HitRate) {
         if (!cmp) return grid;

@@ -38,7 +38,7 @@ ParamState ParamState::fromJson(const QJsonObject& o, const QString& prefix) {
     s.queryAgnostic = r.query_agnostic;
     s.useRatio = s.sel.ratio >= 0.0;
     if (s.useRatio) s.ratio = s.sel.ratio;
-    s.sel.ratio = -1.0;   // the state keeps the ratio in useRatio / ratio
+    s.sel.ratio = -1.0;  // the state keeps the ratio in useRatio / ratio
     const JsonFields f(o, prefix);
     // Older files kept the ratio beside a switch, remembered while the budget was in tokens.
     if (f.has("use_ratio")) {
@@ -56,14 +56,14 @@ QString ParamState::check() const {
     // has: the ratio kept while the budget is in tokens, theta, and the widgets' int ranges.
     if (const auto bad = snapkv::check_params(toSelectionParams(), {0, appMaxWindow()}))
         return QString::fromStdString(bad->text());
-    if (!(ratio >= 0.0 && ratio < 1.0))
-        return QString("ratio: %1 is out of range; allowed 0 <= ratio < 1").arg(ratio);
+    if (!(ratio >= 0.0 && ratio < 1.0)) return QString("ratio: %1 is out of range; allowed 0 <= ratio < 1").arg(ratio);
     if (!(hitThreshold > 0.0 && hitThreshold <= 1.0))
         return QString("hit_threshold: %1 is out of range; allowed 0 < theta <= 1").arg(hitThreshold);
     constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
     for (const auto& [name, v] : {std::pair{"kernel", sel.kernel}, std::pair{"budget", sel.budget},
                                   std::pair{"n_sink", sel.n_sink}, std::pair{"pyramid_beta", sel.pyramid_beta}})
-        if (v < -kMax || v > kMax) return QString("%1: %2 is out of range; allowed up to %3").arg(name).arg(v).arg(kMax);
+        if (v < -kMax || v > kMax)
+            return QString("%1: %2 is out of range; allowed up to %3").arg(name).arg(v).arg(kMax);
     return {};
 }
 
@@ -73,8 +73,8 @@ bool ParamState::operator==(const ParamState& o) const {
     return a.policy == b.policy && a.window == b.window && a.kernel == b.kernel && a.pooling == b.pooling &&
            a.budget == b.budget && a.gqa == b.gqa && a.n_sink == b.n_sink && a.seed == b.seed &&
            a.pyramid_beta == b.pyramid_beta && a.adakv_alpha == b.adakv_alpha && a.tie_break == b.tie_break &&
-           useRatio == o.useRatio &&
-           ratio == o.ratio && queryAgnostic == o.queryAgnostic && hitThreshold == o.hitThreshold;
+           useRatio == o.useRatio && ratio == o.ratio && queryAgnostic == o.queryAgnostic &&
+           hitThreshold == o.hitThreshold;
 }
 
 QString ParamState::summary() const {
@@ -94,16 +94,18 @@ QList<Preset> presets() {
     QList<Preset> out;
     Preset def;
     def.name = "SnapKV per KV head, C 1024 (default)";
-    def.tip = "Window 32, kernel 7, max pooling, C 1024, one selection per KV head (the votes of the query "
-              "heads sharing it averaged, as kvpress does): on a grouped-query model the cache really shrinks";
+    def.tip =
+        "Window 32, kernel 7, max pooling, C 1024, one selection per KV head (the votes of the query "
+        "heads sharing it averaged, as kvpress does): on a grouped-query model the cache really shrinks";
     def.state.sel = defaultSelectionParams();
     out.push_back(def);
     for (int c : {1024, 2048, 4096}) {
         Preset p;
         p.name = QString("Official SnapKV, C %1").arg(c);
-        p.tip = "FasterDecoding/SnapKV defaults: window 32, kernel 7, max pooling, one selection per query head. "
-                "On a grouped-query model each query head stores its own kept tokens, so the cache can end up "
-                "larger than the full one";
+        p.tip =
+            "FasterDecoding/SnapKV defaults: window 32, kernel 7, max pooling, one selection per query head. "
+            "On a grouped-query model each query head stores its own kept tokens, so the cache can end up "
+            "larger than the full one";
         p.state.sel.window = 32;
         p.state.sel.kernel = 7;
         p.state.sel.pooling = snapkv::Pooling::Max;
@@ -113,8 +115,9 @@ QList<Preset> presets() {
     }
     Preset kv;
     kv.name = "kvpress SnapKVPress, ratio 0.5";
-    kv.tip = "NVIDIA kvpress defaults: window 64, kernel 5, average pooling, half the cache evicted, "
-             "scores averaged over each KV group";
+    kv.tip =
+        "NVIDIA kvpress defaults: window 64, kernel 5, average pooling, half the cache evicted, "
+        "scores averaged over each KV group";
     kv.state.sel.window = 64;
     kv.state.sel.kernel = 5;
     kv.state.sel.pooling = snapkv::Pooling::Avg;

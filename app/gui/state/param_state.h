@@ -22,11 +22,11 @@ snapkv::SelectionParams defaultSelectionParams();
 int64_t appMaxWindow();
 
 struct ParamState {
-    snapkv::SelectionParams sel = defaultSelectionParams();   // sel.ratio is ignored; see useRatio/ratio
-    bool useRatio = false;           // budget as a compression ratio (kvpress) instead of tokens
-    double ratio = 0.5;              // share of tokens evicted when useRatio
-    bool queryAgnostic = false;      // compress the context alone (question not seen)
-    double hitThreshold = 0.05;      // theta for hit rates (paper section 4)
+    snapkv::SelectionParams sel = defaultSelectionParams();  // sel.ratio is ignored; see useRatio/ratio
+    bool useRatio = false;       // budget as a compression ratio (kvpress) instead of tokens
+    double ratio = 0.5;          // share of tokens evicted when useRatio
+    bool queryAgnostic = false;  // compress the context alone (question not seen)
+    double hitThreshold = 0.05;  // theta for hit rates (paper section 4)
 
     // The parameters core expects (ratio set or cleared according to useRatio).
     snapkv::SelectionParams toSelectionParams() const;
@@ -44,7 +44,7 @@ struct ParamState {
     QString check() const;
     bool operator==(const ParamState& o) const;
     bool operator!=(const ParamState& o) const { return !(*this == o); }
-    QString summary() const;         // "snapkv W32 K7 max C1024"
+    QString summary() const;  // "snapkv W32 K7 max C1024"
 };
 
 struct Preset {
@@ -58,8 +58,8 @@ struct Preset {
 // pooling, ratio, pooled scores averaged per KV group).
 QList<Preset> presets();
 
-QStringList policyNames();          // in the policy table's order (= Policy enum order)
-QStringList poolingNames();         // in Pooling enum order
+QStringList policyNames();   // in the policy table's order (= Policy enum order)
+QStringList poolingNames();  // in Pooling enum order
 
 }  // namespace studio
 

@@ -14,8 +14,8 @@
 
 #include <cmath>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/plot/plot_style.h"
+#include "app/gui/state/analysis_state.h"
 #include "core/common/units.h"
 
 namespace studio {
@@ -42,8 +42,9 @@ QString runHtml(const snapkv::RunOutput& run, const snapkv::RunOutput& other, in
         const bool differs = i >= other.ids.size() || i >= run.ids.size() || run.ids[i] != other.ids[i];
         const QString tok = tokenHtml(run.pieces[i]);
         if (static_cast<int64_t>(i) == firstDivergence) {
-            html += QString("<span style='background:#c01c28;color:white;font-weight:bold'>&#9654;</span>"
-                            "<span style='background:%1;font-weight:bold;text-decoration:underline'>%2</span>")
+            html += QString(
+                        "<span style='background:#c01c28;color:white;font-weight:bold'>&#9654;</span>"
+                        "<span style='background:%1;font-weight:bold;text-decoration:underline'>%2</span>")
                         .arg(kDisagree.name(), tok);
         } else if (differs) {
             html += QString("<span style='background:#fde2e0'>%1</span>").arg(tok);
@@ -119,7 +120,8 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     m_hitPlot->yAxis->setLabel("layer");
     m_hitPlot->yAxis->setRangeReversed(true);
     m_hitPlot->plotLayout()->insertRow(0);
-    auto* hitTitle = new QCPTextElement(m_hitPlot, "hit rate: share of important positions kept (white: none above θ)", QFont(font().family(), 10, QFont::Bold));
+    auto* hitTitle = new QCPTextElement(m_hitPlot, "hit rate: share of important positions kept (white: none above θ)",
+                                        QFont(font().family(), 10, QFont::Bold));
     m_hitPlot->plotLayout()->addElement(0, 0, hitTitle);
     m_hitMap = new QCPColorMap(m_hitPlot->xAxis, m_hitPlot->yAxis);
     m_hitMap->setInterpolate(false);
@@ -171,7 +173,8 @@ CompareView::CompareView(AnalysisState* state, QWidget* parent) : LazyView(paren
     layout->addWidget(wrapWithEmptyState(main), 1);
 
     connect(m_generate, &QPushButton::clicked, this, [this] { Q_EMIT generateRequested(maxTokens()); });
-    connect(m_maxTokens, qOverload<int>(&QSpinBox::valueChanged), this, [this] { markDirty(); });   // the empty state's count
+    connect(m_maxTokens, qOverload<int>(&QSpinBox::valueChanged), this,
+            [this] { markDirty(); });  // the empty state's count
     for (auto sig : {&AnalysisState::comparisonChanged, &AnalysisState::selectionChanged,
                      &AnalysisState::displayChanged, &AnalysisState::prefillChanged})
         connect(m_state, sig, this, [this] { markDirty(); });
@@ -203,10 +206,8 @@ void CompareView::refresh() {
     } else {
         setEmptyState(QString());
         QString note = QString("Compared with %1.").arg(m_state->params().summary());
-        if (cmp->first_divergence >= 0)
-            note += QString(" First divergence at step %1.").arg(cmp->first_divergence);
-        else
-            note += " The two runs agree on every token.";
+        if (cmp->first_divergence >= 0) note += QString(" First divergence at step %1.").arg(cmp->first_divergence);
+        else note += " The two runs agree on every token.";
         if (!cmp->note.empty()) note += " " + QString::fromStdString(cmp->note);
         const auto current = m_state->params().toSelectionParams();
         if (current.budget != cmp->params.budget || current.window != cmp->params.window ||
@@ -309,8 +310,10 @@ void CompareView::fillTable() {
                                       ? QString(": larger, query heads stored separately")
                                       : QString(": larger"))
                        : QString("-"));
-    row("prefill (shared)", QString("%1 ms").arg(cmp->prefill_ms, 0, 'f', 0), QString("%1 ms").arg(cmp->prefill_ms, 0, 'f', 0));
-    row("decode speed", QString("%1 tok/s").arg(f.decode_tok_s, 0, 'f', 1), QString("%1 tok/s").arg(c.decode_tok_s, 0, 'f', 1));
+    row("prefill (shared)", QString("%1 ms").arg(cmp->prefill_ms, 0, 'f', 0),
+        QString("%1 ms").arg(cmp->prefill_ms, 0, 'f', 0));
+    row("decode speed", QString("%1 tok/s").arg(f.decode_tok_s, 0, 'f', 1),
+        QString("%1 tok/s").arg(c.decode_tok_s, 0, 'f', 1));
     row("decode time", QString("%1 ms").arg(f.decode_ms, 0, 'f', 0), QString("%1 ms").arg(c.decode_ms, 0, 'f', 0));
     row("tokens generated", QString::number(f.ids.size()), QString::number(c.ids.size()));
     double klSum = 0;
@@ -319,7 +322,8 @@ void CompareView::fillTable() {
     const int n = static_cast<int>(cmp->steps.size());
     row("mean KL / top-1 agreement", "-",
         n ? QString("%1 nats / %2%").arg(klSum / n, 0, 'g', 3).arg(100.0 * agree / n, 0, 'f', 1) : QString("-"));
-    row("first divergence", "-", cmp->first_divergence >= 0 ? QString("step %1").arg(cmp->first_divergence) : QString("none"));
+    row("first divergence", "-",
+        cmp->first_divergence >= 0 ? QString("step %1").arg(cmp->first_divergence) : QString("none"));
     int h = m_table->horizontalHeader()->height() + 2 * m_table->frameWidth();
     for (int r = 0; r < m_table->rowCount(); ++r) h += m_table->rowHeight(r);
     m_table->setFixedHeight(h);
@@ -350,7 +354,8 @@ void CompareView::fillHitRates() {
     d.rangeMin = 0;
     d.rangeMax = 1;
     applyColorSettings(m_hitMap, m_hitScale, d, 0, 1);
-    m_hitScale->axis()->setLabel(count ? QString("hit rate (mean %1)").arg(sum / count, 0, 'f', 3) : QString("hit rate"));
+    m_hitScale->axis()->setLabel(count ? QString("hit rate (mean %1)").arg(sum / count, 0, 'f', 3)
+                                       : QString("hit rate"));
     m_hitPlot->xAxis->setRange(-0.5, nH - 0.5);
     m_hitPlot->yAxis->setRange(-0.5, nL - 0.5);
     std::vector<int64_t> windows(static_cast<size_t>(nL), 0);

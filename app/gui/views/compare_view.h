@@ -61,8 +61,8 @@ private:
     QCustomPlot* m_hitPlot;
     QCPColorMap* m_hitMap;
     QCPColorScale* m_hitScale;
-    QStringList m_hitRows;      // [n_layer] layer labels of the hit-rate map
-    QStringList m_hitColumns;   // [n_head]
+    QStringList m_hitRows;     // [n_layer] layer labels of the hit-rate map
+    QStringList m_hitColumns;  // [n_head]
     QTableWidget* m_table;
 };
 

@@ -14,8 +14,8 @@
 
 #include <algorithm>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/plot/colormaps.h"
+#include "app/gui/state/analysis_state.h"
 #include "app/gui/state/head_stats.h"
 
 namespace studio {
@@ -23,13 +23,17 @@ namespace studio {
 namespace {
 
 // Light backgrounds so the text stays readable; evicted tokens are greyed instead of shaded.
-const QColor kCategoryBg[] = {QColor(Qt::white), QColor("#b7e4c7"), QColor("#bcd4f6"), QColor("#dcc6f2"),
-                              QColor("#fff1b8"), QColor("#e4e4e4")};
+const QColor kCategoryBg[] = {QColor(Qt::white), QColor("#b7e4c7"), QColor("#bcd4f6"),
+                              QColor("#dcc6f2"), QColor("#fff1b8"), QColor("#e4e4e4")};
 const QColor kGreyText("#8a8a8a");
 // Marked tokens (an evaluation's needle): dark red, bold, underlined, on top of any shading.
 const QColor kMarkColor("#b3001b");
-const char* kCategoryName[] = {"evicted", "kept", "observation window", "attention sink (kept)",
-                               "question (outside the query-agnostic cache)", "beyond the sliding window"};
+const char* kCategoryName[] = {"evicted",
+                               "kept",
+                               "observation window",
+                               "attention sink (kept)",
+                               "question (outside the query-agnostic cache)",
+                               "beyond the sliding window"};
 
 // Heat backgrounds are the colour map lightened halfway to white: the order of the colours is
 // kept, and text stays dark and readable on every token.
@@ -56,8 +60,8 @@ DocumentView::DocumentView(AnalysisState* state, QWidget* parent) : LazyView(par
     m_mode->addItems(documentModeNames());
     top->addWidget(m_mode);
     m_summary = new QLabel;
-    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window:
-    m_summary->setWordWrap(true);                                              // a long line wraps instead
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the window:
+    m_summary->setWordWrap(true);                                            // a long line wraps instead
     top->addWidget(m_summary, 1);
     m_legend = new QLabel;
     m_legend->setTextFormat(Qt::RichText);
@@ -104,7 +108,7 @@ void DocumentView::computeShading() {
     m_categories.assign(static_cast<size_t>(n), Evicted);
     m_heat.assign(static_cast<size_t>(n), 0.f);
     if (!sel) return;
-    const int64_t L = sel->n_tokens;           // selection sequence (context only when query-agnostic)
+    const int64_t L = sel->n_tokens;  // selection sequence (context only when query-agnostic)
     const int64_t P = std::max<int64_t>(0, L - sel->window);
     const bool compressed = ls && ls->compressed;
     // A sliding-window layer keeps nothing older than the next token's window, compressed or not.
@@ -128,16 +132,16 @@ void DocumentView::computeShading() {
         if (hs && !hs->votes.empty()) {
             const int k = m_state->display().hideSinks;
             float mx = 0;
-            for (size_t i = static_cast<size_t>(std::max(k, 0)); i < hs->votes.size(); ++i) mx = std::max(mx, hs->votes[i]);
+            for (size_t i = static_cast<size_t>(std::max(k, 0)); i < hs->votes.size(); ++i)
+                mx = std::max(mx, hs->votes[i]);
             for (size_t i = 0; i < hs->votes.size() && i < m_heat.size(); ++i)
                 m_heat[i] = mx > 0 ? std::min(1.f, hs->votes[i] / mx) : 0.f;
         }
         break;
     case DocumentMode::LayerKeptShare:
     case DocumentMode::AllKeptShare: {
-        const auto share = keptShare(*sel, m_state->display().documentMode == DocumentMode::LayerKeptShare
-                                               ? m_state->layer()
-                                               : -1);
+        const auto share = keptShare(
+            *sel, m_state->display().documentMode == DocumentMode::LayerKeptShare ? m_state->layer() : -1);
         for (size_t i = 0; i < share.size() && i < m_heat.size(); ++i) m_heat[i] = share[i];
         break;
     }
@@ -170,7 +174,7 @@ void DocumentView::render() {
         if (heatMode && cat != Question) {
             const QColor bg = heatColor(d.colorMap, i < m_heat.size() ? m_heat[i] : 0.f);
             fmt.setBackground(bg);
-            fmt.setForeground(Qt::black);   // every lightened background is light enough
+            fmt.setForeground(Qt::black);  // every lightened background is light enough
         } else {
             fmt.setBackground(kCategoryBg[cat]);
             if (cat == Evicted || cat == Unreachable) fmt.setForeground(kGreyText);
@@ -190,7 +194,7 @@ void DocumentView::render() {
             fmt.setForeground(kMarkColor);
         }
         QString piece = QString::fromUtf8(pre.pieces[i].data(), static_cast<int>(pre.pieces[i].size()));
-        if (piece.isEmpty()) piece = QString::fromUtf8("\u00b7");   // keep every token hoverable
+        if (piece.isEmpty()) piece = QString::fromUtf8("\u00b7");  // keep every token hoverable
         m_charStart.push_back(pos);
         c.insertText(piece, fmt);
         pos += piece.size();
@@ -222,17 +226,20 @@ void DocumentView::refresh() {
         for (int cat : {Kept, Sink, Window, Evicted, Unreachable, Question}) {
             if (cat == Unreachable && !sliding) continue;
             legend << QString("<span style='background:%1;color:%2'>&nbsp;%3&nbsp;</span>")
-                          .arg(kCategoryBg[cat].name(), cat == Evicted || cat == Unreachable ? kGreyText.name() : "black",
-                               kCategoryName[cat]);
+                          .arg(kCategoryBg[cat].name(),
+                               cat == Evicted || cat == Unreachable ? kGreyText.name() : "black", kCategoryName[cat]);
         }
     } else {
         QString bar;
         for (int i = 0; i <= 10; ++i) {
             const QColor bg = heatColor(d.colorMap, i / 10.0);
             bar += QString("<span style='background:%1;color:black'>&nbsp;%2&nbsp;</span>")
-                       .arg(bg.name(), i == 0 ? "0" : i == 10 ? "1" : "&nbsp;");
+                       .arg(bg.name(), i == 0    ? "0"
+                                       : i == 10 ? "1"
+                                                 : "&nbsp;");
         }
-        legend << (d.documentMode == DocumentMode::HeadVotes ? "votes / max vote:" : "share of heads keeping the token:") +
+        legend << (d.documentMode == DocumentMode::HeadVotes ? "votes / max vote:"
+                                                             : "share of heads keeping the token:") +
                       bar;
     }
     QStringList markLabels;
@@ -241,8 +248,8 @@ void DocumentView::refresh() {
     for (const QString& label : markLabels) {
         const int n = static_cast<int>(std::count_if(m_state->markedSpans().begin(), m_state->markedSpans().end(),
                                                      [&](const auto& m) { return m.label == label; }));
-        const QString text =
-            (label.isEmpty() ? QString("marked") : label) + (n > 1 ? QString(" (%1)").arg(n) : QString());
+        const QString text = (label.isEmpty() ? QString("marked") : label) +
+                             (n > 1 ? QString(" (%1)").arg(n) : QString());
         legend << QString("<b><u style='color:%1'>%2</u></b>").arg(kMarkColor.name(), text.toHtmlEscaped());
     }
     m_legend->setText(legend.join("&nbsp;&nbsp;"));
@@ -291,8 +298,7 @@ QString DocumentView::tooltipFor(int i) const {
                       .arg(visible(pre.pieces[i]));
     const int cat = i < static_cast<int>(m_categories.size()) ? m_categories[i] : Evicted;
     tip += QString("\n%1").arg(kCategoryName[cat]);
-    if (const auto* mark = m_state->markAt(i))
-        tip += " · " + (mark->label.isEmpty() ? QString("marked") : mark->label);
+    if (const auto* mark = m_state->markAt(i)) tip += " · " + (mark->label.isEmpty() ? QString("marked") : mark->label);
     if (const auto* hs = m_state->focusedHead()) {
         if (i < static_cast<int>(hs->votes.size())) tip += QString("\nvote %1").arg(hs->votes[i], 0, 'g', 4);
         if (i < static_cast<int>(hs->pooled.size())) tip += QString(" · pooled %1").arg(hs->pooled[i], 0, 'g', 4);

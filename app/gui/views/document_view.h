@@ -47,10 +47,10 @@ private:
     QTextEdit* m_text;
     std::vector<int> m_categories;
     std::vector<float> m_heat;
-    std::vector<int> m_charStart;     // first character of each token in the text
-    std::vector<int64_t> m_ranks;     // rank of each prefix position by pooled score
+    std::vector<int> m_charStart;  // first character of each token in the text
+    std::vector<int64_t> m_ranks;  // rank of each prefix position by pooled score
     bool m_highlightWindow = false;
-    bool m_scrollToMark = false;     // a new mark: scroll it into view once
+    bool m_scrollToMark = false;  // a new mark: scroll it into view once
 };
 
 }  // namespace studio

@@ -58,8 +58,9 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     top->addWidget(m_task);
     m_run = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), "Run grid");
     m_run->setObjectName("evalRunButton");
-    m_run->setToolTip("One prefill per document; the full cache and every configuration answer from it. "
-                      "Rows are written to the results file as they finish.");
+    m_run->setToolTip(
+        "One prefill per document; the full cache and every configuration answer from it. "
+        "Rows are written to the results file as they finish.");
     m_cancel = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), "Cancel");
     m_cancel->setObjectName("evalCancelButton");
     m_cancel->setEnabled(false);
@@ -105,14 +106,16 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     for (const auto& t : se::ruler_tasks()) taskNames << QString::fromStdString(t.name);
     m_rulerTasks = lineEdit("all", "all, or a comma list of " + taskNames.join(", ") +
                                        ". The QA tasks are left out: they need SQuAD and HotpotQA.");
-    m_rulerLengths = lineEdit("4096", "Lengths in tokens, comma separated: prompt + the task's answer tokens, as "
-                                      "RULER's max_seq_length; at most the model's context");
+    m_rulerLengths = lineEdit("4096",
+                              "Lengths in tokens, comma separated: prompt + the task's answer tokens, as "
+                              "RULER's max_seq_length; at most the model's context");
     m_samples = new QSpinBox;
     m_samples->setRange(1, 10000);
     m_samples->setValue(10);
     m_samples->setToolTip("Samples per task and length, each generated from its own seed");
-    m_ratios = lineEdit("0.25,0.5,0.75,0.9", "kvpress's compression ratios: the fraction of the cache removed, "
-                                             "0 <= r < 1 (empty for none)");
+    m_ratios = lineEdit("0.25,0.5,0.75,0.9",
+                        "kvpress's compression ratios: the fraction of the cache removed, "
+                        "0 <= r < 1 (empty for none)");
     m_rulerBudgets = lineEdit("", "Fixed budgets C as well (tokens kept per head, window included); empty for none");
     m_rulerBudgets->setPlaceholderText("none");
     auto* rulerRow = new QHBoxLayout;
@@ -163,8 +166,9 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     cf->addRow("Options", row2);
     auto* outBox = new QGroupBox("Results file");
     auto* of = new QFormLayout(outBox);
-    m_out = lineEdit("", "JSON Lines results; an existing file of the same grid is resumed. Empty: a new file "
-                         "under the app's data folder");
+    m_out = lineEdit("",
+                     "JSON Lines results; an existing file of the same grid is resumed. Empty: a new file "
+                     "under the app's data folder");
     m_out->setPlaceholderText("new file");
     auto* browseOut = new QPushButton("…");
     browseOut->setFixedWidth(28);
@@ -201,8 +205,8 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     connect(m_run, &QPushButton::clicked, this, [this] { Q_EMIT runRequested(); });
     connect(m_cancel, &QPushButton::clicked, this, [this] { Q_EMIT cancelRequested(); });
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, "Open evaluation results", QFileInfo(defaultOutPath()).path(),
-                                                          "Results (*.jsonl);;All files (*)");
+        const QString path = QFileDialog::getOpenFileName(
+            this, "Open evaluation results", QFileInfo(defaultOutPath()).path(), "Results (*.jsonl);;All files (*)");
         if (!path.isEmpty()) Q_EMIT openRequested(path);
     });
     connect(exportPlotButton, &QPushButton::clicked, this, [this] {
@@ -220,8 +224,8 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty()) m_set->setText(path);
     });
     connect(browseOut, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, "Results file", defaultOutPath(), "JSON Lines (*.jsonl)",
-                                                          nullptr, QFileDialog::DontConfirmOverwrite);
+        const QString path = QFileDialog::getSaveFileName(
+            this, "Results file", defaultOutPath(), "JSON Lines (*.jsonl)", nullptr, QFileDialog::DontConfirmOverwrite);
         if (!path.isEmpty()) m_out->setText(path);
     });
     updateVisibility();
@@ -252,12 +256,21 @@ void EvaluateForm::setTask(const QString& t) { m_task->setCurrentIndex(std::max(
 QString EvaluateForm::task() const { return m_task->currentData().toString(); }
 
 QLineEdit* EvaluateForm::fieldEdit(const QString& name) const {
-    const std::map<QString, QLineEdit*> edits = {
-        {"lengths", m_lengths}, {"depths", m_depths},   {"set", m_set},         {"policies", m_policies},
-        {"budgets", m_budgets}, {"window", m_windows},  {"kernel", m_kernels},  {"pooling", m_poolings},
-        {"gqa", m_gqa},         {"haystack", m_haystack}, {"out", m_out},
-        {"tasks", m_rulerTasks}, {"ruler_lengths", m_rulerLengths}, {"ratios", m_ratios},
-        {"ruler_budgets", m_rulerBudgets}};
+    const std::map<QString, QLineEdit*> edits = {{"lengths", m_lengths},
+                                                 {"depths", m_depths},
+                                                 {"set", m_set},
+                                                 {"policies", m_policies},
+                                                 {"budgets", m_budgets},
+                                                 {"window", m_windows},
+                                                 {"kernel", m_kernels},
+                                                 {"pooling", m_poolings},
+                                                 {"gqa", m_gqa},
+                                                 {"haystack", m_haystack},
+                                                 {"out", m_out},
+                                                 {"tasks", m_rulerTasks},
+                                                 {"ruler_lengths", m_rulerLengths},
+                                                 {"ratios", m_ratios},
+                                                 {"ruler_budgets", m_rulerBudgets}};
     const auto it = edits.find(name);
     return it != edits.end() ? it->second : nullptr;
 }
@@ -315,7 +328,7 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
     job.axes.policies = se::parse_name_list(m_policies->text().toStdString(), "Policies");
     if (job.task == "ruler") {
         job.rulerTasks = m_rulerTasks->text().trimmed();
-        se::parse_ruler_tasks(job.rulerTasks.toStdString());   // names checked now
+        se::parse_ruler_tasks(job.rulerTasks.toStdString());  // names checked now
         job.rulerLengths = se::parse_int_list(m_rulerLengths->text().toStdString(), "Lengths");
         job.samples = m_samples->value();
         if (!m_ratios->text().trimmed().isEmpty())
@@ -333,10 +346,10 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
     job.axes.kernels = se::parse_int_list(m_kernels->text().toStdString(), "K");
     job.axes.poolings = se::parse_name_list(m_poolings->text().toStdString(), "pool");
     job.axes.gqa = se::parse_name_list(m_gqa->text().toStdString(), "GQA");
-    se::expand_configs(job.axes);   // validate now, with the field names
+    se::expand_configs(job.axes);  // validate now, with the field names
     job.maxTokens = m_maxTokens->value();
     job.klSteps = job.maxTokens;
-    if (job.task == "ruler") job.klSteps = 32;   // as `snapkv ruler`: KL over the first 32 answer tokens
+    if (job.task == "ruler") job.klSteps = 32;  // as `snapkv ruler`: KL over the first 32 answer tokens
     job.outPath = m_out->text().trimmed();
     return job;
 }
@@ -390,13 +403,13 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         for (const auto& t : r.value("tasks", json::array()))
             tasks.push_back(QString::fromStdString(t.get<std::string>()));
         for (const auto& l : r.value("lengths", json::array())) lengths.push_back(QString::number(l.get<int64_t>()));
-        std::vector<QString> all;   // "all" only in RULER's order: the order is part of the settings
+        std::vector<QString> all;  // "all" only in RULER's order: the order is part of the settings
         for (const auto& t : se::ruler_tasks()) all.push_back(QString::fromStdString(t.name));
         m_rulerTasks->setText(tasks == all ? QString("all") : joined(tasks));
         m_rulerLengths->setText(joined(lengths));
         m_samples->setValue(static_cast<int>(r.value("samples", int64_t(10))));
     }
-    m_out->setText(path);   // Run resumes this file
+    m_out->setText(path);  // Run resumes this file
 }
 
 void EvaluateForm::setBusy(bool busy) {

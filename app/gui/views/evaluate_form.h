@@ -43,16 +43,16 @@ public:
 
     // The job the fields describe; throws snapkv::Error naming the field (no model included).
     EvalJob job(const QString& modelPath, const snapkv::LoadOptions& load) const;
-    QString defaultOutPath() const;   // a new file under the app's data folder
+    QString defaultOutPath() const;  // a new file under the app's data folder
     // The fields of a loaded results file's grid; Run then resumes `path`.
     void fillFromSettings(const nlohmann::json& settings, const QString& path);
 
-    QStringList haystack() const;     // as typed, trimmed; empty = the bundled essays
+    QStringList haystack() const;  // as typed, trimmed; empty = the bundled essays
     QString setPath() const;
     QString outPath() const;
     void setOutPath(const QString& path);
 
-    void setBusy(bool busy);          // Run off, Cancel on, the progress bar shown (indeterminate)
+    void setBusy(bool busy);  // Run off, Cancel on, the progress bar shown (indeterminate)
     void setProgress(qint64 done, qint64 total);
     void setStatus(const QString& text);
     QString status() const;
@@ -68,7 +68,7 @@ Q_SIGNALS:
     void metricChosen();
 
 private:
-    QLineEdit* fieldEdit(const QString& name) const;   // the line edit called name, or null
+    QLineEdit* fieldEdit(const QString& name) const;  // the line edit called name, or null
     void updateVisibility();
 
     QComboBox* m_task;

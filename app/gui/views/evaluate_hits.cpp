@@ -10,7 +10,7 @@
 namespace studio {
 
 namespace {
-constexpr double kPickPixels = 14.0;   // how near a curve point a click must land
+constexpr double kPickPixels = 14.0;  // how near a curve point a click must land
 }  // namespace
 
 void PlotHits::clear() {

@@ -22,7 +22,7 @@ class EvalResults;
 
 struct PlotHits {
     struct HeatPanel {
-        int64_t config = 0;              // -1: the one rect of a curve plot
+        int64_t config = 0;  // -1: the one rect of a curve plot
         QCPAxisRect* rect = nullptr;
     };
     struct CurvePoint {
@@ -32,7 +32,7 @@ struct PlotHits {
     };
     std::vector<HeatPanel> panels;
     std::vector<CurvePoint> points;
-    std::map<QCPAbstractPlottable*, std::vector<QCPAbstractPlottable*>> bands;   // mean line -> its band graphs
+    std::map<QCPAbstractPlottable*, std::vector<QCPAbstractPlottable*>> bands;  // mean line -> its band graphs
 
     void clear();
     // The curve point within a few pixels of pos (the nearest), or null; needs a curve plot.

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "app/gui/plot/plot_style.h"
 #include "app/gui/state/eval_results.h"
 #include "app/gui/views/evaluate_hits.h"
 #include "app/gui/views/evaluate_plots.h"
-#include "app/gui/plot/plot_style.h"
 
 namespace studio {
 
@@ -26,11 +26,12 @@ QString drawNeedleHeatmaps(QCustomPlot* plot, const EvalResults& results, const 
     const auto nl = static_cast<int>(lengths.size()), nd = static_cast<int>(depths.size());
     const QString family = plot->font().family();
 
-    auto* title = new QCPTextElement(plot, QString("Needle in a haystack · %1 · model %2")
-                                               .arg(info.label)
-                                               .arg(QString::fromStdString(
-                                                   results.settings()["model"].value("file", std::string()))),
-                                     QFont(family, 11, QFont::Bold));
+    auto* title = new QCPTextElement(
+        plot,
+        QString("Needle in a haystack · %1 · model %2")
+            .arg(info.label)
+            .arg(QString::fromStdString(results.settings()["model"].value("file", std::string()))),
+        QFont(family, 11, QFont::Bold));
     plot->plotLayout()->addElement(0, 0, title);
     auto* panels = new QCPLayoutGrid;
     plot->plotLayout()->addElement(1, 0, panels);
@@ -40,7 +41,7 @@ QString drawNeedleHeatmaps(QCustomPlot* plot, const EvalResults& results, const 
     scale->axis()->setLabel(info.label);
     QCPColorGradient g = makeGradient(ColorMapKind::Viridis);
     g.setNanHandling(QCPColorGradient::nhNanColor);
-    g.setNanColor(QColor(232, 232, 232));   // not run yet
+    g.setNanColor(QColor(232, 232, 232));  // not run yet
     scale->setGradient(g);
     auto* group = new QCPMarginGroup(plot);
     double lo = 0, hi = 1;
@@ -74,7 +75,7 @@ QString drawNeedleHeatmaps(QCustomPlot* plot, const EvalResults& results, const 
         y->grid()->setVisible(false);
         auto* map = new QCPColorMap(x, y);
         map->setInterpolate(false);
-        setUnitCells(map, nd, nl);   // whole cells also for a single depth or length
+        setUnitCells(map, nd, nl);  // whole cells also for a single depth or length
         for (int l = 0; l < nl; ++l)
             for (int d = 0; d < nd; ++d) {
                 const auto v = results.value(int64_t(l) * nd + d, k, key);

@@ -1,8 +1,8 @@
 // What the Evaluate tab's plots share: the series colours and the empty plot (see evaluate_plots.h).
 #include "app/gui/views/evaluate_plots.h"
 
-#include "app/gui/views/evaluate_hits.h"
 #include "app/gui/plot/plot_style.h"
+#include "app/gui/views/evaluate_hits.h"
 
 namespace studio {
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "app/gui/plot/plot_style.h"
 #include "app/gui/state/eval_results.h"
 #include "app/gui/state/eval_ruler.h"
 #include "app/gui/views/evaluate_hits.h"
 #include "app/gui/views/evaluate_plots.h"
-#include "app/gui/plot/plot_style.h"
 
 namespace studio {
 
@@ -34,18 +34,17 @@ QString drawRulerLeaderboard(QCustomPlot* plot, const EvalResults& results, int6
     const QString family = plot->font().family();
     const bool ratio = axis == "ratio";
 
-    auto* title = new QCPTextElement(
-        plot,
-        QString("RULER at %1 tokens · %2 task%3 x %4 samples · model %5")
-            .arg(length)
-            .arg(tasks.size())
-            .arg(tasks.size() == 1 ? "" : "s")
-            .arg(st["ruler"].value("samples", int64_t(0)))
-            .arg(QString::fromStdString(st["model"].value("file", std::string()))),
-        QFont(family, 11, QFont::Bold));
+    auto* title = new QCPTextElement(plot,
+                                     QString("RULER at %1 tokens · %2 task%3 x %4 samples · model %5")
+                                         .arg(length)
+                                         .arg(tasks.size())
+                                         .arg(tasks.size() == 1 ? "" : "s")
+                                         .arg(st["ruler"].value("samples", int64_t(0)))
+                                         .arg(QString::fromStdString(st["model"].value("file", std::string()))),
+                                     QFont(family, 11, QFont::Bold));
     // What the lines and bands are, under the title: on the y axis it would not fit a short plot.
-    auto* subtitle = new QCPTextElement(
-        plot, "line: mean over tasks · band: ±1 s.d. over samples · dashed: full cache", QFont(family, 9));
+    auto* subtitle = new QCPTextElement(plot, "line: mean over tasks · band: ±1 s.d. over samples · dashed: full cache",
+                                        QFont(family, 9));
     subtitle->setTextColor(QColor(90, 90, 90));
     QCPAxisRect* rect = addLegendLayout(plot, {title, subtitle});
     QCPAxis* x = rect->axis(QCPAxis::atBottom);

@@ -206,14 +206,14 @@ void RulerPanel::fillTable(const EvalResults& results, const QString& metric) {
             m_table->setItem(t, c, item);
         }
     m_caption->setText(nCols == 0 ? QString("No configuration of this size.")
-                                   : QString("%1 at %2 tokens, %3 %4: mean over %5 sample%6 (0-100). Click a cell to "
-                                             "open its worst sample.")
-                                         .arg(metric == "score" ? QString("RULER score") : metric)
-                                         .arg(length())
-                                         .arg(axis() == "ratio" ? "compression ratio" : "budget")
-                                         .arg(sizeLabel(axis(), size()))
-                                         .arg(samples)
-                                         .arg(samples == 1 ? "" : "s"));
+                                  : QString("%1 at %2 tokens, %3 %4: mean over %5 sample%6 (0-100). Click a cell to "
+                                            "open its worst sample.")
+                                        .arg(metric == "score" ? QString("RULER score") : metric)
+                                        .arg(length())
+                                        .arg(axis() == "ratio" ? "compression ratio" : "budget")
+                                        .arg(sizeLabel(axis(), size()))
+                                        .arg(samples)
+                                        .arg(samples == 1 ? "" : "s"));
 }
 
 }  // namespace studio

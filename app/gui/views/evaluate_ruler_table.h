@@ -25,7 +25,7 @@ public:
     // the table for the metric.
     void showResults(const EvalResults& results, const QString& metric);
     int64_t length() const;
-    QString axis() const;                  // "ratio" | "budget"
+    QString axis() const;  // "ratio" | "budget"
     double size() const;
     // Chooses a length, axis or size (one the results have); emits choiceChanged.
     void setLength(int64_t length);
@@ -38,7 +38,7 @@ public:
     static QColor cellColor(double value);
 
 Q_SIGNALS:
-    void choiceChanged();                  // length, axis or size: the plot and table redraw
+    void choiceChanged();  // length, axis or size: the plot and table redraw
     void rowRequested(qint64 cell, qint64 config);
 
 private:

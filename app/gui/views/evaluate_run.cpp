@@ -119,7 +119,7 @@ void EvaluateView::onStarted(const QString& outPath, qint64 cells, qint64 presen
 }
 
 void EvaluateView::onRow(const EvalRowPtr& row, const EvalSourcePtr& source) {
-    if (!m_results.add(*row)) {   // the file held another run: show this run's rows only
+    if (!m_results.add(*row)) {  // the file held another run: show this run's rows only
         m_results.clear();
         m_results.add(*row);
     }

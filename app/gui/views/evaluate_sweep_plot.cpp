@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "app/gui/plot/plot_style.h"
 #include "app/gui/state/eval_results.h"
 #include "app/gui/views/evaluate_hits.h"
 #include "app/gui/views/evaluate_plots.h"
-#include "app/gui/plot/plot_style.h"
 
 namespace studio {
 
@@ -20,11 +20,12 @@ QString drawSweepCurves(QCustomPlot* plot, const EvalResults& results, const QSt
     const std::vector<SweepSeries> series = results.curves(key, &full);
     const QString family = plot->font().family();
 
-    auto* title = new QCPTextElement(plot, QString("Budget sweep · %1 items · model %2")
-                                               .arg(results.settings()["sweep"]["set"].value("items", 0))
-                                               .arg(QString::fromStdString(
-                                                   results.settings()["model"].value("file", std::string()))),
-                                     QFont(family, 11, QFont::Bold));
+    auto* title = new QCPTextElement(
+        plot,
+        QString("Budget sweep · %1 items · model %2")
+            .arg(results.settings()["sweep"]["set"].value("items", 0))
+            .arg(QString::fromStdString(results.settings()["model"].value("file", std::string()))),
+        QFont(family, 11, QFont::Bold));
     QCPAxisRect* rect = addLegendLayout(plot, {title});
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);

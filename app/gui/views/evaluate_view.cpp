@@ -12,10 +12,10 @@
 #include <tuple>
 
 #include "app/gui/files/data_export.h"
+#include "app/gui/plot/plot_style.h"
 #include "app/gui/views/evaluate_form.h"
 #include "app/gui/views/evaluate_plots.h"
 #include "app/gui/views/evaluate_ruler_table.h"
-#include "app/gui/plot/plot_style.h"
 #include "core/eval/results_file.h"
 
 namespace studio {
@@ -200,11 +200,10 @@ const json* EvaluateView::rowAt(const QPointF& pos) const { return m_hits.rowAt(
 
 void EvaluateView::onMouseMove(QMouseEvent* event) {
     const QPointF pos = event->position();
-    if (m_results.task() != "needle") {   // curves: the point's own tip
+    if (m_results.task() != "needle") {  // curves: the point's own tip
         if (const PlotHits::CurvePoint* cp = m_hits.pointAt(pos))
             QToolTip::showText(event->globalPosition().toPoint(), cp->tip, m_plot);
-        else
-            QToolTip::hideText();
+        else QToolTip::hideText();
         return;
     }
     const json* row = rowAt(pos);

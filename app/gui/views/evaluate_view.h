@@ -16,9 +16,9 @@
 #include <utility>
 
 #include "app/gui/state/eval_results.h"
-#include "app/gui/workers/eval_worker.h"
 #include "app/gui/views/evaluate_hits.h"
 #include "app/gui/views/lazy_view.h"
+#include "app/gui/workers/eval_worker.h"
 
 class QCustomPlot;
 class QMouseEvent;
@@ -40,15 +40,15 @@ public:
     EvalController* controller() const { return m_controller; }
     const EvalResults& results() const { return m_results; }
     QCustomPlot* plot() const { return m_plot; }
-    RulerPanel* rulerPanel() const { return m_rulerPanel; }   // shown for RULER results only
+    RulerPanel* rulerPanel() const { return m_rulerPanel; }  // shown for RULER results only
 
     // The form, for scripts and tests: "needle" | "sweep" | "ruler", and the fields as typed
     // (evaluate_form.h lists them).
     void setTask(const QString& task);
     QString task() const;
-    void setField(const QString& name, const QString& value);   // lengths, depths, needle, set, policies,
-                                                                 // budgets, window, kernel, pooling, gqa,
-                                                                 // max_tokens, haystack, out
+    void setField(const QString& name, const QString& value);  // lengths, depths, needle, set, policies,
+                                                               // budgets, window, kernel, pooling, gqa,
+                                                               // max_tokens, haystack, out
     QString field(const QString& name) const;
     void setMetric(const QString& key);
     QString metric() const;
@@ -58,7 +58,7 @@ public:
     void cancel();
     bool loadResults(const QString& path, QString* error);
     bool exportPlot(const QString& path, QString* error);
-    bool exportData(const QString& path, QString* error);       // .jsonl or .csv
+    bool exportData(const QString& path, QString* error);  // .jsonl or .csv
 
     // Opens a row in the main views (through openCellRequested); heatmap, curve and table clicks land here.
     void openRow(const nlohmann::json& row);
@@ -69,13 +69,13 @@ public:
 Q_SIGNALS:
     void openCellRequested(const studio::EvalCellPrompt& cell);
     void errorOccurred(const QString& title, const QString& message);
-    void runFinished();        // finished, failed or cancelled
+    void runFinished();  // finished, failed or cancelled
 
 protected:
     void refresh() override;
 
 private:
-    void connectController();      // evaluate_run.cpp
+    void connectController();  // evaluate_run.cpp
     void onStarted(const QString& outPath, qint64 cells, qint64 present);
     void onRow(const EvalRowPtr& row, const EvalSourcePtr& source);
     void onCellsProgressed(qint64 done, qint64 total);
@@ -84,17 +84,17 @@ private:
     void onMouseRelease(QMouseEvent* event);
     void scheduleRedraw();
     void fillMetricCombo();
-    EvalJob jobFromForm() const;    // throws snapkv::Error naming the field
+    EvalJob jobFromForm() const;  // throws snapkv::Error naming the field
 
     EvalController* m_controller;
     ModelProvider m_modelProvider;
     EvalResults m_results;
-    std::map<int64_t, EvalSourcePtr> m_sources;   // prompts of the cells run in this session
+    std::map<int64_t, EvalSourcePtr> m_sources;  // prompts of the cells run in this session
 
     EvaluateForm* m_form;
     QCustomPlot* m_plot;
     RulerPanel* m_rulerPanel;
-    PlotHits m_hits;                 // what the plot shows, for the mouse
+    PlotHits m_hits;  // what the plot shows, for the mouse
 
     QElapsedTimer m_runClock;
     qint64 m_cellsTotal = 0;

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/gui/plot/plot_style.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/state/head_stats.h"
-#include "app/gui/plot/plot_style.h"
 
 namespace studio {
 
@@ -23,7 +23,7 @@ const QColor kPooledColor("#e66100");
 const QColor kKeptColor("#1a7f37");
 const QColor kWindowColor("#3b6fd8");
 const QColor kThresholdColor("#c01c28");
-const QColor kMarkColor("#b3001b");   // marked tokens (an evaluation's needle), as in the document view
+const QColor kMarkColor("#b3001b");  // marked tokens (an evaluation's needle), as in the document view
 constexpr double kLogFloor = 1e-6;   // votes can be exactly 0; a log axis needs a positive floor
 
 // A span of key positions shown over both panels (hidden until placed): a rect in the heatmap, one
@@ -89,13 +89,13 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     top->addWidget(m_headLabel);
     m_stats = new QLabel;
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_stats->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window:
-    m_stats->setWordWrap(true);                                              // a long line wraps instead
+    m_stats->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the window:
+    m_stats->setWordWrap(true);                                            // a long line wraps instead
     top->addWidget(m_stats, 1);
 
     m_plot = new QCustomPlot;
     m_plot->setObjectName("headPlot");
-    m_plot->setMouseTracking(true);   // hover tooltips
+    m_plot->setMouseTracking(true);  // hover tooltips
     buildPlot();
 
     auto* layout = new QVBoxLayout(this);
@@ -114,8 +114,8 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     };
     connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, onFocusSpin);
     connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, onFocusSpin);
-    for (auto sig : {&AnalysisState::selectionChanged, &AnalysisState::attentionChanged,
-                     &AnalysisState::displayChanged, &AnalysisState::prefillChanged, &AnalysisState::markChanged})
+    for (auto sig : {&AnalysisState::selectionChanged, &AnalysisState::attentionChanged, &AnalysisState::displayChanged,
+                     &AnalysisState::prefillChanged, &AnalysisState::markChanged})
         connect(m_state, sig, this, [this] { markDirty(); });
     connect(m_state, &AnalysisState::focusChanged, this, [this] {
         syncFocusControls();
@@ -214,8 +214,8 @@ void HeadView::buildPlot() {
     m_windowText->setTextAlignment(Qt::AlignRight);
 
     // The marked span (an evaluation cell's needle) over both panels.
-    makeSpan(m_plot, m_heatRect, m_scoreRect, QPen(kMarkColor, 1.5), QColor(179, 0, 27, 40), kMarkColor,
-             &m_markHeat, &m_markScores, &m_markText);
+    makeSpan(m_plot, m_heatRect, m_scoreRect, QPen(kMarkColor, 1.5), QColor(179, 0, 27, 40), kMarkColor, &m_markHeat,
+             &m_markScores, &m_markText);
     // Sliding-window layers: the prefix older than the next token's window, hatched grey.
     makeSpan(m_plot, m_heatRect, m_scoreRect, QPen(QColor(90, 90, 90), 1.2, Qt::DotLine),
              QBrush(QColor(120, 120, 120, 60), Qt::BDiagPattern), QColor(70, 70, 70), &m_reachHeat, &m_reachScores,
@@ -267,7 +267,8 @@ void HeadView::buildPlot() {
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this] { resetZoom(); });
-    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { showTip(e->pos(), e->globalPosition().toPoint()); });
+    connect(m_plot, &QCustomPlot::mouseMove, this,
+            [this](QMouseEvent* e) { showTip(e->pos(), e->globalPosition().toPoint()); });
 }
 
 void HeadView::syncFocusControls() {
@@ -313,8 +314,7 @@ void HeadView::refresh() {
                       "the observation window's queries to every prefix token, the votes they add up to, the pooled "
                       "scores, and the clusters the budget keeps.",
                       true);
-    else
-        setEmptyState(QString());
+    else setEmptyState(QString());
     syncFocusControls();
     rebuildHeatmap();
     rebuildScores();
@@ -337,7 +337,8 @@ void HeadView::rebuildHeatmap() {
     const bool match = a && a->layer == m_state->layer() && a->head == m_state->head();
     m_W = match ? a->window : 0;
     m_L = match ? a->nKeys : (m_state->selection() ? m_state->selection()->n_tokens : 0);
-    m_P = m_state->selection() ? std::max<int64_t>(0, m_state->selection()->n_tokens - m_state->selection()->window) : 0;
+    m_P = m_state->selection() ? std::max<int64_t>(0, m_state->selection()->n_tokens - m_state->selection()->window)
+                               : 0;
     m_rows = match ? transformRows(a->rows, a->window, a->nKeys, d.hideSinks, d.rowNormalise) : std::vector<float>{};
     m_headLabel->setText(match ? a->label : QString());
     double lo = INFINITY, hi = -INFINITY;
@@ -346,7 +347,9 @@ void HeadView::rebuildHeatmap() {
     m_colorLo = lo;
     m_colorHi = hi;
     applyColorSettings(m_heat, m_scale, d, lo, hi);
-    m_scale->axis()->setLabel(d.rowNormalise ? "attention / row max" : d.hideSinks > 0 ? "attention (sinks hidden)" : "attention");
+    m_scale->axis()->setLabel(d.rowNormalise    ? "attention / row max"
+                              : d.hideSinks > 0 ? "attention (sinks hidden)"
+                                                : "attention");
     m_emptyText->setVisible(m_rows.empty());
     if (m_state->selection() && m_rows.empty()) m_emptyText->setText("Reading this head's attention...");
     auto* hy = m_heatRect->axis(QCPAxis::atLeft);
@@ -390,17 +393,18 @@ void HeadView::rebuildHeatmap() {
         items.text->setVisible(items.text->visible() && caption);
     }
     for (size_t i = marks.empty() ? 0 : marks.size() - 1; i < m_moreMarks.size(); ++i)
-        for (QCPAbstractItem* it : std::initializer_list<QCPAbstractItem*>{m_moreMarks[i].heat, m_moreMarks[i].scores,
-                                                                            m_moreMarks[i].text})
+        for (QCPAbstractItem* it :
+             std::initializer_list<QCPAbstractItem*>{m_moreMarks[i].heat, m_moreMarks[i].scores, m_moreMarks[i].text})
             it->setVisible(false);
 
     // A sliding-window layer: nothing before its first reachable position is kept or counted.
     const auto* ls = m_state->focusedLayer();
     const int64_t reach = ls ? ls->first_reachable : 0;
-    placeSpan(m_reachHeat, m_reachScores, m_reachText, reach > 0 && m_L > 0, 0, reach, m_W, -0.5, 0.98,
-              ls ? QString(" sliding window %1: the next token sees positions from %2 on ").arg(ls->sliding_window).arg(reach)
-                 : QString(),
-              !m_rows.empty());
+    placeSpan(
+        m_reachHeat, m_reachScores, m_reachText, reach > 0 && m_L > 0, 0, reach, m_W, -0.5, 0.98,
+        ls ? QString(" sliding window %1: the next token sees positions from %2 on ").arg(ls->sliding_window).arg(reach)
+           : QString(),
+        !m_rows.empty());
 }
 
 void HeadView::setClusterAlpha(int alpha) {
@@ -509,7 +513,7 @@ void HeadView::rebuildScores() {
     // Kept ticks and cluster shading (uncompressed layers keep every prefix position).
     std::vector<int64_t> kept;
     if (hs) kept = hs->kept;
-    if (ls && !ls->compressed && ls->first_reachable == 0) {   // (a sliding layer lists what it reaches)
+    if (ls && !ls->compressed && ls->first_reachable == 0) {  // (a sliding layer lists what it reaches)
         kept.resize(static_cast<size_t>(m_P));
         for (int64_t p = 0; p < m_P; ++p) kept[p] = p;
     }
@@ -524,7 +528,7 @@ void HeadView::rebuildScores() {
     m_threshold = hs ? keptThreshold(hs->pooled, kept) : kNoValue;
     const bool showThreshold = hs && ls && ls->compressed && std::isfinite(m_threshold);
     m_thresholdLine->setVisible(showThreshold);
-    if (showThreshold) m_thresholdKey->addToLegend();   // no-ops when already in (or out of) it
+    if (showThreshold) m_thresholdKey->addToLegend();  // no-ops when already in (or out of) it
     else m_thresholdKey->removeFromLegend();
     if (showThreshold) {
         const double t = std::max(m_threshold, d.logScale ? kLogFloor : -INFINITY);
@@ -578,7 +582,9 @@ QString HeadView::describePosition(int64_t p, int64_t row) const {
 }
 
 void HeadView::showTip(const QPoint& pos, const QPoint& global) {
-    QCPAxisRect* rect = m_heatRect->rect().contains(pos) ? m_heatRect : m_scoreRect->rect().contains(pos) ? m_scoreRect : nullptr;
+    QCPAxisRect* rect = m_heatRect->rect().contains(pos)    ? m_heatRect
+                        : m_scoreRect->rect().contains(pos) ? m_scoreRect
+                                                            : nullptr;
     if (!rect || m_L <= 0) {
         QToolTip::hideText();
         return;
@@ -602,10 +608,9 @@ void HeadView::applyHighlight() {
     const QColor faint(170, 170, 170);
     m_votes->setPen(QPen(none || m_highlight == HeadHighlight::Votes ? kVotesColor : faint,
                          m_highlight == HeadHighlight::Votes ? 2.4 : 1));
-    m_pooled->setPen(QPen(none || m_highlight == HeadHighlight::Pooling || m_highlight == HeadHighlight::TopK
-                              ? kPooledColor
-                              : faint,
-                          m_highlight == HeadHighlight::Pooling ? 2.6 : 1.4));
+    m_pooled->setPen(
+        QPen(none || m_highlight == HeadHighlight::Pooling || m_highlight == HeadHighlight::TopK ? kPooledColor : faint,
+             m_highlight == HeadHighlight::Pooling ? 2.6 : 1.4));
     const double winWidth = m_highlight == HeadHighlight::Window ? 3.5 : 1.5;
     for (QCPItemRect* r : {m_windowHeat, m_windowScores}) {
         r->setPen(QPen(kWindowColor, winWidth, Qt::DashLine));

@@ -40,9 +40,9 @@ public:
     void resetZoom();
 
     // What is drawn, for tests and exports.
-    int64_t heatmapRows() const { return m_W; }               // W
-    int64_t heatmapKeys() const { return m_L; }               // L
-    int heatmapColumnsDrawn() const { return m_columnsDrawn; } // after downsampling
+    int64_t heatmapRows() const { return m_W; }                         // W
+    int64_t heatmapKeys() const { return m_L; }                         // L
+    int heatmapColumnsDrawn() const { return m_columnsDrawn; }          // after downsampling
     const std::vector<float>& displayedRows() const { return m_rows; }  // [W, L] after transforms
     std::vector<int64_t> keptPositions() const;
     double threshold() const { return m_threshold; }
@@ -55,7 +55,7 @@ private:
     void buildPlot();
     void rebuildScores();
     void rebuildHeatmap();
-    void renderVisibleColumns();     // downsample the visible range into the colour map
+    void renderVisibleColumns();  // downsample the visible range into the colour map
     void renderKeptMask(const QCPRange& range);
     void setClusterAlpha(int alpha);
     void onXRangeChanged(const QCPRange& range);
@@ -79,11 +79,11 @@ private:
     QCPGraph* m_pooled;
     QCPGraph* m_kept;
     QCPItemStraightLine* m_thresholdLine;
-    QCPGraph* m_thresholdKey;        // no data: the threshold's legend entry, named with its value
+    QCPGraph* m_thresholdKey;  // no data: the threshold's legend entry, named with its value
     QCPItemRect* m_windowHeat;
     QCPItemRect* m_windowScores;
     QCPItemText* m_windowText;
-    QCPItemRect* m_markHeat;         // the marked span (an evaluation's needle)
+    QCPItemRect* m_markHeat;  // the marked span (an evaluation's needle)
     QCPItemRect* m_markScores;
     QCPItemText* m_markText;
     struct SpanItems {
@@ -91,25 +91,25 @@ private:
         QCPItemRect* scores;
         QCPItemText* text;
     };
-    std::vector<SpanItems> m_moreMarks;   // the further marked spans (RULER's needles and answers), made on demand
-    QCPItemRect* m_reachHeat;        // sliding-window layers: the prefix the next token cannot see
+    std::vector<SpanItems> m_moreMarks;  // the further marked spans (RULER's needles and answers), made on demand
+    QCPItemRect* m_reachHeat;            // sliding-window layers: the prefix the next token cannot see
     QCPItemRect* m_reachScores;
     QCPItemText* m_reachText;
     QCPItemText* m_emptyText;
     QTimer m_renderTimer;
 
-    std::vector<float> m_rows;       // [W, L] transformed rows
-    std::vector<float> m_keptMask;   // [L] 1 where the focused head keeps the position
+    std::vector<float> m_rows;      // [W, L] transformed rows
+    std::vector<float> m_keptMask;  // [L] 1 where the focused head keeps the position
     int64_t m_W = 0;
     int64_t m_L = 0;
-    int64_t m_P = 0;                 // prefix length L - W
+    int64_t m_P = 0;  // prefix length L - W
     int m_columnsDrawn = 0;
     double m_threshold = 0;
     int m_clusterCount = 0;
     double m_colorLo = 0;
     double m_colorHi = 1;
     HeadHighlight m_highlight = HeadHighlight::None;
-    int64_t m_zoomL = -1;            // key count and sink hiding the current zoom was made for
+    int64_t m_zoomL = -1;  // key count and sink hiding the current zoom was made for
     int m_zoomHide = -1;
     bool m_syncing = false;
 };

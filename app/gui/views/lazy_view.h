@@ -37,7 +37,7 @@ public:
 
 Q_SIGNALS:
     void refreshed();
-    void runRequested();   // the empty state's Run button
+    void runRequested();  // the empty state's Run button
 
 protected:
     virtual void refresh() = 0;

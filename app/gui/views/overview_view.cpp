@@ -11,11 +11,11 @@
 
 #include <cmath>
 
-#include "app/gui/state/analysis_state.h"
 #include "app/gui/plot/colormaps.h"
+#include "app/gui/plot/plot_style.h"
+#include "app/gui/state/analysis_state.h"
 #include "app/gui/state/head_stats.h"
 #include "app/gui/state/param_state.h"
-#include "app/gui/plot/plot_style.h"
 
 namespace studio {
 
@@ -33,7 +33,7 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     top->addWidget(m_otherPolicy);
     m_info = new QLabel;
     m_info->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_info->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // long text clips, never widens the window
+    m_info->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long text clips, never widens the window
     top->addWidget(m_info, 1);
 
     m_plot = new QCustomPlot;
@@ -44,7 +44,7 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     m_plot->installEventFilter(this);
     m_plot->xAxis->setLabel("head");
     m_plot->yAxis->setLabel("layer");
-    m_plot->yAxis->setRangeReversed(true);   // layer 0 on top, as the model reads
+    m_plot->yAxis->setRangeReversed(true);  // layer 0 on top, as the model reads
     m_plot->axisRect()->setupFullAxesBox(true);
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
     m_map->setInterpolate(false);
@@ -190,7 +190,9 @@ void OverviewView::refresh() {
     const bool grouped = m_state->hasModel() && m_state->model().config.n_head_kv < m_state->model().config.n_head;
     const bool kvColumns = grouped && sel && sel->params.gqa == snapkv::GqaMode::KvHead &&
                            d.overviewStat != OverviewStat::HitRate;
-    m_plot->xAxis->setLabel(kvColumns ? "KV head" : grouped && d.overviewStat == OverviewStat::HitRate ? "query head" : "head");
+    m_plot->xAxis->setLabel(kvColumns                                            ? "KV head"
+                            : grouped && d.overviewStat == OverviewStat::HitRate ? "query head"
+                                                                                 : "head");
 
     // Sliding-window layers only ever see their window: their rows get a dotted frame and "sw" on
     // the layer axis, and the caption says what that means. Every row is labelled while the rows
@@ -247,8 +249,7 @@ void OverviewView::refresh() {
                        .arg(column, nH == 1 ? "" : "s")
                        .arg(count ? sum / count : 0.0, 0, 'f', 3)
                        .arg(describe(m_state->layer(), gh));
-    if (nSliding > 0)
-        info += QString(" · sw: sliding window %1").arg(slidingWindow);
+    if (nSliding > 0) info += QString(" · sw: sliding window %1").arg(slidingWindow);
     m_info->setText(info);
     m_info->setToolTip(nSliding == 0 ? QString()
                                      : QString("Rows marked sw (dotted) are sliding-window layers: each sees only "
@@ -298,8 +299,9 @@ bool OverviewView::eventFilter(QObject* watched, QEvent* event) {
                            .arg(sinkMass(hs.votes, sel->params.n_sink), 0, 'f', 3);
                 const auto& ls = sel->layers[l];
                 if (ls.sliding_window > 0)
-                    tip += QString("\nsliding-window layer (window %1): the next token sees positions from %2 on; "
-                                   "nothing older is kept or counted")
+                    tip += QString(
+                               "\nsliding-window layer (window %1): the next token sees positions from %2 on; "
+                               "nothing older is kept or counted")
                                .arg(ls.sliding_window)
                                .arg(ls.first_reachable);
             }

@@ -21,7 +21,6 @@ namespace studio {
 
 class AnalysisState;
 
-
 class OverviewView : public LazyView {
     Q_OBJECT
 public:
@@ -57,8 +56,8 @@ private:
     QCPColorScale* m_scale;
     QCPItemRect* m_cursor;
     std::vector<std::vector<double>> m_grid;
-    QStringList m_rowLabels;          // [n_layer]
-    QStringList m_columnLabels;       // [columns]
+    QStringList m_rowLabels;     // [n_layer]
+    QStringList m_columnLabels;  // [columns]
     bool m_highlight = false;
 };
 

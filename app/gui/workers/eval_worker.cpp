@@ -103,7 +103,7 @@ EvalCellPrompt makeCellPrompt(const se::CellPrompt& source, const json& settings
     out.queryAgnostic = c.query_agnostic;
     out.markFirst = source.needle.first;
     out.markLast = source.needle.last;
-    if (row.contains("needle_spans")) {   // RULER: every needle, and the answers inside them
+    if (row.contains("needle_spans")) {  // RULER: every needle, and the answers inside them
         out.marks = spansOf(row, "needle_spans", "needle");
         for (const auto& m : spansOf(row, "answer_spans", "answer")) out.marks.push_back(m);
         out.focusLeastKept = !out.marks.empty();
@@ -122,19 +122,20 @@ EvalCellPrompt makeCellPrompt(const se::CellPrompt& source, const json& settings
                     out.focusHead = static_cast<int>(h);
                 }
     }
-    QString where = row.contains("ruler_task")
-                        ? QString("%1 #%2 at %3 tokens")
-                              .arg(QString::fromStdString(row["ruler_task"].get<std::string>()))
-                              .arg(row.value("sample", int64_t(0)))
-                              .arg(row.value("length", int64_t(0)))
-                    : row.contains("length")
-                        ? QString("length %1, depth %2%").arg(row["length"].get<int64_t>()).arg(row["depth"].get<double>())
-                        : QString::fromStdString(row.value("item_id", std::string("item")));
+    QString where =
+        row.contains("ruler_task") ? QString("%1 #%2 at %3 tokens")
+                                         .arg(QString::fromStdString(row["ruler_task"].get<std::string>()))
+                                         .arg(row.value("sample", int64_t(0)))
+                                         .arg(row.value("length", int64_t(0)))
+        : row.contains("length")
+            ? QString("length %1, depth %2%").arg(row["length"].get<int64_t>()).arg(row["depth"].get<double>())
+            : QString::fromStdString(row.value("item_id", std::string("item")));
     QString what = QString::fromStdString(se::config_label(c));
     if (row.contains("score") && row["score"].is_number())
         what += QString(" scored %1 of 100").arg(100.0 * row["score"].get<double>(), 0, 'f', 0);
     else if (row.contains("found")) what += row["found"].get<bool>() ? " found the needle" : " missed the needle";
-    else if (row.contains("agree_full")) what += QString(", agreement with full %1").arg(row["agree_full"].get<double>(), 0, 'f', 2);
+    else if (row.contains("agree_full"))
+        what += QString(", agreement with full %1").arg(row["agree_full"].get<double>(), 0, 'f', 2);
     out.title = where + ": " + what;
     return out;
 }
@@ -172,7 +173,7 @@ EvalWorker::~EvalWorker() = default;
 snapkv::Session& EvalWorker::session(const QString& modelPath, const snapkv::LoadOptions& load) {
     if (modelPath.isEmpty()) throw snapkv::InputError("no model: open a model first (File > Open Model)");
     const QString key = modelPath + "|" + QString::fromStdString(load.device + "|" + load.dtype + "|" + load.weights);
-    if (!m_session) m_session = std::make_unique<snapkv::Session>();   // born on this thread
+    if (!m_session) m_session = std::make_unique<snapkv::Session>();  // born on this thread
     if (m_loaded != key || !m_session->has_model()) {
         Q_EMIT progressed("loading model", 0, 1);
         m_session->load_model(modelPath.toStdString(), load);
@@ -257,10 +258,13 @@ void EvalWorker::run(const EvalJob& job, const EvalCancelPtr& cancel) {
             m_progressClock.restart();
             Q_EMIT progressed(QString::fromStdString(stage), d, t);
         };
-        const se::RunStats st = run.run(done, [&](const se::Row& row) {
-            writer.write(row);
-            Q_EMIT rowFinished(std::make_shared<const json>(row), keeping.last());
-        }, progress, cancel.get());
+        const se::RunStats st = run.run(
+            done,
+            [&](const se::Row& row) {
+                writer.write(row);
+                Q_EMIT rowFinished(std::make_shared<const json>(row), keeping.last());
+            },
+            progress, cancel.get());
         EvalStatsValue v;
         v.rowsWritten = st.rows_written;
         v.cellsRun = st.cells_run;
@@ -297,14 +301,18 @@ void EvalWorker::prepareCell(const EvalCellJob& job) {
             // The same seed draws the same sample only from the same words and essays.
             const std::string diff = se::first_difference(t.settings(), rs);
             if (!diff.empty())
-                throw snapkv::InputError("this RULER sample cannot be rebuilt here: the results were made with other "
-                                         "settings or data than the bundled word lists and essays (" + diff + ")");
+                throw snapkv::InputError(
+                    "this RULER sample cannot be rebuilt here: the results were made with other "
+                    "settings or data than the bundled word lists and essays (" +
+                    diff + ")");
             if (cell < 0 || cell >= t.n_cells())
                 throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the run");
             cp = t.prepare(s, cell);
         } else if (st.value("task", std::string()) == "needle") {
-            const se::NeedleTask t(s, se::needle_options_from_settings(st.at("needle"), haystackOf(job.haystack)), maxTokens);
-            if (cell < 0 || cell >= t.n_cells()) throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the grid");
+            const se::NeedleTask t(s, se::needle_options_from_settings(st.at("needle"), haystackOf(job.haystack)),
+                                   maxTokens);
+            if (cell < 0 || cell >= t.n_cells())
+                throw snapkv::InputError("cell " + std::to_string(cell) + " is not in the grid");
             cp = t.prepare(s, cell);
         } else {
             se::QaSet set = se::load_qa_set(setPathOf(job.setPath));
@@ -312,7 +320,8 @@ void EvalWorker::prepareCell(const EvalCellJob& job) {
             const json& sw = st.at("sweep");
             const se::SweepTask t(s, std::move(set), sw.at("chat").get<bool>(), sw.at("chat_format").get<std::string>(),
                                   maxTokens);
-            if (cell < 0 || cell >= t.n_cells()) throw snapkv::InputError("item " + std::to_string(cell) + " is not in the set");
+            if (cell < 0 || cell >= t.n_cells())
+                throw snapkv::InputError("item " + std::to_string(cell) + " is not in the set");
             cp = t.prepare(s, cell);
         }
         Q_EMIT cellPrepared(std::make_shared<const EvalCellPrompt>(makeCellPrompt(cp, st, job.row)));
@@ -361,13 +370,15 @@ void EvalController::run(const EvalJob& job) {
     setBusy(true);
     EvalWorker* w = m_worker;
     const EvalCancelPtr cancel = m_cancel;
-    QMetaObject::invokeMethod(m_worker, [w, job, cancel] { w->run(job, cancel); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker, [w, job, cancel] { w->run(job, cancel); }, Qt::QueuedConnection);
 }
 
 void EvalController::openCell(const EvalCellJob& job) {
     if (m_shutDown) return;
     EvalWorker* w = m_worker;
-    QMetaObject::invokeMethod(m_worker, [w, job] { w->prepareCell(job); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker, [w, job] { w->prepareCell(job); }, Qt::QueuedConnection);
 }
 
 void EvalController::cancel() {
@@ -379,7 +390,8 @@ void EvalController::shutdown() {
     m_shutDown = true;
     cancel();
     EvalWorker* w = m_worker;
-    QMetaObject::invokeMethod(m_worker, [w] { w->shutdown(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker, [w] { w->shutdown(); }, Qt::QueuedConnection);
     m_thread.quit();
     m_thread.wait();
 }

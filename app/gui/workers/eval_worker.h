@@ -26,28 +26,28 @@ namespace studio {
 
 using EvalCancelPtr = std::shared_ptr<std::atomic<bool>>;
 using EvalRowPtr = std::shared_ptr<const nlohmann::json>;
-using EvalSourcePtr = std::shared_ptr<const snapkv::eval::CellPrompt>;   // a cell's prompt and needle span
+using EvalSourcePtr = std::shared_ptr<const snapkv::eval::CellPrompt>;  // a cell's prompt and needle span
 
 struct EvalJob {
-    QString task = "needle";             // "needle" | "sweep" | "ruler"
+    QString task = "needle";  // "needle" | "sweep" | "ruler"
     QString modelPath;
     snapkv::LoadOptions load;
     // needle
     std::vector<int64_t> lengths;
     std::vector<double> depths;
     QString needle = "passkey";
-    QString needlesFile;                 // "" = the bundled one
-    QStringList haystack;                // files or folders; empty = the bundled essays
+    QString needlesFile;   // "" = the bundled one
+    QStringList haystack;  // files or folders; empty = the bundled essays
     // sweep
     QString setPath;
     // ruler (the essays and word lists are the bundled ones; the answer length is each task's own)
-    QString rulerTasks = "all";          // "all" or a comma list
+    QString rulerTasks = "all";  // "all" or a comma list
     std::vector<int64_t> rulerLengths;
     int64_t samples = 10;
     snapkv::eval::GridAxes axes;
     int64_t maxTokens = 32;
     int64_t klSteps = 32;
-    bool chat = true;                    // when the model has a template
+    bool chat = true;  // when the model has a template
     QString outPath;
 };
 
@@ -55,31 +55,31 @@ struct EvalJob {
 struct EvalCellJob {
     QString modelPath;
     snapkv::LoadOptions load;
-    nlohmann::json settings;             // the results' settings
-    nlohmann::json row;                  // the clicked row (cell, config, per-head stats)
-    QStringList haystack;                // as in EvalJob
+    nlohmann::json settings;  // the results' settings
+    nlohmann::json row;       // the clicked row (cell, config, per-head stats)
+    QStringList haystack;     // as in EvalJob
     QString setPath;
 };
 
 struct EvalCellPrompt {
     snapkv::PromptSpec prompt;
-    bool full = false;                   // the full-cache row: no selection to apply
-    snapkv::SelectionParams params;      // params.ratio >= 0: a compression ratio, not a budget
+    bool full = false;               // the full-cache row: no selection to apply
+    snapkv::SelectionParams params;  // params.ratio >= 0: a compression ratio, not a budget
     bool queryAgnostic = false;
-    int64_t markFirst = -1;              // needle tokens [first, last) in the prompt
+    int64_t markFirst = -1;  // needle tokens [first, last) in the prompt
     int64_t markLast = -1;
     struct Mark {
-        int64_t first = -1;              // prompt tokens [first, last)
+        int64_t first = -1;  // prompt tokens [first, last)
         int64_t last = -1;
-        QString label;                   // "needle" | "answer"
+        QString label;  // "needle" | "answer"
     };
-    std::vector<Mark> marks;             // every span to mark (the needle first); RULER: all needles and answers
-    int focusLayer = -1;                 // the head that kept the least of the needle
+    std::vector<Mark> marks;  // every span to mark (the needle first); RULER: all needles and answers
+    int focusLayer = -1;      // the head that kept the least of the needle
     int focusHead = -1;
     // Focus instead the head that keeps the least of all the "needle" marks, once the main views
     // hold the selection (a RULER row records the first needle's heads only).
     bool focusLeastKept = false;
-    QString title;                       // "length 2048, depth 30%: snapkv C256 missed"
+    QString title;  // "length 2048, depth 30%: snapkv C256 missed"
 };
 using EvalCellPtr = std::shared_ptr<const EvalCellPrompt>;
 
@@ -127,7 +127,7 @@ private:
     void guarded(const QString& task, Fn&& fn);
 
     std::unique_ptr<snapkv::Session> m_session;
-    QString m_loaded;                    // model path + device + dtype of m_session
+    QString m_loaded;  // model path + device + dtype of m_session
     QElapsedTimer m_progressClock;
 };
 
@@ -139,7 +139,7 @@ public:
     void run(const EvalJob& job);
     void openCell(const EvalCellJob& job);
     void cancel();
-    void shutdown();                     // cancel, then wait for the worker; idempotent
+    void shutdown();  // cancel, then wait for the worker; idempotent
     bool busy() const { return m_busy; }
 
 Q_SIGNALS:

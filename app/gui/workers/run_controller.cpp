@@ -48,7 +48,8 @@ void RunController::shutdown() {
     for (const auto& c : m_cancels) c->store(true);
     // Queued after whatever job is running: that job sees its cancel flag and returns soon.
     SessionWorker* w = m_worker;
-    QMetaObject::invokeMethod(w, [w] { w->shutdown(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        w, [w] { w->shutdown(); }, Qt::QueuedConnection);
     m_thread.quit();
     m_thread.wait();
 }
@@ -95,7 +96,8 @@ void RunController::loadModel(const QString& path, const snapkv::LoadOptions& op
     m_queuedPrefill.clear();
     LoadJob job{path, opts};
     SessionWorker* w = m_worker;
-    QMetaObject::invokeMethod(w, [w, job, cancelFlag] { w->loadModel(job, cancelFlag); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        w, [w, job, cancelFlag] { w->loadModel(job, cancelFlag); }, Qt::QueuedConnection);
 }
 
 RetuneJob RunController::makeRetuneJob(const ParamState& params) {
@@ -126,13 +128,14 @@ void RunController::run(const RunRequest& request) {
     m_cancels.push_back(job.cancel);
     startLong(LongKind::Run, job.load ? "load model" : job.prefill ? "prefill" : "select");
     SessionWorker* w = m_worker;
-    QMetaObject::invokeMethod(w, [w, job] { w->run(job); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        w, [w, job] { w->run(job); }, Qt::QueuedConnection);
 }
 
 void RunController::retune(const ParamState& params) {
     if (m_shutDown || !m_state->hasPrefill()) return;
     if (m_retuneInFlight) {
-        m_retunePending = params;     // only the newest waiting request survives
+        m_retunePending = params;  // only the newest waiting request survives
         return;
     }
     sendRetune(params);
@@ -142,7 +145,8 @@ void RunController::sendRetune(const ParamState& params) {
     RetuneJob job = makeRetuneJob(params);
     m_retuneInFlight = job.id;
     SessionWorker* w = m_worker;
-    QMetaObject::invokeMethod(w, [w, job] { w->retune(job); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        w, [w, job] { w->retune(job); }, Qt::QueuedConnection);
 }
 
 void RunController::requestAttention() {
@@ -162,7 +166,8 @@ void RunController::requestAttention() {
     job.gqa = sel->params.gqa;
     m_attentionInFlight = job.id;
     SessionWorker* w = m_worker;
-    QMetaObject::invokeMethod(w, [w, job] { w->fetchAttention(job); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        w, [w, job] { w->fetchAttention(job); }, Qt::QueuedConnection);
 }
 
 void RunController::compare(const snapkv::GenerationSettings& generation) {
@@ -176,7 +181,8 @@ void RunController::compare(const snapkv::GenerationSettings& generation) {
     m_cancels.push_back(job.cancel);
     startLong(LongKind::Compare, "generate");
     SessionWorker* w = m_worker;
-    QMetaObject::invokeMethod(w, [w, job] { w->compare(job); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        w, [w, job] { w->compare(job); }, Qt::QueuedConnection);
 }
 
 void RunController::onModelLoaded(const snapkv::ModelInfo& info) {
@@ -262,7 +268,7 @@ void RunController::onCancelled(const QString& task) {
 }
 
 void RunController::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) {
-    m_queuedPrefill.clear();   // nothing was prefilled
+    m_queuedPrefill.clear();  // nothing was prefilled
     endLong();
     Q_EMIT contextExceeded(nTokens, nCtx, reserve);
 }

@@ -25,7 +25,7 @@ struct RunRequest {
     snapkv::PrefillSettings prefill;
     ParamState params;
     bool truncateToFit = false;
-    int64_t reserveTokens = 0;       // generation room to keep in the context
+    int64_t reserveTokens = 0;  // generation room to keep in the context
 };
 
 class RunController : public QObject {
@@ -47,17 +47,17 @@ public:
     bool retunePending() const { return m_retuneInFlight != 0 || m_retunePending.has_value(); }
     // Whether the next run() would prefill again (prompt, model or capture settings changed).
     bool needsPrefill(const RunRequest& request) const;
-    QString overlapPolicy() const;       // the overlap policy the overview currently needs, or ""
+    QString overlapPolicy() const;  // the overlap policy the overview currently needs, or ""
     double lastSelectMs() const { return m_lastSelectMs; }
 
 Q_SIGNALS:
     void busyChanged(bool busy, const QString& task);
     void progressed(const QString& stage, qint64 done, qint64 total);
-    void failed(const QString& task, const QString& message);       // worth a dialog
-    void retuneFailed(const QString& message);                       // worth a status line
+    void failed(const QString& task, const QString& message);  // worth a dialog
+    void retuneFailed(const QString& message);                 // worth a status line
     void cancelled(const QString& task);
     void contextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
-    void noteIssued(const QString& note);                            // e.g. "document truncated"
+    void noteIssued(const QString& note);  // e.g. "document truncated"
     void modelLoaded();
     void runFinished();
     void compareFinished();
@@ -90,12 +90,12 @@ private:
     bool m_shutDown = false;
     quint64 m_nextId = 1;
 
-    std::deque<LongKind> m_long;            // long jobs queued on the worker, in order
-    std::vector<CancelPtr> m_cancels;       // cancel flags of those jobs
+    std::deque<LongKind> m_long;       // long jobs queued on the worker, in order
+    std::vector<CancelPtr> m_cancels;  // cancel flags of those jobs
     // What the session will hold once every queued job has run: decides whether a new run must
     // load or prefill. A failed or cancelled load/prefill clears them, so the next run redoes it.
-    QString m_queuedModel;                  // model path + device/dtype
-    QString m_queuedPrefill;                // prompt + capture settings
+    QString m_queuedModel;    // model path + device/dtype
+    QString m_queuedPrefill;  // prompt + capture settings
 
     // Retune coalescing: one in flight, the newest waiting.
     quint64 m_retuneInFlight = 0;

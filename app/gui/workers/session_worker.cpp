@@ -97,8 +97,9 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
             n = static_cast<int64_t>(s.build_prompt(spec).ids.size());
         }
         if (n > nCtx) throw snapkv::InputError("the question alone does not fit the model's context");
-        note = QString("Document truncated: the prompt went from %1 to %2 tokens to fit the model's context of %3 "
-                       "with room for %4 generated tokens.")
+        note = QString(
+                   "Document truncated: the prompt went from %1 to %2 tokens to fit the model's context of %3 "
+                   "with room for %4 generated tokens.")
                    .arg(n0)
                    .arg(n)
                    .arg(nCtxModel)
@@ -138,8 +139,9 @@ AttentionPtr SessionWorker::doAttention(const AttentionJob& job) {
     if (count > 1)
         for (float& v : out->rows) v /= static_cast<float>(count);
     out->nKeys = static_cast<int64_t>(out->rows.size()) / job.window;
-    out->label = count > 1 ? QString("mean of query heads %1-%2 (KV head %3)").arg(first).arg(first + count - 1).arg(job.head)
-                           : QString("query head %1").arg(first);
+    out->label = count > 1
+                     ? QString("mean of query heads %1-%2 (KV head %3)").arg(first).arg(first + count - 1).arg(job.head)
+                     : QString("query head %1").arg(first);
     return out;
 }
 
@@ -185,7 +187,7 @@ void SessionWorker::loadModel(const LoadJob& job, const CancelPtr& cancel) {
 
 void SessionWorker::run(const RunJob& job) {
     QString task = job.load ? "load model" : "prefill";
-    bool stopped = false;   // the prompt did not fit: contextExceeded ends this run
+    bool stopped = false;  // the prompt did not fit: contextExceeded ends this run
     const bool ok = guarded(task, [&] {
         if (job.load) doLoad(job.loadJob, job.cancel);
         task = "prefill";

@@ -23,22 +23,22 @@ struct LoadJob {
 struct PrefillJob {
     snapkv::PromptSpec prompt;
     snapkv::PrefillSettings settings;
-    bool truncateToFit = false;      // cut the document so the prompt fits the model's context
-    int64_t reserveTokens = 0;       // room left in the context for generation afterwards
+    bool truncateToFit = false;  // cut the document so the prompt fits the model's context
+    int64_t reserveTokens = 0;   // room left in the context for generation afterwards
 };
 
 struct RetuneJob {
     quint64 id = 0;
     ParamState params;
-    int64_t layer = 0;               // focused head, whose attention rows come back too
+    int64_t layer = 0;  // focused head, whose attention rows come back too
     int64_t head = 0;
-    QString overlapPolicy;           // non-empty: also select with this policy (overview overlap)
+    QString overlapPolicy;  // non-empty: also select with this policy (overview overlap)
 };
 
 struct AttentionJob {
     quint64 id = 0;
     int64_t layer = 0;
-    int64_t head = 0;                // selection head (KV head in kv-head mode)
+    int64_t head = 0;  // selection head (KV head in kv-head mode)
     int64_t window = 0;
     bool queryAgnostic = false;
     snapkv::GqaMode gqa = snapkv::GqaMode::QueryHead;
@@ -94,7 +94,7 @@ private:
     snapkv::Session& session();
     snapkv::ProgressFn progressFn();
     void doLoad(const LoadJob& job, const CancelPtr& cancel);
-    bool doPrefill(const PrefillJob& job, const CancelPtr& cancel);   // false: stopped (context)
+    bool doPrefill(const PrefillJob& job, const CancelPtr& cancel);  // false: stopped (context)
     RetunePtr doRetune(const RetuneJob& job);
     AttentionPtr doAttention(const AttentionJob& job);
     // Runs fn, turning exceptions into failed/cancelled; returns whether fn completed.

@@ -23,7 +23,7 @@
 #undef __device__
 #define __device__
 #undef __shared__
-#define __shared__ static   // blocks run one at a time, so one static object per kernel is enough
+#define __shared__ static  // blocks run one at a time, so one static object per kernel is enough
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 
@@ -41,7 +41,7 @@ struct Warp {
 struct Block {
     std::unique_ptr<std::barrier<>> bar;
     std::vector<std::unique_ptr<Warp>> warps;
-    std::vector<char> smem;   // dynamic shared memory
+    std::vector<char> smem;  // dynamic shared memory
 };
 
 inline thread_local dim3 t_tid, t_bid, t_bdim, t_gdim;
@@ -50,7 +50,10 @@ inline thread_local Block* t_block = nullptr;
 inline int linear_tid() { return t_tid.x + t_tid.y * t_bdim.x + t_tid.z * t_bdim.x * t_bdim.y; }
 inline Warp& warp() { return *t_block->warps[linear_tid() / 32]; }
 
-template <class T> T* dyn_smem() { return reinterpret_cast<T*>(t_block->smem.data()); }
+template <class T>
+T* dyn_smem() {
+    return reinterpret_cast<T*>(t_block->smem.data());
+}
 
 // Every lane publishes v, then reads lane src's value.
 inline uint64_t exchange(uint64_t v, int src) {
@@ -72,7 +75,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream
                 Block b;
                 b.bar = std::make_unique<std::barrier<>>(n);
                 for (unsigned w = 0; w < (n + 31) / 32; ++w) b.warps.push_back(std::make_unique<Warp>());
-                b.smem.assign(smem + 16, 0x7f);   // not zero: uninitialised reads show up
+                b.smem.assign(smem + 16, 0x7f);  // not zero: uninitialised reads show up
                 std::vector<std::thread> threads;
                 for (unsigned t = 0; t < n; ++t)
                     threads.emplace_back([&, t] {
@@ -132,6 +135,7 @@ inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
 // cuda_runtime.h declares this template only for nvcc.
-template <class T> cudaError_t cudaFuncSetAttribute(T* f, cudaFuncAttribute a, int v) {
+template <class T>
+cudaError_t cudaFuncSetAttribute(T* f, cudaFuncAttribute a, int v) {
     return cudaFuncSetAttribute(reinterpret_cast<const void*>(f), a, v);
 }

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "bench_qkernels: no kernel for %s\n", name.c_str());
             return 2;
         }
-        const int64_t rows_small = 64, rows_big = 32768;   // ~0.1-0.5 MB vs 64-256 MB of blocks
+        const int64_t rows_small = 64, rows_big = 32768;  // ~0.1-0.5 MB vs 64-256 MB of blocks
         const size_t row_bytes = static_cast<size_t>(n_cols / t->block_size) * t->block_bytes;
         std::vector<uint8_t> big = random_bytes(row_bytes * rows_big, rng);
         std::vector<float> x(n_cols), y(rows_big), deq(static_cast<size_t>(rows_small * n_cols));
@@ -65,9 +65,12 @@ int main(int argc, char** argv) {
         const BlockMatrix small = block_matrix(*t, big.data(), rows_small, n_cols);
         const BlockMatrix large = block_matrix(*t, big.data(), rows_big, n_cols);
         for (CpuPath path : supported_cpu_paths()) {
-            const double l2 = best_ns(200, rows_small * n_cols, [&] { matvec_on(path, small, x.data(), y.data(), 0, rows_small); });
-            const double mem = best_ns(3, rows_big * n_cols, [&] { matvec_on(path, large, x.data(), y.data(), 0, rows_big); });
-            const double dq = best_ns(100, rows_small * n_cols, [&] { dequantize_on(path, small, deq.data(), 0, rows_small); });
+            const double l2 = best_ns(200, rows_small * n_cols,
+                                      [&] { matvec_on(path, small, x.data(), y.data(), 0, rows_small); });
+            const double mem = best_ns(3, rows_big * n_cols,
+                                       [&] { matvec_on(path, large, x.data(), y.data(), 0, rows_big); });
+            const double dq = best_ns(100, rows_small * n_cols,
+                                      [&] { dequantize_on(path, small, deq.data(), 0, rows_small); });
             std::printf("%-7s %-7s %12.4f %12.4f %12.4f\n", name.c_str(), cpu_path_name(path), l2, mem, dq);
         }
     }

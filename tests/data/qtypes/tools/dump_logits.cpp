@@ -20,32 +20,33 @@ namespace {
 
 struct Options {
     std::string model;
-    std::string ids_arg;        // "1,2,3"
-    std::string ids_file;       // whitespace/comma-separated ids
-    std::string out;            // logits output path ("-" = stdout, JSON only)
-    std::string format = "bin"; // bin | json
-    std::string fa = "off";     // flash attention: off | on | auto
-    int n_ctx = 0;              // 0 = max(256, n_prompt + n_gen) rounded up
+    std::string ids_arg;         // "1,2,3"
+    std::string ids_file;        // whitespace/comma-separated ids
+    std::string out;             // logits output path ("-" = stdout, JSON only)
+    std::string format = "bin";  // bin | json
+    std::string fa = "off";      // flash attention: off | on | auto
+    int n_ctx = 0;               // 0 = max(256, n_prompt + n_gen) rounded up
     int n_threads = 2;
-    int n_gen = 0;              // > 0: greedy generation instead of a logits dump
+    int n_gen = 0;  // > 0: greedy generation instead of a logits dump
     bool verbose = false;
 };
 
-void usage(const char * argv0) {
+void usage(const char* argv0) {
     std::fprintf(stderr,
-        "usage: %s -m MODEL (--ids 1,2,3 | --ids-file FILE) [options]\n"
-        "  logits mode (default): -o OUT [--format bin|json]\n"
-        "     bin : float32 little-endian, row-major [n_tokens, n_vocab], no header\n"
-        "     json: {\"n_tokens\":T,\"n_vocab\":V,\"ids\":[..],\"logits\":[[..],..]} with %%.9g\n"
-        "  greedy mode: --gen N  prints one JSON line {\"prompt\":[..],\"generated\":[..],\"margin\":[..]}\n"
-        "  common: -c N_CTX (default fits the sequence), -t THREADS (default 2),\n"
-        "          --fa off|on|auto (default off), -v (llama.cpp logs)\n"
-        "  The KV cache is always F32 (type_k = type_v = GGML_TYPE_F32).\n", argv0);
+                 "usage: %s -m MODEL (--ids 1,2,3 | --ids-file FILE) [options]\n"
+                 "  logits mode (default): -o OUT [--format bin|json]\n"
+                 "     bin : float32 little-endian, row-major [n_tokens, n_vocab], no header\n"
+                 "     json: {\"n_tokens\":T,\"n_vocab\":V,\"ids\":[..],\"logits\":[[..],..]} with %%.9g\n"
+                 "  greedy mode: --gen N  prints one JSON line {\"prompt\":[..],\"generated\":[..],\"margin\":[..]}\n"
+                 "  common: -c N_CTX (default fits the sequence), -t THREADS (default 2),\n"
+                 "          --fa off|on|auto (default off), -v (llama.cpp logs)\n"
+                 "  The KV cache is always F32 (type_k = type_v = GGML_TYPE_F32).\n",
+                 argv0);
 }
 
-bool parse_ids(const std::string & text, std::vector<llama_token> & ids) {
+bool parse_ids(const std::string& text, std::vector<llama_token>& ids) {
     std::string s = text;
-    for (char & c : s) {
+    for (char& c : s) {
         if (c == ',' || c == '[' || c == ']') c = ' ';
     }
     std::istringstream in(s);
@@ -57,13 +58,13 @@ bool parse_ids(const std::string & text, std::vector<llama_token> & ids) {
     return in.eof();
 }
 
-void quiet_log(enum ggml_log_level level, const char * text, void * user) {
-    const bool verbose = *static_cast<const bool *>(user);
+void quiet_log(enum ggml_log_level level, const char* text, void* user) {
+    const bool verbose = *static_cast<const bool*>(user);
     if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
 // Plain argmax; ties go to the lowest id, like a strict '>' scan.
-llama_token argmax(const float * row, int n_vocab, float * margin) {
+llama_token argmax(const float* row, int n_vocab, float* margin) {
     int best = 0;
     float top1 = row[0];
     float top2 = -INFINITY;
@@ -80,9 +81,9 @@ llama_token argmax(const float * row, int n_vocab, float * margin) {
     return best;
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char ** argv) {
+int main(int argc, char** argv) {
     Options opt;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -103,7 +104,10 @@ int main(int argc, char ** argv) {
         else if (a == "-t") opt.n_threads = std::atoi(next().c_str());
         else if (a == "--gen") opt.n_gen = std::atoi(next().c_str());
         else if (a == "-v") opt.verbose = true;
-        else { usage(argv[0]); return 2; }
+        else {
+            usage(argv[0]);
+            return 2;
+        }
     }
 
     std::vector<llama_token> ids;
@@ -131,12 +135,12 @@ int main(int argc, char ** argv) {
 
     llama_model_params mparams = llama_model_default_params();
     mparams.n_gpu_layers = 0;
-    llama_model * model = llama_model_load_from_file(opt.model.c_str(), mparams);
+    llama_model* model = llama_model_load_from_file(opt.model.c_str(), mparams);
     if (!model) {
         std::fprintf(stderr, "dump_logits: cannot load '%s'\n", opt.model.c_str());
         return 1;
     }
-    const llama_vocab * vocab = llama_model_get_vocab(model);
+    const llama_vocab* vocab = llama_model_get_vocab(model);
     const int n_vocab = llama_vocab_n_tokens(vocab);
     for (llama_token t : ids) {
         if (t >= n_vocab) {
@@ -152,8 +156,8 @@ int main(int argc, char ** argv) {
         while (n_ctx < n_prompt + opt.n_gen) n_ctx *= 2;
     }
     if (n_ctx < n_prompt + opt.n_gen) {
-        std::fprintf(stderr, "dump_logits: -c %d is smaller than %d prompt + %d generated tokens\n",
-                     n_ctx, n_prompt, opt.n_gen);
+        std::fprintf(stderr, "dump_logits: -c %d is smaller than %d prompt + %d generated tokens\n", n_ctx, n_prompt,
+                     opt.n_gen);
         return 2;
     }
 
@@ -166,11 +170,11 @@ int main(int argc, char ** argv) {
     cparams.n_threads_batch = opt.n_threads;
     cparams.type_k = GGML_TYPE_F32;
     cparams.type_v = GGML_TYPE_F32;
-    cparams.flash_attn_type = opt.fa == "on"   ? LLAMA_FLASH_ATTN_TYPE_ENABLED
-                            : opt.fa == "auto" ? LLAMA_FLASH_ATTN_TYPE_AUTO
-                                               : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cparams.flash_attn_type = opt.fa == "on"     ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                              : opt.fa == "auto" ? LLAMA_FLASH_ATTN_TYPE_AUTO
+                                                 : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cparams.no_perf = true;
-    llama_context * ctx = llama_init_from_model(model, cparams);
+    llama_context* ctx = llama_init_from_model(model, cparams);
     if (!ctx) {
         std::fprintf(stderr, "dump_logits: cannot create a context (n_ctx %d)\n", n_ctx);
         return 1;
@@ -193,7 +197,7 @@ int main(int argc, char ** argv) {
 
     if (all_logits) {
         if (opt.format == "bin") {
-            FILE * f = std::fopen(opt.out.c_str(), "wb");
+            FILE* f = std::fopen(opt.out.c_str(), "wb");
             if (!f) {
                 std::fprintf(stderr, "dump_logits: cannot write '%s'\n", opt.out.c_str());
                 return 1;
@@ -204,7 +208,7 @@ int main(int argc, char ** argv) {
             }
             std::fclose(f);
         } else {
-            FILE * f = opt.out == "-" ? stdout : std::fopen(opt.out.c_str(), "w");
+            FILE* f = opt.out == "-" ? stdout : std::fopen(opt.out.c_str(), "w");
             if (!f) {
                 std::fprintf(stderr, "dump_logits: cannot write '%s'\n", opt.out.c_str());
                 return 1;
@@ -213,7 +217,7 @@ int main(int argc, char ** argv) {
             for (int i = 0; i < n_prompt; ++i) std::fprintf(f, "%s%d", i ? "," : "", ids[i]);
             std::fprintf(f, "],\"logits\":[\n");
             for (int i = 0; i < n_prompt; ++i) {
-                const float * row = llama_get_logits_ith(ctx, i);
+                const float* row = llama_get_logits_ith(ctx, i);
                 std::fprintf(f, "[");
                 for (int j = 0; j < n_vocab; ++j) std::fprintf(f, "%s%.9g", j ? "," : "", row[j]);
                 std::fprintf(f, "]%s\n", i + 1 < n_prompt ? "," : "");
