@@ -49,4 +49,15 @@ private:
     std::chrono::steady_clock::time_point m_t;
 };
 
+// x += y, or x += rms_norm(y, post_norm) when the architecture has post-norms (Gemma 2/3), with the
+// profile's laps: what both layer paths do after attention and after the feed-forward.
+inline void add_residual(at::Tensor& x, at::Tensor y, const at::Tensor& post_norm, float eps, StageClock& clk) {
+    if (post_norm.defined()) {
+        y = model_ops::rms_norm(y, post_norm, eps);
+        clk.lap(ForwardProfile::Norms);
+    }
+    x.add_(y);
+    clk.lap(ForwardProfile::Residual);
+}
+
 }  // namespace snapkv

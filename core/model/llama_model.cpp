@@ -285,12 +285,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         at::Tensor o = dense(a, L.wo);  // [T, E]
         a = at::Tensor();
         clk.lap(S::OutProj);
-        if (c.post_norms) {
-            o = rms_norm(o, L.attn_post_norm, c.rms_eps);
-            clk.lap(S::Norms);
-        }
-        x.add_(o);  // x is this pass's own tensor
-        clk.lap(S::Residual);
+        add_residual(x, o, L.attn_post_norm, c.rms_eps, clk);  // x is this pass's own tensor
         h = rms_norm(x, L.ffn_norm, c.rms_eps);
         clk.lap(S::Norms);
         std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);  // [T, F] each
@@ -308,12 +303,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         clk.lap(S::Activation);
         at::Tensor ff = dense(gate, L.w_down);  // [T, E]
         clk.lap(S::FfnProj);
-        if (c.post_norms) {
-            ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
-            clk.lap(S::Norms);
-        }
-        x.add_(ff);
-        clk.lap(S::Residual);
+        add_residual(x, ff, L.ffn_post_norm, c.rms_eps, clk);
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
     }
     cache.set_n_past(pos0 + T);

@@ -113,15 +113,10 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
             h2o.narrow(1, 0, part.size(1)).add_(part);
         }
         clk.lap(S::Attention);
-        at::Tensor o = wo.apply(a);  // [n, E]
+        const at::Tensor o = wo.apply(a);  // [n, E]
         a = at::Tensor();
         clk.lap(S::OutProj);
-        if (c.post_norms) {
-            o = rms_norm(o, L.attn_post_norm, c.rms_eps);
-            clk.lap(S::Norms);
-        }
-        xc.add_(o);
-        clk.lap(S::Residual);
+        add_residual(xc, o, L.attn_post_norm, c.rms_eps, clk);
         h = rms_norm(xc, L.ffn_norm, c.rms_eps);  // [n, E]
         clk.lap(S::Norms);
         at::Tensor gate = w_gate.apply(h);    // [n, F]
@@ -130,14 +125,9 @@ void LlamaModel::long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const 
         if (c.ffn_act == FfnActivation::GeluTanh) prefill_ops::gelu_tanh_mul(gate, up);
         else prefill_ops::silu_mul(gate, up);
         clk.lap(S::Activation);
-        at::Tensor ff = w_down.apply(gate);  // [n, E]
+        const at::Tensor ff = w_down.apply(gate);  // [n, E]
         clk.lap(S::FfnProj);
-        if (c.post_norms) {
-            ff = rms_norm(ff, L.ffn_post_norm, c.rms_eps);
-            clk.lap(S::Norms);
-        }
-        xc.add_(ff);
-        clk.lap(S::Residual);
+        add_residual(xc, ff, L.ffn_post_norm, c.rms_eps, clk);
     }
     if (q_all.defined()) cap->queries[static_cast<size_t>(l)] = query_stats(q_all, pos0);
     if (window.defined()) cap->window_queries[static_cast<size_t>(l)] = window;

@@ -23,19 +23,5 @@ SNAPKV="$snapkv" bash "$here/scripts/cluster/local.sh" 4 "$T/sharded" "${grid[@]
 for i in 0 1 2 3; do
   [ -s "$T/sharded/part-$i.jsonl" ] || { echo "local_test: shard $i wrote no rows" >&2; exit 1; }
 done
-python3 - "$T/whole.jsonl" "$T/sharded/all.jsonl" <<'PY'
-import json, sys
-def rows(path):
-    out = []
-    for line in open(path):
-        r = json.loads(line)
-        r.pop("timing", None)
-        out.append(json.dumps(r, sort_keys=True))
-    return sorted(out)
-a, b = rows(sys.argv[1]), rows(sys.argv[2])
 # 3 tasks x 2 samples = 6 cells, x (full cache + 3 policies at one ratio) = 24 rows.
-if len(a) != 24 or a != b:
-    diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    sys.exit(f"merged rows differ from the unsharded run: {len(b)} vs {len(a)} rows, first difference at sorted row {diff}")
-print(f"local_test: {len(b)} rows from 4 processes equal the unsharded run (timings aside)")
-PY
+python3 "$here/tests/cluster/same_rows.py" "$T/whole.jsonl" "$T/sharded/all.jsonl" 24 local_test

@@ -204,21 +204,7 @@ fi
 echo "slurm_test: array and merge finished $((SECONDS - start_s)) s after start"
 
 # 5. Merged rows equal the unsharded run; logs are in the results folder, none in the submit folder.
-python3 - "$T/whole.jsonl" "$T/out/all.jsonl" <<'PY'
-import json, sys
-def rows(path):
-    out = []
-    for line in open(path):
-        r = json.loads(line)
-        r.pop("timing", None)
-        out.append(json.dumps(r, sort_keys=True))
-    return sorted(out)
-a, b = rows(sys.argv[1]), rows(sys.argv[2])
-if len(a) != 18 or a != b:
-    diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    sys.exit(f"merged rows differ from the unsharded run: {len(b)} vs {len(a)} rows, first difference at sorted row {diff}")
-print(f"slurm_test: {len(b)} merged rows equal the unsharded run (timings aside)")
-PY
+python3 "$here/tests/cluster/same_rows.py" "$T/whole.jsonl" "$T/out/all.jsonl" 18 slurm_test
 for i in 0 1 2; do
   ls "$T"/out/logs/eval-*_"$i".log >/dev/null 2>&1 || fail "no log of array task $i in $T/out/logs"
 done
