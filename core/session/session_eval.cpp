@@ -14,9 +14,10 @@ RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
     m->check_generation_fits(L, settings.generation.max_tokens);
     if (kl_steps < 0) throw InputError("kl steps " + std::to_string(kl_steps) + " must be >= 0");
-    // The hit rate looks at the prefix before the smallest window any selection may use: the
-    // positions a selection can drop. Each compare narrows it to its own window below.
-    const int64_t prefix = std::max<int64_t>(0, L - 1);
+    // The hit rate looks at the positions a selection can drop: the whole prompt, since the presses
+    // that score every position (knorm, keydiff, expected_attention) keep no window. Each compare
+    // narrows it to its own selection's prefix (prompt less window) below.
+    const int64_t prefix = L;
     // As in compare(): sliding-window layers hold only what their window reaches.
     LockstepRun full{window_trimmed_cache(st.cache, m->model->config(), L, settings.generation.max_tokens),
                      st.last_logits};

@@ -151,6 +151,27 @@ TEST_CASE("the Evaluate tab refuses a ratio that keeps no more than the window, 
     CHECK_FALSE(QFileInfo::exists(out));
 }
 
+TEST_CASE("a RULER file with presses that keep no window opens like any other", "[gui][eval][ruler]") {
+    // knorm and keydiff score every position: their configurations have a null window.
+    QTemporaryDir dir;
+    const QString file = dir.filePath("presses.jsonl");
+    QProcess p;
+    p.start(SNAPKV_CLI_PATH, {"ruler", "--model", modelPath(), "--tasks", "niah_single_1", "--lengths", "600",
+                              "--samples", "1", "--policies", "knorm,keydiff,tova", "--ratios", "0.5", "--quiet",
+                              "--out", file});
+    REQUIRE(p.waitForFinished(240000));
+    REQUIRE(p.exitCode() == 0);
+    auto w = makeWindow(64);
+    auto* ev = w->evaluateView();
+    REQUIRE(w->showView("evaluate"));
+    QString error;
+    REQUIRE(ev->loadResults(file, &error));
+    INFO(error.toStdString());
+    CHECK(ev->results().size() == 4);
+    CHECK(ev->field("policies") == "knorm,keydiff,tova");
+    CHECK(ev->field("ratios") == "0.5");
+}
+
 TEST_CASE("a RULER file shows the leaderboard and the task table, and opens a point's worst sample",
           "[gui][eval][ruler]") {
     // Made once for all the sections (Catch runs the case again for each).

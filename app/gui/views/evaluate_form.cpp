@@ -368,10 +368,11 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         // A configuration's size is a budget, or a compression ratio with a null budget.
         if (c["budget"].is_number()) budgets.push_back(QString::number(c["budget"].get<int64_t>()));
         if (c.contains("ratio") && c["ratio"].is_number()) ratios.push_back(fmtNumber(c["ratio"].get<double>()));
-        windows.push_back(QString::number(c["window"].get<int64_t>()));
+        // Presses that score every position (knorm, keydiff, expected_attention) keep no window: null.
+        if (c["window"].is_number()) windows.push_back(QString::number(c["window"].get<int64_t>()));
         if (c["kernel"].is_number()) kernels.push_back(QString::number(c["kernel"].get<int64_t>()));
         if (c["pooling"].is_string()) poolings.push_back(QString::fromStdString(c["pooling"].get<std::string>()));
-        gqa.push_back(QString::fromStdString(c["gqa"].get<std::string>()));
+        if (c["gqa"].is_string()) gqa.push_back(QString::fromStdString(c["gqa"].get<std::string>()));
     }
     const bool ruler = st.contains("ruler");
     if (!policies.empty()) {

@@ -126,9 +126,16 @@ bool EvaluateView::loadResults(const QString& path, QString* error) {
         if (error) *error = QString("'%1' holds no rows").arg(path);
         return false;
     }
-    setTask(m_results.task());
-    m_form->fillFromSettings(m_results.settings(), path);
-    fillMetricCombo();
+    try {
+        setTask(m_results.task());
+        m_form->fillFromSettings(m_results.settings(), path);
+        fillMetricCombo();
+    } catch (const nlohmann::json::exception& e) {
+        // Valid JSON Lines whose settings hold a field of another type than the runner writes.
+        m_results.clear();
+        if (error) *error = QString("'%1': its run settings do not read as a results file's: %2").arg(path, e.what());
+        return false;
+    }
     m_form->setStatus(QString("%1: %2 of %3 rows.")
                           .arg(QFileInfo(path).fileName())
                           .arg(m_results.size())
