@@ -156,9 +156,9 @@ TEST_CASE("a RULER file with presses that keep no window opens like any other", 
     QTemporaryDir dir;
     const QString file = dir.filePath("presses.jsonl");
     QProcess p;
-    p.start(SNAPKV_CLI_PATH, {"ruler", "--model", modelPath(), "--tasks", "niah_single_1", "--lengths", "600",
-                              "--samples", "1", "--policies", "knorm,keydiff,tova", "--ratios", "0.5", "--quiet",
-                              "--out", file});
+    p.start(SNAPKV_CLI_PATH,
+            {"ruler", "--model", modelPath(), "--tasks", "niah_single_1", "--lengths", "600", "--samples", "1",
+             "--policies", "knorm,keydiff,tova", "--ratios", "0.5", "--quiet", "--out", file});
     REQUIRE(p.waitForFinished(240000));
     REQUIRE(p.exitCode() == 0);
     auto w = makeWindow(64);
