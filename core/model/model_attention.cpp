@@ -92,7 +92,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         const at::Tensor qp = q_pos.to(at::kLong).contiguous();
         at::Tensor o = at::empty({T, H * D}, q.options());  // [T, H*D]
         PrefillAttention pa;
-        pa.q = q.data_ptr<float>();  // [H, T, D] or a long prompt's [T, H, D] seen as [H, T, D]
+        pa.q = q.data_ptr<float>();  // [H, T, D], rows of D contiguous
         pa.q_head_stride = q.stride(0);
         pa.q_tok_stride = q.stride(1);
         pa.k = kv.key_data();

@@ -45,18 +45,15 @@ RopeTableRows rope_rows_for(const at::Tensor& pos, const model_ops::RopeTable& t
     return {cos.contiguous(), sin.contiguous()};
 }
 
-namespace {
-
-// RoPE of token rows as decode_ops::rope_rows computes it: token tok, head j of x (at
-// src + tok * tok_stride + j * D) -> dst_of(tok, j), which may be the source itself.
-template <class DstOf>
-void rope_rows_into(const at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0,
-                    DstOf dst_of) {
+at::Tensor rope_to_heads(const at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0) {
+    // x: [T, h, D] with contiguous [h, D] per token -> [h, T, D]
     const int64_t T = x.size(0), h = x.size(1), D = x.size(2);
     TORCH_CHECK(x.stride(2) == 1 && x.stride(1) == D && row0 >= 0 && row0 + T <= r.cos.size(0),
                 "rope: rows of [h, D] contiguous floats within the table's tokens expected");
     const int64_t tok_stride = x.stride(0), half = t.n_rot / 2, n_rot = t.n_rot;
+    at::Tensor out = at::empty({h, T, D}, x.options());
     const float* xp = x.data_ptr<float>();
+    float* op = out.data_ptr<float>();
     const float* cp = r.cos.data_ptr<float>() + row0 * half;
     const float* sp = r.sin.data_ptr<float>() + row0 * half;
     const bool neox = t.neox;
@@ -66,36 +63,19 @@ void rope_rows_into(const at::Tensor& x, const RopeTableRows& r, const model_ops
             const float* s = sp + tok * half;
             for (int64_t j = 0; j < h; ++j) {
                 const float* src = xp + tok * tok_stride + j * D;
-                float* dst = dst_of(tok, j);
+                float* dst = op + (j * T + tok) * D;
+                // decode_ops::rope_rows's products, out of place.
                 for (int64_t i = 0; i < half; ++i) {
                     const int64_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
                     const float v0 = src[i0], v1 = src[i1];
                     dst[i0] = v0 * c[i] - v1 * s[i];
                     dst[i1] = neox ? v1 * c[i] + v0 * s[i] : v0 * s[i] + v1 * c[i];
                 }
-                if (dst != src)
-                    for (int64_t i = n_rot; i < D; ++i) dst[i] = src[i];
+                for (int64_t i = n_rot; i < D; ++i) dst[i] = src[i];
             }
         }
     });
-}
-
-}  // namespace
-
-at::Tensor rope_to_heads(const at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0) {
-    // x: [T, h, D] with contiguous [h, D] per token -> [h, T, D]
-    const int64_t T = x.size(0), h = x.size(1), D = x.size(2);
-    at::Tensor out = at::empty({h, T, D}, x.options());
-    float* op = out.data_ptr<float>();
-    rope_rows_into(x, r, t, row0, [&](int64_t tok, int64_t j) { return op + (j * T + tok) * D; });
     return out;
-}
-
-void rope_in_place(at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0) {
-    // x: [T, h, D] with contiguous [h, D] per token, rotated where it is
-    const int64_t D = x.size(2), tok_stride = x.stride(0);
-    float* xp = x.data_ptr<float>();
-    rope_rows_into(x, r, t, row0, [&](int64_t tok, int64_t j) { return xp + tok * tok_stride + j * D; });
 }
 
 void silu_mul(at::Tensor& gate, const at::Tensor& up) {

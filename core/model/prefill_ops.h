@@ -35,8 +35,6 @@ RopeTableRows rope_rows_for(const at::Tensor& pos, const model_ops::RopeTable& t
 // projection's output rows) into a new [h, T, D] tensor: the head-major layout that attention and
 // the KV cache read. x's token t takes row row0 + t of r (a chunk of the pass's tokens).
 at::Tensor rope_to_heads(const at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0 = 0);
-// The same rotation in place, keeping x's [T, h, D] layout (a long prompt's queries).
-void rope_in_place(at::Tensor& x, const RopeTableRows& r, const model_ops::RopeTable& t, int64_t row0 = 0);
 
 // In place over [T, F]: gate = silu(gate) * up (SwiGLU) or gelu_tanh(gate) * up (GeGLU).
 void silu_mul(at::Tensor& gate, const at::Tensor& up);
