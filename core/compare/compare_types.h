@@ -29,6 +29,7 @@ struct RunOutput {
     int64_t kv_bytes = 0;  // right after prefill (and compression)
     double decode_ms = 0;
     double decode_tok_s = 0;
+    int64_t batch = 1;  // runs decoded together (decode_ms is this run's share of their steps)
 };
 
 struct CompareStep {

@@ -79,27 +79,25 @@ FullReference run_full_reference(const LlamaModel& model, const Tokenizer& tok, 
     return ref;
 }
 
-CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& tok, const FullReference& ref,
-                                    LockstepRun comp, const GenerationSettings& gen, int64_t prefix,
-                                    const std::vector<at::Tensor>& kept,
-                                    const std::function<void(int64_t, int64_t)>& progress,
-                                    const std::atomic<bool>* cancel) {
-    CompareResult r;
-    r.full = ref.run;
+namespace {
+
+// Scores step `step` of a compressed run (logits lc [V]) against the reference, while the reference
+// has a distribution for it.
+void score_step(const FullReference& ref, int64_t step, const at::Tensor& lc, CompareResult& r) {
     const auto& full_ids = ref.run.ids;
-    r.compressed = decode(
-        model, tok, std::move(comp), gen, false,
-        [&](int64_t step, const at::Tensor& lc, int32_t) {
-            if (step >= static_cast<int64_t>(ref.step_logits.size()) || step >= static_cast<int64_t>(full_ids.size()))
-                return;
-            const at::Tensor& lf = ref.step_logits[static_cast<size_t>(step)];  // [V]
-            CompareStep cs;
-            cs.kl = kl_divergence(lf, lc);
-            cs.top1_agree = at::argmax(lf).item<int64_t>() == at::argmax(lc).item<int64_t>();
-            cs.rank = token_rank(lc, full_ids[static_cast<size_t>(step)]);
-            r.steps.push_back(cs);
-        },
-        [](const AttentionProbe&, const KvCache&) {}, progress, cancel);
+    if (step >= static_cast<int64_t>(ref.step_logits.size()) || step >= static_cast<int64_t>(full_ids.size())) return;
+    const at::Tensor& lf = ref.step_logits[static_cast<size_t>(step)];  // [V]
+    CompareStep cs;
+    cs.kl = kl_divergence(lf, lc);
+    cs.top1_agree = at::argmax(lf).item<int64_t>() == at::argmax(lc).item<int64_t>();
+    cs.rank = token_rank(lc, full_ids[static_cast<size_t>(step)]);
+    r.steps.push_back(cs);
+}
+
+// First divergence and hit rates of a finished compressed run (see the header).
+void finish_against_reference(const LlamaModel& model, const FullReference& ref, int64_t prefix,
+                              const std::vector<at::Tensor>& kept, CompareResult& r) {
+    const auto& full_ids = ref.run.ids;
     const auto& comp_ids = r.compressed.ids;
     const size_t common = std::min(full_ids.size(), comp_ids.size());
     for (size_t i = 0; i < common && r.first_divergence < 0; ++i)
@@ -110,9 +108,6 @@ CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& to
     // their important prefix positions that the selection kept (run_lockstep's definition).
     const int64_t n_layer = model.config().n_layer, H = model.config().n_head;
     r.hit_rate.assign(static_cast<size_t>(n_layer), std::vector<double>(static_cast<size_t>(H), -1.0));
-    if (prefix > ref.prefix)
-        throw InputError("hit rate: the selection's prefix " + std::to_string(prefix) +
-                         " is longer than the reference's " + std::to_string(ref.prefix));
     for (size_t l = 0; l < ref.important.size() && prefix > 0; ++l) {
         const at::Tensor imp = ref.important[l].narrow(2, 0, prefix);  // [N, H, P]
         at::Tensor total = imp.sum(2);                                 // [N, H]
@@ -128,7 +123,87 @@ CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& to
         for (int64_t h = 0; h < H; ++h)
             if (nn[h] > 0) r.hit_rate[l][static_cast<size_t>(h)] = ss[h] / static_cast<double>(nn[h]);
     }
-    return r;
+}
+
+}  // namespace
+
+CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& tok, const FullReference& ref,
+                                    LockstepRun comp, const GenerationSettings& gen, int64_t prefix,
+                                    const std::vector<at::Tensor>& kept,
+                                    const std::function<void(int64_t, int64_t)>& progress,
+                                    const std::atomic<bool>* cancel) {
+    std::vector<AgainstReference> runs(1);
+    runs[0].run = std::move(comp);
+    runs[0].prefix = prefix;
+    runs[0].kept = kept;
+    return std::move(runs_against_reference(model, tok, ref, std::move(runs), gen, progress, cancel).front());
+}
+
+std::vector<CompareResult> runs_against_reference(const LlamaModel& model, const Tokenizer& tok,
+                                                  const FullReference& ref, std::vector<AgainstReference> runs,
+                                                  const GenerationSettings& gen,
+                                                  const std::function<void(int64_t, int64_t)>& progress,
+                                                  const std::atomic<bool>* cancel) {
+    const auto n = runs.size();
+    for (const AgainstReference& a : runs)
+        if (a.prefix > ref.prefix)
+            throw InputError("hit rate: the selection's prefix " + std::to_string(a.prefix) +
+                             " is longer than the reference's " + std::to_string(ref.prefix));
+    const SamplingParams sp{gen.is_greedy(), gen.temperature, gen.top_k, gen.top_p, gen.seed};
+    std::vector<Sampler> samplers(n, Sampler(sp));
+    std::vector<CompareResult> out(n);
+    std::vector<double> ms(n, 0.0);
+    std::vector<size_t> active(n);
+    for (size_t i = 0; i < n; ++i) {
+        out[i].full = ref.run;
+        runs[i].run.cache.reserve(gen.max_tokens);
+        active[i] = i;
+    }
+    const int64_t n_ctx = model.config().n_ctx_train;
+    // Every run still going takes one step together; a run leaves at its own end of generation.
+    for (int64_t step = 0; step < gen.max_tokens && !active.empty(); ++step) {
+        if (cancel && cancel->load()) throw Cancelled();
+        std::vector<size_t> next;
+        std::vector<int32_t> tokens;
+        std::vector<KvCache*> caches;
+        for (size_t i : active) {
+            LockstepRun& run = runs[i].run;
+            const at::Tensor logits = run.logits.select(0, run.logits.size(0) - 1);  // [V]
+            const int32_t id = samplers[i].sample(logits);
+            score_step(ref, step, logits, out[i]);
+            out[i].compressed.ids.push_back(id);
+            if ((gen.stop_at_eog && tok.is_eog(id)) || step + 1 == gen.max_tokens ||
+                (n_ctx > 0 && run.cache.n_past() >= n_ctx))
+                continue;
+            next.push_back(i);
+            tokens.push_back(id);
+            caches.push_back(&run.cache);
+        }
+        if (progress) progress(step + 1, gen.max_tokens);
+        active = std::move(next);
+        if (active.empty()) break;
+        ForwardOptions fo;
+        fo.cancel = cancel;
+        const auto t0 = Clock::now();
+        const at::Tensor logits = model.forward_batch(tokens, caches, fo);  // [active, V]
+        // Each run is charged an equal share of the batched step.
+        const double share = ms_since(t0) / static_cast<double>(active.size());
+        for (size_t a = 0; a < active.size(); ++a) {
+            runs[active[a]].run.logits = logits.narrow(0, static_cast<int64_t>(a), 1);
+            ms[active[a]] += share;
+        }
+    }
+    for (size_t i = 0; i < n; ++i) {
+        RunOutput& o = out[i].compressed;
+        o.text = tok.decode(o.ids);
+        for (int32_t id : o.ids) o.pieces.push_back(tok.token_to_piece(id, true));
+        o.decode_ms = ms[i];
+        const auto fed = static_cast<double>(o.ids.size()) - 1.0;
+        o.decode_tok_s = ms[i] > 0 && fed > 0 ? 1000.0 * fed / ms[i] : 0.0;
+        o.batch = static_cast<int64_t>(n);
+        finish_against_reference(model, ref, runs[i].prefix, runs[i].kept, out[i]);
+    }
+    return out;
 }
 
 }  // namespace snapkv

@@ -44,4 +44,23 @@ CompareResult run_against_reference(const LlamaModel& model, const Tokenizer& to
                                     const std::function<void(int64_t, int64_t)>& progress = {},
                                     const std::atomic<bool>* cancel = nullptr);
 
+// A compressed run for runs_against_reference: its cache and logits after the prompt, with its
+// selection's prefix and kept masks as run_against_reference takes them.
+struct AgainstReference {
+    LockstepRun run;
+    int64_t prefix = 0;
+    std::vector<at::Tensor> kept;
+};
+
+// run_against_reference for several compressed runs of the same prompt, decoded together: each
+// step feeds every unfinished run's token through one LlamaModel::forward_batch, so the weights
+// are read once for all of them. Each result equals run_against_reference's for that run alone
+// (the ids and scores bit for bit); decode_ms is the run's equal share of each batched step it
+// took part in, and RunOutput::batch the number of runs. progress(step, max_tokens).
+std::vector<CompareResult> runs_against_reference(const LlamaModel& model, const Tokenizer& tok,
+                                                  const FullReference& ref, std::vector<AgainstReference> runs,
+                                                  const GenerationSettings& gen,
+                                                  const std::function<void(int64_t, int64_t)>& progress = {},
+                                                  const std::atomic<bool>* cancel = nullptr);
+
 }  // namespace snapkv

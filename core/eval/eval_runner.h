@@ -1,7 +1,8 @@
 // The evaluation loop shared by the needle grid and the question-set sweep: for every cell (one
 // document + question) of this shard that still misses rows, one prefill with capture, one
-// full-cache decode, then each configuration's selection and compressed decode from that same
-// prefill; every finished row goes to the caller at once (which writes and flushes it). Scores
+// full-cache decode, then each configuration's selection from that same prefill and their
+// compressed decodes together (Session::compare_many_to_reference: one pass over the weights per
+// step for all of them); a cell's rows then go to the caller (which writes and flushes each). Scores
 // (needle found, reference match, agreement with the full answer, KL, hit rate, kept mass, kept
 // needle tokens) and timings are filled in here. Torch-free: it talks to core/session only.
 #pragma once
@@ -98,7 +99,8 @@ public:
     std::vector<int64_t> shard_cells() const;
 
     // Runs the shard's cells, skipping rows in `done`. progress sees ("cells", done, total) after
-    // each cell and the session's stages inside it. Throws Cancelled (rows written so far stay).
+    // each cell and the session's stages inside it. Throws Cancelled (rows written so far stay;
+    // a cancel while a cell's rows go out lets that cell's finished rows out first).
     RunStats run(const std::set<RowKey>& done, const RowFn& on_row, const ProgressFn& progress = {},
                  CancelFlag cancel = nullptr);
 

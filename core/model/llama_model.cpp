@@ -197,11 +197,7 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
         if (id < 0 || id >= c.n_vocab)
             throw InputError("model: token id " + std::to_string(id) + " outside the vocabulary (0.." +
                              std::to_string(c.n_vocab - 1) + ")");
-    if (T == 1 && m_raw_decode && !opts.capture) {
-        bool cpu_cache = true;
-        for (int64_t l = 0; l < cache.n_layer() && cpu_cache; ++l) cpu_cache = cache.layer(l).cpu_float();
-        if (cpu_cache && cache.n_layer() == c.n_layer) return forward_one(tokens[0], cache, opts);
-    }
+    if (T == 1 && !opts.capture && can_step_raw(cache)) return forward_one(tokens[0], cache, opts);
     const int64_t pos0 = cache.n_past();
     const int64_t H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
     at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(m_opts.device);  // [T]

@@ -131,6 +131,12 @@ public:
     // cache. Returns logits float32: [T - f, V] if opts.all_logits (f = opts.logits_from, clamped to
     // 0..T-1) else [1, V] for the last token.
     at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, const ForwardOptions& opts = {}) const;
+    // One token for each of n sequences, token j at position caches[j]->n_past() appended to
+    // caches[j] -> logits [n, V] float32. Row j equals forward({tokens[j]}, *caches[j]) bit for bit;
+    // on the CPU buffer path the weights are read once per step for all n. opts: cancel and
+    // on_layer only (no capture, probe or all_logits).
+    at::Tensor forward_batch(const std::vector<int32_t>& tokens, const std::vector<KvCache*>& caches,
+                             const ForwardOptions& opts = {}) const;
 
 private:
     struct Layer {
@@ -167,6 +173,11 @@ private:
     // forward()'s, without a LibTorch call per operation. Only when m_raw_decode and every cache
     // layer is cpu_float(), and no capture is asked for.
     at::Tensor forward_one(int32_t token, KvCache& cache, const ForwardOptions& opts) const;
+    // forward_one for n sequences at once: tokens [n], caches [n] -> [n, V]; the probe only for n 1.
+    at::Tensor forward_steps(const int32_t* tokens, KvCache* const* caches, int64_t n,
+                             const ForwardOptions& opts) const;
+    // Whether the buffer path can step this cache (m_raw_decode, float32 CPU layers).
+    bool can_step_raw(const KvCache& cache) const;
 
     ModelConfig m_config;
     ModelOptions m_opts;

@@ -118,6 +118,28 @@ void WeightMatrix::apply_raw(const WeightMatrix* const* ws, int count, const flo
     }
 }
 
+void WeightMatrix::apply_raw_batch(const WeightMatrix* const* ws, int count, const float* x, int64_t n,
+                                   float* const* ys) {
+    if (count <= 0 || n <= 0) return;
+    TORCH_CHECK(count <= 8, "weights: apply_raw_batch takes at most 8 matrices");
+    const int64_t cols = ws[0]->cols();
+    bool all_native = true;
+    BlockMatrix ms[8];
+    for (int i = 0; i < count; ++i) {
+        all_native = all_native && ws[i]->native() && ws[i]->cols() == cols;
+        if (ws[i]->native()) ms[i] = view(ws[i]->m_bytes);
+    }
+    if (all_native && n > 1) {
+        matvec_many_batch(ms, ys, count, x, n);
+        return;
+    }
+    float* yj[8];
+    for (int64_t j = 0; j < n; ++j) {
+        for (int i = 0; i < count; ++i) yj[i] = ys[i] + j * ws[i]->rows();
+        apply_raw(ws, count, x + j * cols, yj);
+    }
+}
+
 std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightMatrix*>& ws, const at::Tensor& x) {
     // x: [T, I] -> [T, O_i] per matrix
     std::vector<at::Tensor> out;

@@ -47,6 +47,9 @@ public:
     // ones in one pass over the kernel threads. Results equal apply_many's.
     bool raw_ready() const;
     static void apply_raw(const WeightMatrix* const* ws, int count, const float* x, float* const* ys);
+    // The same for n inputs: x [n, I], ys[i] [n, O_i]; input j's outputs equal apply_raw's with
+    // that input alone, bit for bit (native matrices: one pass over the weights for all n).
+    static void apply_raw_batch(const WeightMatrix* const* ws, int count, const float* x, int64_t n, float* const* ys);
     // Rows ids [n] (int64, CPU or the dense tensor's device) -> [n, I] (embedding lookups).
     at::Tensor gather_rows(const at::Tensor& ids) const;
     // Rows [begin, begin + n) as a matrix of the same storage (a view, no copy).

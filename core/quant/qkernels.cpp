@@ -241,6 +241,54 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
     });
 }
 
+void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const float* x, int64_t n) {
+    if (count <= 0 || n <= 0) return;
+    if (n == 1) {
+        matvec_many(ws, ys, count, x);
+        return;
+    }
+    const KernelTable& table = table_for(active_cpu_path());
+    const int64_t n_cols = ws[0].n_cols;
+    int64_t total = 0;
+    bool sums = false;
+    size_t max_row_bytes = 1;
+    for (int i = 0; i < count; ++i) {
+        if (ws[i].n_cols != n_cols)
+            throw InputError("weights: matvec_many_batch needs matrices of one width (" + std::to_string(n_cols) +
+                             " and " + std::to_string(ws[i].n_cols) + ")");
+        total += ws[i].n_rows;
+        sums = sums || needs_block_sums(format_of(*ws[i].type));
+        max_row_bytes = std::max(max_row_bytes, ws[i].row_bytes);
+    }
+    // Every input's block sums, computed once as matvec_many's BlockSums would.
+    const int64_t per = n_cols / 32 + n_cols / 16;
+    thread_local std::vector<float> xs;
+    if (sums) {
+        xs.resize(static_cast<size_t>(n * per));
+        for (int64_t j = 0; j < n; ++j) block_sums(x + j * n_cols, n_cols, xs.data() + j * per);
+    }
+    const float* xs_data = xs.data();
+    // Rows per tile: 16 KiB of weights, which the inputs then read from L1.
+    const auto tile = std::max<int64_t>(1, static_cast<int64_t>((16u << 10) / max_row_bytes));
+    const int64_t min_rows = std::max<int64_t>(tile, 8192 / std::max<int64_t>(n_cols, 1));
+    for_guided(total, min_rows, /*spin=*/true, [&](int64_t begin, int64_t end) {
+        int64_t base = 0;
+        for (int i = 0; i < count && begin < end; ++i) {
+            const BlockMatrix& w = ws[i];
+            const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
+            const MatvecFn fn = table.matvec[format_of(*w.type)];
+            for (int64_t r0 = lo; r0 < hi; r0 += tile) {
+                const int64_t r1 = std::min(hi, r0 + tile);
+                const uint8_t* rows = w.data + static_cast<size_t>(r0 - base) * w.row_bytes;
+                for (int64_t j = 0; j < n; ++j)
+                    fn(rows, w.row_bytes, r1 - r0, n_cols, x + j * n_cols, sums ? xs_data + j * per : nullptr,
+                       ys[i] + j * w.n_rows + (r0 - base));
+            }
+            base += w.n_rows;
+        }
+    });
+}
+
 void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out) {
     const DequantFn fn = table_for(active_cpu_path()).dequant[format_of(*w.type)];
     for_chunks(n, row_chunk(n, w.n_cols), /*spin=*/false, [&](int64_t begin, int64_t end) {

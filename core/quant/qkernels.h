@@ -40,6 +40,13 @@ void matvec(const BlockMatrix& w, const float* x, float* y);
 // (q/k/v, gate/up): ys[i] receives ws[i].n_rows values.
 void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float* x);
 
+// The same products for n inputs at once: x [n, C] row by row, ys[i] [n, R_i] (input j's outputs
+// at ys[i] + j * R_i). Each input's result equals matvec_many's with that input alone, bit for
+// bit: the same kernels run on the same rows, but over a tile of rows small enough to stay in the
+// L1 cache while every input passes over it, so the weights stream from memory once for all n
+// (the decode of many compressed caches of one prompt in lockstep).
+void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const float* x, int64_t n);
+
 // Rows [row0, row0 + n) of w as float32 into out [n, C], on the active path, over the threads.
 void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out);
 

@@ -213,6 +213,12 @@ public:
                                CancelFlag cancel = nullptr);
     CompareResult compare_to_reference(const Selection& sel, const ProgressFn& progress = {},
                                        CancelFlag cancel = nullptr);
+    // compare_to_reference for several selections of this prefill, their compressed caches decoded
+    // together (runs_against_reference, in batches that fit a quarter of the free memory): each
+    // result equals compare_to_reference's for that selection, but for decode_ms, its share of the
+    // batched steps. Results in the order of sels.
+    std::vector<CompareResult> compare_many_to_reference(const std::vector<Selection>& sels,
+                                                         const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
     std::string retune_benchmark(const SelectionParams& base);
 
 private:

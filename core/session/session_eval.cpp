@@ -37,31 +37,76 @@ RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_
 }
 
 CompareResult Session::compare_to_reference(const Selection& sel, const ProgressFn& progress, CancelFlag cancel) {
+    return std::move(compare_many_to_reference({sel}, progress, cancel).front());
+}
+
+std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<Selection>& sels,
+                                                              const ProgressFn& progress, CancelFlag cancel) {
     m->require_prefill();
     if (!m->reference) throw InputError("compare_to_reference: decode the full-cache reference first");
     const FullReference& ref = *m->reference;
     const CompareSettings& settings = m->reference_settings;
     const PrefillState& st = *m->state;
-    CompressedStart comp = m->start_compressed(sel, settings.generation.max_tokens, cancel);
-    const int64_t comp_bytes = comp.run.cache.bytes();
-    // The reference marked important positions over the whole prompt but its last token; a
-    // selection's hit rate counts only its own prefix (its window is always kept).
-    const int64_t P = sel.n_tokens - sel.window;
-    CompareResult r = with_oom_report("generating", [&] {
-        return run_against_reference(
-            *m->model, *m->tok, ref, std::move(comp.run), settings.generation, P, comp.kept,
-            [&](int64_t d, int64_t t) {
-                if (progress) progress("compressed", d, t);
-            },
-            cancel);
-    });
-    r.params = sel.params;
-    r.query_agnostic = comp.query_agnostic;
-    r.prefill_ms = st.prefill_ms;
-    r.full.kv_bytes = ref.run.kv_bytes;
-    r.compressed.kv_bytes = comp_bytes;
-    r.note = sel.note;
-    return r;
+    // Runs decode together in batches whose compressed caches (grown by the answer) fit a quarter
+    // of the free memory (2 GiB when it is unknown); at least one run per batch.
+    const AvailableMemory avail = available_memory();
+    const int64_t budget = avail.bytes > 0 ? avail.bytes / 4 : (int64_t(2) << 30);
+    std::vector<CompareResult> out;
+    out.reserve(sels.size());
+    std::vector<AgainstReference> batch;
+    std::vector<const Selection*> batch_sels;
+    std::vector<int64_t> batch_bytes;
+    std::vector<bool> batch_agnostic;
+    int64_t held = 0;
+    const ModelConfig& c = m->model->config();
+    const int64_t token_bytes = c.n_layer * c.n_head_kv * c.head_dim * 2 *
+                                static_cast<int64_t>(c10::elementSize(m->model->options().dtype));
+    auto flush = [&] {
+        if (batch.empty()) return;
+        std::vector<CompareResult> rs = with_oom_report("generating", [&] {
+            return runs_against_reference(
+                *m->model, *m->tok, ref, std::move(batch), settings.generation,
+                [&](int64_t d, int64_t t) {
+                    if (progress) progress("compressed", d, t);
+                },
+                cancel);
+        });
+        for (size_t i = 0; i < rs.size(); ++i) {
+            CompareResult& r = rs[i];
+            r.params = batch_sels[i]->params;
+            r.query_agnostic = batch_agnostic[i];
+            r.prefill_ms = st.prefill_ms;
+            r.full.kv_bytes = ref.run.kv_bytes;
+            r.compressed.kv_bytes = batch_bytes[i];
+            r.note = batch_sels[i]->note;
+            out.push_back(std::move(r));
+        }
+        batch.clear();
+        batch_sels.clear();
+        batch_bytes.clear();
+        batch_agnostic.clear();
+        held = 0;
+    };
+    for (const Selection& sel : sels) {
+        if (cancel && cancel->load()) throw Cancelled();
+        CompressedStart comp = m->start_compressed(sel, settings.generation.max_tokens, cancel);
+        const int64_t bytes = comp.run.cache.bytes();
+        const int64_t grown = bytes + token_bytes * settings.generation.max_tokens;
+        if (!batch.empty() && held + grown > budget) flush();
+        AgainstReference a;
+        a.run = std::move(comp.run);
+        // The reference marked important positions over the whole prompt but its last token; a
+        // selection's hit rate counts only its own prefix (its window is always kept).
+        a.prefix = sel.n_tokens - sel.window;
+        a.kept = std::move(comp.kept);
+        batch.push_back(std::move(a));
+        batch_sels.push_back(&sel);
+        batch_bytes.push_back(bytes);
+        batch_agnostic.push_back(comp.query_agnostic);
+        held += grown;
+    }
+    flush();
+    return out;
 }
 
 }  // namespace snapkv
