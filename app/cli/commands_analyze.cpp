@@ -33,6 +33,8 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     ps.max_window = max_window_of(so);
     // One selection, no retunes: H2O's sums (a second pass over the keys) only when it is the policy.
     ps.h2o = p.policy == Policy::H2O;
+    // Nothing is generated: each layer's values go once scored (peak memory: keys + one layer's values).
+    ps.keep_values = false;
     s->prefill(spec, ps, stderr_progress(out.empty() || out == "-"), cancel);
     Selection sel = s->select(p, so.query_agnostic, true);
     write_json(selection_json(*s, sel, p, so.query_agnostic), out);

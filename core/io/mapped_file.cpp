@@ -23,6 +23,19 @@ namespace {
 
 }  // namespace
 
+void release_pages(const void* data, size_t bytes) noexcept {
+#ifdef MADV_PAGEOUT
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
+    if (data != nullptr && page > 0 && last > first)
+        (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_PAGEOUT);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 MappedFile::MappedFile(const std::string& path, const std::string& who) : m_path(path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail_io(who, path, "open", errno);

@@ -33,4 +33,10 @@ private:
     size_t m_size = 0;
 };
 
+// Asks the kernel to take back the resident pages that lie wholly inside [data, data + bytes)
+// (madvise MADV_PAGEOUT), so that memory read once (a layer's weights during an analysis) stops
+// counting against the process. Contents never change: file pages are read again on the next
+// access, anonymous ones kept (or swapped). No effect where the kernel lacks it (before 5.4).
+void release_pages(const void* data, size_t bytes) noexcept;
+
 }  // namespace snapkv

@@ -10,12 +10,34 @@
 
 namespace snapkv {
 
-LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts)
+LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values)
     : m_n_heads(n_heads), m_head_dim(head_dim) {
     capacity = std::max<int64_t>(capacity, 1);
     m_k = at::zeros({n_heads, capacity, head_dim}, opts);
-    m_v = at::zeros({n_heads, capacity, head_dim}, opts);
+    if (values) m_v = at::zeros({n_heads, capacity, head_dim}, opts);
+    else m_values = Values::Deferred;
     m_pos = at::full({n_heads, capacity}, kPadPosition, opts.dtype(at::kLong));
+}
+
+void LayerKv::defer_values() {
+    TORCH_CHECK(m_size == 0, "kv: values can be deferred only before the first append");
+    m_v = at::Tensor();
+    m_values = Values::Deferred;
+}
+
+void LayerKv::drop_values() {
+    m_v = at::Tensor();
+    m_values = Values::Dropped;
+}
+
+void LayerKv::ensure_values() {
+    if (m_values == Values::Held) return;
+    if (m_values == Values::Dropped)
+        throw InputError(
+            "kv: this cache kept keys only (an analysis prefill drops each layer's values once "
+            "scored); prefill again to generate");
+    m_v = at::zeros(m_k.sizes(), m_k.options());
+    m_values = Values::Held;
 }
 
 void LayerKv::reserve(int64_t capacity) {
@@ -27,7 +49,7 @@ void LayerKv::reserve(int64_t capacity) {
     };
     auto opts = m_k.options();
     m_k = grow(m_k, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
-    m_v = grow(m_v, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
+    if (m_values == Values::Held) m_v = grow(m_v, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
     m_pos = grow(m_pos, at::full({m_n_heads, capacity}, kPadPosition, m_pos.options()));
 }
 
@@ -38,6 +60,7 @@ void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     const int64_t hkv = k.size(0);
     TORCH_CHECK(m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
     if (m_size + t > m_k.size(1)) reserve(std::max(m_size + t, 2 * m_k.size(1)));
+    ensure_values();
     const int64_t g = m_n_heads / hkv;
     if (t == 1 && cpu_float() && k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat &&
         k.device().is_cpu() && v.device().is_cpu() && k.stride(2) == 1 && v.stride(2) == 1) {
@@ -64,6 +87,7 @@ void LayerKv::assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
                 "kv: assigned keys must be [Hc, S, D]");
     const int64_t s = k.size(1);
     if (s > m_k.size(1)) reserve(s);
+    ensure_values();
     m_k.narrow(1, 0, s).copy_(k);
     m_v.narrow(1, 0, s).copy_(v);
     m_pos.narrow(1, 0, s).copy_(pos);
@@ -74,7 +98,7 @@ void LayerKv::assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
 
 bool LayerKv::cpu_float() const {
     return m_k.defined() && m_k.device().is_cpu() && m_k.scalar_type() == at::kFloat && m_k.is_contiguous() &&
-           m_v.is_contiguous() && m_pos.is_contiguous();
+           (!m_v.defined() || m_v.is_contiguous()) && m_pos.is_contiguous();
 }
 
 void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, int64_t v_head_stride, int64_t hkv,
@@ -82,6 +106,7 @@ void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, 
     TORCH_CHECK(cpu_float(), "kv: append_one needs a contiguous float32 CPU cache");
     TORCH_CHECK(hkv > 0 && m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
     if (m_size + 1 > m_k.size(1)) reserve(std::max(m_size + 1, 2 * m_k.size(1)));
+    ensure_values();
     const int64_t g = m_n_heads / hkv;
     float* kd = m_k.data_ptr<float>();
     float* vd = m_v.data_ptr<float>();
@@ -97,12 +122,19 @@ void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, 
 }
 
 const float* LayerKv::key_data() const { return m_k.data_ptr<float>(); }
-const float* LayerKv::value_data() const { return m_v.data_ptr<float>(); }
+const float* LayerKv::value_data() const { return values().data_ptr<float>(); }
 const int64_t* LayerKv::position_data() const { return m_pos.data_ptr<int64_t>(); }
 int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }
 
 at::Tensor LayerKv::keys() const { return m_k.narrow(1, 0, m_size); }
-at::Tensor LayerKv::values() const { return m_v.narrow(1, 0, m_size); }
+at::Tensor LayerKv::values() const {
+    if (m_values == Values::Dropped)
+        throw InputError(
+            "kv: this cache kept keys only (an analysis prefill drops each layer's values once "
+            "scored); prefill again to generate");
+    if (m_values == Values::Deferred) return at::zeros({m_n_heads, 0, m_head_dim}, m_k.options());
+    return m_v.narrow(1, 0, m_size);
+}
 at::Tensor LayerKv::positions() const { return m_pos.narrow(1, 0, m_size); }
 
 int64_t LayerKv::used_slots() const { return m_n_heads * m_size - m_padding; }
@@ -112,9 +144,10 @@ int64_t LayerKv::bytes() const {
     return used_slots() * m_head_dim * 2 * static_cast<int64_t>(m_k.element_size());
 }
 
-KvCache::KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity) {
+KvCache::KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity,
+                 bool values) {
     m_layers.reserve(static_cast<size_t>(n_layer));
-    for (int64_t l = 0; l < n_layer; ++l) m_layers.emplace_back(n_heads, head_dim, capacity, opts);
+    for (int64_t l = 0; l < n_layer; ++l) m_layers.emplace_back(n_heads, head_dim, capacity, opts, values);
 }
 
 void KvCache::reserve(int64_t extra_tokens) {

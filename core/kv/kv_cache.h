@@ -22,7 +22,8 @@ constexpr int64_t kPadPosition = std::numeric_limits<int64_t>::max() / 4;
 class LayerKv {
 public:
     LayerKv() = default;
-    LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts);
+    // values false: created with its values deferred (see defer_values()).
+    LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values = true);
 
     // Append T new entries to every head. k, v: [Hkv, T, D] as the model produces them; when the
     // cache holds more heads than Hkv (query-head mode), each KV head is repeated to its group.
@@ -31,6 +32,13 @@ public:
     // Replace the whole content: k, v [Hc, S, D]; pos [Hc, S] (kPadPosition marks padding).
     void assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos);
     void reserve(int64_t capacity);
+
+    // Values held only while needed (an analysis needs keys alone): defer_values() on an empty
+    // layer frees the value storage until the first append allocates it; drop_values() frees it
+    // for good, after which anything that reads or appends values throws InputError.
+    void defer_values();
+    void drop_values();
+    bool values_dropped() const { return m_values == Values::Dropped; }
 
     // Raw access for the single-token CPU step (only when cpu_float()): one token's k and v rows,
     // head h of the Hkv at k + h * k_head_stride (D floats); the storage [Hc, capacity, D]
@@ -54,6 +62,10 @@ public:
     bool empty() const { return m_size == 0; }
 
 private:
+    enum class Values { Held, Deferred, Dropped };
+    void ensure_values();  // allocates deferred values; throws InputError when dropped
+
+    Values m_values = Values::Held;
     int64_t m_n_heads = 0;
     int64_t m_head_dim = 0;
     int64_t m_size = 0;
@@ -67,7 +79,8 @@ class KvCache {
 public:
     KvCache() = default;
     // A cache of n_layer layers holding n_heads heads each (n_head_kv for a plain cache).
-    KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity = 256);
+    KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity = 256,
+            bool values = true);
     KvCache(std::vector<LayerKv> layers, int64_t n_past);
 
     int64_t n_layer() const { return static_cast<int64_t>(m_layers.size()); }

@@ -5,9 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <vector>
 
 #include "core/common/errors.h"
 #include "core/model/llama_model.h"
+#include "core/model/prefill_ops.h"
 #include "core/model/weight_matrix.h"
 
 namespace snapkv {
@@ -47,6 +50,19 @@ private:
     ForwardProfile* m_p;
     int64_t m_dequant0;
     std::chrono::steady_clock::time_point m_t;
+};
+
+// One forward call of LlamaModel between its layers: tokens at positions pos0 .. pos0 + T - 1, the
+// residual stream, RoPE rows per table (computed on first use) and the call's stage clock.
+struct LlamaModel::Pass {
+    explicit Pass(const ForwardOptions& o) : opts(o), clk(o.profile) {}
+    const ForwardOptions& opts;
+    int64_t T = 0, pos0 = 0;
+    at::Tensor pos;      // [T] int64 (CPU)
+    at::Tensor x;        // [T, E]
+    bool fused = false;  // float32 on the CPU: core/quant's fused row loops
+    std::vector<std::optional<prefill_ops::RopeTableRows>> rope_rows;
+    StageClock clk;
 };
 
 // x += y, or x += rms_norm(y, post_norm) when the architecture has post-norms (Gemma 2/3), with the

@@ -183,25 +183,75 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
     return model;
 }
 
-KvCache LlamaModel::new_cache(int64_t capacity) const {
+KvCache LlamaModel::new_cache(int64_t capacity, bool values) const {
     return KvCache(m_config.n_layer, m_config.n_head_kv, m_config.head_dim,
-                   at::TensorOptions().device(m_opts.device).dtype(m_opts.dtype), capacity);
+                   at::TensorOptions().device(m_opts.device).dtype(m_opts.dtype), capacity, values);
+}
+
+void LlamaModel::release_layer_pages(int64_t l) const {
+    const Layer& L = m_layers.at(static_cast<size_t>(l));
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) w->release_pages();
+}
+
+void LlamaModel::release_pages() const {
+    for (int64_t l = 0; l < m_config.n_layer; ++l) release_layer_pages(l);
+    m_tok_embd.release_pages();
+    m_output.release_pages();
+}
+
+void LlamaModel::check_tokens(const std::vector<int32_t>& tokens) const {
+    if (tokens.empty()) throw InputError("model: forward called with no tokens");
+    for (int32_t id : tokens)
+        if (id < 0 || id >= m_config.n_vocab)
+            throw InputError("model: token id " + std::to_string(id) + " outside the vocabulary (0.." +
+                             std::to_string(m_config.n_vocab - 1) + ")");
 }
 
 at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cache, const ForwardOptions& opts) const {
     c10::InferenceMode guard;
+    check_tokens(tokens);
+    if (tokens.size() == 1 && !opts.capture && can_step_raw(cache)) return forward_one(tokens[0], cache, opts);
+    std::vector<at::Tensor> out = forward_parts({tokens}, cache, {opts});
+    return out.front();
+}
+
+std::vector<at::Tensor> LlamaModel::forward_parts(const std::vector<std::vector<int32_t>>& parts, KvCache& cache,
+                                                  const std::vector<ForwardOptions>& opts,
+                                                  const std::function<void(int64_t layer)>& after_layer) const {
+    c10::InferenceMode guard;
+    TORCH_CHECK(!parts.empty() && parts.size() == opts.size(), "model: forward_parts needs options for each part");
+    int64_t total = 0;
+    for (const auto& tokens : parts) {
+        check_tokens(tokens);
+        total += static_cast<int64_t>(tokens.size());
+    }
+    cache.reserve(total);
+    // Each part's state lives from its first layer to its logits; part p starts where p - 1 ends.
+    std::vector<std::unique_ptr<Pass>> passes;
+    int64_t pos0 = cache.n_past();
+    for (size_t i = 0; i < parts.size(); ++i) {
+        passes.push_back(begin_pass(parts[i], pos0, opts[i]));
+        pos0 += static_cast<int64_t>(parts[i].size());
+    }
+    for (int64_t l = 0; l < m_config.n_layer; ++l) {
+        for (auto& p : passes) run_layer(*p, cache, l);
+        if (after_layer) after_layer(l);
+    }
+    cache.set_n_past(pos0);
+    std::vector<at::Tensor> logits;
+    for (auto& p : passes) logits.push_back(end_pass(*p));
+    return logits;
+}
+
+std::unique_ptr<LlamaModel::Pass> LlamaModel::begin_pass(const std::vector<int32_t>& tokens, int64_t pos0,
+                                                         const ForwardOptions& opts) const {
     const ModelConfig& c = m_config;
     const auto T = static_cast<int64_t>(tokens.size());
-    if (T == 0) throw InputError("model: forward called with no tokens");
-    for (int32_t id : tokens)
-        if (id < 0 || id >= c.n_vocab)
-            throw InputError("model: token id " + std::to_string(id) + " outside the vocabulary (0.." +
-                             std::to_string(c.n_vocab - 1) + ")");
-    if (T == 1 && !opts.capture && can_step_raw(cache)) return forward_one(tokens[0], cache, opts);
-    const int64_t pos0 = cache.n_past();
-    const int64_t H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
+    auto p = std::make_unique<Pass>(opts);
+    p->T = T;
+    p->pos0 = pos0;
     at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(m_opts.device);  // [T]
-    at::Tensor pos = at::arange(pos0, pos0 + T, at::TensorOptions().dtype(at::kLong));  // [T] (CPU)
+    p->pos = at::arange(pos0, pos0 + T, at::TensorOptions().dtype(at::kLong));  // [T] (CPU)
     if (opts.capture) {
         opts.capture->window_queries.assign(static_cast<size_t>(c.n_layer), at::Tensor());
         opts.capture->h2o_scores.assign(static_cast<size_t>(c.n_layer), at::Tensor());
@@ -210,104 +260,114 @@ at::Tensor LlamaModel::forward(const std::vector<int32_t>& tokens, KvCache& cach
     if (opts.probe) {
         opts.probe->probs.assign(static_cast<size_t>(c.n_layer), at::Tensor());
     }
-    cache.reserve(T);
-    using S = ForwardProfile;
-    StageClock clk(opts.profile);
-
     // Float32 on the CPU: the row-wise steps are core/quant's fused loops (prefill_ops.h), RoPE's
     // angles computed once per table for every layer.
-    const bool fused = m_opts.device.is_cpu() && m_opts.dtype == at::kFloat;
-    std::vector<std::optional<prefill_ops::RopeTableRows>> rope_rows(m_ropes.size());
+    p->fused = m_opts.device.is_cpu() && m_opts.dtype == at::kFloat;
+    p->rope_rows.resize(m_ropes.size());
+    p->x = m_tok_embd.gather_rows(ids).to(m_opts.dtype);   // [T, E]
+    if (c.embd_scale != 1.0f) p->x = p->x * c.embd_scale;  // gemma
+    p->clk.lap(ForwardProfile::Embed);
+    return p;
+}
+
+void LlamaModel::run_layer(Pass& p, KvCache& cache, int64_t l) const {
+    const ModelConfig& c = m_config;
+    const ForwardOptions& opts = p.opts;
+    const int64_t T = p.T, pos0 = p.pos0;
+    const at::Tensor& pos = p.pos;
+    at::Tensor& x = p.x;
+    StageClock& clk = p.clk;
+    const int64_t H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
+    using S = ForwardProfile;
     auto rope_heads = [&](const at::Tensor& y, size_t table) {  // [T, h, D] -> [h, T, D]
         const model_ops::RopeTable& rt = m_ropes[table];
-        if (!fused || !y.is_contiguous()) return model_ops::apply_rope(y.transpose(0, 1), pos, rt).contiguous();
-        if (!rope_rows[table]) rope_rows[table] = prefill_ops::rope_rows_for(pos, rt);
-        return prefill_ops::rope_to_heads(y, *rope_rows[table], rt);
+        if (!p.fused || !y.is_contiguous()) return model_ops::apply_rope(y.transpose(0, 1), pos, rt).contiguous();
+        if (!p.rope_rows[table]) p.rope_rows[table] = prefill_ops::rope_rows_for(pos, rt);
+        return prefill_ops::rope_to_heads(y, *p.rope_rows[table], rt);
     };
-
-    at::Tensor x = m_tok_embd.gather_rows(ids).to(m_opts.dtype);  // [T, E]
-    if (c.embd_scale != 1.0f) x = x * c.embd_scale;               // gemma
-    clk.lap(S::Embed);
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-        check_cancel(opts.cancel);
-        const Layer& L = m_layers[static_cast<size_t>(l)];
-        if (fused && T > kLayerChunk) {
-            // A long prompt: the same layer in token chunks (peak memory; see long_prompt_layer).
-            if (!rope_rows[L.rope]) rope_rows[L.rope] = prefill_ops::rope_rows_for(pos, m_ropes[L.rope]);
-            long_prompt_layer(l, x, cache.layer(l), pos, pos0, *rope_rows[L.rope], opts, clk);
-            if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
-            continue;
-        }
-        at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);  // [T, E]
-        clk.lap(S::Norms);
-        // One pass over the kernel threads for the three products of a decode step.
-        std::vector<at::Tensor> qkv = WeightMatrix::apply_many({&L.wq, &L.wk, &L.wv}, h);
-        if (L.bq.defined()) {
-            qkv[0].add_(L.bq);
-            qkv[1].add_(L.bk);
-            qkv[2].add_(L.bv);
-        }
-        clk.lap(S::QkvProj);
-        at::Tensor q = qkv[0].view({T, H, D});                    // [T, H, D]
-        at::Tensor k = qkv[1].view({T, Hkv, D});                  // [T, Hkv, D]
-        at::Tensor v = qkv[2].view({T, Hkv, D}).transpose(0, 1);  // [Hkv, T, D]
-        if (c.qk_norm) {                                          // per head, before RoPE
-            q = rms_norm(q, L.q_norm, c.rms_eps);
-            k = rms_norm(k, L.k_norm, c.rms_eps);
-            clk.lap(S::Norms);
-        }
-        if (opts.capture && opts.capture->query_stats)
-            opts.capture->queries[static_cast<size_t>(l)] = query_stats(q, pos0);
-        q = rope_heads(q, L.rope);  // [H, T, D]
-        k = rope_heads(k, L.rope);  // [Hkv, T, D]
-        clk.lap(S::Rope);
-        LayerKv& kv = cache.layer(l);
-        kv.append(k, v, pos);
-        // The projections' outputs and the normed input are copied by now: release them before
-        // attention's buffers are taken (a long prompt's peak memory is this part of a layer).
-        qkv.clear();
-        v = at::Tensor();
-        h = at::Tensor();
-        clk.lap(S::KvAppend);
-        if (opts.capture && opts.capture->max_window > 0) {
-            const int64_t w = std::min(opts.capture->max_window, T);
-            opts.capture->window_queries[static_cast<size_t>(l)] =
-                q.narrow(1, T - w, w).to(at::kFloat).clone();  // [H, W, D]
-            clk.lap(S::Capture);
-        }
-        at::Tensor a = attention(q, kv, pos, l, opts);  // [T, H*D]
-        clk.lap(S::Attention);
-        check_cancel(opts.cancel);      // twice per layer: a layer of a long prompt takes a while
-        at::Tensor o = dense(a, L.wo);  // [T, E]
-        a = at::Tensor();
-        clk.lap(S::OutProj);
-        add_residual(x, o, L.attn_post_norm, c.rms_eps, clk);  // x is this pass's own tensor
-        h = rms_norm(x, L.ffn_norm, c.rms_eps);
-        clk.lap(S::Norms);
-        std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);  // [T, F] each
-        clk.lap(S::FfnProj);
-        at::Tensor gate = gu[0];
-        const bool fuse_act = fused && prefill_ops::applicable(gate) && prefill_ops::applicable(gu[1]);
-        if (c.ffn_act == FfnActivation::GeluTanh) {
-            if (fuse_act) prefill_ops::gelu_tanh_mul(gate, gu[1]);  // one fused pass
-            else gate = at::gelu(gate, "tanh") * gu[1];
-        } else if (fuse_act) {
-            prefill_ops::silu_mul(gate, gu[1]);
-        } else {
-            gate = at::silu(gate) * gu[1];
-        }
-        clk.lap(S::Activation);
-        at::Tensor ff = dense(gate, L.w_down);  // [T, E]
-        clk.lap(S::FfnProj);
-        add_residual(x, ff, L.ffn_post_norm, c.rms_eps, clk);
+    check_cancel(opts.cancel);
+    const Layer& L = m_layers[static_cast<size_t>(l)];
+    if (p.fused && T > kLayerChunk) {
+        // A long prompt: the same layer in token chunks (peak memory; see long_prompt_layer).
+        if (!p.rope_rows[L.rope]) p.rope_rows[L.rope] = prefill_ops::rope_rows_for(pos, m_ropes[L.rope]);
+        long_prompt_layer(l, x, cache.layer(l), pos, pos0, *p.rope_rows[L.rope], opts, clk);
         if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
+        return;
     }
-    cache.set_n_past(pos0 + T);
+    at::Tensor h = rms_norm(x, L.attn_norm, c.rms_eps);  // [T, E]
+    clk.lap(S::Norms);
+    // One pass over the kernel threads for the three products of a decode step.
+    std::vector<at::Tensor> qkv = WeightMatrix::apply_many({&L.wq, &L.wk, &L.wv}, h);
+    if (L.bq.defined()) {
+        qkv[0].add_(L.bq);
+        qkv[1].add_(L.bk);
+        qkv[2].add_(L.bv);
+    }
+    clk.lap(S::QkvProj);
+    at::Tensor q = qkv[0].view({T, H, D});                    // [T, H, D]
+    at::Tensor k = qkv[1].view({T, Hkv, D});                  // [T, Hkv, D]
+    at::Tensor v = qkv[2].view({T, Hkv, D}).transpose(0, 1);  // [Hkv, T, D]
+    if (c.qk_norm) {                                          // per head, before RoPE
+        q = rms_norm(q, L.q_norm, c.rms_eps);
+        k = rms_norm(k, L.k_norm, c.rms_eps);
+        clk.lap(S::Norms);
+    }
+    if (opts.capture && opts.capture->query_stats) opts.capture->queries[static_cast<size_t>(l)] = query_stats(q, pos0);
+    q = rope_heads(q, L.rope);  // [H, T, D]
+    k = rope_heads(k, L.rope);  // [Hkv, T, D]
+    clk.lap(S::Rope);
+    LayerKv& kv = cache.layer(l);
+    kv.append(k, v, pos);
+    // The projections' outputs and the normed input are copied by now: release them before
+    // attention's buffers are taken (a long prompt's peak memory is this part of a layer).
+    qkv.clear();
+    v = at::Tensor();
+    h = at::Tensor();
+    clk.lap(S::KvAppend);
+    if (opts.capture && opts.capture->max_window > 0) {
+        const int64_t w = std::min(opts.capture->max_window, T);
+        opts.capture->window_queries[static_cast<size_t>(l)] =
+            q.narrow(1, T - w, w).to(at::kFloat).clone();  // [H, W, D]
+        clk.lap(S::Capture);
+    }
+    at::Tensor a = attention(q, kv, pos, l, opts);  // [T, H*D]
+    clk.lap(S::Attention);
+    check_cancel(opts.cancel);      // twice per layer: a layer of a long prompt takes a while
+    at::Tensor o = dense(a, L.wo);  // [T, E]
+    a = at::Tensor();
+    clk.lap(S::OutProj);
+    add_residual(x, o, L.attn_post_norm, c.rms_eps, clk);  // x is this pass's own tensor
+    h = rms_norm(x, L.ffn_norm, c.rms_eps);
+    clk.lap(S::Norms);
+    std::vector<at::Tensor> gu = WeightMatrix::apply_many({&L.w_gate, &L.w_up}, h);  // [T, F] each
+    clk.lap(S::FfnProj);
+    at::Tensor gate = gu[0];
+    const bool fuse_act = p.fused && prefill_ops::applicable(gate) && prefill_ops::applicable(gu[1]);
+    if (c.ffn_act == FfnActivation::GeluTanh) {
+        if (fuse_act) prefill_ops::gelu_tanh_mul(gate, gu[1]);  // one fused pass
+        else gate = at::gelu(gate, "tanh") * gu[1];
+    } else if (fuse_act) {
+        prefill_ops::silu_mul(gate, gu[1]);
+    } else {
+        gate = at::silu(gate) * gu[1];
+    }
+    clk.lap(S::Activation);
+    at::Tensor ff = dense(gate, L.w_down);  // [T, E]
+    clk.lap(S::FfnProj);
+    add_residual(x, ff, L.ffn_post_norm, c.rms_eps, clk);
+    if (opts.on_layer) opts.on_layer(l + 1, c.n_layer);
+}
+
+at::Tensor LlamaModel::end_pass(Pass& p) const {
+    const ModelConfig& c = m_config;
+    const ForwardOptions& opts = p.opts;
+    const int64_t T = p.T;
+    const at::Tensor& x = p.x;
     const int64_t from = opts.all_logits ? std::min(std::max<int64_t>(opts.logits_from, 0), T - 1) : T - 1;
     at::Tensor last = from == 0 ? x : x.narrow(0, from, T - from);
     at::Tensor logits = dense(rms_norm(last, m_output_norm, c.rms_eps), m_output).to(at::kFloat);  // [T or 1, V]
     if (c.final_softcap > 0.0f) logits = at::tanh(logits / c.final_softcap) * c.final_softcap;     // gemma2
-    clk.lap(S::Logits);
+    p.clk.lap(ForwardProfile::Logits);
     return logits;
 }
 

@@ -125,12 +125,27 @@ public:
     int64_t weight_bytes() const { return m_weight_bytes; }  // weights in memory, as held there
 
     // A cache for this model: n_head_kv heads per layer, the model's device and dtype.
-    KvCache new_cache(int64_t capacity = 256) const;
+    // values false: each layer's values deferred until its first append (LayerKv::defer_values).
+    KvCache new_cache(int64_t capacity = 256, bool values = true) const;
 
     // Run tokens [T] at absolute positions cache.n_past() ... + T - 1, appending their K/V to the
     // cache. Returns logits float32: [T - f, V] if opts.all_logits (f = opts.logits_from, clamped to
     // 0..T-1) else [1, V] for the last token.
     at::Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, const ForwardOptions& opts = {}) const;
+    // Several calls' tokens run as consecutive parts of one prompt, layer by layer: each layer runs
+    // for part 0, then part 1, ..., then after_layer(l) sees the cache with that layer complete
+    // (parts[i] at positions after parts[i - 1], each with its own options: captures, progress).
+    // Every part's logits and capture, and the cache, equal those of forward() called on the parts
+    // in order, bit for bit; what changes is that a layer is finished for the whole prompt before
+    // the next starts, so after_layer may drop what no later layer needs (an analysis's values).
+    std::vector<at::Tensor> forward_parts(const std::vector<std::vector<int32_t>>& parts, KvCache& cache,
+                                          const std::vector<ForwardOptions>& opts,
+                                          const std::function<void(int64_t layer)>& after_layer = {}) const;
+    // Hands the resident pages of layer l's native weights back to the kernel (a layer an
+    // analysis has finished with); release_pages() does it for every weight. Both only lower the
+    // memory the process holds: the pages are read again from the file when next used.
+    void release_layer_pages(int64_t l) const;
+    void release_pages() const;
     // One token for each of n sequences, token j at position caches[j]->n_past() appended to
     // caches[j] -> logits [n, V] float32. Row j equals forward({tokens[j]}, *caches[j]) bit for bit;
     // on the CPU buffer path the weights are read once per step for all n. opts: cancel and
@@ -156,6 +171,14 @@ private:
         at::Tensor ffn_post_norm;   // [E] float32 or undefined (post_norms)
         size_t rope = 0;            // index into m_ropes
     };
+
+    // One forward call's state between its layers (forward_parts.h).
+    struct Pass;
+    void check_tokens(const std::vector<int32_t>& tokens) const;  // InputError: empty, outside the vocabulary
+    std::unique_ptr<Pass> begin_pass(const std::vector<int32_t>& tokens, int64_t pos0,
+                                     const ForwardOptions& opts) const;  // embeddings, capture set-up
+    void run_layer(Pass& p, KvCache& cache, int64_t l) const;            // layer l of the pass
+    at::Tensor end_pass(Pass& p) const;                                  // output norm, logits
 
     at::Tensor attention(const at::Tensor& q, LayerKv& kv, const at::Tensor& q_pos, int64_t layer,
                          const ForwardOptions& opts) const;  // [H, T, D] -> [T, H*D]

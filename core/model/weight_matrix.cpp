@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "core/common/errors.h"
+#include "core/io/mapped_file.h"
 #include "core/quant/qkernels.h"
 
 namespace snapkv {
@@ -215,6 +216,10 @@ at::Tensor WeightMatrix::to_float() const {
     at::Tensor out = at::empty({m_rows, m_cols}, at::TensorOptions().dtype(at::kFloat));
     dequantize(view(m_bytes), 0, m_rows, out.data_ptr<float>());
     return out;
+}
+
+void WeightMatrix::release_pages() const {
+    if (native()) snapkv::release_pages(m_bytes.data, static_cast<size_t>(bytes()));
 }
 
 int64_t WeightMatrix::dequant_ns() { return g_dequant_ns.load(); }

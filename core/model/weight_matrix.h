@@ -57,6 +57,10 @@ public:
     // The whole matrix as float32 [O, I] on the CPU (tests, conversions).
     at::Tensor to_float() const;
 
+    // Native storage: hands the resident pages of its bytes back to the kernel (release_pages in
+    // core/io/mapped_file.h); they are read again when next used. Dense storage: nothing.
+    void release_pages() const;
+
     // Values per dequantized tile of the multi-token path (default 4M: 16 MB of scratch per
     // thread). Tests lower it to exercise tiling; returns the previous value.
     static int64_t set_tile_values(int64_t values);

@@ -49,6 +49,14 @@ void Session::Impl::require_prefill() const {
     if (!state) throw InputError("run prefill first: there is no captured prompt");
 }
 
+void Session::Impl::require_values() const {
+    require_prefill();
+    if (!state->values_kept)
+        throw InputError(
+            "this prefill kept keys only (an analysis: each layer's values were dropped once scored); "
+            "prefill again with values kept to generate");
+}
+
 std::string Session::Impl::piece(int32_t id) const { return tok->token_to_piece(id, true); }
 
 MemoryEstimate Session::Impl::estimate(const RunShape& run) const {

@@ -111,6 +111,12 @@ struct PrefillSettings {
     bool query_stats = true;   // pre-RoPE query statistics, RoPE and value norms (expected_attention)
     int64_t new_tokens = 0;    // tokens to generate after this prefill (compare): the prompt
                                // plus these must fit the context, checked before prefill
+    // false: analysis only (`snapkv analyze`): each layer's values are dropped once the layer has
+    // run for the whole prompt, and its weights' pages go back to the kernel (read again from the
+    // file when next needed), so peak memory holds the keys, one layer's values and one layer's
+    // weights; selections, votes and heatmaps work as before, generating from this prefill throws
+    // InputError.
+    bool keep_values = true;
 };
 
 // What a prefill produced, for display.

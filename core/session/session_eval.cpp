@@ -9,7 +9,7 @@ namespace snapkv {
 
 RunOutput Session::decode_reference(const CompareSettings& settings, int64_t kl_steps, const ProgressFn& progress,
                                     CancelFlag cancel) {
-    m->require_prefill();
+    m->require_values();
     const PrefillState& st = *m->state;
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
     m->check_generation_fits(L, settings.generation.max_tokens);

@@ -89,13 +89,19 @@ at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64
     return (sum / double(count)).to(at::kFloat);
 }
 
+// The L2 norm of each of the layer's values: [Hkv, L] float32 (CPU).
+at::Tensor value_norms(const KvCache& cache, int64_t layer) {
+    at::Tensor v = cache.layer(layer).values().to(at::kFloat);                                 // [Hkv, L, D]
+    return at::linalg_vector_norm(v, 2, {-1}, false, c10::nullopt).to(at::kCPU).contiguous();  // [Hkv, L]
+}
+
 // ExpectedAttention's inputs for a capture of the first n prompt tokens (its query statistics
-// already added): the RoPE of the next 512 positions, as kvpress averages it, and the value norms.
-void add_expected_attention_inputs(LayerCapture& cap, const ModelConfig& c, const KvCache& cache, int64_t layer,
+// already added): the RoPE of the next 512 positions, as kvpress averages it, and the norms of
+// the first n values (norms [Hkv, L]: every prompt position's).
+void add_expected_attention_inputs(LayerCapture& cap, const ModelConfig& c, const at::Tensor& norms, int64_t layer,
                                    int64_t n) {
-    cap.future_rope = future_rope(c, layer, n, 512);                                                      // [D, D]
-    at::Tensor v = cache.layer(layer).values().narrow(1, 0, n).to(at::kFloat);                            // [Hkv, n, D]
-    cap.value_norms = at::linalg_vector_norm(v, 2, {-1}, false, c10::nullopt).to(at::kCPU).contiguous();  // [Hkv, n]
+    cap.future_rope = future_rope(c, layer, n, 512);       // [D, D]
+    cap.value_norms = norms.narrow(1, 0, n).contiguous();  // [Hkv, n]
 }
 
 }  // namespace
@@ -131,33 +137,47 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
 
     PrefillState st;
     st.prompt = prompt;
+    st.values_kept = settings.keep_values;
     // Exactly the prompt: generation never appends to this cache (it runs on clones and gathers).
-    st.cache = model->new_cache(L);
+    // Without values kept, a layer's values exist from its first part to its last (below).
+    st.cache = model->new_cache(L, settings.keep_values);
     auto t0 = std::chrono::steady_clock::now();
-    const int64_t total_layers = c.n_layer * (two_parts ? 2 : 1);
-    auto run = [&](const std::vector<int32_t>& ids, PrefillCapture& cap, int64_t layer_offset) {
+    // The context, then the question, as parts of one pass that finishes each layer for the whole
+    // prompt before the next (the same arithmetic as two forward calls).
+    PrefillCapture ctx_cap, q_cap;
+    std::vector<std::vector<int32_t>> parts = {std::vector<int32_t>(prompt.ids.begin(), prompt.ids.begin() + Lc)};
+    if (two_parts) parts.emplace_back(prompt.ids.begin() + Lc, prompt.ids.end());
+    std::vector<ForwardOptions> opts(parts.size());
+    int64_t before = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        PrefillCapture& cap = i == 0 ? ctx_cap : q_cap;
         cap.max_window = settings.max_window;
         cap.h2o = settings.h2o;
         cap.query_stats = settings.query_stats;
-        ForwardOptions fo;
-        fo.capture = &cap;
-        fo.cancel = cancel;
-        // In prompt tokens, so that a view can show tokens per second and the time left: layers
-        // done as a share of the whole pass (both parts of a two-part prompt).
-        fo.on_layer = [&](int64_t l, int64_t) {
-            if (progress) progress("prefill", L * (layer_offset + l) / total_layers, L);
+        opts[i].capture = &cap;
+        opts[i].cancel = cancel;
+        // In prompt tokens, so that a view can show tokens per second and the time left: the
+        // share of (layer, token) steps done, counting this part's tokens in its layer.
+        const int64_t done_before = before + static_cast<int64_t>(parts[i].size());
+        opts[i].on_layer = [&progress, L, n = c.n_layer, done_before](int64_t l, int64_t) {
+            if (progress) progress("prefill", ((l - 1) * L + done_before) / n, L);
         };
-        return model->forward(ids, st.cache, fo);
-    };
-    PrefillCapture ctx_cap, q_cap;
-    std::vector<int32_t> ctx_ids(prompt.ids.begin(), prompt.ids.begin() + Lc);
-    at::Tensor ctx_logits = run(ctx_ids, ctx_cap, 0);
-    if (two_parts) {
-        std::vector<int32_t> q_ids(prompt.ids.begin() + Lc, prompt.ids.end());
-        st.last_logits = run(q_ids, q_cap, c.n_layer);
-    } else {
-        st.last_logits = ctx_logits;
+        before = done_before;
     }
+    // ExpectedAttention's value norms are taken as each layer completes; then, when values are not
+    // kept, the layer's values go (keys stay: every score reads them).
+    std::vector<at::Tensor> norms(static_cast<size_t>(c.n_layer));
+    // Loading read every weight; an analysis holds a layer's only while it runs.
+    if (!settings.keep_values) model->release_pages();
+    std::vector<at::Tensor> logits = model->forward_parts(parts, st.cache, opts, [&](int64_t l) {
+        if (settings.query_stats) norms[static_cast<size_t>(l)] = value_norms(st.cache, l);
+        if (!settings.keep_values) {
+            st.cache.layer(l).drop_values();
+            model->release_layer_pages(l);  // nothing more runs through this layer
+        }
+    });
+    if (!settings.keep_values) model->release_pages();
+    st.last_logits = logits.back();
     st.prefill_ms = ms_since(t0);
 
     // The layer's own scoring rules travel with its capture, so votes and heatmap rows are the
@@ -185,7 +205,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             if (settings.query_stats) {
                 add_query_stats(aware, ctx_cap.queries[li]);
                 add_query_stats(aware, q_cap.queries[li]);
-                add_expected_attention_inputs(aware, c, st.cache, l, L);
+                add_expected_attention_inputs(aware, c, norms[li], l, L);
             }
             LayerCapture agn;
             scoring(agn, l);
@@ -194,7 +214,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             if (settings.h2o) agn.h2o = ctx_cap.h2o_scores[li];
             if (settings.query_stats) {
                 add_query_stats(agn, ctx_cap.queries[li]);
-                add_expected_attention_inputs(agn, c, st.cache, l, Lc);
+                add_expected_attention_inputs(agn, c, norms[li], l, Lc);
             }
             st.agnostic.push_back(std::move(agn));
         } else {
@@ -202,7 +222,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             if (settings.h2o) aware.h2o = ctx_cap.h2o_scores[li];
             if (settings.query_stats) {
                 add_query_stats(aware, ctx_cap.queries[li]);
-                add_expected_attention_inputs(aware, c, st.cache, l, L);
+                add_expected_attention_inputs(aware, c, norms[li], l, L);
             }
         }
         st.aware.push_back(std::move(aware));
@@ -308,7 +328,7 @@ std::string Session::retune_benchmark(const SelectionParams& base) {
 }
 
 CompressedStart Session::Impl::start_compressed(const Selection& sel, int64_t max_tokens, CancelFlag cancel) const {
-    require_prefill();
+    require_values();
     const PrefillState& st = *state;
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
     const bool agnostic = sel.n_tokens < L;
@@ -337,7 +357,7 @@ CompressedStart Session::Impl::start_compressed(const Selection& sel, int64_t ma
 
 CompareResult Session::compare(const SelectionParams& params, const CompareSettings& settings,
                                const ProgressFn& progress, CancelFlag cancel) {
-    m->require_prefill();
+    m->require_values();
     const PrefillState& st = *m->state;
     const bool agnostic = settings.query_agnostic && !st.agnostic.empty();
     Selection sel = select(params, agnostic, false);

@@ -94,6 +94,7 @@ TEST_CASE("forward_batch refuses what it cannot run, naming it", "[model]") {
     KvCache a = model->new_cache();
     model->forward({1, 2, 3}, a);
     CHECK_THROWS_WITH(model->forward_batch({}, {}), Catch::Contains("no sequences"));
-    CHECK_THROWS_WITH(model->forward_batch({static_cast<int32_t>(model->config().n_vocab + 5)}, {&a}), Catch::Contains("outside the vocabulary"));
+    CHECK_THROWS_WITH(model->forward_batch({static_cast<int32_t>(model->config().n_vocab + 5)}, {&a}),
+                      Catch::Contains("outside the vocabulary"));
     CHECK_THROWS(model->forward_batch({1, 2}, {&a}));
 }

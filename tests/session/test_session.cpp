@@ -207,6 +207,43 @@ TEST_CASE("every policy compresses, compares and reports hit rates in range", "[
     }
 }
 
+TEST_CASE("an analysis prefill without values selects as a full one and refuses to generate", "[snapkv][session]") {
+    Session& s = stories();
+    // Long enough for the chunked layers (over 1024 tokens), with a question: two parts.
+    PromptSpec prompt = doc_prompt("Who was sad?");
+    prompt.document += " " + prompt.document;
+    std::vector<Selection> with_values, without;
+    for (bool keep : {true, false}) {
+        PrefillSettings ps;
+        ps.max_window = 16;
+        ps.keep_values = keep;
+        const PrefillSummary sum = s.prefill(prompt, ps);
+        REQUIRE(sum.n_tokens > 1100);
+        for (Policy pol : {Policy::SnapKV, Policy::H2O, Policy::ExpectedAttention, Policy::KeyDiff, Policy::TOVA})
+            for (bool agnostic : {false, true}) {
+                SelectionParams p = params(16, 5, 300);
+                p.policy = pol;
+                (keep ? with_values : without).push_back(s.select(p, agnostic, true));
+            }
+        if (!keep) {
+            CompareSettings cs;
+            cs.generation.max_tokens = 4;
+            CHECK_THROWS_WITH(s.compare(params(16, 5, 300), cs), Catch::Contains("keys only"));
+            CHECK_THROWS_WITH(s.decode_reference(cs, 4), Catch::Contains("keys only"));
+            CHECK(s.window_attention(2, 3, 16, false).size() == static_cast<size_t>(16 * sum.n_tokens));
+        }
+    }
+    REQUIRE(with_values.size() == without.size());
+    for (size_t i = 0; i < without.size(); ++i) {
+        INFO("selection " << i);
+        for (size_t l = 0; l < without[i].layers.size(); ++l) {
+            CHECK(kept_of(without[i], l) == kept_of(with_values[i], l));
+            for (size_t h = 0; h < without[i].layers[l].heads.size(); ++h)
+                CHECK(without[i].layers[l].heads[h].pooled == with_values[i].layers[l].heads[h].pooled);
+        }
+    }
+}
+
 TEST_CASE("query-agnostic compare feeds the question to the compressed context cache", "[snapkv][session]") {
     Session& s = stories();
     const PrefillSummary sum = s.prefill(doc_prompt("Who was sad?"));
