@@ -277,9 +277,15 @@ void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const
             const BlockMatrix& w = ws[i];
             const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
             const MatvecFn fn = table.matvec[format_of(*w.type)];
+            const MatvecBatchFn batch = table.matvec_batch[format_of(*w.type)];
             for (int64_t r0 = lo; r0 < hi; r0 += tile) {
                 const int64_t r1 = std::min(hi, r0 + tile);
                 const uint8_t* rows = w.data + static_cast<size_t>(r0 - base) * w.row_bytes;
+                if (batch != nullptr) {
+                    batch(rows, w.row_bytes, r1 - r0, n_cols, x, n, sums ? xs_data : nullptr, per, ys[i] + (r0 - base),
+                          w.n_rows);
+                    continue;
+                }
                 for (int64_t j = 0; j < n; ++j)
                     fn(rows, w.row_bytes, r1 - r0, n_cols, x + j * n_cols, sums ? xs_data + j * per : nullptr,
                        ys[i] + j * w.n_rows + (r0 - base));

@@ -167,6 +167,10 @@ KernelTable make_table() {
     t.matvec[kQ4_0] = matvec_rows<dot_q4_0>;
     t.matvec[kQ4_1] = matvec_rows<dot_q4_1>;
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
+    // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
+    t.matvec_batch[kQ4_0] = nullptr;
+    t.matvec_batch[kQ4_1] = nullptr;
+    t.matvec_batch[kQ8_0] = nullptr;
     t.attn_block = AttnKernels<Avx2V>::block;
     t.attn_scratch = AttnKernels<Avx2V>::scratch_floats;
     t.attn_h2o = AttnKernels<Avx2V>::h2o_block;

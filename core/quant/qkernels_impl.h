@@ -255,23 +255,82 @@ struct Kernels {
         if constexpr (Min) return V::hsum(acc) + mins;
         return V::hsum(acc);
     }
+    // Block unpackers of the legacy 32-value formats for dot_d32 (values 0..15 and 16..31).
+    static void unpack_q8_0(const uint8_t* b, q16* lo, q16* hi) {
+        *lo = V::load16(b + 2);
+        *hi = V::load16(b + 18);
+    }
+    static void unpack_q4_0(const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 2, 8, lo, hi); }
+    static void unpack_q4_1(const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 4, 0, lo, hi); }
+    static void unpack_q5_0(const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 6, load_u32(b + 2), 16, lo, hi); }
+    static void unpack_q5_1(const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 8, load_u32(b + 4), 0, lo, hi); }
+
     // Q4_0 (18 bytes): f16 d, 16 bytes of nibbles; w = d * (q - 8).
     static float dot_q4_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        return dot_d32<18, false>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 2, 8, lo, hi); });
+        return dot_d32<18, false>(p, n, x, xs, unpack_q4_0);
     }
     // Q4_1 (20 bytes): f16 d, f16 m, nibbles as Q4_0; w = d * q + m.
     static float dot_q4_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        return dot_d32<20, true>(p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q4_block(b + 4, 0, lo, hi); });
+        return dot_d32<20, true>(p, n, x, xs, unpack_q4_1);
     }
     // Q5_0 (22 bytes): f16 d, u32 qh, 16 bytes of nibbles; w = d * (q - 16).
     static float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        return dot_d32<22, false>(
-            p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 6, load_u32(b + 2), 16, lo, hi); });
+        return dot_d32<22, false>(p, n, x, xs, unpack_q5_0);
     }
     // Q5_1 (24 bytes): f16 d, f16 m, u32 qh, 16 bytes of nibbles; w = d * q + m.
     static float dot_q5_1(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        return dot_d32<24, true>(
-            p, n, x, xs, [](const uint8_t* b, q16* lo, q16* hi) { q5_block(b + 8, load_u32(b + 4), 0, lo, hi); });
+        return dot_d32<24, true>(p, n, x, xs, unpack_q5_1);
+    }
+
+    // dot_d32 of one row against nx inputs at once: input j at x + j * n (its per-32 sums at
+    // xs + j * xs_stride) into y[j * y_stride]. Each input sees dot_d32's arithmetic in dot_d32's
+    // order (so its result is the same bit for bit); a block is unpacked to floats once for up to
+    // G inputs instead of once per input. Q8_0 is dot_d32<34, false> with unpack_q8_0.
+    template <size_t Bytes, bool Min, class Unpack>
+    static inline void dot_d32_batch(const uint8_t* row, int64_t n, const float* x, int64_t nx, const float* xs,
+                                     int64_t xs_stride, float* y, int64_t y_stride, Unpack unpack) {
+        constexpr int G = 8;
+        for (int64_t j0 = 0; j0 < nx; j0 += G) {
+            const int g = static_cast<int>(std::min<int64_t>(G, nx - j0));
+            vec acc[G];
+            float mins[G];
+            for (int j = 0; j < G; ++j) {
+                acc[j] = V::zero();
+                mins[j] = 0.0f;
+            }
+            const uint8_t* p = row;
+            for (int64_t i = 0; i < n; i += 32, p += Bytes) {
+                q16 lo, hi;
+                unpack(p, &lo, &hi);
+                vec flo[P], fhi[P];
+                V::to_f32(lo, flo);
+                V::to_f32(hi, fhi);
+                const vec d = V::set1(V::h2f(load_u16(p)));
+                float m = 0.0f;
+                if constexpr (Min) m = V::h2f(load_u16(p + 2));
+                for (int j = 0; j < g; ++j) {
+                    const float* xj = x + (j0 + j) * n + i;
+                    vec s = V::zero();
+                    for (int k = 0; k < P; ++k) s = V::fmadd(flo[k], V::load(xj + k * N), s);
+                    for (int k = 0; k < P; ++k) s = V::fmadd(fhi[k], V::load(xj + 16 + k * N), s);
+                    acc[j] = V::fmadd(d, s, acc[j]);
+                    if constexpr (Min) mins[j] += m * xs[(j0 + j) * xs_stride + i / 32];
+                }
+            }
+            for (int j = 0; j < g; ++j) {
+                if constexpr (Min) y[(j0 + j) * y_stride] = V::hsum(acc[j]) + mins[j];
+                else y[(j0 + j) * y_stride] = V::hsum(acc[j]);
+            }
+        }
+    }
+    template <size_t Bytes, bool Min, void (*Unpack)(const uint8_t*, q16*, q16*)>
+    static void matvec_batch_d32(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
+                                 int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride) {
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+            prefetch_ahead(row, row_bytes);
+            dot_d32_batch<Bytes, Min>(row, n_cols, x, nx, xs, xs_stride, y + r, y_stride, Unpack);
+        }
     }
     // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
     static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float* xs) {
@@ -700,6 +759,11 @@ struct Kernels {
         t.matvec[kQ4_K] = matvec<dot_q4_k>;
         t.matvec[kQ5_K] = matvec<dot_q5_k>;
         t.matvec[kQ6_K] = matvec<dot_q6_k>;
+        t.matvec_batch[kQ8_0] = matvec_batch_d32<34, false, unpack_q8_0>;
+        t.matvec_batch[kQ4_0] = matvec_batch_d32<18, false, unpack_q4_0>;
+        t.matvec_batch[kQ4_1] = matvec_batch_d32<20, true, unpack_q4_1>;
+        t.matvec_batch[kQ5_0] = matvec_batch_d32<22, false, unpack_q5_0>;
+        t.matvec_batch[kQ5_1] = matvec_batch_d32<24, true, unpack_q5_1>;
         t.dequant[kF32] = dequant<deq_f32>;
         t.dequant[kF16] = dequant<deq_f16>;
         t.dequant[kBF16] = dequant<deq_bf16>;

@@ -36,6 +36,11 @@ enum Format : int {
 // Q2_K's minimums per 16 values); may be null for the other formats.
 using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
                           const float* xs, float* y);
+// matvec for nx inputs at once: x [nx, n_cols] row-major, input j's block sums at xs + j *
+// xs_stride (as matvec's xs), row i's result for input j into y[j * y_stride + i]; each equals
+// matvec's bit for bit. Null for the formats without one (the caller loops over matvec).
+using MatvecBatchFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
+                               int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride);
 // out[i * n_cols + c] = W[i, c] as float32, for n_rows rows.
 using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float* out);
 
@@ -68,6 +73,7 @@ using AttnH2oFn = void (*)(const PrefillAttention& a, int64_t h, int64_t b0, int
 
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
+    MatvecBatchFn matvec_batch[kFormatCount];
     DequantFn dequant[kFormatCount];
     AttnScoresFn attn_scores;
     AttnValuesFn attn_values;

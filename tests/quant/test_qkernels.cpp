@@ -257,8 +257,10 @@ TEST_CASE("Batched products give each input matvec_many's result bit for bit", "
                     std::vector<float> want_a(rows_a), want_b(rows_b);
                     float* ws[] = {want_a.data(), want_b.data()};
                     matvec_many(both, ws, 2, x.data() + j * n_cols);
+                    INFO("input " << j << ", the " << name << " matrix");
                     check_bits(std::vector<float>(got_a.begin() + j * rows_a, got_a.begin() + (j + 1) * rows_a),
                                want_a);
+                    INFO("input " << j << ", the Q4_1 matrix");
                     check_bits(std::vector<float>(got_b.begin() + j * rows_b, got_b.begin() + (j + 1) * rows_b),
                                want_b);
                 }
