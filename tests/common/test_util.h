@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstdint>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,6 +29,15 @@ inline std::string gemma3_path() {
 }
 
 inline bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
+
+// n token ids drawn uniformly from 1 .. vocab - 1 with the given seed.
+inline std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(1, static_cast<int32_t>(vocab - 1));
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (auto& id : ids) id = pick(rng);
+    return ids;
+}
 
 inline const nlohmann::json& reference() {
     static const nlohmann::json j = [] {

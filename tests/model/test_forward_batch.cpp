@@ -14,16 +14,9 @@
 #include <catch2/catch.hpp>
 
 using namespace snapkv;
+using snapkv::test::random_ids;
 
 namespace {
-
-std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(1, static_cast<int32_t>(vocab - 1));
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (auto& id : ids) id = pick(rng);
-    return ids;
-}
 
 void check_batch_equals_alone(const LlamaModel& model) {
     const ModelConfig& c = model.config();

@@ -13,19 +13,12 @@
 #include <catch2/catch.hpp>
 
 using namespace snapkv;
+using snapkv::test::random_ids;
 
 namespace {
 
 constexpr int64_t kLong = 1500;  // above the 1024-token chunk: one call runs in two chunks
 constexpr int64_t kSplit = 700;  // the same tokens as calls of 700 and 800: each runs whole
-
-std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(1, static_cast<int32_t>(vocab - 1));
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (auto& id : ids) id = pick(rng);
-    return ids;
-}
 
 void check_same_prefill(const LlamaModel& model, const std::vector<int32_t>& ids) {
     const ModelConfig& c = model.config();
