@@ -13,6 +13,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Text, pieces and speed of a finished run that spent ms feeding its tokens back.
+void finish_output(const Tokenizer& tok, RunOutput& out, double ms) {
+    out.text = tok.decode(out.ids);
+    for (int32_t id : out.ids) out.pieces.push_back(tok.token_to_piece(id, true));
+    out.decode_ms = ms;
+    const auto fed = static_cast<double>(out.ids.size()) - 1.0;
+    out.decode_tok_s = ms > 0 && fed > 0 ? 1000.0 * fed / ms : 0.0;
+}
+
 // The step loop both runs share: sample, record, stop at end-of-generation / length / context,
 // otherwise feed the token back. on_step(step, logits [V], token) sees every sampled token;
 // on_forward(probe, cache) runs after each fed-back token when a probe is requested.
@@ -44,11 +53,7 @@ RunOutput decode(const LlamaModel& model, const Tokenizer& tok, LockstepRun run,
         ms += ms_since(t0);
         if (with_probe) on_forward(probe, run.cache);
     }
-    out.text = tok.decode(out.ids);
-    for (int32_t id : out.ids) out.pieces.push_back(tok.token_to_piece(id, true));
-    out.decode_ms = ms;
-    const auto fed = static_cast<double>(out.ids.size()) - 1.0;
-    out.decode_tok_s = ms > 0 && fed > 0 ? 1000.0 * fed / ms : 0.0;
+    finish_output(tok, out, ms);
     return out;
 }
 
@@ -194,13 +199,8 @@ std::vector<CompareResult> runs_against_reference(const LlamaModel& model, const
         }
     }
     for (size_t i = 0; i < n; ++i) {
-        RunOutput& o = out[i].compressed;
-        o.text = tok.decode(o.ids);
-        for (int32_t id : o.ids) o.pieces.push_back(tok.token_to_piece(id, true));
-        o.decode_ms = ms[i];
-        const auto fed = static_cast<double>(o.ids.size()) - 1.0;
-        o.decode_tok_s = ms[i] > 0 && fed > 0 ? 1000.0 * fed / ms[i] : 0.0;
-        o.batch = static_cast<int64_t>(n);
+        finish_output(tok, out[i].compressed, ms[i]);
+        out[i].compressed.batch = static_cast<int64_t>(n);
         finish_against_reference(model, ref, runs[i].prefix, runs[i].kept, out[i]);
     }
     return out;

@@ -19,23 +19,21 @@ LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::Tensor
     m_pos = at::full({n_heads, capacity}, kPadPosition, opts.dtype(at::kLong));
 }
 
-void LayerKv::defer_values() {
-    TORCH_CHECK(m_size == 0, "kv: values can be deferred only before the first append");
-    m_v = at::Tensor();
-    m_values = Values::Deferred;
-}
-
 void LayerKv::drop_values() {
     m_v = at::Tensor();
     m_values = Values::Dropped;
 }
 
-void LayerKv::ensure_values() {
-    if (m_values == Values::Held) return;
+void LayerKv::require_values() const {
     if (m_values == Values::Dropped)
         throw InputError(
             "kv: this cache kept keys only (an analysis prefill drops each layer's values once "
             "scored); prefill again to generate");
+}
+
+void LayerKv::ensure_values() {
+    require_values();
+    if (m_values == Values::Held) return;
     m_v = at::zeros(m_k.sizes(), m_k.options());
     m_values = Values::Held;
 }
@@ -128,10 +126,7 @@ int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }
 
 at::Tensor LayerKv::keys() const { return m_k.narrow(1, 0, m_size); }
 at::Tensor LayerKv::values() const {
-    if (m_values == Values::Dropped)
-        throw InputError(
-            "kv: this cache kept keys only (an analysis prefill drops each layer's values once "
-            "scored); prefill again to generate");
+    require_values();
     if (m_values == Values::Deferred) return at::zeros({m_n_heads, 0, m_head_dim}, m_k.options());
     return m_v.narrow(1, 0, m_size);
 }

@@ -22,7 +22,8 @@ constexpr int64_t kPadPosition = std::numeric_limits<int64_t>::max() / 4;
 class LayerKv {
 public:
     LayerKv() = default;
-    // values false: created with its values deferred (see defer_values()).
+    // values false: the values are deferred, allocated by the first append (an analysis creates
+    // its cache so, to hold each layer's values only while the layer runs).
     LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values = true);
 
     // Append T new entries to every head. k, v: [Hkv, T, D] as the model produces them; when the
@@ -33,10 +34,8 @@ public:
     void assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos);
     void reserve(int64_t capacity);
 
-    // Values held only while needed (an analysis needs keys alone): defer_values() on an empty
-    // layer frees the value storage until the first append allocates it; drop_values() frees it
-    // for good, after which anything that reads or appends values throws InputError.
-    void defer_values();
+    // Frees the values for good (an analysis needs keys alone); anything that then reads or
+    // appends values throws InputError.
     void drop_values();
     bool values_dropped() const { return m_values == Values::Dropped; }
 
@@ -63,7 +62,8 @@ public:
 
 private:
     enum class Values { Held, Deferred, Dropped };
-    void ensure_values();  // allocates deferred values; throws InputError when dropped
+    void require_values() const;  // throws InputError when dropped
+    void ensure_values();         // allocates deferred values; throws InputError when dropped
 
     Values m_values = Values::Held;
     int64_t m_n_heads = 0;

@@ -125,7 +125,7 @@ public:
     int64_t weight_bytes() const { return m_weight_bytes; }  // weights in memory, as held there
 
     // A cache for this model: n_head_kv heads per layer, the model's device and dtype.
-    // values false: each layer's values deferred until its first append (LayerKv::defer_values).
+    // values false: each layer's values deferred until its first append (LayerKv's constructor).
     KvCache new_cache(int64_t capacity = 256, bool values = true) const;
 
     // Run tokens [T] at absolute positions cache.n_past() ... + T - 1, appending their K/V to the

@@ -11,7 +11,6 @@
 // Dimensions as in llama_model.h; F = rows of the layer's gate matrix.
 #include <algorithm>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "core/common/errors.h"
@@ -191,11 +190,8 @@ at::Tensor LlamaModel::forward_batch(const std::vector<int32_t>& tokens, const s
                 "model: forward_batch takes no capture, probe or all_logits");
     const auto n = static_cast<int64_t>(tokens.size());
     if (n == 0) throw InputError("model: forward_batch called with no sequences");
+    check_tokens(tokens);
     bool raw = true;
-    for (int32_t id : tokens)
-        if (id < 0 || id >= m_config.n_vocab)
-            throw InputError("model: token id " + std::to_string(id) + " outside the vocabulary (0.." +
-                             std::to_string(m_config.n_vocab - 1) + ")");
     for (const KvCache* cache : caches) raw = raw && can_step_raw(*cache);
     if (raw) return forward_steps(tokens.data(), caches.data(), n, opts);
     // Other devices and storages: one forward() per sequence.

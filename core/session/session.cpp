@@ -51,7 +51,7 @@ void Session::Impl::require_prefill() const {
 
 void Session::Impl::require_values() const {
     require_prefill();
-    if (!state->values_kept)
+    if (state->cache.n_layer() > 0 && state->cache.layer(0).values_dropped())
         throw InputError(
             "this prefill kept keys only (an analysis: each layer's values were dropped once scored); "
             "prefill again with values kept to generate");

@@ -53,10 +53,14 @@ std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<
     const int64_t budget = avail.bytes > 0 ? avail.bytes / 4 : (int64_t(2) << 30);
     std::vector<CompareResult> out;
     out.reserve(sels.size());
+    // What a run's result takes from its start, beside what runs_against_reference decodes.
+    struct Pending {
+        const Selection* sel;
+        int64_t kv_bytes;
+        bool query_agnostic;
+    };
     std::vector<AgainstReference> batch;
-    std::vector<const Selection*> batch_sels;
-    std::vector<int64_t> batch_bytes;
-    std::vector<bool> batch_agnostic;
+    std::vector<Pending> pending;
     int64_t held = 0;
     const ModelConfig& c = m->model->config();
     const int64_t token_bytes = c.n_layer * c.n_head_kv * c.head_dim * 2 *
@@ -73,18 +77,16 @@ std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<
         });
         for (size_t i = 0; i < rs.size(); ++i) {
             CompareResult& r = rs[i];
-            r.params = batch_sels[i]->params;
-            r.query_agnostic = batch_agnostic[i];
+            r.params = pending[i].sel->params;
+            r.query_agnostic = pending[i].query_agnostic;
             r.prefill_ms = st.prefill_ms;
             r.full.kv_bytes = ref.run.kv_bytes;
-            r.compressed.kv_bytes = batch_bytes[i];
-            r.note = batch_sels[i]->note;
+            r.compressed.kv_bytes = pending[i].kv_bytes;
+            r.note = pending[i].sel->note;
             out.push_back(std::move(r));
         }
         batch.clear();
-        batch_sels.clear();
-        batch_bytes.clear();
-        batch_agnostic.clear();
+        pending.clear();
         held = 0;
     };
     for (const Selection& sel : sels) {
@@ -100,9 +102,7 @@ std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<
         a.prefix = sel.n_tokens - sel.window;
         a.kept = std::move(comp.kept);
         batch.push_back(std::move(a));
-        batch_sels.push_back(&sel);
-        batch_bytes.push_back(bytes);
-        batch_agnostic.push_back(comp.query_agnostic);
+        pending.push_back({&sel, bytes, comp.query_agnostic});
         held += grown;
     }
     flush();

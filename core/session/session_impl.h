@@ -26,7 +26,6 @@ struct PrefillState {
     std::vector<LayerCapture> aware;     // whole prompt: window = last Wmax prompt tokens
     std::vector<LayerCapture> agnostic;  // context only (empty when there is no question)
     double prefill_ms = 0;
-    bool values_kept = true;  // false: an analysis prefill, its cache holds keys only
 };
 
 struct FullReference;
@@ -55,7 +54,7 @@ struct Session::Impl {
 
     void require_model() const;
     void require_prefill() const;
-    void require_values() const;  // require_prefill, and a cache that kept its values
+    void require_values() const;  // require_prefill, and a cache that kept its values (not an analysis)
     // Estimate of a run on the loaded model (memory_estimate.h).
     MemoryEstimate estimate(const RunShape& run) const;
     // Throws InputError, before anything is allocated, when n_prompt tokens (plus n_new to be

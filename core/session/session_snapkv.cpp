@@ -137,7 +137,6 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
 
     PrefillState st;
     st.prompt = prompt;
-    st.values_kept = settings.keep_values;
     // Exactly the prompt: generation never appends to this cache (it runs on clones and gathers).
     // Without values kept, a layer's values exist from its first part to its last (below).
     st.cache = model->new_cache(L, settings.keep_values);
