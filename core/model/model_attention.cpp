@@ -101,11 +101,10 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         pa.kpos = kv.position_data();
         pa.kpos_head_stride = kv.capacity();
         pa.kpos_ascending = true;
-        if (window > 0)
-            for (int64_t h = 0; h < Hc && pa.kpos_ascending; ++h) {
-                const int64_t* ph = pa.kpos + h * pa.kpos_head_stride;
-                for (int64_t s = 1; s < S && pa.kpos_ascending; ++s) pa.kpos_ascending = ph[s] >= ph[s - 1];
-            }
+        for (int64_t h = 0; h < Hc && pa.kpos_ascending; ++h) {
+            const int64_t* ph = pa.kpos + h * pa.kpos_head_stride;
+            for (int64_t s = 1; s < S && pa.kpos_ascending; ++s) pa.kpos_ascending = ph[s] >= ph[s - 1];
+        }
         pa.qpos = qp.data_ptr<int64_t>();
         pa.Hc = Hc;
         pa.g = g;

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/quant/qkernels_impl.h"
 
@@ -29,14 +30,16 @@ struct AttnKernels {
     static constexpr int BK = static_cast<int>(kAttnKeyBlock);  // slots per key block (a multiple of every N)
     static constexpr int CW = N == 8 ? 2 : 4;                   // score tile: 4 rows x CW vectors of slots
     static constexpr int DV = N == 8 ? 2 : 4;                   // value tile: 4 rows x DV vectors of head dims
-    static constexpr int RB = 4;
+    static constexpr int RB = N == 16 ? 6 : 4;  // rows per register tile (32 vector registers with AVX-512)
 
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
-    static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 2 * rows; }
+    static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 4 * rows; }
 
-    // s[r, c0 .. c0 + CW N) = q[r] . kt[:, c] for R rows: q [R, D] (rows D apart), kt [D, ld].
+    // s[r, c0 .. c0 + CW N) = (q[r] . kt[:, c]) * scale for R rows: q [R, D] (rows D apart), kt
+    // [D, ld]; mx[r] takes the lane-wise maximum of the row's scaled scores.
     template <int R>
-    static inline void score_tile(const float* q, const float* kt, int64_t ld, int64_t D, int c0, float* s) {
+    static inline void score_tile(const float* q, const float* kt, int64_t ld, int64_t D, int c0, vec scale, float* s,
+                                  vec* mx) {
         vec acc[R][CW];
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < CW; ++c) acc[r][c] = V::zero();
@@ -49,20 +52,32 @@ struct AttnKernels {
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int c = 0; c < CW; ++c) V::store(s + r * BK + c0 + c * N, acc[r][c]);
+            for (int c = 0; c < CW; ++c) {
+                const vec x = V::mul(acc[r][c], scale);
+                V::store(s + r * BK + c0 + c * N, x);
+                mx[r] = V::max(mx[r], x);
+            }
     }
+    // Scaled scores of R rows over ncols slots; rmax[r] = the row's largest (padding included).
     template <int R>
-    static inline void score_rows(const float* q, const float* kt, int64_t ld, int64_t D, int ncols, float* s) {
-        for (int c0 = 0; c0 < ncols; c0 += CW * N) score_tile<R>(q, kt, ld, D, c0, s);
+    static inline void score_rows(const float* q, const float* kt, int64_t ld, int64_t D, int ncols, vec scale,
+                                  float* s, float* rmax) {
+        vec mx[R];
+        for (int r = 0; r < R; ++r) mx[r] = V::set1(-__builtin_inff());
+        for (int c0 = 0; c0 < ncols; c0 += CW * N) score_tile<R>(q, kt, ld, D, c0, scale, s, mx);
+        for (int r = 0; r < R; ++r) rmax[r] = V::hmax(mx[r]);
     }
 
-    // o[r, d0 .. d0 + W N) += sum_j p[r, j] v[j, d0 ..] for R rows and nb slots: p [R, BK], v rows
-    // D apart, o [R, D].
+    // o[r, d0 .. d0 + W N) = o[r, ..] * alpha[r] + sum_j p[r, j] v[j, d0 ..] for R rows and nb
+    // slots: p [R, BK], v rows D apart, o [R, D] (the online softmax's rescale folded into the load).
     template <int R, int W>
-    static inline void value_tile(const float* p, const float* v, int64_t D, int nb, int64_t d0, float* o) {
+    static inline void value_tile(const float* p, const float* v, int64_t D, int nb, int64_t d0, const float* alpha,
+                                  float* o) {
         vec acc[R][W];
-        for (int r = 0; r < R; ++r)
-            for (int k = 0; k < W; ++k) acc[r][k] = V::load(o + r * D + d0 + k * N);
+        for (int r = 0; r < R; ++r) {
+            const vec a = V::set1(alpha[r]);
+            for (int k = 0; k < W; ++k) acc[r][k] = V::mul(V::load(o + r * D + d0 + k * N), a);
+        }
         for (int j = 0; j < nb; ++j) {
             vec vv[W];
             for (int k = 0; k < W; ++k) vv[k] = V::load(v + j * D + d0 + k * N);
@@ -75,16 +90,40 @@ struct AttnKernels {
             for (int k = 0; k < W; ++k) V::store(o + r * D + d0 + k * N, acc[r][k]);
     }
     template <int R>
-    static inline void value_rows(const float* p, const float* v, int64_t D, int nb, float* o) {
+    static inline void value_rows(const float* p, const float* v, int64_t D, int nb, const float* alpha, float* o) {
         int64_t d = 0;
-        for (; d + DV * N <= D; d += DV * N) value_tile<R, DV>(p, v, D, nb, d, o);
-        for (; d + N <= D; d += N) value_tile<R, 1>(p, v, D, nb, d, o);
+        for (; d + DV * N <= D; d += DV * N) value_tile<R, DV>(p, v, D, nb, d, alpha, o);
+        for (; d + N <= D; d += N) value_tile<R, 1>(p, v, D, nb, d, alpha, o);
         for (; d < D; ++d)
             for (int r = 0; r < R; ++r) {
-                float acc = o[r * D + d];
+                float acc = o[r * D + d] * alpha[r];
                 for (int j = 0; j < nb; ++j) acc += p[r * BK + j] * v[j * D + d];
                 o[r * D + d] = acc;
             }
+    }
+
+    // s[j] = -inf for each of the nb slots at positions kp the query at qp may not see: later ones,
+    // and with a window those at or before qp - window. Ascending positions hide a prefix and a
+    // suffix, found by binary search.
+    static inline void mask_row(const PrefillAttention& a, const int64_t* kp, int nb, int64_t qp, float* s) {
+        constexpr float ninf = -__builtin_inff();
+        if (!a.kpos_ascending) {
+            for (int j = 0; j < nb; ++j)
+                if (kp[j] > qp || (a.window > 0 && kp[j] <= qp - a.window)) s[j] = ninf;
+            return;
+        }
+        auto first_above = [&](int64_t x) {  // first j with kp[j] > x
+            int lo = 0, hi = nb;
+            while (lo < hi) {
+                const int mid = (lo + hi) / 2;
+                if (kp[mid] > x) hi = mid;
+                else lo = mid + 1;
+            }
+            return lo;
+        };
+        const int end = first_above(qp), begin = a.window > 0 ? first_above(qp - a.window) : 0;
+        for (int j = 0; j < begin && j < nb; ++j) s[j] = ninf;
+        for (int j = end > begin ? end : begin; j < nb; ++j) s[j] = ninf;
     }
 
     // Queries [t0, t1) of every head of cache head h's group over slots [s0, s1), written to out.
@@ -100,6 +139,8 @@ struct AttnKernels {
         float* sb = ob + R * D;  // [R, BK]
         float* m = sb + R * BK;  // [R] running maximum
         float* l = m + R;        // [R] running sum
+        float* bm = l + R;       // [R] this key block's row maximum (scaled scores, padding included)
+        float* alpha = bm + R;   // [R] this key block's rescale of the output so far
         for (int64_t j = 0; j < g; ++j)
             for (int64_t t = 0; t < tq; ++t) {
                 const float* src = a.q + (h * g + j) * a.q_head_stride + (t0 + t) * a.q_tok_stride;
@@ -131,32 +172,31 @@ struct AttnKernels {
             // Every query of the block masks every slot of this block: nothing to add.
             if (kmin > qmax || (a.window > 0 && kmax <= qmin - a.window)) continue;
             const bool need_mask = !(kmax <= qmin && (a.window <= 0 || kmin > qmax - a.window));
-            const float* kb = kt + (b0 / BK) * D * BK;  // [D, BK], 16 KB at D 64: stays in L1
-            int64_t r = 0;
-            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
-            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
-            for (r = 0; r < R; ++r) {
+            // The tiles' row maximum is the block's when no score changes after scaling: no mask,
+            // no soft-cap, no padding columns.
+            const bool tile_max = !need_mask && !(a.softcap > 0.0f) && ncols == nb;
+            const float* kb = kt + (b0 / BK) * D * BK;  // [D, BK], 32 KB at D 64
+            const float* vb = vh + b0 * D;
+            // Row r's block: exp(s - new max) in place, its sum into l, the output's rescale.
+            auto softmax_row = [&](int64_t r) {
                 float* s = sb + r * BK;
-                for (int c = 0; c < ncols; c += N) V::store(s + c, V::mul(V::load(s + c), vscale));
-                if (a.softcap > 0.0f)
-                    for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
-                if (need_mask) {
-                    const int64_t qp = qpos[r % tq];
-                    for (int j = 0; j < nb; ++j) {
-                        const int64_t kp = ph[b0 + j];
-                        if (kp > qp || (a.window > 0 && kp <= qp - a.window)) s[j] = ninf;
-                    }
+                float mx = bm[r];
+                if (!tile_max) {
+                    if (a.softcap > 0.0f)
+                        for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
+                    if (need_mask) mask_row(a, ph + b0, nb, qpos[r % tq], s);
+                    for (int j = nb; j < ncols; ++j) s[j] = ninf;
+                    vec vm = V::set1(ninf);
+                    for (int c = 0; c < ncols; c += N) vm = V::max(vm, V::load(s + c));
+                    mx = V::hmax(vm);
                 }
-                for (int j = nb; j < ncols; ++j) s[j] = ninf;
-                vec vm = V::set1(ninf);
-                for (int c = 0; c < ncols; c += N) vm = V::max(vm, V::load(s + c));
-                const float mx = V::hmax(vm);
                 const float mnew = mx > m[r] ? mx : m[r];
+                alpha[r] = 1.0f;
                 if (mnew == ninf) {  // nothing visible yet: the block adds zeros
                     for (int c = 0; c < ncols; c += N) V::store(s + c, V::zero());
-                    continue;
+                    return;
                 }
-                const float alpha = m[r] == ninf ? 0.0f : std::exp(m[r] - mnew);
+                alpha[r] = m[r] == ninf ? 0.0f : m[r] == mnew ? 1.0f : std::exp(m[r] - mnew);  // exp(0) is 1
                 const vec sub = V::set1(mnew);
                 vec acc = V::zero();
                 for (int c = 0; c < ncols; c += N) {
@@ -164,16 +204,20 @@ struct AttnKernels {
                     acc = V::add(acc, e);
                     V::store(s + c, e);
                 }
-                l[r] = l[r] * alpha + V::hsum(acc);
+                l[r] = l[r] * alpha[r] + V::hsum(acc);
                 m[r] = mnew;
-                if (alpha != 1.0f) {
-                    float* o = ob + r * D;
-                    for (int64_t d = 0; d < D; ++d) o[d] *= alpha;
-                }
-            }
-            const float* vb = vh + b0 * D;
-            for (r = 0; r + RB <= R; r += RB) value_rows<RB>(sb + r * BK, vb, D, nb, ob + r * D);
-            for (; r < R; ++r) value_rows<1>(sb + r * BK, vb, D, nb, ob + r * D);
+            };
+            // A group of rows runs scores, softmax and values back to back while its scores sit in L1.
+            auto group = [&](auto rows, int64_t r) {
+                constexpr int n = decltype(rows)::value;
+                score_rows<n>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, bm + r);
+                for (int i = 0; i < n; ++i) softmax_row(r + i);
+                value_rows<n>(sb + r * BK, vb, D, nb, alpha + r, ob + r * D);
+            };
+            int64_t r = 0;
+            for (; r + RB <= R; r += RB) group(std::integral_constant<int, RB>(), r);
+            for (; r + 2 <= R; r += 2) group(std::integral_constant<int, 2>(), r);
+            for (; r < R; ++r) group(std::integral_constant<int, 1>(), r);
         }
         if (a.row_max != nullptr)
             for (int64_t j = 0; j < g; ++j)
@@ -233,12 +277,13 @@ struct AttnKernels {
                     for (int64_t d = 0; d < D; ++d) dst[d] = src[d];
                 }
             int64_t r = 0;
-            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
-            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, sb + r * BK);
+            float unused[RB];
+            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, unused);
+            for (; r + 2 <= R; r += 2) score_rows<2>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, unused);
+            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, unused);
             for (r = 0; r < R; ++r) {
                 const int64_t j = r / tq, t = r % tq, row = (h * g + j) * T + t0 + t;
                 float* sr = sb + r * BK;
-                for (int c = 0; c < ncols; c += N) V::store(sr + c, V::mul(V::load(sr + c), vscale));
                 if (a.softcap > 0.0f)
                     for (int c = 0; c < nb; ++c) sr[c] = a.softcap * std::tanh(sr[c] / a.softcap);
                 if (need_mask) {

@@ -84,8 +84,9 @@ struct PrefillAttention {
     int64_t kv_head_stride = 0;
     const int64_t* kpos = nullptr;  // slot s of cache head h at kpos[h * kpos_head_stride + s]
     int64_t kpos_head_stride = 0;
-    bool kpos_ascending = false;    // every head's positions ascend: slots older than a block's
-                                    // window are skipped without reading them
+    bool kpos_ascending = false;    // every head's positions never decrease: slots older than a
+                                    // block's window are skipped without reading them, and a
+                                    // query's mask within a key block is found by binary search
     const int64_t* qpos = nullptr;  // [T] query positions
     int64_t Hc = 0, g = 0, T = 0, S = 0, D = 0;
     float scale = 1.0f, softcap = 0.0f;
