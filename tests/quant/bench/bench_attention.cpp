@@ -1,0 +1,171 @@
+// Speed of the prefill attention kernel (core/quant's attention_prefill) on the kernel threads,
+// next to this machine's float32 FMA peak, so "how far from the hardware" is a number anyone can
+// rerun. One layer of causal self-attention over a fresh prompt, for the shapes of the two real
+// models: SmolLM2-135M (3 KV heads x 3 query heads, D 64) and a global layer of Gemma 3 270M (1 x 4,
+// D 256). FLOPs counted as the exact causal work: 4 D per visible (query head, query, key) triple
+// (q.k and p.v), T (T + 1) / 2 pairs. Prints a table; it asserts nothing.
+// Usage: bench_attention [THREADS] [LENGTH ...] (default: every core; 512 2048 8192).
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/quant/cpu_features.h"
+#include "core/quant/qkernels.h"
+
+using namespace snapkv;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+#if defined(__x86_64__)
+// Fused multiply-adds on 12 independent register chains (enough to cover the FMA latency on two
+// pipes), the loop's only work: FLOPs per second of one core at its best.
+__attribute__((target("avx512f"))) float fma_loop_avx512(long iters) {
+    // Distinct starting values: equal chains would be merged into one by the compiler.
+    __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.01f), a2 = _mm512_set1_ps(1.02f),
+           a3 = _mm512_set1_ps(1.03f), a4 = _mm512_set1_ps(1.04f), a5 = _mm512_set1_ps(1.05f),
+           a6 = _mm512_set1_ps(1.06f), a7 = _mm512_set1_ps(1.07f), a8 = _mm512_set1_ps(1.08f),
+           a9 = _mm512_set1_ps(1.09f), a10 = _mm512_set1_ps(1.10f), a11 = _mm512_set1_ps(1.11f);
+    const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+    for (long i = 0; i < iters; ++i) {
+        a0 = _mm512_fmadd_ps(a0, b, c), a1 = _mm512_fmadd_ps(a1, b, c), a2 = _mm512_fmadd_ps(a2, b, c);
+        a3 = _mm512_fmadd_ps(a3, b, c), a4 = _mm512_fmadd_ps(a4, b, c), a5 = _mm512_fmadd_ps(a5, b, c);
+        a6 = _mm512_fmadd_ps(a6, b, c), a7 = _mm512_fmadd_ps(a7, b, c), a8 = _mm512_fmadd_ps(a8, b, c);
+        a9 = _mm512_fmadd_ps(a9, b, c), a10 = _mm512_fmadd_ps(a10, b, c), a11 = _mm512_fmadd_ps(a11, b, c);
+    }
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                                   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    return _mm512_reduce_add_ps(_mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+}
+
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(long iters) {
+    __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.01f), a2 = _mm256_set1_ps(1.02f),
+           a3 = _mm256_set1_ps(1.03f), a4 = _mm256_set1_ps(1.04f), a5 = _mm256_set1_ps(1.05f),
+           a6 = _mm256_set1_ps(1.06f), a7 = _mm256_set1_ps(1.07f), a8 = _mm256_set1_ps(1.08f),
+           a9 = _mm256_set1_ps(1.09f), a10 = _mm256_set1_ps(1.10f), a11 = _mm256_set1_ps(1.11f);
+    const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+    for (long i = 0; i < iters; ++i) {
+        a0 = _mm256_fmadd_ps(a0, b, c), a1 = _mm256_fmadd_ps(a1, b, c), a2 = _mm256_fmadd_ps(a2, b, c);
+        a3 = _mm256_fmadd_ps(a3, b, c), a4 = _mm256_fmadd_ps(a4, b, c), a5 = _mm256_fmadd_ps(a5, b, c);
+        a6 = _mm256_fmadd_ps(a6, b, c), a7 = _mm256_fmadd_ps(a7, b, c), a8 = _mm256_fmadd_ps(a8, b, c);
+        a9 = _mm256_fmadd_ps(a9, b, c), a10 = _mm256_fmadd_ps(a10, b, c), a11 = _mm256_fmadd_ps(a11, b, c);
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[7];
+}
+
+#else
+float fma_loop_avx512(long) { return 0.0f; }
+float fma_loop_avx2(long) { return 0.0f; }
+#endif
+
+// GFLOP/s of `threads` cores running the FMA loop of the path's vector width, best of 3 runs of
+// ~0.4 s (a shorter run reads low while the clock ramps up); 0 for scalar.
+double fma_peak(CpuPath path, int threads) {
+    if (path == CpuPath::Scalar) return 0.0;
+    const int lanes = path == CpuPath::Avx512 ? 16 : 8;
+    const long iters = path == CpuPath::Avx512 ? 400'000'000 : 800'000'000;
+    double best = 0.0;
+    for (int run = 0; run < 3; ++run) {
+        std::vector<float> sink(static_cast<size_t>(threads));
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                sink[static_cast<size_t>(t)] = path == CpuPath::Avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters);
+            });
+        for (auto& th : pool) th.join();
+        const double s = seconds_since(t0);
+        if (sink[0] == 12345.0f) std::printf(" ");  // keeps the loops' results alive
+        best = std::max(best, threads * double(iters) * 12 * lanes * 2 / s / 1e9);
+    }
+    return best;
+}
+
+struct Shape {
+    const char* name;
+    int64_t Hc, g, D;
+};
+
+// Best of `reps` runs of one layer's attention, in seconds.
+double time_attention(const Shape& sh, int64_t T, int reps) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t H = sh.Hc * sh.g;
+    std::vector<float> q(static_cast<size_t>(H * T * sh.D)), k(static_cast<size_t>(sh.Hc * T * sh.D)), v(k.size()),
+        out(q.size());
+    for (auto* x : {&q, &k, &v})
+        for (float& f : *x) f = nd(rng);
+    std::vector<int64_t> qpos(static_cast<size_t>(T)), kpos(static_cast<size_t>(sh.Hc * T));
+    for (int64_t t = 0; t < T; ++t) {
+        qpos[static_cast<size_t>(t)] = t;
+        for (int64_t h = 0; h < sh.Hc; ++h) kpos[static_cast<size_t>(h * T + t)] = t;
+    }
+    PrefillAttention a;
+    a.q = q.data();
+    a.q_head_stride = T * sh.D;
+    a.q_tok_stride = sh.D;
+    a.k = k.data();
+    a.v = v.data();
+    a.kv_head_stride = T * sh.D;
+    a.kpos = kpos.data();
+    a.kpos_head_stride = T;
+    a.kpos_ascending = true;
+    a.qpos = qpos.data();
+    a.Hc = sh.Hc;
+    a.g = sh.g;
+    a.T = a.S = T;
+    a.D = sh.D;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.D));
+    a.out = out.data();
+    a.out_head_stride = sh.D;
+    a.out_tok_stride = H * sh.D;
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        attention_prefill(a);
+        best = std::min(best, seconds_since(t0));
+    }
+    return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int threads = argc > 1 ? std::atoi(argv[1]) : static_cast<int>(std::thread::hardware_concurrency());
+    std::vector<int64_t> lengths;
+    for (int i = 2; i < argc; ++i) lengths.push_back(std::atoll(argv[i]));
+    if (lengths.empty()) lengths = {512, 2048, 8192};
+    set_kernel_threads(std::max(1, threads));
+    const CpuPath path = active_cpu_path();
+    const double peak = fma_peak(path, std::max(1, threads));
+    std::printf("path %s, %d threads, float32 FMA peak %.0f GFLOP/s (12 chains of %s FMAs per core)\n",
+                cpu_path_name(path), threads, peak, path == CpuPath::Avx512 ? "512-bit" : "256-bit");
+    std::printf("%-28s %7s %12s %10s %8s\n", "shape", "tokens", "ms / layer", "GFLOP/s", "of peak");
+    const Shape shapes[] = {{"SmolLM2 (3x3, D 64)", 3, 3, 64}, {"Gemma 3 global (1x4, D 256)", 1, 4, 256}};
+    for (const Shape& sh : shapes)
+        for (int64_t T : lengths) {
+            const double s = time_attention(sh, T, T >= 8192 ? 3 : 6);
+            const double flop = 4.0 * double(sh.Hc * sh.g) * double(sh.D) * double(T) * double(T + 1) / 2.0;
+            const double gf = flop / s / 1e9;
+            std::printf("%-28s %7lld %12.1f %10.1f %7.0f%%\n", sh.name, static_cast<long long>(T), s * 1e3, gf,
+                        peak > 0 ? 100.0 * gf / peak : 0.0);
+        }
+    return 0;
+}
