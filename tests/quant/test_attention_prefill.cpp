@@ -2,8 +2,8 @@
 // plain formula: scores (q . k) * scale, soft-cap, mask by position (future, padding, sliding
 // window), softmax, sum of p * v. On every CPU path the machine has, single-threaded and on the
 // kernel threads, for GQA groups, head sizes that are and are not multiples of the vector width,
-// caches that already hold earlier tokens, padding and positions out of order; with and without
-// H2O's per-slot sums of the probabilities.
+// caches that already hold earlier tokens (contiguous or with gaps), padding and positions out of
+// order; with and without H2O's per-slot sums of the probabilities.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,8 +23,9 @@ struct Case {
     int64_t Hc, g, T, S_old, D;
     int64_t window;
     float softcap;
-    bool shuffle_old;  // earlier slots out of position order
-    bool padding;      // some earlier slots are padding (position above every query)
+    bool shuffle_old;   // earlier slots out of position order
+    bool padding;       // some earlier slots are padding (position above every query)
+    bool gaps = false;  // earlier slots keep every third position or so, in order (a compressed cache)
 };
 
 // out [H, T, D] in float64 from the plain formula; h2o [H, S]: each slot's probability summed
@@ -68,14 +69,16 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q, const 
 
 TEST_CASE("Prefill attention matches the float64 formula on every path, threads, windows and caches", "[quant]") {
     const Case cases[] = {
-        {3, 3, 200, 0, 64, 0, 0.0f, false, false},          // SmolLM2's shape, a fresh prefill
-        {1, 4, 150, 0, 256, 64, 0.0f, false, false},        // Gemma 3: one KV head, D 256, sliding window
-        {2, 1, 70, 0, 8, 0, 0.0f, false, false},            // stories260K's D 8 (below every vector width)
-        {2, 2, 97, 130, 80, 0, 50.0f, false, false},        // earlier tokens in the cache, soft-cap, D 80
-        {2, 3, 40, 90, 64, 33, 0.0f, true, false},          // a compressed cache out of order, window
-        {3, 2, 33, 60, 32, 0, 0.0f, false, true},           // AdaKV padding
-        {1, 1, 1 + 128 * 3, 0, 16, 0, 0.0f, false, false},  // key blocks that end exactly
-        {1, 2, 300, 0, 64, 100, 0.0f, false, false},        // a window that skips whole key blocks
+        {3, 3, 200, 0, 64, 0, 0.0f, false, false},           // SmolLM2's shape, a fresh prefill
+        {1, 4, 150, 0, 256, 64, 0.0f, false, false},         // Gemma 3: one KV head, D 256, sliding window
+        {2, 1, 70, 0, 8, 0, 0.0f, false, false},             // stories260K's D 8 (below every vector width)
+        {2, 2, 97, 130, 80, 0, 50.0f, false, false},         // earlier tokens in the cache, soft-cap, D 80
+        {2, 3, 40, 90, 64, 33, 0.0f, true, false},           // a compressed cache out of order, window
+        {3, 2, 33, 60, 32, 0, 0.0f, false, true},            // AdaKV padding
+        {1, 1, 1 + 128 * 3, 0, 16, 0, 0.0f, false, false},   // key blocks that end exactly
+        {1, 2, 300, 0, 64, 100, 0.0f, false, false},         // a window that skips whole key blocks
+        {2, 3, 60, 200, 64, 100, 0.0f, false, false, true},  // a window edge inside a compressed cache
+        {1, 3, 150, 90, 32, 0, 0.0f, false, false, true},    // a compressed cache, causal mask only
     };
     const int threads_before = kernel_threads();
     const CpuPath path_before = active_cpu_path();
@@ -87,20 +90,22 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
         for (auto& x : q) x = 2.0f * nd(rng);  // peaky enough that a few keys dominate some rows
         for (auto& x : k) x = nd(rng);
         for (auto& x : v) x = nd(rng);
-        // Earlier slots hold positions 0 .. S_old - 1 (or a permutation, or padding); the new
-        // tokens follow at S_old .. S_old + T - 1 in the last T slots, as LayerKv::append puts them.
+        // Earlier slots hold positions 0 .. S_old - 1 (or a permutation, or padding, or an ordered
+        // subset of 0 .. 3 S_old - 1); the new tokens follow in the last T slots at the next
+        // positions, as LayerKv::append puts them.
         std::vector<int64_t> kpos(static_cast<size_t>(c.Hc * S)), qpos(static_cast<size_t>(c.T));
+        const int64_t first_new = c.gaps ? 3 * c.S_old : c.S_old;  // the new tokens' first position
         for (int64_t h = 0; h < c.Hc; ++h) {
             std::vector<int64_t> old(static_cast<size_t>(c.S_old));
-            for (int64_t j = 0; j < c.S_old; ++j) old[j] = j;
+            for (int64_t j = 0; j < c.S_old; ++j) old[j] = c.gaps ? 3 * j + int64_t(rng() % 3) : j;
             if (c.shuffle_old) std::shuffle(old.begin(), old.end(), rng);
             if (c.padding)
                 for (int64_t j = c.S_old - 1 - h * 5; j >= 0 && j >= c.S_old - 1 - h * 5 - 4; --j)
                     old[j] = int64_t(1) << 60;
             for (int64_t j = 0; j < c.S_old; ++j) kpos[h * S + j] = old[j];
-            for (int64_t t = 0; t < c.T; ++t) kpos[h * S + c.S_old + t] = c.S_old + t;
+            for (int64_t t = 0; t < c.T; ++t) kpos[h * S + c.S_old + t] = first_new + t;
         }
-        for (int64_t t = 0; t < c.T; ++t) qpos[t] = c.S_old + t;
+        for (int64_t t = 0; t < c.T; ++t) qpos[t] = first_new + t;
         const float scale = 1.0f / std::sqrt(float(c.D));
         std::vector<double> want_h2o;
         const std::vector<double> want = reference(c, q, k, v, kpos, qpos, S, scale, want_h2o);
