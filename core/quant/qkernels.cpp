@@ -268,8 +268,10 @@ void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const
         for (int64_t j = 0; j < n; ++j) block_sums(x + j * n_cols, n_cols, xs.data() + j * per);
     }
     const float* xs_data = xs.data();
-    // Rows per tile: 16 KiB of weights, which the inputs then read from L1.
-    const auto tile = std::max<int64_t>(1, static_cast<int64_t>((16u << 10) / max_row_bytes));
+    // Rows per tile: about 16 KiB of weights, which the inputs then read from L1; a multiple of 4
+    // when it holds 4 rows or more (the batch kernels take rows 4 at a time).
+    int64_t tile = std::max<int64_t>(1, static_cast<int64_t>((16u << 10) / max_row_bytes));
+    if (tile >= 4) tile = (tile + 3) / 4 * 4;
     const int64_t min_rows = std::max<int64_t>(tile, 8192 / std::max<int64_t>(n_cols, 1));
     for_guided(total, min_rows, /*spin=*/true, [&](int64_t begin, int64_t end) {
         int64_t base = 0;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/quant/qkernels_table.h"
 
@@ -282,55 +283,84 @@ struct Kernels {
         return dot_d32<24, true>(p, n, x, xs, unpack_q5_1);
     }
 
-    // dot_d32 of one row against nx inputs at once: input j at x + j * n (its per-32 sums at
-    // xs + j * xs_stride) into y[j * y_stride]. Each input sees dot_d32's arithmetic in dot_d32's
-    // order (so its result is the same bit for bit); a block is unpacked to floats once for up to
-    // G inputs instead of once per input. Q8_0 is dot_d32<34, false> with unpack_q8_0.
-    template <size_t Bytes, bool Min, class Unpack>
-    static inline void dot_d32_batch(const uint8_t* row, int64_t n, const float* x, int64_t nx, const float* xs,
-                                     int64_t xs_stride, float* y, int64_t y_stride, Unpack unpack) {
-        constexpr int G = 8;
-        for (int64_t j0 = 0; j0 < nx; j0 += G) {
-            const int g = static_cast<int>(std::min<int64_t>(G, nx - j0));
-            vec acc[G];
-            float mins[G];
+    // dot_d32 of RR rows (row_bytes apart) against G inputs at once: input j at x + j * n (its
+    // per-32 sums at xs + j * xs_stride), row a's result for input j into y[j * y_stride + a]. Each
+    // (row, input) sees dot_d32's arithmetic in dot_d32's order, so its result is the same bit for
+    // bit; a block is unpacked to floats once for G inputs and an input's values are loaded once for
+    // RR rows, with the RR x G sums held in registers.
+    template <int RR, int G, size_t Bytes, bool Min, class Unpack>
+    static inline void dot_d32_tile(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float* xs,
+                                    int64_t xs_stride, float* y, int64_t y_stride, Unpack unpack) {
+        vec acc[RR][G];
+        float mins[RR][G];
+        for (int a = 0; a < RR; ++a)
             for (int j = 0; j < G; ++j) {
-                acc[j] = V::zero();
-                mins[j] = 0.0f;
+                acc[a][j] = V::zero();
+                mins[a][j] = 0.0f;
             }
-            const uint8_t* p = row;
-            for (int64_t i = 0; i < n; i += 32, p += Bytes) {
+        for (int64_t i = 0, b = 0; i < n; i += 32, ++b) {
+            vec flo[RR][P], fhi[RR][P], d[RR];
+            float m[RR];
+            for (int a = 0; a < RR; ++a) {
+                const uint8_t* p = row + a * row_bytes + b * static_cast<int64_t>(Bytes);
                 q16 lo, hi;
                 unpack(p, &lo, &hi);
-                vec flo[P], fhi[P];
-                V::to_f32(lo, flo);
-                V::to_f32(hi, fhi);
-                const vec d = V::set1(V::h2f(load_u16(p)));
-                float m = 0.0f;
-                if constexpr (Min) m = V::h2f(load_u16(p + 2));
-                for (int j = 0; j < g; ++j) {
-                    const float* xj = x + (j0 + j) * n + i;
+                V::to_f32(lo, flo[a]);
+                V::to_f32(hi, fhi[a]);
+                d[a] = V::set1(V::h2f(load_u16(p)));
+                m[a] = 0.0f;
+                if constexpr (Min) m[a] = V::h2f(load_u16(p + 2));
+            }
+            for (int j = 0; j < G; ++j) {
+                const float* xj = x + j * n + i;
+                vec xv[2 * P];
+                for (int k = 0; k < 2 * P; ++k) xv[k] = V::load(xj + k * N);
+                for (int a = 0; a < RR; ++a) {
                     vec s = V::zero();
-                    for (int k = 0; k < P; ++k) s = V::fmadd(flo[k], V::load(xj + k * N), s);
-                    for (int k = 0; k < P; ++k) s = V::fmadd(fhi[k], V::load(xj + 16 + k * N), s);
-                    acc[j] = V::fmadd(d, s, acc[j]);
-                    if constexpr (Min) mins[j] += m * xs[(j0 + j) * xs_stride + i / 32];
+                    for (int k = 0; k < P; ++k) s = V::fmadd(flo[a][k], xv[k], s);
+                    for (int k = 0; k < P; ++k) s = V::fmadd(fhi[a][k], xv[P + k], s);
+                    acc[a][j] = V::fmadd(d[a], s, acc[a][j]);
+                    if constexpr (Min) mins[a][j] += m[a] * xs[j * xs_stride + i / 32];
                 }
             }
-            for (int j = 0; j < g; ++j) {
-                if constexpr (Min) y[(j0 + j) * y_stride] = V::hsum(acc[j]) + mins[j];
-                else y[(j0 + j) * y_stride] = V::hsum(acc[j]);
-            }
         }
+        for (int j = 0; j < G; ++j)
+            for (int a = 0; a < RR; ++a) {
+                if constexpr (Min) y[j * y_stride + a] = V::hsum(acc[a][j]) + mins[a][j];
+                else y[j * y_stride + a] = V::hsum(acc[a][j]);
+            }
     }
+    // Every row of a tile (small enough to stay in L1) against nx inputs: groups of G inputs in
+    // turn (so a group's values stay in L1 too), each over the tile's rows RR at a time.
     template <size_t Bytes, bool Min, void (*Unpack)(const uint8_t*, q16*, q16*)>
     static void matvec_batch_d32(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
                                  int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride) {
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
-            prefetch_ahead(row, row_bytes);
-            dot_d32_batch<Bytes, Min>(row, n_cols, x, nx, xs, xs_stride, y + r, y_stride, Unpack);
-        }
+        // Sums held in registers: with AVX-512 (32 vector registers) 4 rows x 4 inputs for Q8_0,
+        // whose blocks unpack in few registers, 2 x 8 for Q4_0 and Q4_1, 1 x 8 for Q5_0 and Q5_1
+        // (whose unpacking would spill more); 1 x 4 with 16 registers.
+        constexpr int RR = N == 16 ? (Bytes == 34 ? 4 : Bytes >= 22 ? 1 : 2) : 1;
+        constexpr int G = N == 16 ? (RR == 4 ? 4 : 8) : 4;
+        for (int64_t r = 0; r < n_rows; ++r) prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
+        int64_t j0 = 0;
+        auto group = [&](auto inputs) {
+            constexpr int g = decltype(inputs)::value;
+            const float* xg = x + j0 * n_cols;
+            const float* xsg = Min ? xs + j0 * xs_stride : nullptr;
+            float* yg = y + j0 * y_stride;
+            int64_t r = 0;
+            for (; r + RR <= n_rows; r += RR)
+                dot_d32_tile<RR, g, Bytes, Min>(w + static_cast<size_t>(r) * row_bytes, row_bytes, n_cols, xg, xsg,
+                                                xs_stride, yg + r, y_stride, Unpack);
+            for (; r < n_rows; ++r)
+                dot_d32_tile<1, g, Bytes, Min>(w + static_cast<size_t>(r) * row_bytes, row_bytes, n_cols, xg, xsg,
+                                               xs_stride, yg + r, y_stride, Unpack);
+            j0 += g;
+        };
+        while (nx - j0 >= G) group(std::integral_constant<int, G>());
+        if constexpr (G > 4)
+            if (nx - j0 >= 4) group(std::integral_constant<int, 4>());
+        if (nx - j0 >= 2) group(std::integral_constant<int, 2>());
+        if (nx - j0 >= 1) group(std::integral_constant<int, 1>());
     }
     // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
     static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float* xs) {
