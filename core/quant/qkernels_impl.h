@@ -362,6 +362,105 @@ struct Kernels {
         if (nx - j0 >= 2) group(std::integral_constant<int, 2>());
         if (nx - j0 >= 1) group(std::integral_constant<int, 1>());
     }
+    // fma16 on a block already unpacked to floats (f: P vectors).
+    static inline vec fma16f(const vec* f, const float* x, vec acc) {
+        for (int k = 0; k < P; ++k) acc = V::fmadd(f[k], V::load(x + k * N), acc);
+        return acc;
+    }
+    // dot_k (Q4_K, Q5_K) of one row against G inputs (input j at x + j * n, its per-32 sums at
+    // xs + j * xs_stride, its result into y[j * y_stride]): each input sees dot_k's arithmetic in
+    // dot_k's order; a 64-value quad is unpacked and its scales taken once for the G inputs.
+    template <int G, bool five>
+    static inline void dot_k_tile(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride,
+                                  float* y, int64_t y_stride) {
+        vec acc[G];
+        float mins[G];
+        for (int j = 0; j < G; ++j) {
+            acc[j] = V::zero();
+            mins[j] = 0.0f;
+        }
+        k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
+            int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
+            k_scale_min(2 * k, scales, &sc1, &mn1);
+            k_scale_min(2 * k + 1, scales, &sc2, &mn2);
+            vec f[4][P];
+            for (int g = 0; g < 4; ++g) V::to_f32(v[g], f[g]);
+            const vec s1 = V::set1(d * static_cast<float>(sc1)), s2 = V::set1(d * static_cast<float>(sc2));
+            for (int j = 0; j < G; ++j) {
+                const float* xk = x + j * n + i + 64 * k;
+                const float* xsj = xs + j * xs_stride;
+                acc[j] = V::fmadd(s1, fma16f(f[1], xk + 16, fma16f(f[0], xk, V::zero())), acc[j]);
+                acc[j] = V::fmadd(s2, fma16f(f[3], xk + 48, fma16f(f[2], xk + 32, V::zero())), acc[j]);
+                mins[j] += dmin * static_cast<float>(mn1) * xsj[i / 32 + 2 * k] +
+                           dmin * static_cast<float>(mn2) * xsj[i / 32 + 2 * k + 1];
+            }
+        });
+        for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]) - mins[j];
+    }
+    // dot_q6_k of one row against G inputs, as dot_k_tile (each 64 values unpacked once).
+    template <int G, bool five_unused = false>
+    static inline void dot_q6_k_tile(const uint8_t* p, int64_t n, const float* x, const float*, int64_t, float* y,
+                                     int64_t y_stride) {
+        vec acc[G];
+        for (int j = 0; j < G; ++j) acc[j] = V::zero();
+        for (int64_t i = 0; i < n; i += 256, p += 210) {
+            const float d = V::h2f(load_u16(p + 208));
+            const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+            for (int h = 0; h < 2; ++h) {
+                for (int jj = 0; jj < 32; jj += 16) {
+                    q16 v[4];
+                    q6_quad(p + 64 * h, p + 128 + 32 * h, jj, v);
+                    vec f[4][P], s[4];
+                    for (int g = 0; g < 4; ++g) {
+                        V::to_f32(v[g], f[g]);
+                        s[g] = V::set1(d * static_cast<float>(sc[8 * h + (32 * g + jj) / 16]));
+                    }
+                    for (int j = 0; j < G; ++j) {
+                        const float* xh = x + j * n + i + 128 * h + jj;
+                        for (int g = 0; g < 4; ++g)
+                            acc[j] = V::fmadd(s[g], fma16f(f[g], xh + 32 * g, V::zero()), acc[j]);
+                    }
+                }
+            }
+        }
+        for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]);
+    }
+    // Every row of a tile against nx inputs with a one-row tile kernel Tile<G>: groups of G
+    // inputs in turn over the tile's rows (the group's values stay in L1 with the tile).
+    template <template <int, bool> class TileOf, bool Five>
+    static void matvec_batch_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
+                                  int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride) {
+        constexpr int G = N == 16 ? 8 : 4;
+        for (int64_t r = 0; r < n_rows; ++r) prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
+        int64_t j0 = 0;
+        auto group = [&](auto inputs) {
+            constexpr int g = decltype(inputs)::value;
+            for (int64_t r = 0; r < n_rows; ++r)
+                TileOf<g, Five>::run(w + static_cast<size_t>(r) * row_bytes, n_cols, x + j0 * n_cols,
+                                     xs != nullptr ? xs + j0 * xs_stride : nullptr, xs_stride, y + j0 * y_stride + r,
+                                     y_stride);
+            j0 += g;
+        };
+        while (nx - j0 >= G) group(std::integral_constant<int, G>());
+        if constexpr (G > 4)
+            if (nx - j0 >= 4) group(std::integral_constant<int, 4>());
+        if (nx - j0 >= 2) group(std::integral_constant<int, 2>());
+        if (nx - j0 >= 1) group(std::integral_constant<int, 1>());
+    }
+    template <int G, bool Five>
+    struct KTile {
+        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
+                        int64_t y_stride) {
+            dot_k_tile<G, Five>(p, n, x, xs, xs_stride, y, y_stride);
+        }
+    };
+    template <int G, bool Unused>
+    struct Q6Tile {
+        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
+                        int64_t y_stride) {
+            dot_q6_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
+        }
+    };
     // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
     static float dot_iq4_nl(const uint8_t* p, int64_t n, const float* x, const float* xs) {
         const q16 levels = iq4_levels();
@@ -794,6 +893,9 @@ struct Kernels {
         t.matvec_batch[kQ4_1] = matvec_batch_d32<20, true, unpack_q4_1>;
         t.matvec_batch[kQ5_0] = matvec_batch_d32<22, false, unpack_q5_0>;
         t.matvec_batch[kQ5_1] = matvec_batch_d32<24, true, unpack_q5_1>;
+        t.matvec_batch[kQ4_K] = matvec_batch_rows<KTile, false>;
+        t.matvec_batch[kQ5_K] = matvec_batch_rows<KTile, true>;
+        t.matvec_batch[kQ6_K] = matvec_batch_rows<Q6Tile, false>;
         t.dequant[kF32] = dequant<deq_f32>;
         t.dequant[kF16] = dequant<deq_f16>;
         t.dequant[kBF16] = dequant<deq_bf16>;

@@ -237,33 +237,35 @@ TEST_CASE("Batched products give each input matvec_many's result bit for bit", "
             set_cpu_path(path);
             for (const char* name : {"F32", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K",
                                      "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"}) {
-                INFO(threads << " threads, path " << cpu_path_name(path) << ", " << name);
                 const GgmlType& t = *ggml_type_by_name(name);
-                // Rows not a multiple of any tile, and a second matrix of another type.
-                const int64_t n_cols = 768, rows_a = 413, rows_b = 29, n = 5;
-                const auto a = random_matrix(t, rows_a, n_cols, rng);
-                const GgmlType& tb = *ggml_type_by_name("Q4_1");
-                const auto b = random_matrix(tb, rows_b, n_cols, rng);
-                const BlockMatrix both[] = {block_matrix(t, a.data(), rows_a, n_cols),
-                                            block_matrix(tb, b.data(), rows_b, n_cols)};
-                std::vector<float> x;
-                for (int64_t j = 0; j < n; ++j) {
-                    const auto xj = random_x(n_cols, rng);
-                    x.insert(x.end(), xj.begin(), xj.end());
-                }
-                std::vector<float> got_a(static_cast<size_t>(n * rows_a)), got_b(static_cast<size_t>(n * rows_b));
-                float* ys[] = {got_a.data(), got_b.data()};
-                matvec_many_batch(both, ys, 2, x.data(), n);
-                for (int64_t j = 0; j < n; ++j) {
-                    std::vector<float> want_a(rows_a), want_b(rows_b);
-                    float* ws[] = {want_a.data(), want_b.data()};
-                    matvec_many(both, ws, 2, x.data() + j * n_cols);
-                    INFO("input " << j << ", the " << name << " matrix");
-                    check_bits(std::vector<float>(got_a.begin() + j * rows_a, got_a.begin() + (j + 1) * rows_a),
-                               want_a);
-                    INFO("input " << j << ", the Q4_1 matrix");
-                    check_bits(std::vector<float>(got_b.begin() + j * rows_b, got_b.begin() + (j + 1) * rows_b),
-                               want_b);
+                for (const int64_t n : {5, 11}) {  // input groups of 8, 4, 2 and 1
+                    INFO(threads << " threads, path " << cpu_path_name(path) << ", " << name << ", " << n << " inputs");
+                    // Rows not a multiple of any tile, and a second matrix of another type.
+                    const int64_t n_cols = 768, rows_a = 413, rows_b = 29;
+                    const auto a = random_matrix(t, rows_a, n_cols, rng);
+                    const GgmlType& tb = *ggml_type_by_name("Q4_1");
+                    const auto b = random_matrix(tb, rows_b, n_cols, rng);
+                    const BlockMatrix both[] = {block_matrix(t, a.data(), rows_a, n_cols),
+                                                block_matrix(tb, b.data(), rows_b, n_cols)};
+                    std::vector<float> x;
+                    for (int64_t j = 0; j < n; ++j) {
+                        const auto xj = random_x(n_cols, rng);
+                        x.insert(x.end(), xj.begin(), xj.end());
+                    }
+                    std::vector<float> got_a(static_cast<size_t>(n * rows_a)), got_b(static_cast<size_t>(n * rows_b));
+                    float* ys[] = {got_a.data(), got_b.data()};
+                    matvec_many_batch(both, ys, 2, x.data(), n);
+                    for (int64_t j = 0; j < n; ++j) {
+                        std::vector<float> want_a(rows_a), want_b(rows_b);
+                        float* ws[] = {want_a.data(), want_b.data()};
+                        matvec_many(both, ws, 2, x.data() + j * n_cols);
+                        INFO("input " << j << ", the " << name << " matrix");
+                        check_bits(std::vector<float>(got_a.begin() + j * rows_a, got_a.begin() + (j + 1) * rows_a),
+                                   want_a);
+                        INFO("input " << j << ", the Q4_1 matrix");
+                        check_bits(std::vector<float>(got_b.begin() + j * rows_b, got_b.begin() + (j + 1) * rows_b),
+                                   want_b);
+                    }
                 }
             }
         }
