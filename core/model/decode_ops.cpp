@@ -2,6 +2,7 @@
 #include "core/model/decode_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -28,21 +29,26 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, float eps) {
 }
 
 const RopeAngles& rope_angles(int64_t pos, const at::Tensor& inv_freq, double attn_factor) {
-    // Every layer of a decode step asks for the same angles (twice: q and k): keep the last ones
-    // per thread, keyed by the position, the factor and the frequencies themselves.
-    struct Last {
+    // Every layer of a decode step asks for the same angles (twice: q and k), and a batched step
+    // asks again for each sequence: keep the last few per thread, keyed by the position, the
+    // factor and the frequencies themselves. A few, not one: models with a local and a global
+    // RoPE base (Gemma 3) alternate between two tables layer by layer.
+    struct Entry {
         int64_t pos = -1;
         double attn_factor = 0.0;
         std::vector<float> inv;
         RopeAngles angles;
     };
-    thread_local Last last;
+    constexpr size_t kEntries = 4;
+    thread_local std::array<Entry, kEntries> cache;
+    thread_local size_t next = 0;
     const at::Tensor f = inv_freq.to(at::kCPU).contiguous();
     const float* fp = f.data_ptr<float>();
     const auto half = static_cast<size_t>(f.numel());
-    if (last.pos == pos && last.attn_factor == attn_factor && last.inv.size() == half &&
-        std::equal(last.inv.begin(), last.inv.end(), fp))
-        return last.angles;
+    for (const Entry& e : cache)
+        if (e.pos == pos && e.attn_factor == attn_factor && e.inv.size() == half &&
+            std::equal(e.inv.begin(), e.inv.end(), fp))
+            return e.angles;
     // The tensor operations of model_ops::apply_rope's general path, so the angles are the same
     // bits: pos * inv_freq rounded in float32, cos / sin in float32, then the factor.
     const at::Tensor ang = at::full({1, 1}, pos, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) *
@@ -54,12 +60,14 @@ const RopeAngles& rope_angles(int64_t pos, const at::Tensor& inv_freq, double at
     }
     cos = cos.contiguous();
     sin = sin.contiguous();
-    last.pos = pos;
-    last.attn_factor = attn_factor;
-    last.inv.assign(fp, fp + half);
-    last.angles.cos.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
-    last.angles.sin.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
-    return last.angles;
+    Entry& e = cache[next];
+    next = (next + 1) % kEntries;
+    e.pos = pos;
+    e.attn_factor = attn_factor;
+    e.inv.assign(fp, fp + half);
+    e.angles.cos.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
+    e.angles.sin.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
+    return e.angles;
 }
 
 void rope_rows(float* p, int64_t rows, int64_t D, const RopeAngles& a, int64_t n_rot, bool neox) {

@@ -5,9 +5,11 @@
 // Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
 // S = cache slots, V = n_vocab, D = head_dim.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "core/common/units.h"
 #include "core/compare/lockstep.h"
@@ -71,11 +73,32 @@ void add_query_stats(LayerCapture& c, const QueryStats& s) {
 // [D, D]: the layer's RoPE at positions first .. first + count - 1 averaged, as the row map
 // x -> x R^T (row j: the rotation of the unit vector e_j), from the model's own RoPE (its pair
 // layout, scaling and partial rotary dims). Undefined when a position is beyond the table.
+// Layers that share a RoPE table (all of them, or Gemma 3's local and global sets) share the
+// result: the last few are kept per thread, keyed by everything the rotation depends on (at D 256
+// each one is 2 x 64 M sines and cosines).
 at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64_t count) {
     const model_ops::RopeTable table = model_ops::rope_table(c, layer);
     const int64_t D = c.head_dim;
+    struct Entry {
+        std::vector<float> inv_freq;
+        double attn_factor = 0.0;
+        int64_t n_rot = 0, max_pos = 0, D = 0, first = -1, count = 0;
+        bool neox = false;
+        at::Tensor result;
+    };
+    thread_local std::array<Entry, 4> cache;
+    thread_local size_t next = 0;
+    const at::Tensor inv = table.inv_freq.to(at::kCPU).to(at::kFloat).contiguous();
+    const float* ip = inv.data_ptr<float>();
+    const auto n_inv = static_cast<size_t>(inv.numel());
+    for (const Entry& e : cache)
+        if (e.first == first && e.count == count && e.D == D && e.n_rot == table.n_rot && e.neox == table.neox &&
+            e.max_pos == table.max_pos && e.attn_factor == table.attn_factor && e.inv_freq.size() == n_inv &&
+            std::equal(e.inv_freq.begin(), e.inv_freq.end(), ip))
+            return e.result.defined() ? e.result.clone() : at::Tensor();
     const at::Tensor eye = at::eye(D, at::TensorOptions().dtype(at::kFloat));  // [D, D]
     at::Tensor sum = at::zeros({D, D}, at::TensorOptions().dtype(at::kDouble));
+    at::Tensor result;
     try {
         for (int64_t p0 = first; p0 < first + count; p0 += 64) {
             const int64_t n = std::min<int64_t>(64, first + count - p0);
@@ -83,10 +106,22 @@ at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64
             at::Tensor pos = at::arange(p0, p0 + n, at::TensorOptions().dtype(at::kLong)).repeat_interleave(D);
             sum += model_ops::apply_rope(x, pos, table).view({n, D, D}).sum(0).to(at::kDouble);
         }
+        result = (sum / double(count)).to(at::kFloat);
     } catch (const InputError&) {
-        return {};
+        result = at::Tensor();
     }
-    return (sum / double(count)).to(at::kFloat);
+    Entry& e = cache[next];
+    next = (next + 1) % cache.size();
+    e.inv_freq.assign(ip, ip + n_inv);
+    e.attn_factor = table.attn_factor;
+    e.n_rot = table.n_rot;
+    e.max_pos = table.max_pos;
+    e.neox = table.neox;
+    e.D = D;
+    e.first = first;
+    e.count = count;
+    e.result = result;
+    return result.defined() ? result.clone() : result;
 }
 
 // The L2 norm of each of the layer's values: [Hkv, L] float32 (CPU).
