@@ -165,14 +165,9 @@ struct Kernels {
 
     // ---- block formats: one row ----
 
-    // Q8_0 (34 bytes): f16 d, int8 q[32]; w = d * q.
-    static float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float*) {
-        vec acc = V::zero();
-        for (int64_t i = 0; i < n; i += 32, p += 34, x += 32) {
-            const vec s = fma16(V::load16(p + 18), x + 16, fma16(V::load16(p + 2), x, V::zero()));
-            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), s, acc);
-        }
-        return V::hsum(acc);
+    // Q8_0 (34 bytes): f16 d, int8 q[32]; w = d * q (dot_d32 below).
+    static float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        return dot_d32<34, false>(p, n, x, xs, unpack_q8_0);
     }
 
     // Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
@@ -194,22 +189,13 @@ struct Kernels {
             }
         }
     }
+    // One row, one input: the batch kernel's arithmetic with a batch of one (dot_k_tile below), so
+    // a batched product equals the single one by construction.
     template <bool five>
     static float dot_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        vec acc = V::zero();
-        float mins = 0.0f;
-        k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
-            const float* xk = x + i + 64 * k;
-            int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
-            k_scale_min(2 * k, scales, &sc1, &mn1);
-            k_scale_min(2 * k + 1, scales, &sc2, &mn2);
-            acc = V::fmadd(V::set1(d * static_cast<float>(sc1)), fma16(v[1], xk + 16, fma16(v[0], xk, V::zero())), acc);
-            acc = V::fmadd(V::set1(d * static_cast<float>(sc2)), fma16(v[3], xk + 48, fma16(v[2], xk + 32, V::zero())),
-                           acc);
-            mins += dmin * static_cast<float>(mn1) * xs[i / 32 + 2 * k] +
-                    dmin * static_cast<float>(mn2) * xs[i / 32 + 2 * k + 1];
-        });
-        return V::hsum(acc) - mins;
+        float y = 0.0f;
+        dot_k_tile<1, five>(p, n, x, xs, 0, &y, 0);
+        return y;
     }
     static float dot_q4_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
         return dot_k<false>(p, n, x, xs);
@@ -221,23 +207,9 @@ struct Kernels {
     // Q6_K (210 bytes): ql[128], qh[64], int8 sc[16], f16 d; value v of each 128-value half has
     // scale sc[v / 16]; w = d * sc * (q - 32).
     static float dot_q6_k(const uint8_t* p, int64_t n, const float* x, const float*) {
-        vec acc = V::zero();
-        for (int64_t i = 0; i < n; i += 256, p += 210) {
-            const float d = V::h2f(load_u16(p + 208));
-            const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
-            for (int h = 0; h < 2; ++h) {
-                for (int j = 0; j < 32; j += 16) {
-                    q16 v[4];
-                    q6_quad(p + 64 * h, p + 128 + 32 * h, j, v);
-                    for (int g = 0; g < 4; ++g) {
-                        const int at = 32 * g + j;  // value index within the half
-                        acc = V::fmadd(V::set1(d * static_cast<float>(sc[8 * h + at / 16])),
-                                       fma16(v[g], x + i + 128 * h + at, V::zero()), acc);
-                    }
-                }
-            }
-        }
-        return V::hsum(acc);
+        float y = 0.0f;
+        dot_q6_k_tile<1>(p, n, x, nullptr, 0, &y, 0);  // as dot_k: the batch kernel with one input
+        return y;
     }
 
     // The 32-value formats with an f16 scale d first (Q4_0, Q5_0, IQ4_NL: w = d * q) and, with
@@ -245,16 +217,9 @@ struct Kernels {
     // unpack(p, &lo, &hi) gives a block's values 0..15 and 16..31.
     template <size_t Bytes, bool Min, class Unpack>
     static inline float dot_d32(const uint8_t* p, int64_t n, const float* x, const float* xs, Unpack unpack) {
-        vec acc = V::zero();
-        float mins = 0.0f;
-        for (int64_t i = 0; i < n; i += 32, p += Bytes, x += 32) {
-            q16 lo, hi;
-            unpack(p, &lo, &hi);
-            acc = V::fmadd(V::set1(V::h2f(load_u16(p))), fma16(hi, x + 16, fma16(lo, x, V::zero())), acc);
-            if constexpr (Min) mins += V::h2f(load_u16(p + 2)) * xs[i / 32];
-        }
-        if constexpr (Min) return V::hsum(acc) + mins;
-        return V::hsum(acc);
+        float y = 0.0f;
+        dot_d32_tile<1, 1, Bytes, Min>(p, 0, n, x, xs, 0, &y, 0, unpack);  // as dot_k: a batch of one
+        return y;
     }
     // Block unpackers of the legacy 32-value formats for dot_d32 (values 0..15 and 16..31).
     static void unpack_q8_0(const uint8_t* b, q16* lo, q16* hi) {
@@ -283,6 +248,25 @@ struct Kernels {
         return dot_d32<24, true>(p, n, x, xs, unpack_q5_1);
     }
 
+    // A batch product's driver: prefetches the tile's rows, then calls group(std::integral_constant<
+    // int, g>(), j0) for consecutive groups of the nx inputs starting at input j0: groups of G, then
+    // at most one each of 4 (when G > 4), 2 and 1, so every group size is a compile-time constant.
+    template <int G, class F>
+    static inline void input_groups(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t nx, F group) {
+        for (int64_t r = 0; r < n_rows; ++r) prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
+        int64_t j0 = 0;
+        for (; nx - j0 >= G; j0 += G) group(std::integral_constant<int, G>(), j0);
+        if constexpr (G > 4)
+            if (nx - j0 >= 4) {
+                group(std::integral_constant<int, 4>(), j0);
+                j0 += 4;
+            }
+        if (nx - j0 >= 2) {
+            group(std::integral_constant<int, 2>(), j0);
+            j0 += 2;
+        }
+        if (nx - j0 >= 1) group(std::integral_constant<int, 1>(), j0);
+    }
     // dot_d32 of RR rows (row_bytes apart) against G inputs at once: input j at x + j * n (its
     // per-32 sums at xs + j * xs_stride), row a's result for input j into y[j * y_stride + a]. Each
     // (row, input) sees dot_d32's arithmetic in dot_d32's order, so its result is the same bit for
@@ -340,9 +324,7 @@ struct Kernels {
         // (whose unpacking would spill more); 1 x 4 with 16 registers.
         constexpr int RR = N == 16 ? (Bytes == 34 ? 4 : Bytes >= 22 ? 1 : 2) : 1;
         constexpr int G = N == 16 ? (RR == 4 ? 4 : 8) : 4;
-        for (int64_t r = 0; r < n_rows; ++r) prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
-        int64_t j0 = 0;
-        auto group = [&](auto inputs) {
+        input_groups<G>(w, row_bytes, n_rows, nx, [&](auto inputs, int64_t j0) {
             constexpr int g = decltype(inputs)::value;
             const float* xg = x + j0 * n_cols;
             const float* xsg = Min ? xs + j0 * xs_stride : nullptr;
@@ -354,13 +336,7 @@ struct Kernels {
             for (; r < n_rows; ++r)
                 dot_d32_tile<1, g, Bytes, Min>(w + static_cast<size_t>(r) * row_bytes, row_bytes, n_cols, xg, xsg,
                                                xs_stride, yg + r, y_stride, Unpack);
-            j0 += g;
-        };
-        while (nx - j0 >= G) group(std::integral_constant<int, G>());
-        if constexpr (G > 4)
-            if (nx - j0 >= 4) group(std::integral_constant<int, 4>());
-        if (nx - j0 >= 2) group(std::integral_constant<int, 2>());
-        if (nx - j0 >= 1) group(std::integral_constant<int, 1>());
+        });
     }
     // fma16 on a block already unpacked to floats (f: P vectors).
     static inline vec fma16f(const vec* f, const float* x, vec acc) {
@@ -431,21 +407,13 @@ struct Kernels {
     static void matvec_batch_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
                                   int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride) {
         constexpr int G = N == 16 ? 8 : 4;
-        for (int64_t r = 0; r < n_rows; ++r) prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
-        int64_t j0 = 0;
-        auto group = [&](auto inputs) {
+        input_groups<G>(w, row_bytes, n_rows, nx, [&](auto inputs, int64_t j0) {
             constexpr int g = decltype(inputs)::value;
             for (int64_t r = 0; r < n_rows; ++r)
                 TileOf<g, Five>::run(w + static_cast<size_t>(r) * row_bytes, n_cols, x + j0 * n_cols,
                                      xs != nullptr ? xs + j0 * xs_stride : nullptr, xs_stride, y + j0 * y_stride + r,
                                      y_stride);
-            j0 += g;
-        };
-        while (nx - j0 >= G) group(std::integral_constant<int, G>());
-        if constexpr (G > 4)
-            if (nx - j0 >= 4) group(std::integral_constant<int, 4>());
-        if (nx - j0 >= 2) group(std::integral_constant<int, 2>());
-        if (nx - j0 >= 1) group(std::integral_constant<int, 1>());
+        });
     }
     template <int G, bool Five>
     struct KTile {

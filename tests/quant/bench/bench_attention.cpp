@@ -5,10 +5,6 @@
 // D 256). FLOPs counted as the exact causal work: 4 D per visible (query head, query, key) triple
 // (q.k and p.v), T (T + 1) / 2 pairs. Prints a table; it asserts nothing.
 // Usage: bench_attention [THREADS] [LENGTH ...] (default: every core; 512 2048 8192).
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,50 +25,39 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-#if defined(__x86_64__)
 // Fused multiply-adds on 12 independent register chains (enough to cover the FMA latency on two
-// pipes), the loop's only work: FLOPs per second of one core at its best.
-__attribute__((target("avx512f"))) float fma_loop_avx512(long iters) {
-    // Distinct starting values: equal chains would be merged into one by the compiler.
-    __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.01f), a2 = _mm512_set1_ps(1.02f),
-           a3 = _mm512_set1_ps(1.03f), a4 = _mm512_set1_ps(1.04f), a5 = _mm512_set1_ps(1.05f),
-           a6 = _mm512_set1_ps(1.06f), a7 = _mm512_set1_ps(1.07f), a8 = _mm512_set1_ps(1.08f),
-           a9 = _mm512_set1_ps(1.09f), a10 = _mm512_set1_ps(1.10f), a11 = _mm512_set1_ps(1.11f);
-    const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+// pipes), the loop's only work: FLOPs per second of one core at its best. Written once with GCC's
+// vector types and compiled into each width's function (target attributes), where a * b + c
+// becomes one FMA. Distinct starting values (equal chains would be merged), and b, c known only at
+// run time (with constants the compiler finds the fixed point and drops the loop).
+template <class Vec>
+__attribute__((always_inline)) inline float fma_chains(long iters, float bs, float cs) {
+    Vec a[12];
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) a[k] = Vec{} + (1.0f + 0.01f * static_cast<float>(k));
+    const Vec b = Vec{} + bs, c = Vec{} + cs;
     for (long i = 0; i < iters; ++i) {
-        a0 = _mm512_fmadd_ps(a0, b, c), a1 = _mm512_fmadd_ps(a1, b, c), a2 = _mm512_fmadd_ps(a2, b, c);
-        a3 = _mm512_fmadd_ps(a3, b, c), a4 = _mm512_fmadd_ps(a4, b, c), a5 = _mm512_fmadd_ps(a5, b, c);
-        a6 = _mm512_fmadd_ps(a6, b, c), a7 = _mm512_fmadd_ps(a7, b, c), a8 = _mm512_fmadd_ps(a8, b, c);
-        a9 = _mm512_fmadd_ps(a9, b, c), a10 = _mm512_fmadd_ps(a10, b, c), a11 = _mm512_fmadd_ps(a11, b, c);
+#pragma GCC unroll 12
+        for (int k = 0; k < 12; ++k) a[k] = a[k] * b + c;
     }
-    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                                   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    return _mm512_reduce_add_ps(_mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+    float sum = 0.0f;
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) sum += a[k][0];
+    return sum;
 }
 
-__attribute__((target("avx2,fma"))) float fma_loop_avx2(long iters) {
-    __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.01f), a2 = _mm256_set1_ps(1.02f),
-           a3 = _mm256_set1_ps(1.03f), a4 = _mm256_set1_ps(1.04f), a5 = _mm256_set1_ps(1.05f),
-           a6 = _mm256_set1_ps(1.06f), a7 = _mm256_set1_ps(1.07f), a8 = _mm256_set1_ps(1.08f),
-           a9 = _mm256_set1_ps(1.09f), a10 = _mm256_set1_ps(1.10f), a11 = _mm256_set1_ps(1.11f);
-    const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
-    for (long i = 0; i < iters; ++i) {
-        a0 = _mm256_fmadd_ps(a0, b, c), a1 = _mm256_fmadd_ps(a1, b, c), a2 = _mm256_fmadd_ps(a2, b, c);
-        a3 = _mm256_fmadd_ps(a3, b, c), a4 = _mm256_fmadd_ps(a4, b, c), a5 = _mm256_fmadd_ps(a5, b, c);
-        a6 = _mm256_fmadd_ps(a6, b, c), a7 = _mm256_fmadd_ps(a7, b, c), a8 = _mm256_fmadd_ps(a8, b, c);
-        a9 = _mm256_fmadd_ps(a9, b, c), a10 = _mm256_fmadd_ps(a10, b, c), a11 = _mm256_fmadd_ps(a11, b, c);
-    }
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-    float out[8];
-    _mm256_storeu_ps(out, s);
-    return out[0] + out[7];
+#if defined(__x86_64__)
+typedef float F32x16 __attribute__((vector_size(64)));
+typedef float F32x8 __attribute__((vector_size(32)));
+__attribute__((target("avx512f"))) float fma_loop_avx512(long iters, float b, float c) {
+    return fma_chains<F32x16>(iters, b, c);
 }
-
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(long iters, float b, float c) {
+    return fma_chains<F32x8>(iters, b, c);
+}
 #else
-float fma_loop_avx512(long) { return 0.0f; }
-float fma_loop_avx2(long) { return 0.0f; }
+float fma_loop_avx512(long, float, float) { return 0.0f; }
+float fma_loop_avx2(long, float, float) { return 0.0f; }
 #endif
 
 // GFLOP/s of `threads` cores running the FMA loop of the path's vector width, best of 3 runs of
@@ -81,6 +66,8 @@ double fma_peak(CpuPath path, int threads) {
     if (path == CpuPath::Scalar) return 0.0;
     const int lanes = path == CpuPath::Avx512 ? 16 : 8;
     const long iters = path == CpuPath::Avx512 ? 400'000'000 : 800'000'000;
+    static volatile float b_src = 0.9999999f, c_src = 1e-7f;
+    const float b = b_src, c = c_src;
     double best = 0.0;
     for (int run = 0; run < 3; ++run) {
         std::vector<float> sink(static_cast<size_t>(threads));
@@ -88,7 +75,8 @@ double fma_peak(CpuPath path, int threads) {
         std::vector<std::thread> pool;
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                sink[static_cast<size_t>(t)] = path == CpuPath::Avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters);
+                sink[static_cast<size_t>(t)] = path == CpuPath::Avx512 ? fma_loop_avx512(iters, b, c)
+                                                                       : fma_loop_avx2(iters, b, c);
             });
         for (auto& th : pool) th.join();
         const double s = seconds_since(t0);
