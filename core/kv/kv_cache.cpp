@@ -181,14 +181,16 @@ KvCache KvCache::prefix(int64_t n) const {
     return KvCache(std::move(layers), n);
 }
 
-KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity) {
+KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity, int64_t n_slots) {
     TORCH_CHECK(static_cast<int64_t>(keep.size()) == src.n_layer(), "kv: gather needs one entry per layer");
     std::vector<LayerKv> out;
     for (int64_t l = 0; l < src.n_layer(); ++l) {
         const LayerKeep& heads = keep[static_cast<size_t>(l)];
         const LayerKv& in = src.layer(l);
+        const int64_t limit = n_slots >= 0 ? n_slots : in.size();  // source slots [0, limit)
+        TORCH_CHECK(limit <= in.size(), "kv: the first ", limit, " slots of a layer of ", in.size());
         if (heads.empty()) {
-            out.push_back(copy_slots(in, in.size(), extra_capacity));
+            out.push_back(copy_slots(in, limit, extra_capacity));
             continue;
         }
         const auto hs = static_cast<int64_t>(heads.size());
@@ -202,7 +204,7 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
         for (int64_t h = 0; h < hs; ++h) {
             const auto& list = heads[static_cast<size_t>(h)];
             for (size_t j = 0; j < list.size(); ++j) {
-                TORCH_CHECK(list[j] >= 0 && list[j] < in.size(), "kv: slot ", list[j], " out of range");
+                TORCH_CHECK(list[j] >= 0 && list[j] < limit, "kv: slot ", list[j], " out of range");
                 idx[static_cast<size_t>(h * m) + j] = list[j];
                 pad[static_cast<size_t>(h * m) + j] = 0;
             }
@@ -243,7 +245,7 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
         layer.assign(kk, vv, pp);
         out.push_back(std::move(layer));
     }
-    return KvCache(std::move(out), src.n_past());
+    return KvCache(std::move(out), n_slots >= 0 ? n_slots : src.n_past());
 }
 
 }  // namespace snapkv

@@ -104,8 +104,11 @@ private:
 // slot indices per cache head of the result. The result holds keep[l].size() heads; when that is
 // more than the source's heads (query-head SnapKV), each source head is repeated to its group.
 // Heads with fewer entries than the longest are padded with masked slots. This is the CPU/LibTorch
-// reference of the gather that kernels/ fuses on the GPU.
+// reference of the gather that kernels/ fuses on the GPU. n_slots >= 0 reads only the first
+// n_slots slots of src (a whole layer keeps those; the result decodes from position n_slots): the
+// same cache as gathering from src.prefix(n_slots), without copying that prefix first.
 using LayerKeep = std::vector<std::vector<int64_t>>;  // [head][slot]
-KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity = 0);
+KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity = 0,
+                     int64_t n_slots = -1);
 
 }  // namespace snapkv

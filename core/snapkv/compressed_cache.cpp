@@ -49,8 +49,9 @@ KvCache compressed_cache(const KvCache& prefill, const Selection& sel, int64_t n
                 " tokens but the cache holds ", prefill.n_past());
     const std::vector<LayerKeep> keep = keep_lists(sel, sel.n_tokens, n_head_kv);
     if (sel.n_tokens == prefill.n_past()) return gather_cache(prefill, keep, extra_capacity);
-    // Query-agnostic: the selection covers the context alone; the question is fed afterwards.
-    return gather_cache(prefill.prefix(sel.n_tokens), keep, extra_capacity);
+    // Query-agnostic: the selection covers the context alone (the cache's first n_tokens slots, a
+    // fresh prefill's positions 0 .. n_tokens - 1); the question is fed afterwards.
+    return gather_cache(prefill, keep, extra_capacity, sel.n_tokens);
 }
 
 std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head, at::Device device) {

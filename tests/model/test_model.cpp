@@ -213,6 +213,38 @@ TEST_CASE("a cache holding a gathered copy of every slot decodes like the full c
     }
 }
 
+TEST_CASE("gathering from a cache's first n slots equals gathering from a copy of them", "[model][kv]") {
+    // The query-agnostic start: the selection covers the context (the first n slots), the cache
+    // also holds the question. Whole layers keep the n slots, kept lists point below n, the result
+    // decodes from position n; a slot at or past n is refused.
+    const Loaded& l = load("F32");
+    const std::vector<int32_t> prompt = l.tok->encode("Lily wanted to play with her ball in the park", true, true);
+    KvCache full = l.model->new_cache();
+    l.model->forward(prompt, full);
+    const auto L = static_cast<int64_t>(prompt.size());
+    const int64_t n = L - 3, Hkv = l.model->config().n_head_kv;
+    std::vector<LayerKeep> keep(5);
+    for (size_t layer = 1; layer < keep.size(); ++layer) {  // layer 0 stays whole
+        keep[layer].resize(static_cast<size_t>(Hkv));
+        for (int64_t h = 0; h < Hkv; ++h)
+            for (int64_t p = h % 2; p < n; p += 1 + static_cast<int64_t>(layer) % 3) keep[layer][h].push_back(p);
+    }
+    const KvCache want = gather_cache(full.prefix(n), keep, 4);
+    const KvCache got = gather_cache(full, keep, 4, n);
+    REQUIRE(got.n_past() == n);
+    REQUIRE(want.n_past() == n);
+    for (int64_t layer = 0; layer < 5; ++layer) {
+        INFO("layer " << layer);
+        const LayerKv &a = want.layer(layer), &b = got.layer(layer);
+        REQUIRE(a.size() == b.size());
+        CHECK(at::equal(a.keys(), b.keys()));
+        CHECK(at::equal(a.values(), b.values()));
+        CHECK(at::equal(a.positions(), b.positions()));
+    }
+    keep[1][0].push_back(n);  // the first slot past the n
+    CHECK_THROWS(gather_cache(full, keep, 4, n));
+}
+
 TEST_CASE("sampling is reproducible with a seed and validated", "[model][sampling]") {
     const Loaded& l = load("F32");
     const std::vector<int32_t> prompt = l.tok->encode("Once upon a time", true, true);
