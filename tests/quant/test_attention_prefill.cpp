@@ -14,6 +14,7 @@
 
 #include "core/quant/cpu_features.h"
 #include "core/quant/qkernels.h"
+#include "tests/quant/prefill_args.h"
 
 using namespace snapkv;
 
@@ -112,30 +113,14 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
         double mag = 0.0;
         for (double x : want) mag = std::max(mag, std::abs(x));
 
-        PrefillAttention a;
-        a.q = q.data();
-        a.q_head_stride = c.T * c.D;
-        a.q_tok_stride = c.D;
-        a.k = k.data();
-        a.v = v.data();
-        a.kv_head_stride = S * c.D;
-        a.kpos = kpos.data();
-        a.kpos_head_stride = S;
+        // The output in [T, H, D] order (what the model's output projection reads).
+        std::vector<float> out(q.size());
+        PrefillAttention a = test::prefill_args(q.data(), k.data(), v.data(), kpos.data(), qpos.data(), c.Hc, c.g, c.T,
+                                                S, c.D, out.data());
         a.kpos_ascending = !c.shuffle_old && !c.padding;
-        a.qpos = qpos.data();
-        a.Hc = c.Hc;
-        a.g = c.g;
-        a.T = c.T;
-        a.S = S;
-        a.D = c.D;
         a.scale = scale;
         a.softcap = c.softcap;
         a.window = c.window;
-        // The output in [T, H, D] order (what the model's output projection reads).
-        std::vector<float> out(q.size());
-        a.out = out.data();
-        a.out_head_stride = c.D;
-        a.out_tok_stride = H * c.D;
         std::vector<float> h2o(static_cast<size_t>(H * S));
         auto check = [&] {
             double worst = 0.0;

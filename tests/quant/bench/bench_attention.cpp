@@ -16,6 +16,7 @@
 
 #include "core/quant/cpu_features.h"
 #include "core/quant/qkernels.h"
+#include "tests/quant/prefill_args.h"
 
 using namespace snapkv;
 
@@ -105,25 +106,10 @@ double time_attention(const Shape& sh, int64_t T, int reps) {
         qpos[static_cast<size_t>(t)] = t;
         for (int64_t h = 0; h < sh.Hc; ++h) kpos[static_cast<size_t>(h * T + t)] = t;
     }
-    PrefillAttention a;
-    a.q = q.data();
-    a.q_head_stride = T * sh.D;
-    a.q_tok_stride = sh.D;
-    a.k = k.data();
-    a.v = v.data();
-    a.kv_head_stride = T * sh.D;
-    a.kpos = kpos.data();
-    a.kpos_head_stride = T;
+    PrefillAttention a = test::prefill_args(q.data(), k.data(), v.data(), kpos.data(), qpos.data(), sh.Hc, sh.g, T, T,
+                                            sh.D, out.data());
     a.kpos_ascending = true;
-    a.qpos = qpos.data();
-    a.Hc = sh.Hc;
-    a.g = sh.g;
-    a.T = a.S = T;
-    a.D = sh.D;
     a.scale = 1.0f / std::sqrt(static_cast<float>(sh.D));
-    a.out = out.data();
-    a.out_head_stride = sh.D;
-    a.out_tok_stride = H * sh.D;
     double best = 1e30;
     for (int r = 0; r < reps; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
