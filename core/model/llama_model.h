@@ -123,6 +123,9 @@ public:
     const ModelConfig& config() const { return m_config; }
     const ModelOptions& options() const { return m_opts; }
     int64_t weight_bytes() const { return m_weight_bytes; }  // weights in memory, as held there
+    // The model's distinct RoPE tables (1, or Gemma 3's local and global) and the one a layer uses.
+    const model_ops::RopeTable& rope(size_t index) const { return m_ropes[index]; }
+    size_t rope_index(int64_t layer) const { return m_layers[static_cast<size_t>(layer)].rope; }
 
     // A cache for this model: n_head_kv heads per layer, the model's device and dtype.
     // values false: each layer's values deferred until its first append (LayerKv's constructor).

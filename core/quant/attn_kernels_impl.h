@@ -122,7 +122,7 @@ struct AttnKernels {
             return lo;
         };
         const int end = first_above(qp), begin = a.window > 0 ? first_above(qp - a.window) : 0;
-        for (int j = 0; j < begin && j < nb; ++j) s[j] = ninf;
+        for (int j = 0; j < begin; ++j) s[j] = ninf;
         for (int j = end > begin ? end : begin; j < nb; ++j) s[j] = ninf;
     }
 
@@ -286,13 +286,7 @@ struct AttnKernels {
                 float* sr = sb + r * BK;
                 if (a.softcap > 0.0f)
                     for (int c = 0; c < nb; ++c) sr[c] = a.softcap * std::tanh(sr[c] / a.softcap);
-                if (need_mask) {
-                    const int64_t qp = qpos[t];
-                    for (int c = 0; c < nb; ++c) {
-                        const int64_t kp = ph[b0 + c];
-                        if (kp > qp || (a.window > 0 && kp <= qp - a.window)) sr[c] = ninf;
-                    }
-                }
+                if (need_mask) mask_row(a, ph + b0, nb, qpos[t], sr);
                 for (int c = nb; c < ncols; ++c) sr[c] = ninf;
                 const vec mx = V::set1(a.row_max[row]), sum = V::set1(a.row_sum[row]);
                 float* col = cs + j * BK;

@@ -269,7 +269,7 @@ void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const
     }
     const float* xs_data = xs.data();
     // Rows per tile: about 16 KiB of weights, which the inputs then read from L1; a multiple of 4
-    // when it holds 4 rows or more (the batch kernels take rows 4 at a time).
+    // when it holds 4 rows or more (the widest batch kernel takes rows 4 at a time).
     int64_t tile = std::max<int64_t>(1, static_cast<int64_t>((16u << 10) / max_row_bytes));
     if (tile >= 4) tile = (tile + 3) / 4 * 4;
     const int64_t min_rows = std::max<int64_t>(tile, 8192 / std::max<int64_t>(n_cols, 1));

@@ -374,7 +374,7 @@ struct Kernels {
         for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]) - mins[j];
     }
     // dot_q6_k of one row against G inputs, as dot_k_tile (each 64 values unpacked once).
-    template <int G, bool five_unused = false>
+    template <int G>
     static inline void dot_q6_k_tile(const uint8_t* p, int64_t n, const float* x, const float*, int64_t, float* y,
                                      int64_t y_stride) {
         vec acc[G];
@@ -401,29 +401,30 @@ struct Kernels {
         }
         for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]);
     }
-    // Every row of a tile against nx inputs with a one-row tile kernel Tile<G>: groups of G
+    // Every row of a tile against nx inputs with a one-row tile kernel Tiles::run<G>: groups of G
     // inputs in turn over the tile's rows (the group's values stay in L1 with the tile).
-    template <template <int, bool> class TileOf, bool Five>
+    template <class Tiles>
     static void matvec_batch_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
                                   int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride) {
         constexpr int G = N == 16 ? 8 : 4;
         input_groups<G>(w, row_bytes, n_rows, nx, [&](auto inputs, int64_t j0) {
             constexpr int g = decltype(inputs)::value;
             for (int64_t r = 0; r < n_rows; ++r)
-                TileOf<g, Five>::run(w + static_cast<size_t>(r) * row_bytes, n_cols, x + j0 * n_cols,
-                                     xs != nullptr ? xs + j0 * xs_stride : nullptr, xs_stride, y + j0 * y_stride + r,
-                                     y_stride);
+                Tiles::template run<g>(w + static_cast<size_t>(r) * row_bytes, n_cols, x + j0 * n_cols,
+                                       xs != nullptr ? xs + j0 * xs_stride : nullptr, xs_stride, y + j0 * y_stride + r,
+                                       y_stride);
         });
     }
-    template <int G, bool Five>
-    struct KTile {
+    template <bool Five>
+    struct KTiles {  // Q4_K, Q5_K
+        template <int G>
         static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
                         int64_t y_stride) {
             dot_k_tile<G, Five>(p, n, x, xs, xs_stride, y, y_stride);
         }
     };
-    template <int G, bool Unused>
-    struct Q6Tile {
+    struct Q6Tiles {
+        template <int G>
         static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
                         int64_t y_stride) {
             dot_q6_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
@@ -861,9 +862,9 @@ struct Kernels {
         t.matvec_batch[kQ4_1] = matvec_batch_d32<20, true, unpack_q4_1>;
         t.matvec_batch[kQ5_0] = matvec_batch_d32<22, false, unpack_q5_0>;
         t.matvec_batch[kQ5_1] = matvec_batch_d32<24, true, unpack_q5_1>;
-        t.matvec_batch[kQ4_K] = matvec_batch_rows<KTile, false>;
-        t.matvec_batch[kQ5_K] = matvec_batch_rows<KTile, true>;
-        t.matvec_batch[kQ6_K] = matvec_batch_rows<Q6Tile, false>;
+        t.matvec_batch[kQ4_K] = matvec_batch_rows<KTiles<false>>;
+        t.matvec_batch[kQ5_K] = matvec_batch_rows<KTiles<true>>;
+        t.matvec_batch[kQ6_K] = matvec_batch_rows<Q6Tiles>;
         t.dequant[kF32] = dequant<deq_f32>;
         t.dequant[kF16] = dequant<deq_f16>;
         t.dequant[kBF16] = dequant<deq_bf16>;

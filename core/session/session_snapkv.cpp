@@ -5,11 +5,11 @@
 // Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
 // S = cache slots, V = n_vocab, D = head_dim.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <vector>
+#include <map>
+#include <utility>
 
 #include "core/common/units.h"
 #include "core/compare/lockstep.h"
@@ -70,35 +70,12 @@ void add_query_stats(LayerCapture& c, const QueryStats& s) {
     c.query_count += s.count;
 }
 
-// [D, D]: the layer's RoPE at positions first .. first + count - 1 averaged, as the row map
+// [D, D]: a RoPE table at positions first .. first + count - 1 averaged, as the row map
 // x -> x R^T (row j: the rotation of the unit vector e_j), from the model's own RoPE (its pair
 // layout, scaling and partial rotary dims). Undefined when a position is beyond the table.
-// Layers that share a RoPE table (all of them, or Gemma 3's local and global sets) share the
-// result: the last few are kept per thread, keyed by everything the rotation depends on (at D 256
-// each one is 2 x 64 M sines and cosines).
-at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64_t count) {
-    const model_ops::RopeTable table = model_ops::rope_table(c, layer);
-    const int64_t D = c.head_dim;
-    struct Entry {
-        std::vector<float> inv_freq;
-        double attn_factor = 0.0;
-        int64_t n_rot = 0, max_pos = 0, D = 0, first = -1, count = 0;
-        bool neox = false;
-        at::Tensor result;
-    };
-    thread_local std::array<Entry, 4> cache;
-    thread_local size_t next = 0;
-    const at::Tensor inv = table.inv_freq.to(at::kCPU).to(at::kFloat).contiguous();
-    const float* ip = inv.data_ptr<float>();
-    const auto n_inv = static_cast<size_t>(inv.numel());
-    for (const Entry& e : cache)
-        if (e.first == first && e.count == count && e.D == D && e.n_rot == table.n_rot && e.neox == table.neox &&
-            e.max_pos == table.max_pos && e.attn_factor == table.attn_factor && e.inv_freq.size() == n_inv &&
-            std::equal(e.inv_freq.begin(), e.inv_freq.end(), ip))
-            return e.result.defined() ? e.result.clone() : at::Tensor();
+at::Tensor future_rope(const model_ops::RopeTable& table, int64_t D, int64_t first, int64_t count) {
     const at::Tensor eye = at::eye(D, at::TensorOptions().dtype(at::kFloat));  // [D, D]
     at::Tensor sum = at::zeros({D, D}, at::TensorOptions().dtype(at::kDouble));
-    at::Tensor result;
     try {
         for (int64_t p0 = first; p0 < first + count; p0 += 64) {
             const int64_t n = std::min<int64_t>(64, first + count - p0);
@@ -106,22 +83,10 @@ at::Tensor future_rope(const ModelConfig& c, int64_t layer, int64_t first, int64
             at::Tensor pos = at::arange(p0, p0 + n, at::TensorOptions().dtype(at::kLong)).repeat_interleave(D);
             sum += model_ops::apply_rope(x, pos, table).view({n, D, D}).sum(0).to(at::kDouble);
         }
-        result = (sum / double(count)).to(at::kFloat);
     } catch (const InputError&) {
-        result = at::Tensor();
+        return {};
     }
-    Entry& e = cache[next];
-    next = (next + 1) % cache.size();
-    e.inv_freq.assign(ip, ip + n_inv);
-    e.attn_factor = table.attn_factor;
-    e.n_rot = table.n_rot;
-    e.max_pos = table.max_pos;
-    e.neox = table.neox;
-    e.D = D;
-    e.first = first;
-    e.count = count;
-    e.result = result;
-    return result.defined() ? result.clone() : result;
+    return (sum / double(count)).to(at::kFloat);
 }
 
 // The L2 norm of each of the layer's values: [Hkv, L] float32 (CPU).
@@ -130,12 +95,31 @@ at::Tensor value_norms(const KvCache& cache, int64_t layer) {
     return at::linalg_vector_norm(v, 2, {-1}, false, c10::nullopt).to(at::kCPU).contiguous();  // [Hkv, L]
 }
 
+// ExpectedAttention's averaged RoPE of the 512 positions after the first n (as kvpress averages
+// it), once per (RoPE table, n) of a prefill: layers share tables (Gemma 3: two for 18 layers) and
+// at D 256 each average is 2 x 64 M sines and cosines. Read-only, so layers share the tensor.
+class FutureRopes {
+public:
+    explicit FutureRopes(const LlamaModel& model) : m_model(model) {}
+    const at::Tensor& get(int64_t layer, int64_t n) {
+        const std::pair<size_t, int64_t> key{m_model.rope_index(layer), n};
+        auto it = m_done.find(key);
+        if (it == m_done.end())
+            it = m_done.emplace(key, future_rope(m_model.rope(key.first), m_model.config().head_dim, n, 512)).first;
+        return it->second;  // [D, D]
+    }
+
+private:
+    const LlamaModel& m_model;
+    std::map<std::pair<size_t, int64_t>, at::Tensor> m_done;
+};
+
 // ExpectedAttention's inputs for a capture of the first n prompt tokens (its query statistics
-// already added): the RoPE of the next 512 positions, as kvpress averages it, and the norms of
-// the first n values (norms [Hkv, L]: every prompt position's).
-void add_expected_attention_inputs(LayerCapture& cap, const ModelConfig& c, const at::Tensor& norms, int64_t layer,
+// already added): the future RoPE and the norms of the first n values (norms [Hkv, L]: every
+// prompt position's).
+void add_expected_attention_inputs(LayerCapture& cap, FutureRopes& rope, const at::Tensor& norms, int64_t layer,
                                    int64_t n) {
-    cap.future_rope = future_rope(c, layer, n, 512);       // [D, D]
+    cap.future_rope = rope.get(layer, n);                  // [D, D]
     cap.value_norms = norms.narrow(1, 0, n).contiguous();  // [Hkv, n]
 }
 
@@ -221,6 +205,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
         cap.softcap = c.attn_softcap;
         cap.sliding_window = c.layers[static_cast<size_t>(l)].sliding_window;
     };
+    FutureRopes future(*model);
     for (int64_t l = 0; l < c.n_layer; ++l) {
         const auto li = static_cast<size_t>(l);
         LayerCapture aware;
@@ -239,7 +224,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             if (settings.query_stats) {
                 add_query_stats(aware, ctx_cap.queries[li]);
                 add_query_stats(aware, q_cap.queries[li]);
-                add_expected_attention_inputs(aware, c, norms[li], l, L);
+                add_expected_attention_inputs(aware, future, norms[li], l, L);
             }
             LayerCapture agn;
             scoring(agn, l);
@@ -248,7 +233,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             if (settings.h2o) agn.h2o = ctx_cap.h2o_scores[li];
             if (settings.query_stats) {
                 add_query_stats(agn, ctx_cap.queries[li]);
-                add_expected_attention_inputs(agn, c, norms[li], l, Lc);
+                add_expected_attention_inputs(agn, future, norms[li], l, Lc);
             }
             st.agnostic.push_back(std::move(agn));
         } else {
@@ -256,7 +241,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             if (settings.h2o) aware.h2o = ctx_cap.h2o_scores[li];
             if (settings.query_stats) {
                 add_query_stats(aware, ctx_cap.queries[li]);
-                add_expected_attention_inputs(aware, c, norms[li], l, L);
+                add_expected_attention_inputs(aware, future, norms[li], l, L);
             }
         }
         st.aware.push_back(std::move(aware));
