@@ -120,6 +120,7 @@ struct ForStmt : Stmt {
     ExprPtr filter;  // for x in xs if cond
     Body body;
     Body else_body;
+    bool recursive = false;  // {% for ... recursive %}: loop(items) renders the body for them
 };
 
 struct SetStmt : Stmt {

@@ -261,8 +261,9 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
     return Flow::Normal;
 }
 
-void Evaluator::exec_for(const ForStmt& s, Frame& frame) {
-    const Value seq = eval(*s.iter, frame);
+void Evaluator::exec_for(const ForStmt& s, Frame& frame) { run_loop(s, eval(*s.iter, frame), frame, 1); }
+
+void Evaluator::run_loop(const ForStmt& s, const Value& seq, Frame& frame, int depth) {
     Items items = iterate(seq);
     LoopData& loop = m_loops.emplace_back();
     ScopedFrame iter(frame, m_captured);
@@ -282,12 +283,16 @@ void Evaluator::exec_for(const ForStmt& s, Frame& frame) {
         loop.holder = Value::list(std::move(items.owned));
     }
     loop.items = &loop.holder.items();
+    loop.depth = depth;
+    loop.stmt = &s;
+    loop.frame = &frame;
     const size_t n = loop.items->size();
     if (n == 0) {
         ScopedFrame inner(frame, m_captured);
         exec_body(s.else_body, *inner.frame);
         return;
     }
+    Restore<bool> active(loop.active, true);
     const Value loop_value = Value::loop_object(&loop);
     for (size_t i = 0; i < n; ++i) {
         step();
@@ -297,6 +302,23 @@ void Evaluator::exec_for(const ForStmt& s, Frame& frame) {
         exec_set(s.target, (*loop.items)[i], *iter.frame, s.line);
         if (exec_body(s.body, *iter.frame) == Flow::Break) break;
     }
+}
+
+// loop(items) inside a recursive for loop: the loop body over items, one level deeper.
+Value Evaluator::call_loop(LoopData& loop, const Args& args) {
+    if (!loop.stmt->recursive) fail("The loop must have the 'recursive' marker to be called recursively.");
+    if (!loop.active) fail("a recursive loop cannot be called after it ended");
+    if (args.pos.size() != 1 || !args.kw.empty()) fail("loop() takes exactly one argument, the items to loop over");
+    if (m_call_depth >= m_options.max_call_depth) {
+        fail("recursive loop nested more than " + std::to_string(m_options.max_call_depth) + " levels deep");
+    }
+    Restore<int> depth(m_call_depth, m_call_depth + 1);
+    std::string buf;
+    {
+        Restore<std::string*> out(m_out, &buf);
+        run_loop(*loop.stmt, args.pos[0], *loop.frame, loop.depth + 1);
+    }
+    return make_string(std::move(buf));
 }
 
 void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame, int line) {
@@ -329,7 +351,7 @@ void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame,
         }
         if (!target.attr.empty() && target.attr[0] == '_') {
             fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + target.attr +
-                 "'");
+                 "'. Please rename the attribute.");
         }
         ns.ns().set(target.attr, value);
         return;
@@ -416,6 +438,7 @@ Value Evaluator::call_macro(const CallableData& fn, const Args& args) {
 
 Value Evaluator::call(const Value& fn, const Args& args) {
     if (fn.is_undefined()) fail_undefined(fn);
+    if (fn.kind() == Kind::Loop) return call_loop(fn.loop(), args);
     if (fn.kind() != Kind::Callable) fail("'" + type_name(fn) + "' object is not callable");
     const CallableData& c = fn.callable();
     if (c.macro != nullptr) return call_macro(c, args);
@@ -588,27 +611,27 @@ Value Evaluator::eval_filter(const Expr& e, Frame& frame, const Value* input) {
     } else {
         subject = eval(*e.children[0], frame);
     }
-    if (e.builtin < 0) fail("no filter named '" + e.name + "'");
+    if (e.builtin < 0) fail("No filter named '" + e.name + "' found.");
     const Args args = eval_args(e.call, frame);
     return filter_at(e.builtin)(*this, subject, args);
 }
 
 bool Evaluator::eval_test(const Expr& e, Frame& frame) {
     const Value subject = eval(*e.children[0], frame);
-    if (e.builtin < 0) fail("no test named '" + e.name + "'");
+    if (e.builtin < 0) fail("No test named '" + e.name + "' found.");
     const Args args = eval_args(e.call, frame);
     return test_at(e.builtin)(*this, subject, args);
 }
 
 Value Evaluator::apply_filter(const std::string& name, const Value& v, const Args& args) {
     const int id = find_filter(name);
-    if (id < 0) fail("no filter named '" + name + "'");
+    if (id < 0) fail("No filter named '" + name + "' found.");
     return filter_at(id)(*this, v, args);
 }
 
 bool Evaluator::apply_test(const std::string& name, const Value& v, const Args& args) {
     const int id = find_test(name);
-    if (id < 0) fail("no test named '" + name + "'");
+    if (id < 0) fail("No test named '" + name + "' found.");
     return test_at(id)(*this, v, args);
 }
 
@@ -641,7 +664,8 @@ Value Evaluator::getitem(const Value& obj, const Value& key) {
         break;
     case Kind::List:
     case Kind::Tuple:
-        if (key.is_integral()) {
+        if (key.is_integral() &&
+            (obj.flavor() == Flavor::Plain || obj.flavor() == Flavor::Range || obj.flavor() == Flavor::GroupTuple)) {
             const auto& items = obj.items();
             int64_t i = key.get_int();
             if (i < 0) i += int64_t(items.size());

@@ -52,6 +52,9 @@ struct LoopData {
     int depth = 1;
     Value last_changed;  // loop.changed()
     bool changed_called = false;
+    const ForStmt* stmt = nullptr;  // for loop(items) in a recursive loop
+    Frame* frame = nullptr;         // the frame around the loop, alive while `active`
+    bool active = false;
 };
 
 struct CallableData {
@@ -92,9 +95,9 @@ public:
         m_string_bytes += n;
         if (m_string_bytes > m_options.max_string_bytes) fail_bytes();
     }
-    Value make_string(std::string s) {
+    Value make_string(std::string s, bool markup = false) {
         count_bytes(s.size());
-        return Value::string(std::move(s));
+        return Value::string(std::move(s), markup);
     }
     NamespaceData* new_namespace();
     Value call(const Value& fn, const Args& args);
@@ -134,6 +137,8 @@ private:
     Flow exec_body(const Body& body, Frame& frame);
     Flow exec(const Stmt& s, Frame& frame);
     void exec_for(const ForStmt& s, Frame& frame);
+    void run_loop(const ForStmt& s, const Value& seq, Frame& frame, int depth);
+    Value call_loop(LoopData& loop, const Args& args);
     void exec_set(const Target& target, const Value& value, Frame& frame, int line);
     void exec_call_block(const CallBlockStmt& s, Frame& frame);
     Value define_macro(const MacroStmt& m, Frame& frame);

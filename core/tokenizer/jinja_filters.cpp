@@ -1,8 +1,8 @@
 // Jinja's string and number filters as jinja2 3.1's filters.py defines them (signatures,
 // defaults, Undefined handling), with transformers' tojson (json.dumps, ensure_ascii=False), and
 // the filter table. Filters over sequences (map, select, sort, join, ...) are in
-// jinja_filters_seq.cpp. Filters jinja2 has but chat templates do not need (urlize, wordwrap,
-// random, ...) are registered so a template parses, and fail by name when reached.
+// jinja_filters_seq.cpp. Filters jinja2 has but chat templates do not need (urlize, random,
+// pprint, ...) are registered so a template parses, and fail by name when reached.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -17,9 +17,6 @@ namespace {
 
 std::string soft_str(Evaluator& ev, const Value& v) { return v.is_string() ? v.str() : ev.to_str(v); }
 
-Value lower_if_string(const Value& v) { return v.is_string() ? Value::string(text::lower(v.str())) : v; }
-
-// _prepare_attribute_parts: "a.0.b" -> ['a', 0, 'b'].
 bool arg_bool(const Value& v) { return truthy(v); }
 
 // ---- the filters ----
@@ -66,24 +63,15 @@ Value f_default(Evaluator&, const Value& v, const Args& args) {
     return v;
 }
 
-std::string html_escape(std::string_view s) {
-    std::string out;
-    for (const char c : s) {
-        switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
-        }
-    }
-    return out;
-}
-
 Value f_escape(Evaluator& ev, const Value& v, const Args& args) {
     no_args(args, "escape");
-    return ev.make_string(html_escape(soft_str(ev, v)));
+    if (v.is_markup()) return v;
+    return ev.make_string(text::html_escape(soft_str(ev, v)), true);
+}
+
+Value f_forceescape(Evaluator& ev, const Value& v, const Args& args) {
+    no_args(args, "forceescape");
+    return ev.make_string(text::html_escape(soft_str(ev, v)), true);
 }
 
 bool parse_python_float(std::string_view raw, double& out) {
@@ -306,7 +294,7 @@ Value f_round(Evaluator&, const Value& v, const Args& args) {
 
 Value f_safe(Evaluator& ev, const Value& v, const Args& args) {
     no_args(args, "safe");
-    return v.is_string() ? v : ev.make_string(soft_str(ev, v));
+    return v.is_markup() ? v : ev.make_string(soft_str(ev, v), true);
 }
 
 Value f_string(Evaluator& ev, const Value& v, const Args& args) {
@@ -440,8 +428,98 @@ Value f_wordcount(Evaluator& ev, const Value& v, const Args& args) {
     return Value::integer(n);
 }
 
-const char* const k_unimplemented[] = {"filesizeformat", "pprint",   "random", "urlencode",
-                                       "urlize",         "wordwrap", "xmlattr"};
+// textwrap.wrap(line, width, expand_tabs=False, replace_whitespace=False) as jinja2's wordwrap
+// calls it: chunks of ASCII whitespace and words (split after hyphens inside words), filled
+// greedily, whitespace dropped at the line ends, long words broken.
+std::vector<std::string> text_wrap(const std::string& line, int64_t width, bool break_long, bool break_hyphens) {
+    const auto ws = [](uint32_t c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == 0x0B || c == 0x0C || c == '\r';
+    };
+    std::vector<std::vector<uint32_t>> chunks;
+    const std::vector<uint32_t> cps = text::code_points(line);
+    for (size_t i = 0; i < cps.size();) {
+        size_t j = i;
+        const bool space = ws(cps[i]);
+        while (j < cps.size() && ws(cps[j]) == space) {
+            ++j;
+            // a word breaks after a hyphen between letters ("well-known" -> "well-", "known")
+            if (!space && break_hyphens && j < cps.size() && cps[j - 1] == '-' && j >= 2 &&
+                text::is_alpha(cps[j - 2]) && text::is_alpha(cps[j])) {
+                break;
+            }
+        }
+        chunks.emplace_back(cps.begin() + std::ptrdiff_t(i), cps.begin() + std::ptrdiff_t(j));
+        i = j;
+    }
+    std::reverse(chunks.begin(), chunks.end());
+    const auto is_blank = [&](const std::vector<uint32_t>& c) { return std::all_of(c.begin(), c.end(), ws); };
+    std::vector<std::string> lines;
+    while (!chunks.empty()) {
+        std::vector<std::vector<uint32_t>> cur;
+        int64_t cur_len = 0;
+        if (is_blank(chunks.back()) && !lines.empty()) chunks.pop_back();
+        while (!chunks.empty() && cur_len + int64_t(chunks.back().size()) <= width) {
+            cur_len += int64_t(chunks.back().size());
+            cur.push_back(std::move(chunks.back()));
+            chunks.pop_back();
+        }
+        if (!chunks.empty() && int64_t(chunks.back().size()) > width) {
+            const int64_t space_left = width < 1 ? 1 : width - cur_len;
+            std::vector<uint32_t>& chunk = chunks.back();
+            if (break_long) {
+                int64_t end = space_left;
+                if (break_hyphens && int64_t(chunk.size()) > space_left) {
+                    const auto begin = chunk.begin();
+                    const auto stop = begin + std::ptrdiff_t(std::max<int64_t>(space_left, 0));
+                    const auto hy = std::find(std::make_reverse_iterator(stop), std::make_reverse_iterator(begin),
+                                              uint32_t('-'));
+                    const int64_t at = hy == std::make_reverse_iterator(begin) ? -1 : int64_t(hy.base() - begin) - 1;
+                    if (at > 0 && std::any_of(begin, begin + at, [](uint32_t c) { return c != '-'; })) end = at + 1;
+                }
+                end = std::min<int64_t>(std::max<int64_t>(end, 0), int64_t(chunk.size()));
+                cur.emplace_back(chunk.begin(), chunk.begin() + std::ptrdiff_t(end));
+                chunk.erase(chunk.begin(), chunk.begin() + std::ptrdiff_t(end));
+                if (chunk.empty()) chunks.pop_back();
+            } else if (cur.empty()) {
+                cur.push_back(std::move(chunk));
+                chunks.pop_back();
+            }
+        }
+        if (!cur.empty() && is_blank(cur.back())) cur.pop_back();
+        if (!cur.empty()) {
+            std::string s;
+            for (const auto& c : cur) s += text::from_code_points(c, 0, c.size());
+            lines.push_back(std::move(s));
+        }
+    }
+    return lines;
+}
+
+Value f_wordwrap(Evaluator& ev, const Value& v, const Args& args) {
+    const Params p(args, "wordwrap", {"width", "break_long_words", "wrapstring", "break_on_hyphens"});
+    const int64_t width = p.has(0) ? arg_int(p[0], "wordwrap", "width") : 79;
+    const bool break_long = !p.has(1) || arg_bool(p[1]);
+    const std::string wrap = p.has(2) && !p[2].is_none() ? soft_str(ev, p[2]) : "\n";
+    const bool break_hyphens = !p.has(3) || arg_bool(p[3]);
+    if (width <= 0) fail("invalid width " + std::to_string(width) + " (must be > 0)");
+    std::string out;
+    bool first_paragraph = true;
+    for (const std::string& para : text::splitlines(soft_str(ev, v), false)) {
+        if (!first_paragraph) out += wrap;
+        first_paragraph = false;
+        bool first = true;
+        for (const std::string& line : text_wrap(para, width, break_long, break_hyphens)) {
+            ev.step();
+            if (!first) out += wrap;
+            first = false;
+            out += line;
+        }
+        if (out.size() > ev.options().max_string_bytes) fail("wordwrap() built a string over the limit");
+    }
+    return ev.make_string(std::move(out));
+}
+
+const char* const k_unimplemented[] = {"filesizeformat", "pprint", "random", "urlencode", "urlize", "xmlattr"};
 
 template <int N>
 Value f_not_implemented(Evaluator&, const Value&, const Args&) {
@@ -458,7 +536,7 @@ const NamedFilter k_filters[] = {
     {"e", f_escape},
     {"escape", f_escape},
     {"float", f_float},
-    {"forceescape", f_escape},
+    {"forceescape", f_forceescape},
     {"format", f_format},
     {"indent", f_indent},
     {"int", f_int},
@@ -479,8 +557,8 @@ const NamedFilter k_filters[] = {
     {"random", f_not_implemented<2>},
     {"urlencode", f_not_implemented<3>},
     {"urlize", f_not_implemented<4>},
-    {"wordwrap", f_not_implemented<5>},
-    {"xmlattr", f_not_implemented<6>},
+    {"wordwrap", f_wordwrap},
+    {"xmlattr", f_not_implemented<5>},
 };
 
 }  // namespace

@@ -68,7 +68,7 @@ Value f_batch(Evaluator& ev, const Value& v, const Args& args) {
         if (row.size() < size_t(n) && p.has(1) && !p[1].is_none()) row.resize(size_t(n), p[1]);
         out.push_back(Value::list(std::move(row)));
     }
-    return Value::iterator(std::move(out));
+    return Value::iterator(std::move(out), "generator object do_batch");
 }
 
 Value f_length(Evaluator& ev, const Value& v, const Args& args) {
@@ -148,8 +148,7 @@ Value f_groupby(Evaluator& ev, const Value& v, const Args& args) {
         std::vector<Value> group;
         while (j < entries.size() && py_equal(entries[j].key, entries[i].key)) group.push_back(entries[j++].item);
         const Value grouper = case_sensitive ? entries[i].key : get_path(ev, group.front(), parts, fb);
-        Value t = Value::tuple({grouper, Value::list(std::move(group))});
-        out.push_back(std::move(t));
+        out.push_back(Value::flavored(Flavor::GroupTuple, {grouper, Value::list(std::move(group))}));
         i = j;
     }
     return Value::list(std::move(out));
@@ -157,11 +156,11 @@ Value f_groupby(Evaluator& ev, const Value& v, const Args& args) {
 
 Value f_items(Evaluator&, const Value& v, const Args& args) {
     no_args(args, "items");
-    if (v.is_undefined()) return Value::iterator({});
+    if (v.is_undefined()) return Value::iterator({}, "generator object do_items");
     if (v.kind() != Kind::Dict) fail("Can only get item pairs from a mapping.");
     std::vector<Value> out;
     for (const auto& [k, val] : v.dict().entries) out.push_back(Value::tuple({k, val}));
-    return Value::iterator(std::move(out));
+    return Value::iterator(std::move(out), "generator object do_items");
 }
 
 Value f_join(Evaluator& ev, const Value& v, const Args& args) {
@@ -189,7 +188,7 @@ Value f_list(Evaluator& ev, const Value& v, const Args& args) {
 }
 
 Value f_map(Evaluator& ev, const Value& v, const Args& args) {
-    if (!truthy(v)) return Value::iterator({});
+    if (!truthy(v)) return Value::iterator({}, "generator object sync_do_map");
     const Items items = ev.iterate(v);
     std::vector<Value> out;
     out.reserve(items.get().size());
@@ -222,7 +221,7 @@ Value f_map(Evaluator& ev, const Value& v, const Args& args) {
             out.push_back(ev.apply_filter(name, item, rest));
         }
     }
-    return Value::iterator(std::move(out));
+    return Value::iterator(std::move(out), "generator object sync_do_map");
 }
 
 Value min_max(Evaluator& ev, const Value& v, const Args& args, const char* fname, bool want_max) {
@@ -252,7 +251,7 @@ Value f_max(Evaluator& ev, const Value& v, const Args& args) { return min_max(ev
 Value f_min(Evaluator& ev, const Value& v, const Args& args) { return min_max(ev, v, args, "min", false); }
 
 Value select_reject(Evaluator& ev, const Value& v, const Args& args, bool select, bool by_attr, const char* fname) {
-    if (!truthy(v)) return Value::iterator({});
+    if (!truthy(v)) return Value::iterator({}, "generator object select_or_reject");
     const Items items = ev.iterate(v);
     size_t off = 0;
     std::vector<Value> parts;
@@ -274,7 +273,7 @@ Value select_reject(Evaluator& ev, const Value& v, const Args& args, bool select
         const bool r = has_test ? ev.apply_test(test, x, rest) : truthy(x);
         if (r == select) out.push_back(item);
     }
-    return Value::iterator(std::move(out));
+    return Value::iterator(std::move(out), "generator object select_or_reject");
 }
 
 Value f_select(Evaluator& ev, const Value& v, const Args& a) { return select_reject(ev, v, a, true, false, "select"); }
@@ -297,7 +296,11 @@ Value f_reverse(Evaluator& ev, const Value& v, const Args& args) {
     std::vector<Value> items = to_list(ev, v);
     std::reverse(items.begin(), items.end());
     // reversed() of a sequence is an iterator; a generator becomes a reversed list.
-    return v.kind() == Kind::Iterator ? Value::list(std::move(items)) : Value::iterator(std::move(items));
+    if (v.kind() == Kind::Iterator) return Value::list(std::move(items));
+    const char* name = v.kind() == Kind::List
+                           ? "list_reverseiterator object"
+                           : (v.kind() == Kind::Dict ? "dict_reversekeyiterator object" : "reversed object");
+    return Value::iterator(std::move(items), name);
 }
 
 Value f_slice(Evaluator& ev, const Value& v, const Args& args) {
@@ -319,7 +322,7 @@ Value f_slice(Evaluator& ev, const Value& v, const Args& args) {
         if (p.has(1) && !p[1].is_none() && n >= extra) tmp.push_back(p[1]);
         out.push_back(Value::list(std::move(tmp)));
     }
-    return Value::iterator(std::move(out));
+    return Value::iterator(std::move(out), "generator object sync_do_slice");
 }
 
 Value f_sort(Evaluator& ev, const Value& v, const Args& args) {
@@ -391,7 +394,7 @@ Value f_unique(Evaluator& ev, const Value& v, const Args& args) {
             out.push_back(item);
         }
     }
-    return Value::iterator(std::move(out));
+    return Value::iterator(std::move(out), "generator object sync_do_unique");
 }
 
 const NamedFilter k_sequence_filters[] = {

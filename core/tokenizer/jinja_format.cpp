@@ -61,9 +61,21 @@ void append_any(std::string& out, const Value& v, uint32_t depth, bool repr) {
         }
         return;
     case Kind::List:
-        out += '[';
+        switch (v.flavor()) {
+        case Flavor::Range: {
+            const ListData& r = v.list_data();
+            out += "range(" + std::to_string(r.range_start) + ", " + std::to_string(r.range_stop);
+            if (r.range_step != 1) out += ", " + std::to_string(r.range_step);
+            out += ')';
+            return;
+        }
+        case Flavor::DictItems: out += "dict_items(["; break;
+        case Flavor::DictKeys: out += "dict_keys(["; break;
+        case Flavor::DictValues: out += "dict_values(["; break;
+        default: out += '['; break;
+        }
         append_items(out, v.items(), depth);
-        out += ']';
+        out += v.flavor() == Flavor::Plain ? "]" : "])";
         return;
     case Kind::Tuple:
         out += '(';
@@ -73,6 +85,10 @@ void append_any(std::string& out, const Value& v, uint32_t depth, bool repr) {
         return;
     case Kind::Dict: append_dict(out, v.dict(), depth); return;
     case Kind::Namespace: {
+        if (v.ns().role != NamespaceData::Role::Namespace) {
+            out += "<jinja2.utils.Cycler object at 0x7f3a5c2e1d40>";
+            return;
+        }
         out += "<Namespace {";
         bool first = true;
         for (const auto& [k, val] : v.ns().attrs) {
@@ -97,7 +113,9 @@ void append_any(std::string& out, const Value& v, uint32_t depth, bool repr) {
         }
         fail("cannot print the function '" + v.callable().name + "' (Python would print its memory address)");
     case Kind::Iterator:
-        fail("cannot print a generator (the result of map, select, ...); add |list to print its items");
+        // Python prints the object's address; any fixed one serves (templates cannot rely on it).
+        out += std::string("<") + v.iter().name + " at 0x7f3a5c2e1d40>";
+        return;
     }
 }
 
@@ -175,7 +193,12 @@ public:
         case Kind::Float: out += json_float(v.get_float()); return;
         case Kind::String: json_string(out, v.str(), m_o.ensure_ascii); return;
         case Kind::List:
-        case Kind::Tuple: write_list(v.items(), level); return;
+        case Kind::Tuple:
+            if (v.flavor() != Flavor::Plain && v.flavor() != Flavor::GroupTuple) {
+                fail("Object of type " + type_name(v) + " is not JSON serializable");
+            }
+            write_list(v.items(), level);
+            return;
         case Kind::Dict: write_dict(v.dict(), level); return;
         default: fail("Object of type " + type_name(v) + " is not JSON serializable");
         }

@@ -1,7 +1,7 @@
 // Jinja's tests (jinja2 3.1 tests.py: `x is defined`, `is divisibleby 3`, `is eq`, ...) and the
-// globals a chat template can call: jinja2's range (sandboxed: at most 100000 items), joiner,
-// and transformers' dict, namespace, raise_exception and strftime_now. cycler and lipsum are
-// known names that fail when called.
+// globals a chat template can call: jinja2's range (sandboxed: at most 100000 items), cycler,
+// joiner, and transformers' dict, namespace, raise_exception and strftime_now. lipsum is a
+// known name that fails when called.
 #include <algorithm>
 #include <ctime>
 
@@ -228,7 +228,7 @@ Value g_range(Evaluator& ev, const CallableData&, const Args& args) {
     std::vector<Value> out;
     out.reserve(size_t(n));
     for (int64_t i = 0; i < int64_t(n); ++i) out.push_back(Value::integer(start + i * step));
-    return Value::list(std::move(out));
+    return Value::flavored(Flavor::Range, std::move(out), start, stop, step);
 }
 
 // dict(*args, **kwargs) as transformers' TemplateDict / Python's dict().
@@ -291,7 +291,14 @@ Value g_strftime_now(Evaluator& ev, const CallableData&, const Args& args) {
     std::tm tm{};
     long micros = 0;
     if (ev.options().now) {
+        // Fill the weekday and day of the year from the date (the caller may set only the date
+        // and time fields); timegm normalises without any time zone.
         tm = *ev.options().now;
+        std::tm probe = tm;
+        if (timegm(&probe) != time_t(-1)) {
+            tm.tm_wday = probe.tm_wday;
+            tm.tm_yday = probe.tm_yday;
+        }
     } else {
         timespec ts{};
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -350,12 +357,23 @@ Value g_joiner_call(Evaluator&, const CallableData& fn, const Args& args) {
 Value g_joiner(Evaluator& ev, const CallableData&, const Args& args) {
     const Params p(args, "joiner", {"sep"});
     NamespaceData* state = ev.new_namespace();
+    state->role = NamespaceData::Role::Joiner;
     state->set("sep", p.get(0, Value::string(", ")));
     auto c = std::make_shared<CallableData>();
     c->name = "joiner";
     c->fn = g_joiner_call;
     c->self = Value::namespace_object(state);
     return Value::callable(std::move(c));
+}
+
+Value g_cycler(Evaluator& ev, const CallableData&, const Args& args) {
+    if (!args.kw.empty()) fail("cycler() takes no keyword arguments");
+    if (args.pos.empty()) fail("at least one item has to be provided");
+    NamespaceData* state = ev.new_namespace();
+    state->role = NamespaceData::Role::Cycler;
+    state->set("items", Value::tuple(args.pos));
+    state->set("pos", Value::integer(0));
+    return Value::namespace_object(state);
 }
 
 Value g_not_implemented(Evaluator&, const CallableData& fn, const Args&) {
@@ -374,7 +392,7 @@ const GlobalEntry k_globals[] = {
     {"raise_exception", g_raise_exception},
     {"strftime_now", g_strftime_now},
     {"joiner", g_joiner},
-    {"cycler", g_not_implemented},
+    {"cycler", g_cycler},
     {"lipsum", g_not_implemented},
 };
 

@@ -326,7 +326,8 @@ Value dict_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         for (const auto& [k, v] : d.entries) {
             out.push_back(m == "items" ? Value::tuple({k, v}) : (m == "keys" ? k : v));
         }
-        return Value::list(std::move(out));
+        const Flavor view = m == "items" ? Flavor::DictItems : (m == "keys" ? Flavor::DictKeys : Flavor::DictValues);
+        return Value::flavored(view, std::move(out));
     }
     if (m == "copy") {
         no_args(args, m);
@@ -393,6 +394,44 @@ Value number_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         return Value::integer(n);
     }
     return not_implemented(ev, fn, args);
+}
+
+// ---- dict.fromkeys (transformers' TemplateDict) and cycler objects ----
+
+Value dict_fromkeys(Evaluator& ev, const CallableData&, const Args& args) {
+    const Params p(args, "fromkeys", {"iterable", "value"});
+    if (!p.has(0)) fail("fromkeys expected at least 1 argument, got 0");
+    DictData d;
+    const Value value = p.get(1, Value::none());
+    for (const Value& k : ev.iterate(p[0]).get()) {
+        ev.step();
+        d.put(k, value);
+    }
+    return Value::dict(std::move(d));
+}
+
+Value cycler_method(Evaluator&, const CallableData& fn, const Args& args) {
+    no_args(args, fn.name);
+    NamespaceData& state = fn.self.ns();
+    const std::vector<Value>& items = state.find("items")->items();
+    const int64_t pos = state.find("pos")->get_int();
+    if (fn.name == "reset") {
+        state.set("pos", Value::integer(0));
+        return Value::none();
+    }
+    state.set("pos", Value::integer((pos + 1) % int64_t(items.size())));  // next()
+    return items[size_t(pos)];
+}
+
+Value cycler_attribute(const Value& obj, const std::string& name, bool& found) {
+    found = true;
+    if (name == "next" || name == "reset") return bound(obj, name, cycler_method);
+    if (name == "current") {
+        const NamespaceData& state = obj.ns();
+        return state.find("items")->items()[size_t(state.find("pos")->get_int())];
+    }
+    found = false;
+    return Value();
 }
 
 // ---- the loop object ----
@@ -478,6 +517,10 @@ Value python_attribute(Evaluator& ev, const Value& obj, const std::string& name,
         }
         return Value();
     case Kind::Tuple:
+        if (obj.flavor() == Flavor::GroupTuple && (name == "grouper" || name == "list")) {
+            found = true;
+            return obj.items()[name == "grouper" ? 0 : 1];
+        }
         if (in_list(name, {"count", "index"})) {
             found = true;
             return bound(obj, name, list_method);
@@ -507,6 +550,8 @@ Value python_attribute(Evaluator& ev, const Value& obj, const std::string& name,
         return Value();
     case Kind::Loop: return loop_attribute(obj, name, found);
     case Kind::Namespace:
+        if (obj.ns().role == NamespaceData::Role::Cycler) return cycler_attribute(obj, name, found);
+        if (obj.ns().role != NamespaceData::Role::Namespace) return Value();
         if (const Value* v = obj.ns().find(name)) {
             found = true;
             return *v;
@@ -516,6 +561,10 @@ Value python_attribute(Evaluator& ev, const Value& obj, const std::string& name,
         if (obj.callable().macro != nullptr && name == "name") {
             found = true;
             return Value::string(obj.callable().name);
+        }
+        if (obj.callable().macro == nullptr && obj.callable().name == "dict" && name == "fromkeys") {
+            found = true;
+            return bound(obj, name, dict_fromkeys);
         }
         return Value();
     default: return Value();

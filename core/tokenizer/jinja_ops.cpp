@@ -20,7 +20,7 @@ const char* op_symbol(BinOp op) {
     case BinOp::Div: return "/";
     case BinOp::FloorDiv: return "//";
     case BinOp::Mod: return "%";
-    case BinOp::Pow: return "** or pow()";
+    case BinOp::Pow: return "**";
     }
     return "?";
 }
@@ -67,12 +67,10 @@ Value int_pow(int64_t base, int64_t exp) {
     }
     int64_t result = 1;
     int64_t b = base;
-    while (exp > 0) {
-        if (exp & 1) {
-            if (__builtin_mul_overflow(result, b, &result)) overflow(BinOp::Pow, base, exp);
-        }
-        exp >>= 1;
-        if (exp > 0 && __builtin_mul_overflow(b, b, &b)) overflow(BinOp::Pow, base, exp);
+    for (int64_t e = exp; e > 0;) {
+        if ((e & 1) && __builtin_mul_overflow(result, b, &result)) overflow(BinOp::Pow, base, exp);
+        e >>= 1;
+        if (e > 0 && __builtin_mul_overflow(b, b, &b)) overflow(BinOp::Pow, base, exp);
     }
     return Value::integer(result);
 }
@@ -89,7 +87,7 @@ Value repeat(Evaluator& ev, const Value& seq, int64_t n) {
         std::string out;
         out.reserve(s.size() * size_t(n));
         for (int64_t i = 0; i < n; ++i) out += s;
-        return ev.make_string(std::move(out));
+        return ev.make_string(std::move(out), seq.is_markup());
     }
     const auto& items = seq.items();
     if (!items.empty()) ev.step(uint64_t(n) > UINT64_MAX / items.size() ? UINT64_MAX / 2 : uint64_t(n) * items.size());
@@ -97,6 +95,21 @@ Value repeat(Evaluator& ev, const Value& seq, int64_t n) {
     out.reserve(items.size() * size_t(n));
     for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
     return seq.kind() == Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+}
+
+bool plain_sequence(const Value& v) { return v.flavor() == Flavor::Plain || v.flavor() == Flavor::GroupTuple; }
+
+// Markup % args escapes the arguments (markupsafe's _MarkupEscapeHelper): strings and anything
+// printed through str()/repr(); numbers stay numbers for %d and %f.
+Value escaped_args(const Value& args) {
+    const auto escape_one = [](const Value& x) {
+        if (x.is_markup() || x.is_number()) return x;
+        return Value::string(text::html_escape(py_str(x)), true);
+    };
+    if (args.kind() != Kind::Tuple) return args.kind() == Kind::Dict ? args : escape_one(args);
+    std::vector<Value> out;
+    for (const Value& x : args.items()) out.push_back(escape_one(x));
+    return Value::tuple(std::move(out));
 }
 
 }  // namespace
@@ -167,9 +180,13 @@ Value binary_op(Evaluator& ev, BinOp op, const Value& a, const Value& b) {
     case BinOp::Add:
         if (a.is_string() && b.is_string()) {
             ev.count_bytes(a.str().size() + b.str().size());
+            if (a.is_markup() || b.is_markup()) {  // Markup.__add__ / __radd__ escape the plain side
+                const auto side = [](const Value& x) { return x.is_markup() ? x.str() : text::html_escape(x.str()); };
+                return ev.make_string(side(a) + side(b), true);
+            }
             return Value::string(a.str() + b.str());
         }
-        if (a.is_sequence() && a.kind() == b.kind()) {
+        if (a.is_sequence() && a.kind() == b.kind() && plain_sequence(a) && plain_sequence(b)) {
             ev.step(a.items().size() + b.items().size());
             std::vector<Value> out;
             out.reserve(a.items().size() + b.items().size());
@@ -183,6 +200,7 @@ Value binary_op(Evaluator& ev, BinOp op, const Value& a, const Value& b) {
         if ((b.is_string() || b.is_sequence()) && a.is_integral()) return repeat(ev, b, a.get_int());
         break;
     case BinOp::Mod:
+        if (a.is_markup()) return ev.make_string(percent_format(a.str(), escaped_args(b)), true);
         if (a.is_string()) return ev.make_string(percent_format(a.str(), b));
         break;
     default: break;

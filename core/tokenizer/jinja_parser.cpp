@@ -193,7 +193,7 @@ StmtPtr Parser::parse_for() {
     if (!skip_name("in")) error("expected 'in', got " + describe(cur()));
     s->iter = parse_tuple(false, false, {"recursive"}, false);
     if (skip_name("if")) s->filter = parse_expression(true);
-    if (skip_name("recursive")) error("recursive for loops are not supported");
+    s->recursive = skip_name("recursive");
     ++m_loop_depth;
     s->body = parse_statements({"endfor", "else"}, false);
     --m_loop_depth;
@@ -484,7 +484,7 @@ void check_unknown_names(const Expr* e, bool soft) {
     if (e->kind == ExprKind::CondExpr) soft = true;
     if (!soft && e->builtin < 0 && (e->kind == ExprKind::Filter || e->kind == ExprKind::Test)) {
         throw TemplateError(
-            std::string("no ") + (e->kind == ExprKind::Filter ? "filter" : "test") + " named '" + e->name + "'",
+            std::string("No ") + (e->kind == ExprKind::Filter ? "filter" : "test") + " named '" + e->name + "'.",
             e->line);
     }
     for (const auto& c : e->children) check_unknown_names(c.get(), soft);

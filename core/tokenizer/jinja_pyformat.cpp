@@ -490,9 +490,8 @@ Value field_value(Evaluator& ev, std::string_view field, size_t& p, const Args& 
             v = ev.getitem(v, numeric ? Value::integer(std::stoll(key)) : Value::string(key));
             p = q + 1;
         }
-        if (v.is_undefined()) fail_undefined(v);
     }
-    return v;
+    return v;  // an Undefined (an unsafe attribute) formats as ""; using it further fails
 }
 
 std::string str_format_impl(Evaluator& ev, std::string_view fmt, const Args& args, int depth) {

@@ -492,4 +492,20 @@ int64_t count(std::string_view s, std::string_view sub, int64_t start, int64_t e
     return n;
 }
 
+std::string html_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&#34;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
 }  // namespace snapkv::jinja::text

@@ -57,6 +57,8 @@ std::string swapcase(std::string_view s);    // str.swapcase()
 std::string center(std::string_view s, int64_t width, std::string_view fill);
 std::string ljust(std::string_view s, int64_t width, std::string_view fill);
 std::string rjust(std::string_view s, int64_t width, std::string_view fill);
+// markupsafe's escape(): & < > " ' as &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(std::string_view s);
 // Code point index of the first (last) occurrence of sub in s[start:end], or -1.
 int64_t find(std::string_view s, std::string_view sub, int64_t start, int64_t end, bool last);
 int64_t count(std::string_view s, std::string_view sub, int64_t start, int64_t end);

@@ -93,9 +93,10 @@ Value Value::number(double f) {
     return v;
 }
 
-Value Value::string(std::string s) {
+Value Value::string(std::string s, bool markup) {
     Value v;
     v.m_kind = Kind::String;
+    v.m_u.b = markup;
     v.m_ref = std::make_shared<const std::string>(std::move(s));
     return v;
 }
@@ -115,6 +116,15 @@ Value Value::tuple(std::vector<Value> items) {
     return v;
 }
 
+Value Value::flavored(Flavor flavor, std::vector<Value> items, int64_t start, int64_t stop, int64_t step) {
+    Value v;
+    v.m_kind = flavor == Flavor::GroupTuple ? Kind::Tuple : Kind::List;
+    const uint32_t depth = max_depth(items) + 1;
+    check_depth(depth);
+    v.m_ref = std::make_shared<const ListData>(ListData{std::move(items), depth, flavor, start, stop, step});
+    return v;
+}
+
 Value Value::dict(DictData data) {
     Value v;
     v.m_kind = Kind::Dict;
@@ -126,11 +136,11 @@ Value Value::dict(DictData data) {
     return v;
 }
 
-Value Value::iterator(std::vector<Value> items) {
+Value Value::iterator(std::vector<Value> items, const char* name) {
     Value v;
     v.m_kind = Kind::Iterator;
     check_depth(max_depth(items) + 1);
-    v.m_ref = std::make_shared<IteratorData>(IteratorData{std::move(items), 0});
+    v.m_ref = std::make_shared<IteratorData>(IteratorData{std::move(items), 0, name});
     return v;
 }
 
@@ -178,7 +188,7 @@ bool Value::same_object(const Value& other) const {
 uint32_t Value::depth() const {
     switch (m_kind) {
     case Kind::List:
-    case Kind::Tuple: return static_cast<const ListData*>(m_ref.get())->depth;
+    case Kind::Tuple: return list_data().depth;
     case Kind::Dict: return dict().depth;
     case Kind::Iterator: return max_depth(iter().items) + 1;
     default: return 0;
@@ -265,6 +275,9 @@ bool py_equal(const Value& a, const Value& b) {
     case Kind::String: return a.str() == b.str();
     case Kind::List:
     case Kind::Tuple: {
+        const bool a_tuple_like = a.flavor() == Flavor::Plain || a.flavor() == Flavor::GroupTuple;
+        const bool b_tuple_like = b.flavor() == Flavor::Plain || b.flavor() == Flavor::GroupTuple;
+        if (a.flavor() != b.flavor() && !(a_tuple_like && b_tuple_like)) return false;
         const auto& x = a.items();
         const auto& y = b.items();
         if (x.size() != y.size()) return false;
@@ -327,10 +340,22 @@ std::string type_name(const Value& v) {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return "str";
-    case Kind::List: return "list";
-    case Kind::Tuple: return "tuple";
+    case Kind::List:
+    case Kind::Tuple:
+        switch (v.flavor()) {
+        case Flavor::Range: return "range";
+        case Flavor::DictItems: return "dict_items";
+        case Flavor::DictKeys: return "dict_keys";
+        case Flavor::DictValues: return "dict_values";
+        case Flavor::GroupTuple: return "_GroupTuple";
+        case Flavor::Plain: break;
+        }
+        return v.kind() == Kind::List ? "list" : "tuple";
     case Kind::Dict: return "dict";
-    case Kind::Iterator: return "generator";
+    case Kind::Iterator: {  // "generator object sync_do_map" -> generator
+        const std::string name = v.iter().name;
+        return name.substr(0, name.find(' '));
+    }
     case Kind::Namespace: return "TemplateNamespace";
     case Kind::Callable: return v.callable().macro != nullptr ? "Macro" : "builtin_function_or_method";
     case Kind::Loop: return "LoopContext";

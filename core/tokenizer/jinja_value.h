@@ -44,15 +44,28 @@ struct NamespaceData;
 struct LoopData;
 struct CallableData;
 
+// Python types that behave as a list or tuple here but print (and compare) as themselves.
+enum class Flavor : uint8_t {
+    Plain,
+    Range,       // range(start, stop, step): a list that prints as range(0, 3)
+    DictItems,   // dict.items(): prints as dict_items([...]), no indexing
+    DictKeys,    // dict.keys()
+    DictValues,  // dict.values()
+    GroupTuple,  // groupby's (grouper, list) named tuple
+};
+
 struct ListData {
     std::vector<Value> items;
     uint32_t depth = 1;  // container nesting, bounded so printing and freeing cannot overflow the stack
+    Flavor flavor = Flavor::Plain;
+    int64_t range_start = 0, range_stop = 0, range_step = 1;
 };
 
 // A generator: iterated once (map, select, ... return one), truthy, without a length.
 struct IteratorData {
     std::vector<Value> items;
     size_t pos = 0;
+    const char* name = "generator";  // what Python prints: "<generator object NAME at 0x...>"
 };
 
 // Why a value is undefined, for the error raised when it is used.
@@ -72,11 +85,15 @@ public:
     static Value boolean(bool b);
     static Value integer(int64_t i);
     static Value number(double f);
-    static Value string(std::string s);
+    // markup: markupsafe's Markup (|safe, |escape): + and % escape the other operand.
+    static Value string(std::string s, bool markup = false);
     static Value list(std::vector<Value> items);
     static Value tuple(std::vector<Value> items);
+    // A list (or tuple for GroupTuple) of another Python type; see Flavor.
+    static Value flavored(Flavor flavor, std::vector<Value> items, int64_t start = 0, int64_t stop = 0,
+                          int64_t step = 1);
     static Value dict(DictData data);
-    static Value iterator(std::vector<Value> items);
+    static Value iterator(std::vector<Value> items, const char* name = "generator");
     static Value undefined(std::string message, bool security = false);
     static Value namespace_object(NamespaceData* ns);
     static Value loop_object(LoopData* loop);
@@ -86,6 +103,7 @@ public:
     bool is_undefined() const { return m_kind == Kind::Undefined; }
     bool is_none() const { return m_kind == Kind::None; }
     bool is_string() const { return m_kind == Kind::String; }
+    bool is_markup() const { return m_kind == Kind::String && m_u.b; }
     bool is_number() const { return m_kind == Kind::Bool || m_kind == Kind::Int || m_kind == Kind::Float; }
     bool is_integral() const { return m_kind == Kind::Bool || m_kind == Kind::Int; }  // Python int (bool too)
     bool is_sequence() const { return m_kind == Kind::List || m_kind == Kind::Tuple; }
@@ -94,7 +112,9 @@ public:
     int64_t get_int() const { return m_kind == Kind::Bool ? int64_t(m_u.b) : m_u.i; }  // Bool or Int
     double get_float() const;                                                          // any number
     const std::string& str() const { return *static_cast<const std::string*>(m_ref.get()); }
-    const std::vector<Value>& items() const { return static_cast<const ListData*>(m_ref.get())->items; }
+    const std::vector<Value>& items() const { return list_data().items; }
+    const ListData& list_data() const { return *static_cast<const ListData*>(m_ref.get()); }
+    Flavor flavor() const { return is_sequence() ? list_data().flavor : Flavor::Plain; }
     const DictData& dict() const { return *static_cast<const DictData*>(m_ref.get()); }
     IteratorData& iter() const { return *static_cast<IteratorData*>(const_cast<void*>(m_ref.get())); }
     NamespaceData& ns() const { return *static_cast<NamespaceData*>(m_u.p); }
@@ -133,6 +153,8 @@ private:
 };
 
 struct NamespaceData {
+    // A namespace(), or the state of a cycler() / joiner() object kept in the same arena.
+    enum class Role : uint8_t { Namespace, Cycler, Joiner } role = Role::Namespace;
     std::vector<std::pair<std::string, Value>> attrs;
     const Value* find(std::string_view name) const;
     void set(const std::string& name, Value value);
