@@ -41,9 +41,10 @@ struct RenderOptions {
     size_t max_output_bytes = 64u << 20;  // rendering past this is a TemplateError
     int max_call_depth = 200;             // macro/call recursion
     uint64_t max_steps = 50'000'000;      // evaluation steps (loop iterations, node evaluations): no hang
-    // Bytes of all strings built while rendering (concatenations, filters, macro output), so a
-    // template cannot grow memory without bound even when its output stays small.
-    uint64_t max_string_bytes = uint64_t(1) << 30;
+    // Bytes of all strings built while rendering (concatenations, filters, macro output) and of
+    // the objects that live until the render ends (namespaces, loops, macro scopes), so a template
+    // cannot grow memory without bound even when its output stays small.
+    uint64_t max_string_bytes = uint64_t(256) << 20;
 };
 
 struct Program;

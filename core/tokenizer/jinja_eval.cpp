@@ -121,7 +121,10 @@ Value Evaluator::from_json(const nlohmann::ordered_json& j, int depth) {
     }
 }
 
-NamespaceData* Evaluator::new_namespace() { return &m_namespaces.emplace_back(); }
+NamespaceData* Evaluator::new_namespace() {
+    count_bytes(sizeof(NamespaceData));  // lives until the render ends
+    return &m_namespaces.emplace_back();
+}
 
 void Evaluator::write(std::string_view s) {
     m_out_total += s.size();
@@ -265,6 +268,7 @@ void Evaluator::exec_for(const ForStmt& s, Frame& frame) { run_loop(s, eval(*s.i
 
 void Evaluator::run_loop(const ForStmt& s, const Value& seq, Frame& frame, int depth) {
     Items items = iterate(seq);
+    count_bytes(sizeof(LoopData));  // lives until the render ends
     LoopData& loop = m_loops.emplace_back();
     ScopedFrame iter(frame, m_captured);
     if (s.filter) {
@@ -353,6 +357,8 @@ void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame,
             fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + target.attr +
                  "'. Please rename the attribute.");
         }
+        if (ns.ns().find(target.attr) == nullptr)
+            count_bytes(sizeof(std::pair<std::string, Value>) + target.attr.size());
         ns.ns().set(target.attr, value);
         return;
     }
@@ -361,7 +367,10 @@ void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame,
 }
 
 Value Evaluator::define_macro(const MacroStmt& m, Frame& frame) {
-    for (Frame* f = &frame; f != nullptr; f = f->parent) f->captured = true;
+    for (Frame* f = &frame; f != nullptr && !f->captured; f = f->parent) {
+        count_bytes(sizeof(Frame) + f->vars.size() * sizeof(f->vars[0]));  // kept until the render ends
+        f->captured = true;
+    }
     auto fn = std::make_shared<CallableData>();
     fn->name = m.name;
     fn->macro = &m;
@@ -706,7 +715,7 @@ Items Evaluator::iterate(const Value& v) {
     case Kind::List:
     case Kind::Tuple:
         out.holder = v;
-        out.ptr = &v.items();
+        out.borrowed = &v.items();
         return out;
     case Kind::Dict:
         step(v.dict().size());
@@ -733,7 +742,6 @@ Items Evaluator::iterate(const Value& v) {
     case Kind::Undefined: break;
     default: fail("'" + type_name(v) + "' object is not iterable");
     }
-    out.ptr = &out.owned;
     return out;
 }
 

@@ -66,12 +66,14 @@ struct CallableData {
     Value caller;                      // a call block's caller, passed to its macro
 };
 
-// The items a value iterates over without copying a list's own vector.
+// The items a value iterates over without copying a list's own vector: borrowed from holder (a
+// list or tuple, kept alive here) or owned.
 struct Items {
     Value holder;
+    const std::vector<Value>* borrowed = nullptr;  // into holder's heap data: stays valid when moved
     std::vector<Value> owned;
-    const std::vector<Value>* ptr = nullptr;
-    const std::vector<Value>& get() const { return *ptr; }
+    const std::vector<Value>& get() const { return borrowed != nullptr ? *borrowed : owned; }
+    std::vector<Value> take() { return borrowed != nullptr ? *borrowed : std::move(owned); }
 };
 
 class Evaluator {

@@ -46,7 +46,7 @@ namespace {
 
 std::vector<Value> to_list(Evaluator& ev, const Value& v) {
     Items items = ev.iterate(v);
-    return items.owned.empty() && items.ptr != &items.owned ? items.get() : std::move(items.owned);
+    return items.take();
 }
 
 std::string soft_str(Evaluator& ev, const Value& v) { return v.is_string() ? v.str() : ev.to_str(v); }
