@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of untrusted files (GGUF reader, safetensors header, tokenizer.json,
-# config.json, session JSON) for a fixed number of executions each: builds the libFuzzer targets
-# with clang + ASan + UBSan in a build folder of their own, seeds them from the test suite's file
-# builders and tests/data, prints execs/s per target and fails on any crash, sanitizer report,
-# leak or timeout (the reproducer is kept in BUILD/findings/).
+# config.json, session JSON, chat templates) for a fixed number of executions each: builds the
+# libFuzzer targets with clang + ASan + UBSan in a build folder of their own, seeds them from the
+# test suite's file builders and tests/data, prints execs/s per target and fails on any crash,
+# sanitizer report, leak or timeout (the reproducer is kept in BUILD/findings/).
 # Usage: tests/fuzz/run.sh [--runs N] [--build-dir DIR] [--jobs N]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -43,10 +43,13 @@ rm -rf "$seeds" "$build/findings"
 mkdir -p "$build/findings"
 "$build/tests/fuzz/snapkv_fuzz_seeds" "$seeds"
 cp "$here/tests/data/stories260K-Q4_0.gguf" "$seeds/gguf/"   # a real file; the tiny ones run faster
+mkdir -p "$seeds/jinja"
+cp "$here"/tests/data/chat_templates/templates/*.jinja "$seeds/jinja/"   # real chat templates
 
 fail=0
 summary=""
-for pair in gguf:gguf safetensors:safetensors tokenizer_json:tokenizer config_json:config session_json:session; do
+for pair in gguf:gguf safetensors:safetensors tokenizer_json:tokenizer config_json:config session_json:session \
+  jinja:jinja; do
   target="${pair%%:*}"
   corpus="$build/corpus/$target"   # grows across runs; the seeds stay as they are
   mkdir -p "$corpus"
