@@ -307,6 +307,13 @@ void GgufModel::read_vocab() {
     v.add_eos = r.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
     v.add_space_prefix = r.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);
     v.chat_template = r.get_string("tokenizer.chat_template").value_or("");
+    // Named variants: llama.cpp's converter writes tokenizer.chat_template.NAME (e.g. tool_use)
+    // for HF's named templates, and lists the names under tokenizer.chat_templates.
+    const std::string named_prefix = "tokenizer.chat_template.";
+    for (const GgufKv& kv : r.kvs()) {
+        if (kv.key.compare(0, named_prefix.size(), named_prefix) != 0 || kv.key.size() == named_prefix.size()) continue;
+        v.chat_templates.emplace_back(kv.key.substr(named_prefix.size()), r.get_string(kv.key).value_or(""));
+    }
 
     // End of generation: eos, eot, eom, and any token whose text is a known end-of-turn marker.
     auto add_eog = [&](int32_t id) {

@@ -177,6 +177,35 @@ void HfModel::open_weights() {
     m_config.tied_embeddings = !has_output;
 }
 
+// transformers (4.47 and later) saves the chat template as chat_template.jinja, which takes the
+// place of tokenizer_config.json's default template, and named ones as chat_templates/NAME.jinja.
+void HfModel::read_chat_template_files() {
+    const fs::path dir(m_dir);
+    auto read_text = [&](const fs::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        if (!in.good() && !in.eof())
+            throw FileError(Kind::Io, "hf: " + m_dir + ": cannot read '" + p.filename().string() + "'");
+        return text.str();
+    };
+    const fs::path main_file = dir / "chat_template.jinja";
+    if (fs::is_regular_file(main_file)) m_vocab.chat_template = read_text(main_file);
+    const fs::path named_dir = dir / "chat_templates";
+    if (!fs::is_directory(named_dir)) return;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(named_dir))
+        if (e.is_regular_file() && e.path().extension() == ".jinja") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+        const std::string name = f.stem().string();
+        auto& named = m_vocab.chat_templates;
+        const auto same = std::find_if(named.begin(), named.end(), [&](const auto& t) { return t.first == name; });
+        if (same != named.end()) same->second = read_text(f);
+        else named.emplace_back(name, read_text(f));
+    }
+}
+
 void HfModel::read_tokenizer() {
     const fs::path dir(m_dir);
     const fs::path tok = dir / "tokenizer.json";
@@ -186,6 +215,7 @@ void HfModel::read_tokenizer() {
                                       "supported)");
     const fs::path tok_cfg = dir / "tokenizer_config.json";
     m_vocab = read_tokenizer_json(tok.string(), fs::is_regular_file(tok_cfg) ? tok_cfg.string() : std::string());
+    read_chat_template_files();
     const int64_t n_tokens = static_cast<int64_t>(m_vocab.tokens.size());
     if (n_tokens > m_config.n_vocab)
         throw FileError(Kind::BadValue, "hf: " + m_dir + ": tokenizer.json has " + std::to_string(n_tokens) +

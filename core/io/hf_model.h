@@ -45,6 +45,7 @@ private:
     void read_config();
     void open_weights();
     void read_tokenizer();
+    void read_chat_template_files();
 
     std::string m_dir;
     ModelConfig m_config;

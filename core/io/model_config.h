@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace snapkv {
@@ -101,7 +102,10 @@ struct VocabData {
     bool add_bos = false;
     bool add_eos = false;
     bool add_space_prefix = true;  // SentencePiece: prepend one space to the first fragment
-    std::string chat_template;     // Jinja text from the file, may be empty
+    std::string chat_template;     // the default Jinja chat template from the file, may be empty
+    // Named variants besides the default (GGUF tokenizer.chat_template.NAME; HF's list of named
+    // templates and chat_templates/NAME.jinja), e.g. {"tool_use", text}; file order.
+    std::vector<std::pair<std::string, std::string>> chat_templates;
 };
 
 }  // namespace snapkv

@@ -486,12 +486,17 @@ static VocabData read_tokenizer_json_impl(const std::string& tokenizer_json_path
             if (ct.is_string()) {
                 v.chat_template = ct.get<std::string>();
             } else if (ct.is_array()) {
-                // Named templates: [{"name": "default", "template": "..."}, ...]
-                for (const json& t : ct) {
-                    if (t.is_object() && t.value("name", "") == "default" && t.contains("template") &&
-                        t["template"].is_string()) {
-                        v.chat_template = t["template"].get<std::string>();
-                    }
+                // Named templates: [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+                for (size_t i = 0; i < ct.size(); ++i) {
+                    const json& t = ct[i];
+                    const std::string key = "chat_template[" + std::to_string(i) + "]";
+                    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("template") ||
+                        !t["template"].is_string())
+                        csrc.fail(key, std::string("expected {\"name\": string, \"template\": string}, found ") +
+                                           clip_text(t.dump()));
+                    const std::string name = t["name"].get<std::string>();
+                    if (name == "default") v.chat_template = t["template"].get<std::string>();
+                    else v.chat_templates.emplace_back(name, t["template"].get<std::string>());
                 }
             } else {
                 csrc.fail("chat_template",
