@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/eval/chat_settings.h"
 #include "core/eval/text_score.h"
 
 namespace snapkv::eval {
@@ -162,8 +163,7 @@ NeedleOptions needle_options_from_settings(const json& st, Haystack haystack) {
                     n.at("value").is_null() ? std::string() : n.at("value").get<std::string>()};
         o.lengths = st.at("lengths").get<std::vector<int64_t>>();
         o.depths = st.at("depths").get<std::vector<double>>();
-        o.chat = st.at("chat").get<bool>();
-        o.chat_format = st.at("chat_format").get<std::string>();
+        o.chat = chat_settings_from(st);
         o.seed = st.at("seed").get<uint64_t>();
     } catch (const json::exception& e) {
         throw InputError(std::string("needle settings of the results are incomplete: ") + e.what());
@@ -189,6 +189,7 @@ std::vector<int64_t> NeedleTask::default_lengths(const Session& s, const NeedleO
 }
 
 NeedleTask::NeedleTask(const Session& s, NeedleOptions options, int64_t max_tokens) : m_opt(std::move(options)) {
+    m_opt.chat = task_chat(s, m_opt.chat);
     if (m_opt.lengths.empty()) throw InputError("--lengths: the list is empty");
     if (m_opt.depths.empty()) throw InputError("--depths: the list is empty");
     for (size_t i = 0; i < m_opt.depths.size(); ++i) {
@@ -232,17 +233,17 @@ NeedleTask::NeedleTask(const Session& s, NeedleOptions options, int64_t max_toke
 int64_t NeedleTask::n_cells() const { return static_cast<int64_t>(m_opt.lengths.size() * m_opt.depths.size()); }
 
 json NeedleTask::settings() const {
-    return {{"lengths", m_opt.lengths},
-            {"depths", m_opt.depths},
-            {"needle",
-             {{"name", m_opt.needle.name},
-              {"text", m_opt.needle.text},
-              {"question", m_opt.needle.question},
-              {"value", m_opt.needle.value.empty() ? json(nullptr) : json(m_opt.needle.value)}}},
-            {"haystack", {{"files", m_opt.haystack.files}, {"fnv1a", m_opt.haystack.fnv}}},
-            {"chat", m_opt.chat},
-            {"chat_format", m_opt.chat_format},
-            {"seed", m_opt.seed}};
+    json st = {{"lengths", m_opt.lengths},
+               {"depths", m_opt.depths},
+               {"needle",
+                {{"name", m_opt.needle.name},
+                 {"text", m_opt.needle.text},
+                 {"question", m_opt.needle.question},
+                 {"value", m_opt.needle.value.empty() ? json(nullptr) : json(m_opt.needle.value)}}},
+               {"haystack", {{"files", m_opt.haystack.files}, {"fnv1a", m_opt.haystack.fnv}}},
+               {"seed", m_opt.seed}};
+    add_chat_settings(st, m_opt.chat);
+    return st;
 }
 
 PromptSpec NeedleTask::prompt_for(const std::string& document, const std::string& question) const {
@@ -250,7 +251,6 @@ PromptSpec NeedleTask::prompt_for(const std::string& document, const std::string
     p.document = document;
     p.question = question;
     p.chat = m_opt.chat;
-    p.chat_format = m_opt.chat_format;
     return p;
 }
 

@@ -39,10 +39,9 @@ std::string pass_key(uint64_t seed, int64_t length, double depth);
 struct NeedleOptions {
     Haystack haystack;
     NeedleSpec needle;
-    std::vector<int64_t> lengths;  // prompt tokens
-    std::vector<double> depths;    // percent, 0..100
-    bool chat = true;
-    std::string chat_format;  // "" = the model's
+    std::vector<int64_t> lengths;         // prompt tokens
+    std::vector<double> depths;           // percent, 0..100
+    ChatSettings chat{true, "", "", ""};  // the model's template (core/eval/chat_settings.h)
     uint64_t seed = 42;
 };
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/eval/chat_settings.h"
 #include "core/eval/text_score.h"
 
 namespace snapkv::eval {
@@ -96,8 +97,8 @@ void check_same_set(const json& st, const QaSet& set) {
                          set.path + "'; choose the same set file");
 }
 
-SweepTask::SweepTask(const Session& s, QaSet set, bool chat, std::string chat_format, int64_t max_tokens)
-    : m_set(std::move(set)), m_chat(chat), m_chat_format(std::move(chat_format)) {
+SweepTask::SweepTask(const Session& s, QaSet set, ChatSettings chat, int64_t max_tokens)
+    : m_set(std::move(set)), m_chat(task_chat(s, std::move(chat))) {
     const int64_t n_ctx = s.model_info().config.n_ctx_train;
     for (size_t i = 0; i < m_set.items.size(); ++i) {
         const auto n = static_cast<int64_t>(s.build_prompt(prompt_for(m_set.items[i])).ids.size());
@@ -109,10 +110,11 @@ SweepTask::SweepTask(const Session& s, QaSet set, bool chat, std::string chat_fo
 }
 
 json SweepTask::settings() const {
-    return {{"set",
-             {{"file", fs::path(m_set.path).filename().string()}, {"fnv1a", m_set.fnv}, {"items", m_set.items.size()}}},
-            {"chat", m_chat},
-            {"chat_format", m_chat_format}};
+    json st = {
+        {"set",
+         {{"file", fs::path(m_set.path).filename().string()}, {"fnv1a", m_set.fnv}, {"items", m_set.items.size()}}}};
+    add_chat_settings(st, m_chat);
+    return st;
 }
 
 PromptSpec SweepTask::prompt_for(const QaItem& item) const {
@@ -120,7 +122,6 @@ PromptSpec SweepTask::prompt_for(const QaItem& item) const {
     p.document = item.document;
     p.question = item.question;
     p.chat = m_chat;
-    p.chat_format = m_chat_format;
     return p;
 }
 

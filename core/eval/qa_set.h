@@ -35,7 +35,8 @@ void check_same_set(const nlohmann::json& sweep_settings, const QaSet& set);
 class SweepTask : public EvalTask {
 public:
     // Checks that every item's prompt fits the model's context with max_tokens to spare.
-    SweepTask(const Session& s, QaSet set, bool chat, std::string chat_format, int64_t max_tokens);
+    // chat: passed through task_chat (core/eval/chat_settings.h).
+    SweepTask(const Session& s, QaSet set, ChatSettings chat, int64_t max_tokens);
 
     std::string name() const override { return "sweep"; }
     int64_t n_cells() const override { return static_cast<int64_t>(m_set.items.size()); }
@@ -48,8 +49,7 @@ private:
     PromptSpec prompt_for(const QaItem& item) const;
 
     QaSet m_set;
-    bool m_chat;
-    std::string m_chat_format;
+    ChatSettings m_chat;
 };
 
 }  // namespace snapkv::eval

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/eval/chat_settings.h"
 #include "core/session/memory_estimate.h"
 
 namespace snapkv::eval {
@@ -25,6 +26,7 @@ json spans_json(const std::vector<TokenSpan>& spans) {
 
 RulerTask::RulerTask(const Session& s, RulerData data, RulerOptions options)
     : m_data(std::move(data)), m_opt(std::move(options)) {
+    m_opt.chat = task_chat(s, m_opt.chat);
     if (m_opt.tasks.empty()) throw InputError("--tasks: the list is empty");
     for (const auto& name : m_opt.tasks) m_tasks.push_back(&find_ruler_task(name));
     if (m_opt.samples < 1) throw InputError("--samples: " + std::to_string(m_opt.samples) + " must be at least 1");
@@ -88,16 +90,16 @@ int64_t RulerTask::max_answer_tokens() const {
 json RulerTask::settings() const {
     json answer_tokens = json::object();
     for (const RulerTaskSpec* t : m_tasks) answer_tokens[t->name] = t->answer_tokens;
-    return {{"tasks", m_opt.tasks},
-            {"lengths", m_opt.lengths},
-            {"samples", m_opt.samples},
-            {"seed", m_opt.seed},
-            {"answer_tokens", answer_tokens},
-            {"chat", m_opt.chat},
-            {"chat_format", m_opt.chat_format},
-            {"words_fnv1a", m_data.words_fnv},
-            {"essays", {{"files", m_opt.essay_files}, {"fnv1a", m_data.essays_fnv}}},
-            {"scoring", "string_match_all"}};
+    json st = {{"tasks", m_opt.tasks},
+               {"lengths", m_opt.lengths},
+               {"samples", m_opt.samples},
+               {"seed", m_opt.seed},
+               {"answer_tokens", answer_tokens},
+               {"words_fnv1a", m_data.words_fnv},
+               {"essays", {{"files", m_opt.essay_files}, {"fnv1a", m_data.essays_fnv}}},
+               {"scoring", "string_match_all"}};
+    add_chat_settings(st, m_opt.chat);
+    return st;
 }
 
 PromptSpec RulerTask::prompt_for(const RulerText& text) const {
@@ -106,7 +108,6 @@ PromptSpec RulerTask::prompt_for(const RulerText& text) const {
     p.question = text.question;
     p.answer_prefix = text.answer_prefix;
     p.chat = m_opt.chat;
-    p.chat_format = m_opt.chat_format;
     return p;
 }
 

@@ -19,8 +19,7 @@ struct RulerOptions {
     std::vector<int64_t> lengths;    // RULER's max_seq_length: prompt + the task's answer tokens
     int64_t samples = 10;            // per task and length
     uint64_t seed = 42;
-    bool chat = true;
-    std::string chat_format;               // "" = the model's
+    ChatSettings chat{true, "", "", ""};   // the model's template (core/eval/chat_settings.h)
     std::vector<std::string> essay_files;  // names of the essay files (recorded in the settings)
 };
 

@@ -10,6 +10,7 @@
 #include "core/common/units.h"
 #include "core/model/generator.h"
 #include "core/session/session_impl.h"
+#include "core/tokenizer/chat_template.h"
 
 namespace snapkv {
 namespace {
@@ -109,14 +110,14 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     m->file = std::move(file);
     m->tok = std::move(tok);
     m->model = std::move(model);
-    m->chat_format = detect_chat_format(m->file->vocab().chat_template);
     ModelInfo& i = m->info;
     i = ModelInfo{};
     i.path = path;
     i.format = m->file->format();
     i.config = m->file->config();
     i.tokenizer_kind = m->tok->kind();
-    i.chat_format = chat_format_name(m->chat_format);
+    i.chat_template = m->file->vocab().chat_template;
+    for (const auto& named : m->file->vocab().chat_templates) i.chat_template_names.push_back(named.first);
     i.device = opts.device;
     i.dtype = opts.dtype;
     i.weights = mo.native_weights && mo.device.is_cpu() ? "native" : "f32";
@@ -191,35 +192,76 @@ PromptTokens Session::build_prompt(const PromptSpec& spec) const {
     const bool split = !spec.document.empty() || !spec.question.empty();
     std::string full, context;
     if (!split) {
-        if (spec.text.empty() && !spec.chat) throw InputError("the prompt is empty");
+        if (spec.text.empty() && !spec.chat.enabled) throw InputError("the prompt is empty");
         full = context = spec.text;
     } else {
         const std::string sep = (!spec.document.empty() && !spec.question.empty()) ? "\n\n" : "";
         full = spec.document + sep + spec.question;
         context = spec.document + sep;
     }
-    if (spec.chat) {
-        ChatFormat f = spec.chat_format.empty() ? m->chat_format : parse_chat_format(spec.chat_format);
-        const std::string& tmpl = m->file->vocab().chat_template;
-        const std::string content = full;
-        const std::string rendered = apply_chat_template(f, {{"user", content}}, true, tmpl);
-        const size_t at = rendered.rfind(content);
+    const VocabData& vocab = m->file->vocab();
+    const std::string& tmpl = spec.chat.template_text.empty() ? vocab.chat_template : spec.chat.template_text;
+    bool add_special = true;
+    if (spec.chat.enabled && !tmpl.empty()) {
+        out.template_source = spec.chat.template_text.empty() ? "model" : "given";
+        std::vector<ChatMessage> messages;
+        if (!spec.chat.system.empty()) messages.push_back({"system", spec.chat.system});
+        messages.push_back({"user", full});
+        ChatRequest req;
+        req.messages = chat_messages(messages);
+        req.add_generation_prompt = true;
+        req.date = spec.chat.date;
+        if (vocab.bos_id >= 0) req.bos_token = m->tok->token_text(vocab.bos_id);
+        if (vocab.eos_id >= 0) req.eos_token = m->tok->token_text(vocab.eos_id);
+        std::string rendered;
+        try {
+            rendered = render_chat_template(tmpl, req);
+        } catch (const jinja::TemplateRaised& e) {
+            throw InputError(std::string("the chat template (") +
+                             (out.template_source == "model" ? "the model's" : "given") +
+                             ") refused the prompt: " + e.what());
+        } catch (const InputError& e) {
+            throw InputError(std::string("the chat template (") +
+                             (out.template_source == "model" ? "the model's" : "given") + "): " + e.what());
+        }
+        // The question's text as the template wrote it; where the template changed it (trim),
+        // the document alone marks the end of the context.
+        size_t at = rendered.rfind(full);
+        size_t context_end = std::string::npos;
+        if (at != std::string::npos) context_end = at + context.size();
+        else if (!spec.document.empty() && (at = rendered.find(spec.document)) != std::string::npos)
+            context_end = at + spec.document.size();
+        context = context_end == std::string::npos ? rendered : rendered.substr(0, context_end);
         full = rendered;
-        context = (at == std::string::npos) ? rendered : rendered.substr(0, at + context.size());
+        if (!spec.answer_prefix.empty() && !full.empty() && !std::isspace(static_cast<unsigned char>(full.back())))
+            full += " ";
+        full += spec.answer_prefix;
+        // A template that writes BOS itself (Llama 3, Gemma, Mistral) gets no second one from the
+        // tokenizer: transformers tokenizes a rendered chat without special tokens.
+        if (req.bos_token && !req.bos_token->empty() && full.compare(0, req.bos_token->size(), *req.bos_token) == 0)
+            add_special = false;
+    } else if (spec.chat.enabled) {
+        // No template: the conversation's contents one after another (a system message first).
+        if (!spec.chat.system.empty()) {
+            full = spec.chat.system + "\n" + full;
+            context = spec.chat.system + "\n" + context;
+        }
         if (!spec.answer_prefix.empty() && !full.empty() && !std::isspace(static_cast<unsigned char>(full.back())))
             full += " ";
         full += spec.answer_prefix;
     } else if (!spec.answer_prefix.empty()) {
         full += (full.empty() ? "" : " ") + spec.answer_prefix;
     }
-    out.ids = m->tok->encode(full, true, true);
+    out.text = full;
+    out.bos_added = add_special && m->tok->add_bos() && m->tok->bos_id() >= 0;
+    out.ids = m->tok->encode(full, add_special, true);
     if (out.ids.empty()) throw InputError("the prompt is empty (no tokens)");
     if (!split) {
         out.n_context = static_cast<int64_t>(out.ids.size());
     } else {
         // The context is the longest common token prefix of the context alone and the whole
         // prompt, so both modes see exactly the same token sequence.
-        const std::vector<int32_t> ctx = m->tok->encode(context, true, true);
+        const std::vector<int32_t> ctx = m->tok->encode(context, add_special, true);
         size_t n = 0;
         while (n < ctx.size() && n < out.ids.size() && ctx[n] == out.ids[n]) ++n;
         out.n_context = static_cast<int64_t>(std::max<size_t>(n, 1));
@@ -367,6 +409,33 @@ std::vector<BenchRow> Session::bench(const std::vector<int64_t>& lengths, int64_
         if (progress) progress("bench", ++step, static_cast<int64_t>(lengths.size()));
     }
     return rows;
+}
+
+ModelChatTemplate read_model_chat_template(const std::string& model_path, const std::string& name) {
+    const std::unique_ptr<ModelFile> file = ModelFile::open(model_path);
+    const VocabData& v = file->vocab();
+    ModelChatTemplate out;
+    for (const auto& named : v.chat_templates) out.names.push_back(named.first);
+    if (name.empty() || name == "default") {
+        out.text = v.chat_template;
+    } else {
+        const auto it = std::find_if(v.chat_templates.begin(), v.chat_templates.end(),
+                                     [&](const auto& t) { return t.first == name; });
+        if (it == v.chat_templates.end()) {
+            std::string have;
+            for (const std::string& n : out.names) have += (have.empty() ? "" : ", ") + n;
+            throw InputError("model '" + model_path + "': no chat template named '" + name + "'" +
+                             (have.empty() ? std::string(" (it has only its default one)") : "; it has: " + have));
+        }
+        out.text = it->second;
+    }
+    const auto token = [&](int32_t id) -> std::optional<std::string> {
+        if (id < 0 || static_cast<size_t>(id) >= v.tokens.size()) return std::nullopt;
+        return v.tokens[static_cast<size_t>(id)];
+    };
+    out.bos_token = token(v.bos_id);
+    out.eos_token = token(v.eos_id);
+    return out;
 }
 
 }  // namespace snapkv

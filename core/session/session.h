@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +20,6 @@
 #include "core/io/model_config.h"
 #include "core/session/memory_estimate.h"
 #include "core/snapkv/snapkv_params.h"
-#include "core/tokenizer/chat_template.h"
 
 namespace snapkv {
 
@@ -48,7 +48,8 @@ struct ModelInfo {
     std::string format;
     ModelConfig config;
     std::string tokenizer_kind;
-    std::string chat_format;  // detected: raw | chatml | llama2 | llama3 | mistral | gemma | phi3
+    std::string chat_template;                     // the model's default Jinja chat template; "" = none
+    std::vector<std::string> chat_template_names;  // its named variants ("tool_use", ...)
     std::string device;
     std::string dtype;
     std::string weights;       // "native" or "f32": how the weights are held (see LoadOptions)
@@ -57,14 +58,22 @@ struct ModelInfo {
     std::vector<std::pair<std::string, std::string>> metadata;
 };
 
+// How a prompt is wrapped: as the user turn of a chat template (core/tokenizer/chat_template.h),
+// after an optional system message. A model without a template and no template_text: raw.
+struct ChatSettings {
+    bool enabled = false;
+    std::string system;         // the system message; "" = none (the template's default, if any)
+    std::string template_text;  // Jinja text used instead of the model's own; "" = the model's
+    std::string date;           // strftime_now's day (YYYY-MM-DD), for templates that print it; "" = today
+};
+
 // A prompt is either raw text or a document plus a question (optionally in the chat template).
 struct PromptSpec {
     std::vector<int32_t> ids;  // token ids used verbatim when not empty (benchmarks)
     std::string text;          // raw prompt; used when document and question are empty
     std::string document;
     std::string question;
-    bool chat = false;        // wrap in the model's chat template (user turn)
-    std::string chat_format;  // "" = detected from the model, else raw|chatml|llama2|llama3|mistral|gemma|phi3
+    ChatSettings chat;
     // Words the answer starts with (RULER's answer prefix), part of the question: after the chat
     // template's assistant header, or after the question and a space without a template.
     std::string answer_prefix;
@@ -73,9 +82,22 @@ struct PromptSpec {
 // The token sequence of a prompt: context (template head + document) then question (question +
 // template tail). Query-agnostic compression sees only the context.
 struct PromptTokens {
-    std::vector<int32_t> ids;  // all prompt ids (BOS included when the vocab adds one)
-    int64_t n_context = 0;     // ids[0, n_context) are the context; the rest the question
+    std::vector<int32_t> ids;              // all prompt ids (BOS included when the vocab adds one)
+    int64_t n_context = 0;                 // ids[0, n_context) are the context; the rest the question
+    std::string text;                      // what was tokenized: the rendered chat template or the raw prompt
+    std::string template_source = "none";  // "model", "given" (ChatSettings::template_text) or "none"
+    bool bos_added = false;                // the tokenizer put BOS in front of text
 };
+
+// The chat template of a model file and its special tokens, read without loading the weights
+// (`snapkv chat-template --model`). name: "" = the default template, else a named variant.
+struct ModelChatTemplate {
+    std::string text;                      // "" when the model has none
+    std::optional<std::string> bos_token;  // unset when the vocabulary has none
+    std::optional<std::string> eos_token;
+    std::vector<std::string> names;  // the named variants the file has
+};
+ModelChatTemplate read_model_chat_template(const std::string& model_path, const std::string& name = "");
 
 struct GenerationOutput {
     std::vector<int32_t> prompt_ids;
@@ -131,6 +153,9 @@ struct PrefillSummary {
                                 // copies and the scorers' caches (measured, all layers)
     std::vector<int32_t> ids;
     std::vector<std::string> pieces;  // display text of each token
+    std::vector<uint8_t> special;     // 1 where a token is a control token (BOS, <|im_start|>, ...)
+    std::string prompt_text;          // the prompt as the model sees it (PromptTokens::text)
+    std::string template_source;      // PromptTokens::template_source
 };
 
 struct CompareSettings {

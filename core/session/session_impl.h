@@ -43,7 +43,6 @@ struct Session::Impl {
     std::shared_ptr<const LlamaModel> model;
     std::unique_ptr<Tokenizer> tok;
     ModelInfo info;
-    ChatFormat chat_format = ChatFormat::Raw;
 
     std::optional<PrefillState> state;
     PrefillSummary summary;

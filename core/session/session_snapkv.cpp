@@ -274,7 +274,12 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
     s.kv_bytes_full = st.cache.bytes();
     s.capture_bytes = capture_bytes(st, scorers);
     s.ids = pt.ids;
-    for (int32_t id : pt.ids) s.pieces.push_back(m->piece(id));
+    for (int32_t id : pt.ids) {
+        s.pieces.push_back(m->piece(id));
+        s.special.push_back(m->tok->is_control(id) ? 1 : 0);
+    }
+    s.prompt_text = pt.text;
+    s.template_source = pt.template_source;
     // Commit: a cancelled or failed prefill leaves the previous one intact.
     m->state = std::move(st);
     m->aware_scorers = std::move(scorers);

@@ -38,7 +38,7 @@ NeedleOptions needle_options(std::vector<int64_t> lengths, std::vector<double> d
     o.needle = find_needle(load_needles(std::string(SNAPKV_DATASETS_DIR) + "/needles.jsonl"), "passkey", "needles");
     o.lengths = std::move(lengths);
     o.depths = std::move(depths);
-    o.chat = false;
+    o.chat.enabled = false;
     return o;
 }
 
@@ -277,7 +277,7 @@ TEST_CASE("the sweep runner scores answers against the reference and the full ca
     std::ofstream(dir.file("set.jsonl"))
         << json({{"id", "a"}, {"document", story}, {"question", "Who was happy?"}, {"answer", "Lily"}}).dump() << "\n"
         << json({{"id", "b"}, {"document", story.substr(300)}, {"question", "What did they see?"}}).dump() << "\n";
-    const SweepTask task(s, load_qa_set(dir.file("set.jsonl")), false, "", 6);
+    const SweepTask task(s, load_qa_set(dir.file("set.jsonl")), ChatSettings{}, 6);
     const std::vector<json> rows = run_rows(task, small_run({"snapkv", "h2o"}, {48, 96}));
     REQUIRE(rows.size() == 2 * 5);
     for (const json& r : rows) {
@@ -293,7 +293,7 @@ TEST_CASE("the sweep runner scores answers against the reference and the full ca
         std::string long_doc;
         while (long_doc.size() < 12000) long_doc += story;
         std::ofstream(dir.file("long.jsonl")) << json({{"document", long_doc}, {"question", "Who?"}}).dump() << "\n";
-        CHECK_THROWS_WITH(SweepTask(s, load_qa_set(dir.file("long.jsonl")), false, "", 6),
+        CHECK_THROWS_WITH(SweepTask(s, load_qa_set(dir.file("long.jsonl")), ChatSettings{}, 6),
                           Contains("item 1") && Contains("context of 2048"));
     }
 }

@@ -295,7 +295,7 @@ TEST_CASE("SmolLM2: compression on a long chat prompt keeps the first token and 
     PromptSpec p;
     p.document = snapkv::test::read_text(data_path("reference/ppl-text.txt")).substr(0, 5000);
     p.question = "What did the children find in the garden?";
-    p.chat = true;
+    p.chat.enabled = true;
     const PrefillSummary sum = s.prefill(p);
     CHECK(sum.n_tokens > 900);
     CompareSettings cs;
