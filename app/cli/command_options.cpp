@@ -9,6 +9,7 @@
 
 #include "app/cli/cli_checks.h"
 #include "core/common/atomic_file.h"
+#include "core/tokenizer/chat_template.h"
 
 namespace snapkv::cli {
 namespace {
@@ -100,10 +101,13 @@ void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
         d->excludes(p)->excludes(f);
         q->excludes(p)->excludes(f);
     }
-    c->add_flag("--chat", o.chat, "Wrap the prompt in the model's chat template");
-    c->add_option("--chat-format", o.chat_format,
-                  "Override the detected template: raw, chatml, llama2, llama3, mistral, gemma, phi3")
-        ->check(one_of({"raw", "chatml", "llama2", "llama3", "mistral", "gemma", "phi3"}));
+    auto* chat = c->add_flag("--chat", o.chat, "Wrap the prompt in the model's chat template (as its user turn)");
+    c->add_option("--system", o.system, "System message before the prompt in the chat template")->needs(chat);
+    c->add_option("--chat-template", o.chat_template_file,
+                  "A Jinja chat template file to use instead of the model's own")
+        ->needs(chat);
+    c->add_option("--chat-date", o.chat_date, "The date a template prints (strftime_now), YYYY-MM-DD (default: today)")
+        ->needs(chat);
 }
 
 void add_select(CLI::App* c, SelectOpts& o) {
@@ -166,7 +170,8 @@ GenerationSettings cli_generation_defaults() {
 std::vector<NamedPath> inputs_of(const Common& c, const PromptOpts& o) {
     return {{"the model (--model)", c.model},
             {"the document (--doc)", o.doc},
-            {"the prompt file (--prompt-file)", o.prompt_file}};
+            {"the prompt file (--prompt-file)", o.prompt_file},
+            {"the chat template (--chat-template)", o.chat_template_file}};
 }
 
 PromptSpec make_prompt(const PromptOpts& o) {
@@ -182,8 +187,20 @@ PromptSpec make_prompt(const PromptOpts& o) {
     }
     if (s.text.empty() && s.document.empty() && !o.chat && !o.prompt_given() && o.prompt_file.empty())
         usage_error("--prompt", "no prompt: give --prompt, --prompt-file or --doc with --question");
-    s.chat = o.chat;
-    s.chat_format = o.chat_format;
+    s.chat.enabled = o.chat;
+    s.chat.system = o.system;
+    if (!o.chat_template_file.empty()) {
+        s.chat.template_text = read_text_file(o.chat_template_file, "chat template");
+        if (s.chat.template_text.empty()) usage_error("--chat-template", "'" + o.chat_template_file + "' is empty");
+    }
+    if (!o.chat_date.empty()) {
+        try {
+            check_chat_date(o.chat_date);
+        } catch (const InputError& e) {
+            usage_error("--chat-date", e.what());
+        }
+    }
+    s.chat.date = o.chat_date;
     return s;
 }
 

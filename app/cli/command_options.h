@@ -32,7 +32,9 @@ struct Common {
 struct PromptOpts {
     std::string prompt, prompt_file, doc, question;
     bool chat = false;
-    std::string chat_format;
+    std::string system;                       // --system: a system message before the prompt (with --chat)
+    std::string chat_template_file;           // --chat-template: a Jinja file used instead of the model's template
+    std::string chat_date;                    // --chat-date: strftime_now's day, YYYY-MM-DD
     const CLI::Option* prompt_opt = nullptr;  // to tell --prompt "" from no --prompt
     bool prompt_given() const { return prompt_opt != nullptr && prompt_opt->count() > 0; }
 };

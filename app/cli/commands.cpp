@@ -8,6 +8,7 @@ namespace snapkv::cli {
 
 void register_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     register_model_commands(app, cancel);     // logits, info, tokenize
+    register_chat_command(app);               // chat-template
     register_generate_commands(app, cancel);  // generate, perplexity
     register_bench_command(app, cancel);
     register_analyze_command(app, cancel);

@@ -22,6 +22,7 @@ void register_analyze_command(CLI::App& app, const std::atomic<bool>* cancel);  
 void register_compare_command(CLI::App& app, const std::atomic<bool>* cancel);    // commands_compare.cpp
 void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel);      // commands_eval.cpp
 void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel);     // commands_ruler.cpp
+void register_chat_command(CLI::App& app);                                        // commands_chat.cpp
 
 // commands_model.cpp: `logits`, `info`, `tokenize`, and the architecture part of `info` (text
 // lines / JSON object).

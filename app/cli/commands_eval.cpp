@@ -49,8 +49,7 @@ struct EvalOpts {
     int64_t max_tokens = 32;
     int64_t kl_steps = 32;
     double theta = 0.05;
-    bool no_chat = false;
-    std::string chat_format;
+    GridChatOpts chat;
     std::string shard;
     std::string out;
     bool quiet = false;
@@ -83,10 +82,7 @@ void add_eval_options(CLI::App* c, EvalOpts& o) {
         ->capture_default_str();
     c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
         ->capture_default_str();
-    c->add_flag("--no-chat", o.no_chat,
-                "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
-    c->add_option("--chat-format", o.chat_format,
-                  "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    add_grid_chat_options(c, o.chat);
     c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
     c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
     c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
@@ -107,10 +103,6 @@ std::unique_ptr<Session> load(const EvalOpts& o) {
     auto s = std::make_unique<Session>();
     s->load_model(o.model, {o.device, o.dtype, o.weights});
     return s;
-}
-
-bool use_chat(const Session& s, const EvalOpts& o) {
-    return !o.no_chat && (!o.chat_format.empty() ? o.chat_format != "raw" : s.model_info().chat_format != "raw");
 }
 
 // A cell line names the document (needle: its length and depth) and shows per configuration whether
@@ -212,9 +204,8 @@ void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_lengt
     no.haystack = load_haystack(hay);
     no.depths = parse_number_list(depths, "--depths");
     no.seed = o.seed;
-    no.chat_format = o.chat_format;
+    no.chat = grid_chat(o.chat);
     auto s = load(o);
-    no.chat = use_chat(*s, o);
     // Default: 5 lengths doubling up to the model's context (less the answer) or --max-length.
     no.lengths = !lengths.empty() ? parse_int_list(lengths, "--lengths")
                                   : NeedleTask::default_lengths(*s, no, o.max_tokens, max_length);
@@ -228,7 +219,7 @@ void cmd_sweep(const EvalOpts& o, const std::string& set_path, const std::atomic
     check_output_not_input("--out", o.out, {{"the model (--model)", o.model}, {"the question set (--set)", set_path}});
     QaSet set = load_qa_set(set_path);
     auto s = load(o);
-    SweepTask task(*s, std::move(set), use_chat(*s, o), o.chat_format, o.max_tokens);
+    SweepTask task(*s, std::move(set), grid_chat(o.chat), o.max_tokens);
     const std::vector<Row> rows = run_grid(*s, task, ro, o, cancel);
     print_sweep_table(rows, ro);
 }

@@ -22,7 +22,7 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSetting
             return true;
         };
     PromptSpec spec = make_prompt(po);
-    if (spec.text.empty() && spec.document.empty() && !spec.chat) {
+    if (spec.text.empty() && spec.document.empty() && !spec.chat.enabled) {
         // An empty prompt starts from BOS alone, as llama.cpp does (llama2.c's golden output is
         // defined that way); a model that adds no BOS has nothing to start from.
         spec.ids = s->tokenize("", true, true);

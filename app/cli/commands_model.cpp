@@ -2,6 +2,7 @@
 // template), `snapkv tokenize`, and `snapkv logits`, which writes the float32 logits at every
 // position of a prompt as JSON, so that any model file can be checked against another
 // implementation (transformers, llama.cpp) position by position. No SnapKV here.
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -78,6 +79,17 @@ void cmd_logits(const LogitsOpts& o, const std::atomic<bool>* cancel) {
     if (!f) throw InputError("--json: writing '" + o.out + "' failed");
 }
 
+// "none (prompts are raw)" or "the model's (N lines, M bytes); named: tool_use".
+std::string chat_template_text(const ModelInfo& i) {
+    if (i.chat_template.empty()) return "none (prompts are raw)";
+    const auto lines = std::count(i.chat_template.begin(), i.chat_template.end(), '\n') + 1;
+    std::string out = "the model's (" + std::to_string(lines) + " lines, " + std::to_string(i.chat_template.size()) +
+                      " bytes)";
+    for (size_t k = 0; k < i.chat_template_names.size(); ++k)
+        out += (k == 0 ? "; named: " : ", ") + i.chat_template_names[k];
+    return out;
+}
+
 void cmd_info(const Common& c, bool as_json) {
     auto s = open_session(c, true);
     const ModelInfo i = s->model_info();
@@ -107,7 +119,8 @@ void cmd_info(const Common& c, bool as_json) {
                   {"tensor_types", types},
                   {"n_tensors", i.tensors.size()},
                   {"tokenizer", i.tokenizer_kind},
-                  {"chat_template", i.chat_format},
+                  {"chat_template", i.chat_template.empty() ? json(nullptr) : json(i.chat_template)},
+                  {"chat_template_names", i.chat_template_names},
                   {"weights", i.weights},
                   {"weight_bytes", i.weight_bytes}};
         j["architecture"] = arch_json(k);
@@ -129,7 +142,7 @@ void cmd_info(const Common& c, bool as_json) {
     for (const auto& [t, n] : types) std::cout << " " << n << " " << t;
     std::cout << "\n"
               << "tokenizer      " << i.tokenizer_kind << "\n"
-              << "chat template  " << i.chat_format << "\n"
+              << "chat template  " << chat_template_text(i) << "\n"
               << "weights        " << format_bytes(i.weight_bytes) << " "
               << (i.weights == "native" ? "in the file's formats (native)" : "as " + i.dtype) << " on " << i.device
               << "\n";

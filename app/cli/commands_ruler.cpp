@@ -43,8 +43,8 @@ struct RulerCliOpts {
     uint64_t seed = 42;
     int64_t kl_steps = 32;
     double theta = 0.05;
-    bool no_chat = false;
-    std::string chat_format, essays, words, shard, out;
+    GridChatOpts chat;
+    std::string essays, words, shard, out;
     bool quiet = false;
 };
 
@@ -101,7 +101,7 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     ropt.lengths = parse_int_list(o.lengths, "--lengths");
     ropt.samples = o.samples;
     ropt.seed = o.seed;
-    ropt.chat_format = o.chat_format;
+    ropt.chat = grid_chat(o.chat);
     if (o.samples < 1) throw InputError("--samples: " + std::to_string(o.samples) + " must be at least 1");
     RunOptions ro = run_options(o);
     const std::string words_dir = !o.words.empty() ? o.words : bundled_dataset("ruler", SNAPKV_SOURCE_DIR, "--words");
@@ -116,7 +116,6 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
 
     Session s;
     s.load_model(o.model, {o.device, o.dtype, o.weights});
-    ropt.chat = !o.no_chat && (!o.chat_format.empty() ? o.chat_format != "raw" : s.model_info().chat_format != "raw");
     RulerTask task(s, std::move(data), ropt);
     ro.generation.max_tokens = task.max_answer_tokens();
     ro.kl_steps = std::min(ro.kl_steps, ro.generation.max_tokens);
@@ -185,10 +184,7 @@ void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         ->capture_default_str();
     c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
         ->capture_default_str();
-    c->add_flag("--no-chat", o.no_chat,
-                "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
-    c->add_option("--chat-format", o.chat_format,
-                  "Override the detected template: raw, chatml, llama2, llama3, mistral");
+    add_grid_chat_options(c, o.chat);
     c->add_option("--essays", o.essays,
                   "Comma list of essay files or folders for the essay haystack (default datasets/sample_document.md,"
                   "datasets/documents)");

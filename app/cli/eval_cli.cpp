@@ -10,7 +10,9 @@
 
 #include <unistd.h>
 
+#include "app/cli/cli_checks.h"
 #include "core/eval/results_file.h"
+#include "core/tokenizer/chat_template.h"
 
 namespace snapkv::cli {
 
@@ -79,6 +81,29 @@ CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, con
         if (r["settings"] == run.settings()) res.rows.push_back(std::move(r));
     std::stable_sort(res.rows.begin(), res.rows.end(), row_less);
     return res;
+}
+
+void add_grid_chat_options(CLI::App* c, GridChatOpts& o) {
+    c->add_flag("--no-chat", o.no_chat,
+                "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
+    c->add_option("--system", o.system, "System message before each prompt, in the model's chat template");
+    c->add_option("--chat-date", o.date,
+                  "The date a template prints (strftime_now), YYYY-MM-DD; default today, recorded in the rows");
+}
+
+ChatSettings grid_chat(const GridChatOpts& o) {
+    ChatSettings c;
+    c.enabled = !o.no_chat;
+    c.system = o.system;
+    c.date = o.date;
+    if (!c.date.empty()) {
+        try {
+            check_chat_date(c.date);
+        } catch (const InputError& e) {
+            usage_error("--chat-date", e.what());
+        }
+    }
+    return c;
 }
 
 }  // namespace snapkv::cli

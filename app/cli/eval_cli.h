@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "core/eval/eval_runner.h"
 
 namespace snapkv::cli {
@@ -50,6 +52,17 @@ eval::RunOptions grid_run_options(eval::GridAxes a, const Opts& o) {
     r.shard = eval::parse_shard(o.shard);
     return r;
 }
+
+// --no-chat, --system and --chat-date, which `needle`, `sweep` and `ruler` share.
+struct GridChatOpts {
+    bool no_chat = false;
+    std::string system;
+    std::string date;
+};
+void add_grid_chat_options(CLI::App* c, GridChatOpts& o);
+// The grid's chat settings (the model's template unless --no-chat; a model without one is
+// prompted raw); a --chat-date that is not YYYY-MM-DD is a usage error.
+ChatSettings grid_chat(const GridChatOpts& o);
 
 // `header` is the start of the first stderr line, up to " x N configurations". Progress goes to
 // stderr unless `quiet`; the totals go to stdout.

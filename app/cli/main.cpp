@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -30,7 +31,9 @@ void on_sigint(int) { g_cancel.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
-    snapkv::init_runtime(argc, argv);
+    // chat-template renders text and runs no tensor code: it skips the runtime set-up, whose
+    // re-exec (to set OpenBLAS's and OpenMP's environment) loads LibTorch a second time.
+    if (argc < 2 || std::string(argv[1]) != "chat-template") snapkv::init_runtime(argc, argv);
     std::signal(SIGINT, on_sigint);
     CLI::App app{"snapkv: SnapKV KV-cache compression, from the command line"};
     app.require_subcommand(1);
