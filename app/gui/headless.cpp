@@ -3,6 +3,7 @@
 #include "app/gui/headless.h"
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QFileInfo>
 #include <QImage>
 #include <QTimer>
@@ -21,6 +22,7 @@
 #include "app/gui/views/evaluate_view.h"
 #include "app/gui/views/head_view.h"
 #include "app/gui/views/overview_view.h"
+#include "app/gui/views/prompt_text_view.h"
 #include "app/gui/workers/run_controller.h"
 
 namespace studio {
@@ -81,6 +83,8 @@ bool configureWindow(MainWindow& w, const AppOptions& o, QString* error) {
     }
     if (!o.view.isEmpty()) w.showView(o.view);
     if (o.maxTokensSet) w.compareView()->setMaxTokens(o.maxTokens);
+    if (!o.system.isEmpty()) w.promptPanel()->setSystemPrompt(o.system);
+    if (o.showPrompt) w.promptTextDock()->show();
     return true;
 }
 
@@ -257,6 +261,7 @@ void HeadlessDriver::finish() {
     m_window->headView()->refreshNow();
     m_window->documentView()->refreshNow();
     m_window->compareView()->refreshNow();
+    if (m_window->promptTextDock()->isVisible()) m_window->promptTextView()->refreshNow();
     m_window->evaluateView()->refreshNow();
     QTimer::singleShot(50, this, [this] {
         if (m_done) return;

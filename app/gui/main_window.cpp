@@ -40,6 +40,7 @@
 #include "app/gui/views/evaluate_view.h"
 #include "app/gui/views/head_view.h"
 #include "app/gui/views/overview_view.h"
+#include "app/gui/views/prompt_text_view.h"
 #include "app/gui/workers/run_controller.h"
 
 namespace studio {
@@ -125,6 +126,11 @@ void MainWindow::buildDocks() {
     m_promptDock->raise();
     m_walkDock = dock("Walkthrough", "walkthroughDock", m_walk, Qt::BottomDockWidgetArea);
     m_walkDock->hide();
+    // What the model really receives (the chat template's text and special tokens), at hand for
+    // a demo but out of the way otherwise: View > Prompt as the Model Sees It.
+    m_promptText = new PromptTextView(m_state);
+    m_promptTextDock = dock("Prompt as the model sees it", "promptTextDock", m_promptText, Qt::BottomDockWidgetArea);
+    m_promptTextDock->hide();
     resizeDocks({m_paramsDock}, {370}, Qt::Horizontal);
     resizeDocks({m_paramsDock, m_promptDock}, {470, 430}, Qt::Vertical);
 }
@@ -267,6 +273,12 @@ void MainWindow::buildMenus() {
     view->addSeparator();
     for (QDockWidget* d : {m_paramsDock, m_promptDock, m_displayDock, m_walkDock})
         view->addAction(d->toggleViewAction());
+    QAction* promptText = m_promptTextDock->toggleViewAction();
+    promptText->setText("&Prompt as the Model Sees It");
+    promptText->setShortcut(QKeySequence("Ctrl+Shift+P"));
+    promptText->setStatusTip("The prompt after the chat template, token by token, special tokens marked");
+    view->addAction(promptText);
+    addAction(promptText);
 
     QMenu* help = menuBar()->addMenu("&Help");
     help->addAction(m_actWalkthrough);
@@ -372,7 +384,7 @@ void MainWindow::connectController() {
     connect(m_params, &ParameterPanel::paramsChanged, this, &MainWindow::onParamsChanged);
     connect(m_state, &AnalysisState::prefillChanged, this, &MainWindow::onPrefillChanged);
     connect(m_compare, &CompareView::generateRequested, this, [this](int n) { generate(n); });
-    for (LazyView* v : std::initializer_list<LazyView*>{m_overview, m_head, m_document, m_compare})
+    for (LazyView* v : std::initializer_list<LazyView*>{m_overview, m_head, m_document, m_compare, m_promptText})
         connect(v, &LazyView::runRequested, this, [this] { run(); });
     connect(m_prompt, &PromptPanel::browseModelRequested, this, &MainWindow::onOpenModel);
     connect(m_prompt, &PromptPanel::openDocumentRequested, this, &MainWindow::onOpenDocument);

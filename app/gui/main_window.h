@@ -34,6 +34,7 @@ class HeadView;
 class OverviewView;
 class ParameterPanel;
 class PromptPanel;
+class PromptTextView;
 class RunController;
 class Walkthrough;
 struct WalkthroughStep;
@@ -88,6 +89,8 @@ public:
     PromptPanel* promptPanel() const { return m_prompt; }
     OverviewView* overviewView() const { return m_overview; }
     HeadView* headView() const { return m_head; }
+    PromptTextView* promptTextView() const { return m_promptText; }
+    QDockWidget* promptTextDock() const { return m_promptTextDock; }
     DocumentView* documentView() const { return m_document; }
     CompareView* compareView() const { return m_compare; }
     EvaluateView* evaluateView() const { return m_evaluate; }
@@ -167,6 +170,8 @@ private:
     QDockWidget* m_paramsDock;
     QDockWidget* m_displayDock;
     QDockWidget* m_walkDock;
+    PromptTextView* m_promptText;
+    QDockWidget* m_promptTextDock;
     QProgressBar* m_progress;
     QElapsedTimer m_stageClock;  // since the current progress stage began (rate and time left)
     QString m_stage;

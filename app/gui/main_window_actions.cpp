@@ -1,5 +1,7 @@
 // MainWindow's handlers: opening models, documents and sessions, running, generating, exporting,
 // the walkthrough, and the reactions to RunController's results.
+#include <algorithm>
+
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -136,7 +138,8 @@ void MainWindow::cancel() { m_controller->cancel(); }
 void MainWindow::openEvalCell(const EvalCellPrompt& cell) {
     m_prompt->setDocument(QString::fromStdString(cell.prompt.document));
     m_prompt->setQuestion(QString::fromStdString(cell.prompt.question));
-    m_prompt->setChat(cell.prompt.chat);
+    m_prompt->setChat(cell.prompt.chat.enabled);
+    m_prompt->setSystemPrompt(QString::fromStdString(cell.prompt.chat.system));
     m_prompt->setAnswerPrefix(QString::fromStdString(cell.prompt.answer_prefix));
     if (!cell.full) {
         ParamState p = m_params->state();
@@ -223,8 +226,10 @@ void MainWindow::onModelLoaded() {
                                  .arg(c.n_head_kv)
                                  .arg(c.n_ctx_train)
                                  .arg(QString::fromStdString(m.device), QString::fromStdString(m.dtype),
-                                      QString::fromStdString(m.chat_format), weights));
-    m_prompt->setChatFormat(QString::fromStdString(m.chat_format));
+                                      m.chat_template.empty() ? QString("no chat template") : QString("chat template"),
+                                      weights));
+    m_prompt->setChatTemplate(true, !m.chat_template.empty(),
+                              static_cast<int>(std::count(m.chat_template.begin(), m.chat_template.end(), '\n') + 1));
     showBanner(QString());
     updateTitle();
     showInfo(QString("Loaded %1.").arg(QString::fromStdString(c.name)));
@@ -306,6 +311,7 @@ SessionFile MainWindow::currentSession() const {
     s.question = m_prompt->question();
     s.answerPrefix = m_prompt->answerPrefix();
     s.chat = m_prompt->chat();
+    s.system = m_prompt->systemPrompt();
     s.params = m_params->state();
     s.display = m_state->display();
     s.layer = m_state->layer();
@@ -341,6 +347,7 @@ void MainWindow::applySession(const SessionFile& s) {
     m_prompt->setQuestion(s.question);
     m_prompt->setAnswerPrefix(s.answerPrefix);
     m_prompt->setChat(s.chat);
+    m_prompt->setSystemPrompt(s.system);
     m_params->setState(s.params, false);
     m_state->setDisplay(s.display);
     m_compare->setMaxTokens(s.maxTokens);

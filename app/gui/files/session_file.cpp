@@ -45,6 +45,7 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
     prompt["question"] = question;
     if (!answerPrefix.isEmpty()) prompt["answer_prefix"] = answerPrefix;
     prompt["chat"] = chat;
+    if (!system.isEmpty()) prompt["system"] = system;
     o["prompt"] = prompt;
     o["params"] = params.toJson();
     o["display"] = display.toJson();
@@ -94,6 +95,7 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
         s.question = prompt.string("question", QString());
         s.answerPrefix = prompt.string("answer_prefix", QString());
         s.chat = prompt.boolean("chat", true);
+        s.system = prompt.string("system", QString());
         s.params = ParamState::fromJson(top.object("params"), "params");
         s.display = DisplaySettings::fromJson(top.object("display"));
         const JsonFields focus(top.object("focus"), "focus");

@@ -23,6 +23,7 @@ struct SessionFile {
     QString question;
     QString answerPrefix;  // the answer's first words (a RULER sample); "" = none
     bool chat = true;
+    QString system;  // the system message in the chat template; "" = none
     ParamState params;
     DisplaySettings display;
     int layer = 0;

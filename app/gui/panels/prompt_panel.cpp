@@ -86,8 +86,20 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     m_prefixRow->hide();
     layout->addWidget(m_prefixRow);
     m_chat = new QCheckBox("wrap in the model's chat template");
+    m_chat->setObjectName("chatCheck");
     m_chat->setChecked(true);
     layout->addWidget(m_chat);
+    auto* systemRow = new QHBoxLayout;
+    systemRow->addWidget(new QLabel("System prompt"));
+    m_system = new QLineEdit;
+    m_system->setObjectName("systemPromptEdit");
+    m_system->setPlaceholderText("none (the template's default, if it has one)");
+    m_system->setToolTip(
+        "A system message put before the question, as the template writes it (View > Prompt shows the "
+        "result)");
+    systemRow->addWidget(m_system, 1);
+    layout->addLayout(systemRow);
+    connect(m_chat, &QCheckBox::toggled, m_system, &QWidget::setEnabled);
 
     connect(browse, &QPushButton::clicked, this, &PromptPanel::browseModelRequested);
     connect(openDoc, &QPushButton::clicked, this, &PromptPanel::openDocumentRequested);
@@ -138,6 +150,8 @@ QString PromptPanel::question() const { return m_question->text(); }
 void PromptPanel::setQuestion(const QString& q) { m_question->setText(q.trimmed()); }
 bool PromptPanel::chat() const { return m_chat->isChecked(); }
 void PromptPanel::setChat(bool on) { m_chat->setChecked(on); }
+QString PromptPanel::systemPrompt() const { return m_system->text(); }
+void PromptPanel::setSystemPrompt(const QString& text) { m_system->setText(text); }
 QString PromptPanel::answerPrefix() const { return m_answerPrefix->text(); }
 void PromptPanel::setAnswerPrefix(const QString& prefix) {
     m_answerPrefix->setText(prefix);
@@ -145,16 +159,18 @@ void PromptPanel::setAnswerPrefix(const QString& prefix) {
 }
 void PromptPanel::setModelStatus(const QString& text) { m_modelStatus->setText(text); }
 
-void PromptPanel::setChatFormat(const QString& format) {
-    if (format == "raw") {
+void PromptPanel::setChatTemplate(bool hasModel, bool hasTemplate, int lines) {
+    if (hasModel && !hasTemplate) {
         m_chat->setText("wrap in the model's chat template (it has none: plain text)");
         m_chat->setToolTip(
             "This model has no chat template: the document and the question are joined by a blank line "
-            "as plain text, whether or not this is on.");
+            "as plain text (after the system prompt, if any), whether or not this is on.");
     } else {
-        m_chat->setText(format.isEmpty() ? QString("wrap in the model's chat template")
-                                         : QString("wrap in the model's chat template (%1)").arg(format));
-        m_chat->setToolTip(QString());
+        m_chat->setText(hasModel ? QString("wrap in the model's chat template (%1 lines of Jinja)").arg(lines)
+                                 : QString("wrap in the model's chat template"));
+        m_chat->setToolTip(hasModel ? QString("The template is rendered as transformers renders it; View > Prompt "
+                                              "shows the text and tokens the model receives.")
+                                    : QString());
     }
 }
 
@@ -162,9 +178,10 @@ snapkv::PromptSpec PromptPanel::promptSpec() const {
     snapkv::PromptSpec p;
     p.document = document().toStdString();
     p.question = question().toStdString();
-    p.chat = chat();
+    p.chat.enabled = chat();
+    if (p.chat.enabled) p.chat.system = systemPrompt().toStdString();
     p.answer_prefix = answerPrefix().toStdString();
-    if (p.question.empty() && !p.chat) {
+    if (p.question.empty() && !p.chat.enabled) {
         p.text = p.document;
         p.document.clear();
     }

@@ -1,5 +1,5 @@
 // The inputs of a run: model file and device/dtype, document, question (and the answer's first
-// words, when an evaluation sample has them), chat template switch.
+// words, when an evaluation sample has them), chat template switch and system message.
 // Only widgets and getters; opening files and running are MainWindow's business.
 #pragma once
 
@@ -33,15 +33,18 @@ public:
     void setQuestion(const QString& q);
     bool chat() const;
     void setChat(bool on);
+    // The system message put before the question in the chat template ("" = none).
+    QString systemPrompt() const;
+    void setSystemPrompt(const QString& text);
     // Words the answer starts with (RULER's answer prefix, set when a RULER sample is opened): part
     // of the prompt, shown under the question only while set.
     QString answerPrefix() const;
     void setAnswerPrefix(const QString& prefix);
     void setModelStatus(const QString& text);
-    // The loaded model's chat format ("chatml", "gemma", ..., "raw" when it has no template, as
-    // Gemma 3 270M's base GGUF): named next to the chat switch, so that a switch that cannot wrap
-    // anything says so. Empty: no model loaded.
-    void setChatFormat(const QString& format);
+    // Whether the loaded model has a chat template (Gemma 3 270M's base GGUF has none), said
+    // next to the chat switch, so that a switch that cannot wrap anything says so. lines: the
+    // template's length; hasModel false: no model loaded.
+    void setChatTemplate(bool hasModel, bool hasTemplate, int lines);
     snapkv::PromptSpec promptSpec() const;
 
 Q_SIGNALS:
@@ -60,6 +63,7 @@ private:
     QWidget* m_prefixRow;
     QLineEdit* m_answerPrefix;
     QCheckBox* m_chat;
+    QLineEdit* m_system;
     QLabel* m_docInfo;
     QString m_documentPath;
 };

@@ -165,6 +165,8 @@ QList<QCommandLineOption> applicationOptions() {
          QString("Open the guided walkthrough at step N (1-%1) after the run.").arg(walkthroughSteps().size()), "n"},
         {"bench-retune", "Time N budget changes after the run and print the timings.", "n"},
         {"get-model", "Open Help > Get a Model (where to get a model; downloads the default one on request)."},
+        {"system", "System message put before the question in the model's chat template.", "text"},
+        {"show-prompt", "Open the prompt as the model sees it (the chat template's text, special tokens marked)."},
     };
 }
 
@@ -232,6 +234,8 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.session = p.value("session");
     o.results = p.value("results");
     o.getModel = p.isSet("get-model");
+    o.system = p.value("system");
+    o.showPrompt = p.isSet("show-prompt");
     // A screenshot of a results file needs no prefill unless --run asks for one.
     o.run = p.isSet("run") || (p.isSet("screenshot") && o.results.isEmpty()) || p.isSet("bench-retune");
     o.screenshot = p.value("screenshot");

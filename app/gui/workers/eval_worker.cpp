@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/eval/chat_settings.h"
 #include "core/eval/datasets.h"
 #include "core/eval/needle.h"
 #include "core/eval/qa_set.h"
@@ -208,7 +209,8 @@ void EvalWorker::run(const EvalJob& job, const EvalCancelPtr& cancel) {
         ro.generation.max_tokens = job.maxTokens;
         ro.generation.greedy = true;
         ro.kl_steps = std::min(job.klSteps, job.maxTokens);
-        const bool chat = job.chat && s.model_info().chat_format != "raw";
+        snapkv::ChatSettings chat;  // the model's template, when it has one (the tasks check)
+        chat.enabled = job.chat;
         std::unique_ptr<se::EvalTask> task;
         if (job.task == "ruler") {
             se::RulerOptions ropt;
@@ -240,7 +242,7 @@ void EvalWorker::run(const EvalJob& job, const EvalCancelPtr& cancel) {
             no.lengths = !job.lengths.empty() ? job.lengths : se::NeedleTask::default_lengths(s, no, job.maxTokens);
             task = std::make_unique<se::NeedleTask>(s, no, job.maxTokens);
         } else {
-            task = std::make_unique<se::SweepTask>(s, se::load_qa_set(setPathOf(job.setPath)), chat, "", job.maxTokens);
+            task = std::make_unique<se::SweepTask>(s, se::load_qa_set(setPathOf(job.setPath)), chat, job.maxTokens);
         }
         KeepingTask keeping(*task);
         se::EvalRun run(s, keeping, ro);
@@ -292,8 +294,7 @@ void EvalWorker::prepareCell(const EvalCellJob& job) {
             ropt.lengths = rs.at("lengths").get<std::vector<int64_t>>();
             ropt.samples = rs.at("samples").get<int64_t>();
             ropt.seed = rs.at("seed").get<uint64_t>();
-            ropt.chat = rs.at("chat").get<bool>();
-            ropt.chat_format = rs.value("chat_format", std::string());
+            ropt.chat = se::chat_settings_from(rs);
             se::Haystack essays;
             se::RulerData data = rulerData(&essays);
             ropt.essay_files = essays.files;
@@ -318,8 +319,7 @@ void EvalWorker::prepareCell(const EvalCellJob& job) {
             se::QaSet set = se::load_qa_set(setPathOf(job.setPath));
             se::check_same_set(st.at("sweep"), set);
             const json& sw = st.at("sweep");
-            const se::SweepTask t(s, std::move(set), sw.at("chat").get<bool>(), sw.at("chat_format").get<std::string>(),
-                                  maxTokens);
+            const se::SweepTask t(s, std::move(set), se::chat_settings_from(sw), maxTokens);
             if (cell < 0 || cell >= t.n_cells())
                 throw snapkv::InputError("item " + std::to_string(cell) + " is not in the set");
             cp = t.prepare(s, cell);

@@ -75,11 +75,11 @@ void RunController::cancel() {
 }
 
 QString RunController::promptKey(const RunRequest& r) const {
-    return QString("%1\x1f%2\x1f%3\x1f%4\x1f%5\x1f%6\x1f%7\x1f%8")
+    return QString("%1\x1f%2\x1f%3\x1f%4\x1f%5\x1f%6\x1f%7\x1f%8\x1f%9")
         .arg(r.modelPath, optionsKey(r.load), QString::fromStdString(r.prompt.text),
              QString::fromStdString(r.prompt.document), QString::fromStdString(r.prompt.question))
-        .arg(r.prompt.chat)
-        .arg(QString::fromStdString(r.prompt.chat_format))
+        .arg(r.prompt.chat.enabled)
+        .arg(QString::fromStdString(r.prompt.chat.system), QString::fromStdString(r.prompt.answer_prefix))
         .arg(r.prefill.max_window);
 }
 
