@@ -44,7 +44,7 @@ APP_VALUE_HEADERS = {
     "core/snapkv/snapkv_params.h": "SnapKVParams, the policy settings (session.h takes them)",
     "core/io/model_config.h": "ModelConfig, what a loaded model is (session.h returns it)",
     "core/compare/compare_types.h": "the full-vs-compressed result types (session.h returns them)",
-    "core/tokenizer/chat_template.h": "ChatFormat, how a prompt is wrapped (session.h takes it)",
+    "core/tokenizer/chat_template.h": "render_chat_template, for `snapkv chat-template` (no LibTorch)",
     "core/snapkv/policy_table.h": "the policy table: names, what each policy reads (lists and forms)",
     "core/snapkv/params_json.h": "the one JSON form of parameters and selections (CLI and app write it)",
 }
