@@ -372,7 +372,8 @@ Value f_sum(Evaluator& ev, const Value& v, const Args& args) {
     const std::vector<Value> parts = by_attr ? attribute_parts(p[0]) : std::vector<Value>{};
     Value total = p.get(1, Value::integer(0));
     if (total.is_string()) fail("sum() can't sum strings [use ''.join(seq) instead]");
-    for (const Value& item : ev.iterate(v).get()) {
+    const Items items = ev.iterate(v);
+    for (const Value& item : items.get()) {
         ev.step();
         total = binary_op(ev, BinOp::Add, total, by_attr ? get_path(ev, item, parts, nullptr) : item);
     }
@@ -384,7 +385,8 @@ Value f_unique(Evaluator& ev, const Value& v, const Args& args) {
     const bool case_sensitive = p.has(0) && arg_bool(p[0]);
     const std::vector<Value> parts = p.has(1) ? attribute_parts(p[1]) : std::vector<Value>{};
     std::vector<Value> seen, out;
-    for (const Value& item : ev.iterate(v).get()) {
+    const Items items = ev.iterate(v);
+    for (const Value& item : items.get()) {
         Value k = get_path(ev, item, parts, nullptr);
         if (!case_sensitive) k = lower_if_string(k);
         if (!is_hashable(k)) fail("unhashable type: '" + type_name(k) + "'");

@@ -242,7 +242,8 @@ DictData make_dict(Evaluator& ev, const Args& args, const char* fname) {
             d = src.dict();
         } else {
             size_t i = 0;
-            for (const Value& pair : ev.iterate(src).get()) {
+            const Items items = ev.iterate(src);
+            for (const Value& pair : items.get()) {
                 if (!pair.is_sequence() && !pair.is_string()) {
                     fail("cannot convert dictionary update sequence element #" + std::to_string(i) + " to a sequence");
                 }

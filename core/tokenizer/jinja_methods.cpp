@@ -403,7 +403,8 @@ Value dict_fromkeys(Evaluator& ev, const CallableData&, const Args& args) {
     if (!p.has(0)) fail("fromkeys expected at least 1 argument, got 0");
     DictData d;
     const Value value = p.get(1, Value::none());
-    for (const Value& k : ev.iterate(p[0]).get()) {
+    const Items items = ev.iterate(p[0]);
+    for (const Value& k : items.get()) {
         ev.step();
         d.put(k, value);
     }

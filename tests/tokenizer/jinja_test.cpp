@@ -70,6 +70,16 @@ TEST_CASE("values print as Python prints them", "[jinja]") {
     CHECK(render(tmpl) == want);
 }
 
+TEST_CASE("filters consume the generators that map, select and reject return", "[jinja]") {
+    CHECK(render("{{ [1, 2, 3] | map('int') | sum }} {{ ['1', '2'] | map('int') | list }} "
+                 "{{ [1, 2, 3] | select('odd') | join(',') }} {{ [1, 2] | reject('odd') | first }} "
+                 "{{ [3, 1] | map('string') | max }} {{ dict.fromkeys([1, 2] | map('string'), 0) }}") ==
+          "6 [1, 2] 1,3 2 3 {'1': 0, '2': 0}");
+    // A generator is used up once iterated, and truthy even when empty, as in Python.
+    CHECK(render("{% set g = [1, 2] | map('string') %}{{ g | list }}{{ g | list }} {{ 'yes' if [] | select }}") ==
+          "['1', '2'][] yes");
+}
+
 TEST_CASE("the context keeps its member order for items() and tojson", "[jinja]") {
     const ordered_json ctx = ordered_json::parse(R"({"d": {"zeta": 1, "alpha": 2, "mid": 3}})");
     CHECK(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", ctx) == "zeta=1;alpha=2;mid=3;");
