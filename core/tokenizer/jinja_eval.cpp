@@ -573,7 +573,6 @@ Value Evaluator::eval_slice(const Value& obj, const Expr& slice, Frame& frame) {
     for (size_t i = 0; i < 3; ++i) {
         if (slice.children[i]) parts[i] = eval(*slice.children[i], frame);
     }
-    if (obj.is_undefined()) fail_undefined(obj);
     return slice_value(*this, obj, parts[0], parts[1], parts[2]);
 }
 

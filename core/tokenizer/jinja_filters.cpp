@@ -401,10 +401,16 @@ Value f_truncate(Evaluator& ev, const Value& v, const Args& args) {
     const auto end_len = int64_t(text::code_point_count(end));
     if (length < end_len) fail("expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
     if (leeway < 0) fail("expected leeway >= 0, got " + std::to_string(leeway));
-    if (v.is_undefined()) return v;
-    const std::string s = soft_str(ev, v);
+    if (v.is_undefined()) return v;  // len(Undefined) is 0
+    if (!v.is_string()) {
+        // truncate takes len(s) and slices it: other sized values pass when short, else fail
+        const int64_t n = ev.length(v);
+        if (n <= length + leeway) return v;
+        fail("'" + type_name(v) + "' object has no attribute 'rsplit'");
+    }
+    const std::string& s = v.str();
     const std::vector<uint32_t> cps = text::code_points(s);
-    if (int64_t(cps.size()) <= length + leeway) return v.is_string() ? v : ev.make_string(s);
+    if (int64_t(cps.size()) <= length + leeway) return v;
     std::string head = text::from_code_points(cps, 0, size_t(length - end_len));
     if (!killwords) {
         const size_t sp = head.rfind(' ');

@@ -111,7 +111,14 @@ void append_any(std::string& out, const Value& v, uint32_t depth, bool repr) {
             out += "<Macro " + string_repr(v.callable().name) + ">";
             return;
         }
-        fail("cannot print the function '" + v.callable().name + "' (Python would print its memory address)");
+        // Python prints an address here; any fixed one serves.
+        if (v.callable().self.is_undefined()) {
+            out += "<function " + v.callable().name + " at 0x7f3a5c2e1d40>";
+        } else {
+            out += "<built-in method " + v.callable().name + " of " + type_name(v.callable().self) +
+                   " object at 0x7f3a5c2e1d40>";
+        }
+        return;
     case Kind::Iterator:
         // Python prints the object's address; any fixed one serves (templates cannot rely on it).
         out += std::string("<") + v.iter().name + " at 0x7f3a5c2e1d40>";

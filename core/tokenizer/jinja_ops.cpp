@@ -106,7 +106,7 @@ Value escaped_args(const Value& args) {
         if (x.is_markup() || x.is_number()) return x;
         return Value::string(text::html_escape(py_str(x)), true);
     };
-    if (args.kind() != Kind::Tuple) return args.kind() == Kind::Dict ? args : escape_one(args);
+    if (args.kind() != Kind::Tuple) return args.kind() == Kind::Dict || args.is_undefined() ? args : escape_one(args);
     std::vector<Value> out;
     for (const Value& x : args.items()) out.push_back(escape_one(x));
     return Value::tuple(std::move(out));
@@ -116,6 +116,10 @@ Value escaped_args(const Value& args) {
 
 Value binary_op(Evaluator& ev, BinOp op, const Value& a, const Value& b) {
     if (a.is_undefined()) fail_undefined(a);
+    if (op == BinOp::Mod && a.is_string()) {  // str.__mod__ takes any right side, an Undefined too
+        if (a.is_markup()) return ev.make_string(percent_format(a.str(), escaped_args(b)), true);
+        return ev.make_string(percent_format(a.str(), b));
+    }
     if (b.is_undefined()) fail_undefined(b);
     if (a.is_number() && b.is_number()) {
         if (a.is_integral() && b.is_integral()) {
@@ -199,10 +203,6 @@ Value binary_op(Evaluator& ev, BinOp op, const Value& a, const Value& b) {
         if ((a.is_string() || a.is_sequence()) && b.is_integral()) return repeat(ev, a, b.get_int());
         if ((b.is_string() || b.is_sequence()) && a.is_integral()) return repeat(ev, b, a.get_int());
         break;
-    case BinOp::Mod:
-        if (a.is_markup()) return ev.make_string(percent_format(a.str(), escaped_args(b)), true);
-        if (a.is_string()) return ev.make_string(percent_format(a.str(), b));
-        break;
     default: break;
     }
     unsupported(op, a, b);
@@ -252,12 +252,18 @@ Value slice_value(Evaluator& ev, const Value& obj, const Value& start_v, const V
         if (!v.is_integral()) ok = false;
         return v.is_integral() ? v.get_int() : 0;
     };
+    // jinja2 compiles obj[a:b] to plain Python subscription (not its getitem), so errors raise.
+    if (obj.is_undefined()) fail_undefined(obj);
+    if (obj.kind() == Kind::Dict) fail("unhashable type: 'slice'");
+    const Flavor fl = obj.flavor();
+    if (!(obj.is_string() || obj.is_sequence()) || fl == Flavor::DictItems || fl == Flavor::DictKeys ||
+        fl == Flavor::DictValues) {
+        fail("'" + type_name(obj) + "' object is not subscriptable");
+    }
     bool ok = true;
     const int64_t step = step_v.is_none() ? 1 : index(step_v, ok);
     const int64_t start_raw = index(start_v, ok), stop_raw = index(stop_v, ok);
-    // Bad indices or objects: Python raises TypeError, which jinja2's getitem turns into Undefined.
-    if (!ok || !(obj.is_string() || obj.is_sequence()))
-        return Value::undefined(object_type_repr(obj) + " has no element (slice)");
+    if (!ok) fail("slice indices must be integers or None or have an __index__ method");
     if (step == 0) fail("slice step cannot be zero");
     const bool ascii = obj.is_string() && text::is_ascii(obj.str());
     std::vector<uint32_t> cps;

@@ -260,11 +260,15 @@ std::string str_format_impl(Evaluator& ev, std::string_view fmt, const Args& arg
 std::string percent_format(std::string_view fmt, const Value& args) {
     std::vector<Value> positional;
     const DictData* mapping = nullptr;
+    // CPython: an argument with __getitem__ other than a tuple or str is a mapping, and then
+    // arguments left over are no error ('x' % [1] is 'x').
+    bool mapping_like = false;
     if (args.kind() == Kind::Tuple) {
         positional = args.items();
     } else {
         positional.push_back(args);
         if (args.kind() == Kind::Dict) mapping = &args.dict();
+        mapping_like = args.kind() == Kind::Dict || args.kind() == Kind::List || args.is_undefined();
     }
     size_t next_arg = 0;
     const auto take = [&]() -> const Value& {
@@ -284,6 +288,7 @@ std::string percent_format(std::string_view fmt, const Value& args) {
         if (i >= fmt.size()) fail("incomplete format");
         const Value* key_value = nullptr;
         if (fmt[i] == '(') {
+            if (args.is_undefined()) fail_undefined(args);
             if (mapping == nullptr) fail("format requires a mapping");
             int nest = 1;
             size_t j = i + 1;
@@ -386,7 +391,7 @@ std::string percent_format(std::string_view fmt, const Value& args) {
         default: fail(std::string("unsupported format character '") + sp.type + "' in a % format string");
         }
     }
-    if (mapping == nullptr && next_arg < positional.size()) {
+    if (!mapping_like && next_arg < positional.size()) {
         fail("not all arguments converted during string formatting");
     }
     return out;
