@@ -87,6 +87,15 @@ struct Stmt {
 using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
+// What a scope (the template, a for body, a macro call, a block) starts with, from jinja2's
+// compile-time symbol tracking (idtracking.py, mirrored in jinja_scopes.cpp): names the scope
+// assigns before reading them, and that no enclosing scope has, start as Undefined there, so an
+// inner loop or macro that reads one before the assignment sees Undefined, not the context's
+// value. Everything else is looked up through the enclosing scopes at run time.
+struct Scope {
+    std::vector<int> undefined_at_entry;  // symbols
+};
+
 // An assignment target: a name, a tuple of targets, or namespace.attribute.
 struct Target {
     enum class Kind : uint8_t { Name, Tuple, NsAttr } kind = Kind::Name;
@@ -121,6 +130,8 @@ struct ForStmt : Stmt {
     Body body;
     Body else_body;
     bool recursive = false;  // {% for ... recursive %}: loop(items) renders the body for them
+    Scope body_scope;        // per iteration
+    Scope else_scope;
 };
 
 struct SetStmt : Stmt {
@@ -134,6 +145,7 @@ struct SetBlockStmt : Stmt {
     Target target;
     ExprPtr filter;  // a Filter chain with a null subject, or null
     Body body;
+    Scope scope;
 };
 
 struct MacroParam {
@@ -148,6 +160,7 @@ struct MacroStmt : Stmt {
     std::string name;
     std::vector<MacroParam> params;
     Body body;
+    Scope scope;
     // The body reads varargs / kwargs / caller: extra arguments are accepted into them.
     bool uses_varargs = false;
     bool uses_kwargs = false;
@@ -164,24 +177,29 @@ struct FilterBlockStmt : Stmt {
     explicit FilterBlockStmt(int l) : Stmt(StmtKind::FilterBlock, l) {}
     ExprPtr filter;  // a Filter chain with a null subject
     Body body;
+    Scope scope;
 };
 
 struct WithStmt : Stmt {
     explicit WithStmt(int l) : Stmt(StmtKind::With, l) {}
     std::vector<std::pair<Target, ExprPtr>> assigns;
     Body body;
+    Scope scope;
 };
 
 struct ScopeStmt : Stmt {
     explicit ScopeStmt(int l) : Stmt(StmtKind::Scope, l) {}
     Body body;
+    Scope scope;
 };
 
 struct Program {
     Body body;
+    Scope scope;                       // the template's top level
     std::vector<std::string> symbols;  // symbol id -> name
     std::unordered_map<std::string, int> symbol_ids;
-    std::vector<int> symbol_global;  // symbol id -> builtin global id, or -1
+    std::vector<int> symbol_global;       // symbol id -> builtin global id, or -1
+    std::vector<Value> undefined_values;  // symbol -> Undefined("'name' is undefined")
     int sym_loop = -1;
     int sym_varargs = -1;
     int sym_kwargs = -1;
@@ -190,5 +208,8 @@ struct Program {
 
 // Parses a whole template; throws TemplateError with the line.
 std::shared_ptr<const Program> parse_template(const std::string& source);
+
+// Fills every Scope of the program (jinja_scopes.cpp).
+void resolve_scopes(Program& program);
 
 }  // namespace snapkv::jinja

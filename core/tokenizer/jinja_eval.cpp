@@ -86,6 +86,7 @@ std::string Evaluator::render(const nlohmann::ordered_json& context) {
             throw TemplateError("context variable '" + it.key() + "': " + f.message, 0);
         }
     }
+    enter_scope(m_program.scope, m_root);  // over the context: jinja2's locals shadow it
     std::string out;
     m_out = &out;
     exec_body(m_program.body, m_root);
@@ -222,6 +223,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
         case StmtKind::SetBlock: {
             const auto& a = static_cast<const SetBlockStmt&>(s);
             ScopedFrame inner(frame, m_captured);
+            enter_scope(a.scope, *inner.frame);
             Flow flow = Flow::Normal;
             Value v = make_string(capture(a.body, *inner.frame, flow));
             if (flow != Flow::Normal) return flow;
@@ -238,6 +240,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
         case StmtKind::FilterBlock: {
             const auto& f = static_cast<const FilterBlockStmt&>(s);
             ScopedFrame inner(frame, m_captured);
+            enter_scope(f.scope, *inner.frame);
             Flow flow = Flow::Normal;
             const Value body = make_string(capture(f.body, *inner.frame, flow));
             if (flow != Flow::Normal) return flow;
@@ -247,11 +250,13 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
         case StmtKind::With: {
             const auto& w = static_cast<const WithStmt&>(s);
             ScopedFrame inner(frame, m_captured);
+            enter_scope(w.scope, *inner.frame);
             for (const auto& [target, value] : w.assigns) exec_set(target, eval(*value, frame), *inner.frame, s.line);
             return exec_body(w.body, *inner.frame);
         }
         case StmtKind::Scope: {
             ScopedFrame inner(frame, m_captured);
+            enter_scope(static_cast<const ScopeStmt&>(s).scope, *inner.frame);
             exec_body(static_cast<const ScopeStmt&>(s).body, *inner.frame);  // no loop reaches in
             return Flow::Normal;
         }
@@ -293,6 +298,7 @@ void Evaluator::run_loop(const ForStmt& s, const Value& seq, Frame& frame, int d
     const size_t n = loop.items->size();
     if (n == 0) {
         ScopedFrame inner(frame, m_captured);
+        enter_scope(s.else_scope, *inner.frame);
         exec_body(s.else_body, *inner.frame);
         return;
     }
@@ -301,6 +307,7 @@ void Evaluator::run_loop(const ForStmt& s, const Value& seq, Frame& frame, int d
     for (size_t i = 0; i < n; ++i) {
         step();
         iter.reset();
+        enter_scope(s.body_scope, *iter.frame);
         loop.index0 = i;
         iter.frame->set(m_program.sym_loop, loop_value);
         exec_set(s.target, (*loop.items)[i], *iter.frame, s.line);
@@ -401,6 +408,7 @@ Value Evaluator::call_macro(const CallableData& fn, const Args& args) {
     Restore<int> depth(m_call_depth, m_call_depth + 1);
     ScopedFrame scope(*fn.closure, m_captured);
     Frame& f = *scope.frame;
+    enter_scope(m.scope, f);
     const size_t n_params = m.params.size();
     if (args.pos.size() > n_params && !m.uses_varargs) {
         fail("macro '" + m.name + "' takes not more than " + std::to_string(n_params) + " argument(s)");

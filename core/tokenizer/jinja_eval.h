@@ -159,6 +159,10 @@ private:
     Value eval_slice(const Value& obj, const Expr& slice, Frame& frame);
     Args eval_args(const CallArgs& call, Frame& frame);
     Value from_json(const nlohmann::ordered_json& j, int depth);
+    // Sets the names a scope starts as Undefined (jinja_scopes.cpp).
+    void enter_scope(const Scope& scope, Frame& frame) const {
+        for (const int s : scope.undefined_at_entry) frame.set(s, m_program.undefined_values[size_t(s)]);
+    }
 };
 
 // Operators with Python semantics (jinja_ops.cpp).

@@ -576,7 +576,11 @@ std::shared_ptr<const Program> parse_template(const std::string& source) {
     prog->sym_kwargs = sym("kwargs");
     prog->sym_caller = sym("caller");
     prog->symbol_global.resize(prog->symbols.size());
-    for (size_t i = 0; i < prog->symbols.size(); ++i) prog->symbol_global[i] = find_global(prog->symbols[i]);
+    for (size_t i = 0; i < prog->symbols.size(); ++i) {
+        prog->symbol_global[i] = find_global(prog->symbols[i]);
+        prog->undefined_values.push_back(Value::undefined("'" + prog->symbols[i] + "' is undefined"));
+    }
+    resolve_scopes(*prog);
     return prog;
 }
 

@@ -140,6 +140,17 @@ TEST_CASE("a for loop scopes its sets; a namespace carries values out", "[jinja]
     CHECK(render("{% macro m() %}{{ x }}{% endmacro %}{% set x = 7 %}{{ m() }}") == "7");
 }
 
+TEST_CASE("a name a scope assigns later is Undefined to loops and macros before that, as in jinja2", "[jinja]") {
+    // jinja2 decides at compile time that x is a local of the top level (it is assigned there),
+    // so the loop reads that local, not the context's x, and the macro sees it once assigned.
+    const ordered_json ctx = ordered_json::parse(R"({"x": "X"})");
+    CHECK(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% set x = 1 %}{{ x }}", ctx) == "[]1");
+    CHECK(render("{% macro m() %}<{{ x }}>{% endmacro %}{{ m() }}{% set x = 1 %}{{ m() }}", ctx) == "<><1>");
+    // Read first, or assigned only in an if: the context's value until the assignment.
+    CHECK(render("{{ x }}{% for i in [1] %}[{{ x }}]{% endfor %}{% set x = 1 %}{{ x }}", ctx) == "X[X]1");
+    CHECK(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% if false %}{% set x = 1 %}{% endif %}", ctx) == "[X]");
+}
+
 TEST_CASE("strftime_now reads the clock in RenderOptions", "[jinja]") {
     jinja::RenderOptions options;
     std::tm now{};
