@@ -131,6 +131,11 @@ void MainWindow::buildDocks() {
     m_promptText = new PromptTextView(m_state);
     m_promptTextDock = dock("Prompt as the model sees it", "promptTextDock", m_promptText, Qt::BottomDockWidgetArea);
     m_promptTextDock->hide();
+    // Opened at a readable height: a docked bottom area starts a few lines tall.
+    connect(m_promptTextDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible && !m_promptTextDock->isFloating() && m_promptTextDock->height() < 200)
+            resizeDocks({m_promptTextDock}, {300}, Qt::Vertical);
+    });
     resizeDocks({m_paramsDock}, {370}, Qt::Horizontal);
     resizeDocks({m_paramsDock, m_promptDock}, {470, 430}, Qt::Vertical);
 }
