@@ -12,25 +12,12 @@ Writes constructs.json next to this script: a list of
 sorted by name. Usage: /work/venv-ref/bin/python make_constructs.py
 """
 
-import datetime as _dt
 import json
-import os
 
-import jinja2
 import transformers
 import transformers.utils.chat_template_utils as ctu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PINNED_NOW = _dt.datetime(2026, 7, 26, 0, 0, 0)
-
-
-class _PinnedDatetime(_dt.datetime):
-    @classmethod
-    def now(cls, tz=None):
-        return PINNED_NOW
-
-
-ctu.datetime = _PinnedDatetime
+from reference_env import HERE, PINNED_NOW, write_records  # noqa: E402 (pins the clock)
 
 MSGS = [
     {"role": "system", "content": "sys"},
@@ -496,17 +483,7 @@ def main():
             rec["error_type"] = type(e).__name__
         out.append(rec)
     out.sort(key=lambda r: r["name"])
-    with open(os.path.join(HERE, "constructs.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-
-    ok = sum(1 for r in out if "output" in r)
-    errs = {}
-    for r in out:
-        if "error_type" in r:
-            errs[r["error_type"]] = errs.get(r["error_type"], 0) + 1
-    print(f"transformers {transformers.__version__}, jinja2 {jinja2.__version__}, now={PINNED_NOW.isoformat()}")
-    print(f"{len(out)} cases: {ok} ok, {len(out) - ok} raised {errs}")
+    write_records("constructs.json", out, "cases")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Usage (see PROVENANCE.md):  /work/venv-ref/bin/python make_renders.py
 The output is deterministic for a given transformers/jinja2 version.
 """
 
-import datetime as _dt
 import json
 import os
 import sys
@@ -23,21 +22,9 @@ import jinja2
 import transformers
 import transformers.utils.chat_template_utils as ctu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from reference_env import HERE, PINNED_NOW, write_records  # noqa: E402 (pins the clock)
+
 TEMPLATE_DIR = os.path.join(HERE, "templates")
-
-# The clock seen by the `strftime_now` global. transformers defines it as
-# `datetime.now().strftime(format)` with `datetime` looked up in chat_template_utils' module globals.
-PINNED_NOW = _dt.datetime(2026, 7, 26, 0, 0, 0)
-
-
-class _PinnedDatetime(_dt.datetime):
-    @classmethod
-    def now(cls, tz=None):
-        return PINNED_NOW
-
-
-ctu.datetime = _PinnedDatetime
 
 # ---------------------------------------------------------------------------------------------
 # Special tokens per template family: (bos_token, eos_token). Chosen as the family's tokenizer
@@ -157,6 +144,37 @@ TOOLS = [
     },
 ]
 
+
+def weather_call_turns(call_content):
+    """The "tools" conversation: a tool call made (its assistant turn's content given), answered, used."""
+    return [
+        {"role": "system", "content": "You can call tools."},
+        {"role": "user", "content": "What's the weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": call_content,
+            "tool_calls": [
+                {
+                    "id": "call12345",
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "arguments": {"location": "Paris, France", "unit": "celsius"},
+                    },
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call12345",
+            "name": "get_weather",
+            "content": "{\"temperature\": 22, \"condition\": \"sunny\"}",
+        },
+        {"role": "assistant", "content": "It is 22 °C and sunny in Paris."},
+        {"role": "user", "content": "Thanks! Should I take an umbrella?"},
+    ]
+
+
 CONVERSATIONS = [
     {
         "name": "single_user",
@@ -193,32 +211,7 @@ CONVERSATIONS = [
     {
         "name": "tools",
         "tools": TOOLS,
-        "messages": [
-            {"role": "system", "content": "You can call tools."},
-            {"role": "user", "content": "What's the weather in Paris?"},
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": "call12345",
-                        "type": "function",
-                        "function": {
-                            "name": "get_weather",
-                            "arguments": {"location": "Paris, France", "unit": "celsius"},
-                        },
-                    }
-                ],
-            },
-            {
-                "role": "tool",
-                "tool_call_id": "call12345",
-                "name": "get_weather",
-                "content": "{\"temperature\": 22, \"condition\": \"sunny\"}",
-            },
-            {"role": "assistant", "content": "It is 22 °C and sunny in Paris."},
-            {"role": "user", "content": "Thanks! Should I take an umbrella?"},
-        ],
+        "messages": weather_call_turns(""),
     },
     {
         # Same as "tools", but with the OpenAI wire format's arguments: a JSON string, not a dict
@@ -315,32 +308,7 @@ CONVERSATIONS = [
         # return it. _normalize_chat_messages drops None-valued keys, so the template sees no "content" key.
         "name": "null_content_tool_call",
         "tools": TOOLS,
-        "messages": [
-            {"role": "system", "content": "You can call tools."},
-            {"role": "user", "content": "What's the weather in Paris?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call12345",
-                        "type": "function",
-                        "function": {
-                            "name": "get_weather",
-                            "arguments": {"location": "Paris, France", "unit": "celsius"},
-                        },
-                    }
-                ],
-            },
-            {
-                "role": "tool",
-                "tool_call_id": "call12345",
-                "name": "get_weather",
-                "content": "{\"temperature\": 22, \"condition\": \"sunny\"}",
-            },
-            {"role": "assistant", "content": "It is 22 °C and sunny in Paris."},
-            {"role": "user", "content": "Thanks! Should I take an umbrella?"},
-        ],
+        "messages": weather_call_turns(None),
     },
     {
         # Reasoning under the older name "thinking": _alias_reasoning_fields fills "reasoning_content" from it.
@@ -421,17 +389,7 @@ def main():
                 records.append(rec)
 
     records.sort(key=lambda r: (r["template"], r["conversation"], r["add_generation_prompt"]))
-    with open(os.path.join(HERE, "expected.json"), "w", encoding="utf-8") as f:
-        json.dump(records, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-
-    ok = sum(1 for r in records if "output" in r)
-    errs = {}
-    for r in records:
-        if "error_type" in r:
-            errs[r["error_type"]] = errs.get(r["error_type"], 0) + 1
-    print(f"transformers {transformers.__version__}, jinja2 {jinja2.__version__}, now={now_str}")
-    print(f"{len(records)} renders: {ok} ok, {len(records) - ok} raised {errs}")
+    write_records("expected.json", records, "renders")
 
 
 if __name__ == "__main__":
