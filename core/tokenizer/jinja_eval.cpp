@@ -141,12 +141,12 @@ void Evaluator::write_value(const Value& v) {
         return;
     }
     std::string s;
-    append_str(s, v);
+    append_str(s, v, m_options.max_output_bytes);
     write(s);
 }
 
 std::string Evaluator::to_str(const Value& v) {
-    std::string s = py_str(v);
+    std::string s = py_str(v, m_options.max_string_bytes);
     if (!v.is_string()) count_bytes(s.size());
     return s;
 }
@@ -539,7 +539,7 @@ Value Evaluator::eval_inner(const Expr& e, Frame& frame) {
         std::string s;
         for (const auto& c : e.children) {
             const Value v = eval(*c, frame);
-            append_str(s, v);
+            append_str(s, v, m_options.max_string_bytes);
             count_bytes(v.is_string() ? v.str().size() : 0);
         }
         count_bytes(s.size());
@@ -713,7 +713,7 @@ Value Evaluator::getitem(const Value& obj, const Value& key) {
         if (found) return attr;
         return Value::undefined("'dict object' has no attribute '" + key.str() + "'");
     }
-    return Value::undefined(object_type_repr(obj) + " has no element " + py_repr(key));
+    return Value::undefined(object_type_repr(obj) + " has no element " + repr_for_message(key));
 }
 
 Items Evaluator::iterate(const Value& v) {

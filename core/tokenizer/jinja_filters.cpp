@@ -204,7 +204,7 @@ Value f_format(Evaluator& ev, const Value& v, const Args& args) {
     } else {
         operand = Value::tuple(args.pos);
     }
-    return ev.make_string(percent_format(soft_str(ev, v), operand));
+    return ev.make_string(percent_format(soft_str(ev, v), operand, ev.options().max_string_bytes));
 }
 
 Value f_indent(Evaluator& ev, const Value& v, const Args& args) {
@@ -224,6 +224,10 @@ Value f_indent(Evaluator& ev, const Value& v, const Args& args) {
     if (v.is_undefined()) fail_undefined(v);
     if (!v.is_string()) fail("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
     const std::vector<std::string> lines = text::splitlines(v.str() + "\n", false);
+    if (v.str().size() + (lines.size() + 1) * indention.size() > ev.options().max_string_bytes) {
+        fail("indent() would build a string over the limit of " + std::to_string(ev.options().max_string_bytes) +
+             " bytes");
+    }
     std::string rv;
     if (blank) {
         for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];
@@ -375,12 +379,13 @@ Value f_tojson(Evaluator& ev, const Value& v, const Args& args) {
     if (p.has(2) && !p[2].is_none()) {
         const Value& s = p[2];
         if (!s.is_sequence() || s.items().size() != 2 || !s.items()[0].is_string() || !s.items()[1].is_string()) {
-            fail("tojson(): separators must be a pair of strings, got " + py_repr(s));
+            fail("tojson(): separators must be a pair of strings, got " + repr_for_message(s));
         }
         o.item_separator = s.items()[0].str();
         o.key_separator = s.items()[1].str();
     }
     o.sort_keys = p.has(3) && arg_bool(p[3]);
+    o.max_bytes = ev.options().max_string_bytes;
     return ev.make_string(json_dumps(v, o));
 }
 
@@ -519,6 +524,7 @@ Value f_wordwrap(Evaluator& ev, const Value& v, const Args& args) {
             if (!first) out += wrap;
             first = false;
             out += line;
+            if (out.size() > ev.options().max_string_bytes) fail("wordwrap() built a string over the limit");
         }
         if (out.size() > ev.options().max_string_bytes) fail("wordwrap() built a string over the limit");
     }

@@ -176,7 +176,7 @@ Value f_join(Evaluator& ev, const Value& v, const Args& args) {
         if (!first) out += sep;
         first = false;
         const Value x = by_attr ? get_path(ev, item, parts, nullptr) : item;
-        append_str(out, x);
+        append_str(out, x, ev.options().max_string_bytes);
         if (out.size() > ev.options().max_string_bytes) fail("join() built a string over the limit");
     }
     return ev.make_string(std::move(out));

@@ -19,6 +19,17 @@ namespace {
 
 void append_repr(std::string& out, const Value& v, uint32_t depth);
 
+// The most bytes the str()/repr() being built may reach (per thread: set by the public entry).
+thread_local size_t t_print_limit = SIZE_MAX;
+
+struct PrintLimit {
+    size_t saved;
+    explicit PrintLimit(size_t limit) : saved(t_print_limit) { t_print_limit = std::min(limit, saved); }
+    ~PrintLimit() { t_print_limit = saved; }
+    PrintLimit(const PrintLimit&) = delete;
+    PrintLimit& operator=(const PrintLimit&) = delete;
+};
+
 void check_print_depth(uint32_t depth) {
     if (depth > k_max_value_depth) fail("a value nested too deeply to print (a namespace holding itself?)");
 }
@@ -126,7 +137,10 @@ void append_any(std::string& out, const Value& v, uint32_t depth, bool repr) {
     }
 }
 
-void append_repr(std::string& out, const Value& v, uint32_t depth) { append_any(out, v, depth, true); }
+void append_repr(std::string& out, const Value& v, uint32_t depth) {
+    if (out.size() > t_print_limit) fail("printing a value passed " + std::to_string(t_print_limit) + " bytes");
+    append_any(out, v, depth, true);
+}
 
 char hex_digit(uint32_t d) { return char(d < 10 ? '0' + d : 'a' + d - 10); }
 
@@ -193,6 +207,7 @@ public:
 
     void write(const Value& v, uint32_t level) {
         check_print_depth(level);
+        if (out.size() > m_o.max_bytes) fail("tojson passed " + std::to_string(m_o.max_bytes) + " bytes");
         switch (v.kind()) {
         case Kind::None: out += "null"; return;
         case Kind::Bool: out += v.get_bool() ? "true" : "false"; return;
@@ -360,19 +375,31 @@ std::string string_repr(std::string_view s) {
     return out;
 }
 
-void append_str(std::string& out, const Value& v) { append_any(out, v, 0, false); }
+void append_str(std::string& out, const Value& v, size_t limit) {
+    const PrintLimit scope(limit == SIZE_MAX ? SIZE_MAX : out.size() + limit);
+    append_any(out, v, 0, false);
+}
 
-std::string py_str(const Value& v) {
+std::string py_str(const Value& v, size_t limit) {
     if (v.is_string()) return v.str();
     std::string out;
-    append_any(out, v, 0, false);
+    append_str(out, v, limit);
     return out;
 }
 
-std::string py_repr(const Value& v) {
+std::string py_repr(const Value& v, size_t limit) {
+    const PrintLimit scope(limit);
     std::string out;
     append_any(out, v, 0, true);
     return out;
+}
+
+std::string repr_for_message(const Value& v) {
+    try {
+        return py_repr(v, 200);
+    } catch (const Fault&) {
+        return "<a " + type_name(v) + " too long to show>";
+    }
 }
 
 std::string json_dumps(const Value& v, const JsonOptions& options) {

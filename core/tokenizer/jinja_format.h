@@ -4,6 +4,7 @@
 // mini-language (jinja_pyformat.cpp). No evaluation here.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,10 +14,13 @@
 
 namespace snapkv::jinja {
 
-// Python str() of v appended to out (an Undefined prints nothing, as jinja2's does).
-void append_str(std::string& out, const Value& v);
-std::string py_str(const Value& v);
-std::string py_repr(const Value& v);
+// Python str() of v appended to out (an Undefined prints nothing, as jinja2's does). A Fault
+// once the text passes limit bytes (a list of a million long strings is small in memory).
+void append_str(std::string& out, const Value& v, size_t limit = SIZE_MAX);
+std::string py_str(const Value& v, size_t limit = SIZE_MAX);
+std::string py_repr(const Value& v, size_t limit = SIZE_MAX);
+// repr() for an error message: short, never a Fault.
+std::string repr_for_message(const Value& v);
 // repr(float): the shortest string that reads back as f ("0.1", "1e-05", "1e+16", "inf").
 std::string float_repr(double f);
 // Python's repr() of a str ('a', "it's", '\n').
@@ -28,11 +32,12 @@ struct JsonOptions {
     std::string item_separator = ", ";
     std::string key_separator = ": ";
     bool sort_keys = false;
+    size_t max_bytes = SIZE_MAX;  // a Fault past this
 };
 std::string json_dumps(const Value& v, const JsonOptions& options);
 
-// Python's fmt % args for str.
-std::string percent_format(std::string_view fmt, const Value& args);
+// Python's fmt % args for str; a Fault once the result passes limit bytes.
+std::string percent_format(std::string_view fmt, const Value& args, size_t limit = SIZE_MAX);
 // Python's format(v, spec).
 std::string format_value(const Value& v, std::string_view spec);
 // Python's fmt.format(*args.pos, **args.kw), fields with attribute and index chains.

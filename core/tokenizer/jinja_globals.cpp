@@ -277,10 +277,10 @@ Value g_namespace(Evaluator& ev, const CallableData&, const Args& args) {
     return Value::namespace_object(ns);
 }
 
-Value g_raise_exception(Evaluator&, const CallableData&, const Args& args) {
+Value g_raise_exception(Evaluator& ev, const CallableData&, const Args& args) {
     const Params p(args, "raise_exception", {"message"});
     if (!p.has(0)) fail("raise_exception() missing 1 required positional argument: 'message'");
-    throw TemplateRaised(py_str(p[0]));
+    throw TemplateRaised(py_str(p[0], ev.options().max_string_bytes));
 }
 
 Value g_strftime_now(Evaluator& ev, const CallableData&, const Args& args) {

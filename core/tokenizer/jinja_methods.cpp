@@ -353,7 +353,7 @@ Value list_method(Evaluator& ev, const CallableData& fn, const Args& args) {
             ev.step();
             if (py_equal(items[size_t(i)], p[0])) return Value::integer(i);
         }
-        fail(py_repr(p[0]) + " is not in " + type_name(fn.self));
+        fail(repr_for_message(p[0]) + " is not in " + type_name(fn.self));
     }
     if (m == "count") {
         const Params p(args, m, {"value"});

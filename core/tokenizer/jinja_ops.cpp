@@ -101,10 +101,10 @@ bool plain_sequence(const Value& v) { return v.flavor() == Flavor::Plain || v.fl
 
 // Markup % args escapes the arguments (markupsafe's _MarkupEscapeHelper): strings and anything
 // printed through str()/repr(); numbers stay numbers for %d and %f.
-Value escaped_args(const Value& args) {
-    const auto escape_one = [](const Value& x) {
+Value escaped_args(const Value& args, size_t limit) {
+    const auto escape_one = [limit](const Value& x) {
         if (x.is_markup() || x.is_number()) return x;
-        return Value::string(text::html_escape(py_str(x)), true);
+        return Value::string(text::html_escape(py_str(x, limit)), true);
     };
     if (args.kind() != Kind::Tuple) return args.kind() == Kind::Dict || args.is_undefined() ? args : escape_one(args);
     std::vector<Value> out;
@@ -117,8 +117,9 @@ Value escaped_args(const Value& args) {
 Value binary_op(Evaluator& ev, BinOp op, const Value& a, const Value& b) {
     if (a.is_undefined()) fail_undefined(a);
     if (op == BinOp::Mod && a.is_string()) {  // str.__mod__ takes any right side, an Undefined too
-        if (a.is_markup()) return ev.make_string(percent_format(a.str(), escaped_args(b)), true);
-        return ev.make_string(percent_format(a.str(), b));
+        const size_t limit = ev.options().max_string_bytes;
+        if (a.is_markup()) return ev.make_string(percent_format(a.str(), escaped_args(b, limit), limit), true);
+        return ev.make_string(percent_format(a.str(), b, limit));
     }
     if (b.is_undefined()) fail_undefined(b);
     if (a.is_number() && b.is_number()) {

@@ -105,8 +105,8 @@ std::string format_number_percent(const Spec& sp, const Value& v) {
     return pad(sign + body, size_t(std::max(sp.width, 0)), sp.left);
 }
 
-std::string ascii_repr(const Value& v) {
-    const std::string r = py_repr(v);
+std::string ascii_repr(const Value& v, size_t limit) {
+    const std::string r = py_repr(v, limit);
     std::string out;
     size_t pos = 0;
     while (pos < r.size()) {
@@ -257,7 +257,7 @@ std::string str_format_impl(Evaluator& ev, std::string_view fmt, const Args& arg
 
 }  // namespace
 
-std::string percent_format(std::string_view fmt, const Value& args) {
+std::string percent_format(std::string_view fmt, const Value& args, size_t limit) {
     std::vector<Value> positional;
     const DictData* mapping = nullptr;
     // CPython: an argument with __getitem__ other than a tuple or str is a mapping, and then
@@ -349,12 +349,14 @@ std::string percent_format(std::string_view fmt, const Value& args) {
             out += '%';
             continue;
         }
+        if (out.size() > limit) fail("a % format passed " + std::to_string(limit) + " bytes");
         const Value& v = key_value != nullptr ? *key_value : take();
         switch (sp.type) {
         case 's':
         case 'r':
         case 'a': {
-            std::string s = sp.type == 's' ? py_str(v) : (sp.type == 'r' ? py_repr(v) : ascii_repr(v));
+            std::string s = sp.type == 's' ? py_str(v, limit)
+                                           : (sp.type == 'r' ? py_repr(v, limit) : ascii_repr(v, limit));
             if (sp.precision >= 0) {
                 const auto cps = text::code_points(s);
                 if (cps.size() > size_t(sp.precision)) s = text::from_code_points(cps, 0, size_t(sp.precision));
@@ -391,6 +393,7 @@ std::string percent_format(std::string_view fmt, const Value& args) {
         default: fail(std::string("unsupported format character '") + sp.type + "' in a % format string");
         }
     }
+    if (out.size() > limit) fail("a % format passed " + std::to_string(limit) + " bytes");
     if (!mapping_like && next_arg < positional.size()) {
         fail("not all arguments converted during string formatting");
     }
@@ -550,15 +553,15 @@ std::string str_format_impl(Evaluator& ev, std::string_view fmt, const Args& arg
             spec = str_format_impl(ev, field.substr(p + 1), args, depth + 1);
         }
         if (conv == 'r') {
-            v = Value::string(py_repr(v));
+            v = Value::string(py_repr(v, ev.options().max_string_bytes));
         } else if (conv == 's') {
-            v = Value::string(py_str(v));
+            v = Value::string(py_str(v, ev.options().max_string_bytes));
         } else if (conv == 'a') {
-            v = Value::string(ascii_repr(v));
+            v = Value::string(ascii_repr(v, ev.options().max_string_bytes));
         } else if (conv != 0) {
             fail(std::string("Unknown conversion specifier ") + conv);
         }
-        out += format_value(v, spec);
+        out += v.is_string() || !spec.empty() ? format_value(v, spec) : py_str(v, ev.options().max_string_bytes);
         if (out.size() > ev.options().max_string_bytes) fail("str.format() built a string over the limit");
     }
     return out;
