@@ -341,23 +341,26 @@ Value f_striptags(Evaluator& ev, const Value& v, const Args& args) {
 
 Value f_title(Evaluator& ev, const Value& v, const Args& args) {
     no_args(args, "title");
-    // jinja2's own title: words start after - ( { [ < and whitespace
+    // jinja2's own title: split at runs of - ( { [ < and whitespace, then each piece is
+    // piece[0].upper() + piece[1:].lower().
     const std::string s = soft_str(ev, v);
+    const auto boundary = [](uint32_t cp) {
+        return cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || text::is_space(cp);
+    };
     std::string out;
     size_t pos = 0;
-    bool word_start = true;
     while (pos < s.size()) {
         const size_t start = pos;
-        const uint32_t cp = text::next_code_point(s, pos);
-        const bool boundary = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || text::is_space(cp);
-        const std::string ch = s.substr(start, pos - start);
-        if (boundary) {
-            out += ch;
-            word_start = true;
-        } else {
-            out += word_start ? text::upper(ch) : text::lower(ch);
-            word_start = false;
+        size_t first_end = pos;
+        const bool sep = boundary(text::next_code_point(s, first_end));
+        pos = first_end;
+        while (pos < s.size()) {
+            size_t next = pos;
+            if (boundary(text::next_code_point(s, next)) != sep) break;
+            pos = next;
         }
+        out += text::upper(std::string_view(s).substr(start, first_end - start));
+        out += text::lower(std::string_view(s).substr(first_end, pos - first_end));
     }
     return ev.make_string(std::move(out));
 }

@@ -73,15 +73,7 @@ bool t_float(Evaluator&, const Value& v, const Args& args) {
     return v.kind() == Kind::Float;
 }
 bool cased_test(Evaluator& ev, const Value& v, bool want_lower) {
-    const std::string s = ev.to_str(v);
-    bool cased = false;
-    size_t pos = 0;
-    while (pos < s.size()) {
-        const uint32_t cp = text::next_code_point(s, pos);
-        if (want_lower ? text::is_upper_cased(cp) : text::is_lower_cased(cp)) return false;
-        cased = cased || text::is_cased(cp);
-    }
-    return cased;
+    return text::str_is_cased_as(ev.to_str(v), want_lower);
 }
 bool t_lower(Evaluator& ev, const Value& v, const Args& args) {
     no_args(args, "lower");

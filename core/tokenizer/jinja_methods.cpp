@@ -215,7 +215,8 @@ Value str_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         const auto all = [&](bool (*pred)(uint32_t)) {
             return !cps.empty() && std::all_of(cps.begin(), cps.end(), pred);
         };
-        if (m == "isdigit" || m == "isdecimal") return Value::boolean(all(text::is_decimal));
+        if (m == "isdigit") return Value::boolean(all(text::is_digit));
+        if (m == "isdecimal") return Value::boolean(all(text::is_decimal));
         if (m == "isnumeric") return Value::boolean(all(text::is_numeric));
         if (m == "isalpha") return Value::boolean(all(text::is_alpha));
         if (m == "isalnum") {
@@ -229,18 +230,11 @@ Value str_method(Evaluator& ev, const CallableData& fn, const Args& args) {
             for (const uint32_t c : cps) ok = ok && (c == '_' || text::is_alpha(c) || text::is_numeric(c));
             return Value::boolean(ok);
         }
-        if (m == "islower" || m == "isupper") {
-            bool cased = false, ok = true;
-            for (const uint32_t c : cps) {
-                if (m == "islower" ? text::is_upper_cased(c) : text::is_lower_cased(c)) ok = false;
-                cased = cased || text::is_cased(c);
-            }
-            return Value::boolean(ok && cased);
-        }
+        if (m == "islower" || m == "isupper") return Value::boolean(text::str_is_cased_as(s, m == "islower"));
         if (m == "istitle") {
             bool cased = false, previous_cased = false, ok = true;
             for (const uint32_t c : cps) {
-                if (text::is_upper_cased(c)) {
+                if (text::is_upper_cased(c) || text::is_title_cased(c)) {
                     ok = ok && !previous_cased;
                     previous_cased = cased = true;
                 } else if (text::is_lower_cased(c)) {

@@ -66,6 +66,13 @@ Category category(uint32_t cp) {
 }
 
 template <size_t N>
+bool in_ranges(const CodeRange (&ranges)[N], uint32_t cp) {
+    const CodeRange* it = std::upper_bound(std::begin(ranges), std::end(ranges), cp,
+                                           [](uint32_t c, const CodeRange& r) { return c < r.first; });
+    return it != std::begin(ranges) && cp <= (it - 1)->last;
+}
+
+template <size_t N>
 uint32_t map_runs(const CaseRun (&runs)[N], uint32_t cp) {
     // The last run that starts at or before cp.
     const CaseRun* it = std::upper_bound(std::begin(runs), std::end(runs), cp,
@@ -109,6 +116,8 @@ std::string map_string(std::string_view s, const CaseRun (&runs)[NR], const Case
     }
     return out;
 }
+
+void append_lower(std::string& out, const std::vector<uint32_t>& cps, size_t i);
 
 }  // namespace
 
@@ -207,24 +216,42 @@ bool is_alpha(uint32_t cp) {
     return c == Upper || c == Lower || c == Title || c == OtherLetter;
 }
 bool is_decimal(uint32_t cp) { return category(cp) == Decimal; }
+bool is_digit(uint32_t cp) { return category(cp) == Decimal || in_ranges(k_digit_not_decimal, cp); }
 bool is_numeric(uint32_t cp) {
     const Category c = category(cp);
-    return c == Decimal || c == OtherNumber;
+    return c == Decimal || c == OtherNumber || in_ranges(k_numeric_letters, cp);
 }
-bool is_upper_cased(uint32_t cp) {
-    const Category c = category(cp);
-    return c == Upper || c == Title;
-}
-bool is_lower_cased(uint32_t cp) { return category(cp) == Lower; }
+bool is_upper_cased(uint32_t cp) { return category(cp) == Upper || in_ranges(k_other_uppercase, cp); }
+bool is_lower_cased(uint32_t cp) { return category(cp) == Lower || in_ranges(k_other_lowercase, cp); }
 bool is_cased(uint32_t cp) {
     const Category c = category(cp);
-    return c == Upper || c == Lower || c == Title;
+    return c == Upper || c == Lower || c == Title || in_ranges(k_other_uppercase, cp) ||
+           in_ranges(k_other_lowercase, cp);
+}
+
+bool is_title_cased(uint32_t cp) { return category(cp) == Title; }
+
+bool str_is_cased_as(std::string_view s, bool lower) {
+    bool cased = false;
+    size_t pos = 0;
+    while (pos < s.size()) {
+        const uint32_t cp = next_code_point(s, pos);
+        if ((lower ? is_upper_cased(cp) : is_lower_cased(cp)) || is_title_cased(cp)) return false;
+        cased = cased || (lower ? is_lower_cased(cp) : is_upper_cased(cp));
+    }
+    return cased;
 }
 
 uint32_t to_upper(uint32_t cp) { return map_runs(k_upper_runs, cp); }
 uint32_t to_lower(uint32_t cp) { return map_runs(k_lower_runs, cp); }
 std::string upper(std::string_view s) { return map_string(s, k_upper_runs, k_upper_specials, true); }
-std::string lower(std::string_view s) { return map_string(s, k_lower_runs, k_lower_specials, false); }
+std::string lower(std::string_view s) {
+    if (s.find("\xce\xa3") == std::string_view::npos) return map_string(s, k_lower_runs, k_lower_specials, false);
+    const std::vector<uint32_t> cps = code_points(s);  // a capital sigma: lower it in context
+    std::string out;
+    for (size_t i = 0; i < cps.size(); ++i) append_lower(out, cps, i);
+    return out;
+}
 
 std::string_view strip(std::string_view s, const std::string* chars, bool left, bool right) {
     std::vector<uint32_t> set;
@@ -364,54 +391,95 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
 
 namespace {
 
-void append_mapped(std::string& out, uint32_t cp, bool up) {
-    if (cp < 0x80) {
-        if (up && cp >= 'a' && cp <= 'z') cp -= 32;
-        if (!up && cp >= 'A' && cp <= 'Z') cp += 32;
-        out += char(cp);
+// Python's case-ignorable characters, as far as final sigma needs them: combining marks, format
+// characters, modifier letters and the word-internal punctuation of Unicode's word breaks.
+bool is_case_ignorable(uint32_t cp) {
+    return cp == '\'' || cp == '.' || cp == ':' || cp == '^' || cp == '`' || cp == 0xA8 || cp == 0xAD || cp == 0xAF ||
+           cp == 0xB4 || cp == 0xB7 || cp == 0xB8 || (cp >= 0x2B0 && cp <= 0x36F) || cp == 0x2018 || cp == 0x2019 ||
+           cp == 0x2024 || cp == 0x2027 || cp == 0x200B || cp == 0x200C || cp == 0x200D || cp == 0xFE52 ||
+           cp == 0xFF07 || cp == 0xFF0E || (cp >= 0x1AB0 && cp <= 0x1AFF) || (cp >= 0x1DC0 && cp <= 0x1DFF) ||
+           (cp >= 0x20D0 && cp <= 0x20FF) || (cp >= 0xFE20 && cp <= 0xFE2F);
+}
+
+// lower() of cps[i], with Greek capital sigma as final sigma at the end of a word (CPython's
+// handle_capital_sigma).
+void append_lower(std::string& out, const std::vector<uint32_t>& cps, size_t i) {
+    const uint32_t cp = cps[i];
+    if (cp == 0x3A3) {
+        size_t j = i;
+        while (j > 0 && is_case_ignorable(cps[j - 1])) --j;
+        bool final_sigma = j > 0 && is_cased(cps[j - 1]);
+        if (final_sigma) {
+            size_t k = i + 1;
+            while (k < cps.size() && is_case_ignorable(cps[k])) ++k;
+            final_sigma = k == cps.size() || !is_cased(cps[k]);
+        }
+        append_code_point(out, final_sigma ? 0x3C2 : 0x3C3);
         return;
     }
-    std::string one;
-    append_code_point(one, cp);
-    out += up ? upper(one) : lower(one);
+    if (const char* m = special(k_lower_specials, cp)) {
+        out += m;
+    } else {
+        append_code_point(out, map_runs(k_lower_runs, cp));
+    }
+}
+
+void append_upper(std::string& out, uint32_t cp) {
+    if (const char* m = special(k_upper_specials, cp)) {
+        out += m;
+    } else {
+        append_code_point(out, map_runs(k_upper_runs, cp));
+    }
+}
+
+void append_title(std::string& out, uint32_t cp) {
+    if (const char* m = special(k_title_specials, cp)) {
+        out += m;
+    } else {
+        append_upper(out, cp);
+    }
 }
 
 }  // namespace
 
 std::string capitalize(std::string_view s) {
+    const std::vector<uint32_t> cps = code_points(s);
     std::string out;
-    size_t pos = 0;
-    bool first = true;
-    while (pos < s.size()) {
-        append_mapped(out, next_code_point(s, pos), first);
-        first = false;
+    for (size_t i = 0; i < cps.size(); ++i) {
+        if (i == 0) {
+            append_title(out, cps[0]);
+        } else {
+            append_lower(out, cps, i);
+        }
     }
     return out;
 }
 
 std::string title(std::string_view s) {
+    const std::vector<uint32_t> cps = code_points(s);
     std::string out;
-    size_t pos = 0;
     bool previous_cased = false;
-    while (pos < s.size()) {
-        const uint32_t cp = next_code_point(s, pos);
-        append_mapped(out, cp, !previous_cased);
-        previous_cased = is_cased(cp);
+    for (size_t i = 0; i < cps.size(); ++i) {
+        if (previous_cased) {
+            append_lower(out, cps, i);
+        } else {
+            append_title(out, cps[i]);
+        }
+        previous_cased = is_cased(cps[i]);
     }
     return out;
 }
 
 std::string swapcase(std::string_view s) {
+    const std::vector<uint32_t> cps = code_points(s);
     std::string out;
-    size_t pos = 0;
-    while (pos < s.size()) {
-        const uint32_t cp = next_code_point(s, pos);
-        if (is_upper_cased(cp)) {
-            append_mapped(out, cp, false);
-        } else if (is_lower_cased(cp)) {
-            append_mapped(out, cp, true);
+    for (size_t i = 0; i < cps.size(); ++i) {
+        if (is_upper_cased(cps[i])) {
+            append_lower(out, cps, i);
+        } else if (is_lower_cased(cps[i])) {
+            append_upper(out, cps[i]);
         } else {
-            append_code_point(out, cp);
+            append_code_point(out, cps[i]);
         }
     }
     return out;

@@ -28,11 +28,16 @@ bool is_space(uint32_t cp);
 // Python's str.isprintable() for one character: not in categories C* or Z*, except the space.
 bool is_printable(uint32_t cp);
 bool is_alpha(uint32_t cp);        // L*
-bool is_decimal(uint32_t cp);      // Nd
-bool is_numeric(uint32_t cp);      // N*
-bool is_upper_cased(uint32_t cp);  // Lu or Lt
-bool is_lower_cased(uint32_t cp);  // Ll
+bool is_decimal(uint32_t cp);      // str.isdecimal(): Nd
+bool is_digit(uint32_t cp);        // str.isdigit(): Nd, superscripts, circled digits
+bool is_numeric(uint32_t cp);      // str.isnumeric(): N*, CJK numerals
+bool is_upper_cased(uint32_t cp);  // str.isupper()'s Uppercase: Lu, Other_Uppercase
+bool is_lower_cased(uint32_t cp);  // str.islower()'s Lowercase: Ll, Other_Lowercase
 bool is_cased(uint32_t cp);
+bool is_title_cased(uint32_t cp);  // Lt
+// str.islower() (lower true) or str.isupper(): no character of the other case or title case,
+// and at least one of the asked case.
+bool str_is_cased_as(std::string_view s, bool lower);
 
 // Full-string case mapping as str.upper() / str.lower() do (ß -> SS).
 std::string upper(std::string_view s);
