@@ -191,6 +191,7 @@ struct ScopeStmt : Stmt {
     explicit ScopeStmt(int l) : Stmt(StmtKind::Scope, l) {}
     Body body;
     Scope scope;
+    bool isolated = false;  // a {% block %} without `scoped`: below the template level, not here
 };
 
 struct Program {

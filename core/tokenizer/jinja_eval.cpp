@@ -255,9 +255,10 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
             return exec_body(w.body, *inner.frame);
         }
         case StmtKind::Scope: {
-            ScopedFrame inner(frame, m_captured);
-            enter_scope(static_cast<const ScopeStmt&>(s).scope, *inner.frame);
-            exec_body(static_cast<const ScopeStmt&>(s).body, *inner.frame);  // no loop reaches in
+            const auto& sc = static_cast<const ScopeStmt&>(s);
+            ScopedFrame inner(sc.isolated ? m_root : frame, m_captured);
+            enter_scope(sc.scope, *inner.frame);
+            exec_body(sc.body, *inner.frame);  // no loop reaches in
             return Flow::Normal;
         }
         case StmtKind::Break: return Flow::Break;

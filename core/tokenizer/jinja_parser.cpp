@@ -165,8 +165,12 @@ void Parser::parse_statement(Body& body) {
     } else if (tag == "block") {
         next();
         expect_name();
-        while (is_name("scoped") || is_name("required")) next();
         auto s = std::make_unique<ScopeStmt>(line);
+        s->isolated = true;  // a block sees the template's variables, not the enclosing loop's
+        while (is_name("scoped") || is_name("required")) {
+            if (cur().text == "scoped") s->isolated = false;
+            next();
+        }
         s->body = parse_loop_free_body({"endblock"});
         if (cur().type == TokType::Name) next();  // {% endblock name %}
         body.push_back(std::move(s));

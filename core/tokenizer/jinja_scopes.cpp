@@ -204,7 +204,12 @@ void analyze_children(const Body& body, const Symbols& parent, const Program& pr
         }
         case StmtKind::Scope: {
             auto& sc = static_cast<ScopeStmt&>(*s);
-            analyze_block(sc.body, sc.scope, parent, prog);
+            if (sc.isolated) {  // a block is a function of the context alone
+                const Symbols none;
+                analyze_block(sc.body, sc.scope, none, prog);
+            } else {
+                analyze_block(sc.body, sc.scope, parent, prog);
+            }
             break;
         }
         default: break;
