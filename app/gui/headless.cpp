@@ -84,7 +84,7 @@ bool configureWindow(MainWindow& w, const AppOptions& o, QString* error) {
     if (!o.view.isEmpty()) w.showView(o.view);
     if (o.maxTokensSet) w.compareView()->setMaxTokens(o.maxTokens);
     if (!o.system.isEmpty()) w.promptPanel()->setSystemPrompt(o.system);
-    if (o.showPrompt) w.promptTextDock()->show();
+    if (o.showPrompt) w.showPromptText();
     return true;
 }
 
@@ -261,7 +261,10 @@ void HeadlessDriver::finish() {
     m_window->headView()->refreshNow();
     m_window->documentView()->refreshNow();
     m_window->compareView()->refreshNow();
-    if (m_window->promptTextDock()->isVisible()) m_window->promptTextView()->refreshNow();
+    if (!m_window->promptTextDock()->isHidden()) {  // shown, perhaps behind another tab
+        m_window->showPromptText();
+        m_window->promptTextView()->refreshNow();
+    }
     m_window->evaluateView()->refreshNow();
     QTimer::singleShot(50, this, [this] {
         if (m_done) return;

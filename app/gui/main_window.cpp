@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -127,17 +128,29 @@ void MainWindow::buildDocks() {
     m_walkDock = dock("Walkthrough", "walkthroughDock", m_walk, Qt::BottomDockWidgetArea);
     m_walkDock->hide();
     // What the model really receives (the chat template's text and special tokens), at hand for
-    // a demo but out of the way otherwise: View > Prompt as the Model Sees It.
+    // a demo but out of the way otherwise: View > Prompt as the Model Sees It, a tab next to the
+    // prompt and display docks (drag it out to read it wider).
     m_promptText = new PromptTextView(m_state);
-    m_promptTextDock = dock("Prompt as the model sees it", "promptTextDock", m_promptText, Qt::BottomDockWidgetArea);
+    m_promptTextDock = dock("Prompt as the model sees it", "promptTextDock", m_promptText, Qt::LeftDockWidgetArea);
+    tabifyDockWidget(m_displayDock, m_promptTextDock);
     m_promptTextDock->hide();
-    // Opened at a readable height: a docked bottom area starts a few lines tall.
-    connect(m_promptTextDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        if (visible && !m_promptTextDock->isFloating() && m_promptTextDock->height() < 200)
-            resizeDocks({m_promptTextDock}, {300}, Qt::Vertical);
+    connect(m_promptTextDock->toggleViewAction(), &QAction::triggered, this, [this](bool on) {
+        if (on) showPromptText();
     });
     resizeDocks({m_paramsDock}, {370}, Qt::Horizontal);
     resizeDocks({m_paramsDock, m_promptDock}, {470, 430}, Qt::Vertical);
+}
+
+void MainWindow::showPromptText() {
+    m_promptTextDock->show();
+    m_promptTextDock->raise();
+    // raise() does not always make a tabified dock the current tab (seen offscreen): select it on
+    // the dock area's tab bar by its title as well.
+    for (QTabBar* bar : findChildren<QTabBar*>()) {
+        if (bar->parent() != this) continue;  // the view tabs and others are not dock tab bars
+        for (int i = 0; i < bar->count(); ++i)
+            if (bar->tabText(i) == m_promptTextDock->windowTitle()) bar->setCurrentIndex(i);
+    }
 }
 
 void MainWindow::buildActions() {

@@ -91,6 +91,8 @@ public:
     HeadView* headView() const { return m_head; }
     PromptTextView* promptTextView() const { return m_promptText; }
     QDockWidget* promptTextDock() const { return m_promptTextDock; }
+    // Shows "Prompt as the model sees it" in front of the docks it shares a tab bar with.
+    void showPromptText();
     DocumentView* documentView() const { return m_document; }
     CompareView* compareView() const { return m_compare; }
     EvaluateView* evaluateView() const { return m_evaluate; }

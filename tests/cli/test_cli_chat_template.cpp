@@ -57,7 +57,7 @@ TEST_CASE("chat-template prints every llama.cpp template's render exactly as tra
     const auto conv = conversations_by_name();
     snapkv::test::TempDir dir;
     std::map<std::string, std::vector<const json*>> renders;  // template -> records that render
-    std::map<std::string, const json*> raises;                 // template -> its first raise_exception
+    std::map<std::string, const json*> raises;                // template -> its first raise_exception
     for (const json& rec : expected) {
         const std::string name = rec["template"];
         if (!rec.contains("error")) renders[name].push_back(&rec);

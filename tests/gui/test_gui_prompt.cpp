@@ -12,8 +12,8 @@
 #include "app/gui/panels/prompt_panel.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/views/prompt_text_view.h"
-#include "tests/common/test_util.h"
 #include "gui_test_util.h"
+#include "tests/common/test_util.h"
 
 using namespace guitest;
 
@@ -35,7 +35,7 @@ TEST_CASE("The prompt dock shows SmolLM2's chat template with the system prompt 
     for (uint8_t s : pre.special) specials += s;
     CHECK(specials == 5);  // <|im_start|> x3, <|im_end|> x2
 
-    w->promptTextDock()->show();
+    w->showPromptText();
     settle();
     w->promptTextView()->refreshNow();
     CHECK_FALSE(w->promptTextView()->emptyStateShown());
@@ -60,7 +60,7 @@ TEST_CASE("A session file keeps the system prompt", "[gui][chat]") {
 
 TEST_CASE("The prompt dock says so when the model has no chat template", "[gui][chat]") {
     auto w = makeWindow(64);
-    w->promptTextDock()->show();
+    w->showPromptText();
     settle();
     w->promptTextView()->refreshNow();
     CHECK(w->promptTextView()->emptyStateShown());

@@ -17,13 +17,13 @@ struct AppOptions {
     QString question;  // path of a text file, or the question itself
     QString session;
     bool run = false;
-    QString screenshot;     // save a 1600x1000 screenshot of the window after the run, then exit
-    QString view;           // overview | head | document | compare | evaluate
-    QString results;        // evaluation results file shown in the Evaluate tab
-    bool getModel = false;  // open Help > Get a Model at start (the desktop entry's action)
+    QString screenshot;       // save a 1600x1000 screenshot of the window after the run, then exit
+    QString view;             // overview | head | document | compare | evaluate
+    QString results;          // evaluation results file shown in the Evaluate tab
+    bool getModel = false;    // open Help > Get a Model at start (the desktop entry's action)
     QString system;           // --system: the system message of the chat template
     bool showPrompt = false;  // --show-prompt: open "Prompt as the model sees it"
-    int maxTokens = 32;     // generation length for --view compare in headless mode
+    int maxTokens = 32;       // generation length for --view compare in headless mode
     std::optional<int> budget;
     std::optional<int> window;
     std::optional<int> kernel;

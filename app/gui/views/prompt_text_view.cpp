@@ -38,6 +38,9 @@ PromptTextView::PromptTextView(AnalysisState* state, QWidget* parent) : LazyView
     m_summary = new QLabel;
     m_summary->setWordWrap(true);
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // A long summary wraps instead of widening the dock (and the window with it).
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_summary->setMinimumWidth(120);
     top->addWidget(m_summary, 1);
     m_boundaries = new QCheckBox("token boundaries");
     m_boundaries->setToolTip("Shade every other token, to see where the tokenizer cut the text");
@@ -47,10 +50,15 @@ PromptTextView::PromptTextView(AnalysisState* state, QWidget* parent) : LazyView
     m_text->setObjectName("promptTextEdit");
     m_text->setReadOnly(true);
     m_text->setAcceptRichText(false);
+    m_text->setMinimumWidth(200);
     cl->addWidget(m_text, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(wrapWithEmptyState(content));
+    QWidget* stack = wrapWithEmptyState(content);
+    // An explicit minimum: the empty-state page's wide text would otherwise set the dock's
+    // minimum width (and push the window wider than the screen).
+    stack->setMinimumWidth(240);
+    layout->addWidget(stack);
     connect(m_state, &AnalysisState::prefillChanged, this, [this] { markDirty(); });
     connect(m_state, &AnalysisState::modelChanged, this, [this] { markDirty(); });
     connect(m_boundaries, &QCheckBox::toggled, this, [this] { markDirty(); });
