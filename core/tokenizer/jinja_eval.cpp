@@ -27,19 +27,26 @@ struct Restore {
 };
 
 // The lowest stack address rendering may reach: the thread's stack bottom plus a margin for the
-// deepest non-recursive call chain (exception unwinding, PCRE2, sanitizers).
+// deepest non-recursive call chain (exception unwinding, PCRE2, sanitizers). Asked once per
+// thread: on the main thread pthread_getattr_np reads /proc/self/maps (~0.1 ms).
 const char* stack_limit() {
     const char* here = static_cast<const char*>(__builtin_frame_address(0));
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void* addr = nullptr;
-        size_t size = 0;
-        const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
-        pthread_attr_destroy(&attr);
-        const char* bottom = static_cast<const char*>(addr);
-        const size_t margin = 256 * 1024 + size / 8;
-        if (ok && size > 2 * margin && here > bottom + margin) return bottom + margin;
+    thread_local const char* limit = nullptr;
+    thread_local bool known = false;
+    if (!known) {
+        known = true;
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            void* addr = nullptr;
+            size_t size = 0;
+            const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
+            pthread_attr_destroy(&attr);
+            const char* bottom = static_cast<const char*>(addr);
+            const size_t margin = 256 * 1024 + size / 8;
+            if (ok && size > 2 * margin && here > bottom + margin) limit = bottom + margin;
+        }
     }
+    if (limit != nullptr && here > limit) return limit;
     return here - 512 * 1024;  // unknown stack: assume a small one
 }
 
@@ -217,7 +224,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
         case StmtKind::For: exec_for(static_cast<const ForStmt&>(s), frame); return Flow::Normal;
         case StmtKind::Set: {
             const auto& a = static_cast<const SetStmt&>(s);
-            exec_set(a.target, eval(*a.value, frame), frame, s.line);
+            exec_set(a.target, eval(*a.value, frame), frame);
             return Flow::Normal;
         }
         case StmtKind::SetBlock: {
@@ -228,7 +235,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
             Value v = make_string(capture(a.body, *inner.frame, flow));
             if (flow != Flow::Normal) return flow;
             if (a.filter) v = eval_filter(*a.filter, frame, &v);
-            exec_set(a.target, v, frame, s.line);
+            exec_set(a.target, v, frame);
             return Flow::Normal;
         }
         case StmtKind::Macro: {
@@ -251,7 +258,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Frame& frame) {
             const auto& w = static_cast<const WithStmt&>(s);
             ScopedFrame inner(frame, m_captured);
             enter_scope(w.scope, *inner.frame);
-            for (const auto& [target, value] : w.assigns) exec_set(target, eval(*value, frame), *inner.frame, s.line);
+            for (const auto& [target, value] : w.assigns) exec_set(target, eval(*value, frame), *inner.frame);
             return exec_body(w.body, *inner.frame);
         }
         case StmtKind::Scope: {
@@ -283,7 +290,7 @@ void Evaluator::run_loop(const ForStmt& s, const Value& seq, Frame& frame, int d
         for (const Value& item : items.get()) {
             step();
             iter.reset();
-            exec_set(s.target, item, *iter.frame, s.line);
+            exec_set(s.target, item, *iter.frame);
             if (truthy(eval(*s.filter, *iter.frame))) kept.push_back(item);
         }
         loop.holder = Value::list(std::move(kept));
@@ -311,7 +318,7 @@ void Evaluator::run_loop(const ForStmt& s, const Value& seq, Frame& frame, int d
         enter_scope(s.body_scope, *iter.frame);
         loop.index0 = i;
         iter.frame->set(m_program.sym_loop, loop_value);
-        exec_set(s.target, (*loop.items)[i], *iter.frame, s.line);
+        exec_set(s.target, (*loop.items)[i], *iter.frame);
         if (exec_body(s.body, *iter.frame) == Flow::Break) break;
     }
 }
@@ -333,7 +340,7 @@ Value Evaluator::call_loop(LoopData& loop, const Args& args) {
     return make_string(std::move(buf));
 }
 
-void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame, int line) {
+void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame) {
     switch (target.kind) {
     case Target::Kind::Name: frame.set(target.symbol, value); return;
     case Target::Kind::Tuple: {
@@ -346,7 +353,7 @@ void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame,
             fail("not enough values to unpack (expected " + std::to_string(want) + ", got " + std::to_string(v.size()) +
                  ")");
         }
-        for (size_t i = 0; i < want; ++i) exec_set(target.items[i], v[i], frame, line);
+        for (size_t i = 0; i < want; ++i) exec_set(target.items[i], v[i], frame);
         return;
     }
     case Target::Kind::NsAttr: {
@@ -371,7 +378,6 @@ void Evaluator::exec_set(const Target& target, const Value& value, Frame& frame,
         return;
     }
     }
-    (void)line;
 }
 
 Value Evaluator::define_macro(const MacroStmt& m, Frame& frame) {
@@ -486,7 +492,7 @@ Value Evaluator::lookup(const Expr& e, Frame& frame) {
     }
     const int g = m_program.symbol_global[size_t(e.symbol)];
     if (g >= 0) return global_at(g);
-    return Value::undefined("'" + e.name + "' is undefined");
+    return m_program.undefined_values[size_t(e.symbol)];  // "'name' is undefined", shared
 }
 
 Value Evaluator::eval_inner(const Expr& e, Frame& frame) {

@@ -141,7 +141,7 @@ private:
     void exec_for(const ForStmt& s, Frame& frame);
     void run_loop(const ForStmt& s, const Value& seq, Frame& frame, int depth);
     Value call_loop(LoopData& loop, const Args& args);
-    void exec_set(const Target& target, const Value& value, Frame& frame, int line);
+    void exec_set(const Target& target, const Value& value, Frame& frame);
     void exec_call_block(const CallBlockStmt& s, Frame& frame);
     Value define_macro(const MacroStmt& m, Frame& frame);
     // Renders body in a new frame below parent into a string (macro bodies, blocks).
