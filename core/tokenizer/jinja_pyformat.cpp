@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/tokenizer/jinja_eval.h"
 #include "core/tokenizer/jinja_format.h"
@@ -232,11 +233,28 @@ std::string format_float_spec(double x, const FormatSpec& f) {
             val *= 100;
             t = 'f';
         }
-        if (t == 0 || t == 'n') {
-            // 'g' with at least one digit after the point when fixed notation is used
+        if (t == 0 && std::isfinite(val)) {
+            // Python: like 'g', but exponent notation from exp >= p - 1 on, and fixed notation
+            // keeps a digit after the point.
+            const int p = std::max(prec, 1);
+            const std::string sci = c_format(("%." + std::to_string(p - 1) + "e").c_str(), val);
+            const int exp10 = std::atoi(sci.c_str() + sci.find('e') + 1);
+            const auto strip_zeros = [](std::string x) {
+                if (x.find('.') == std::string::npos) return x;
+                while (x.back() == '0') x.pop_back();
+                if (x.back() == '.') x.pop_back();
+                return x;
+            };
+            if (exp10 >= -4 && exp10 < p - 1) {
+                body = strip_zeros(c_format(("%." + std::to_string(p - 1 - exp10) + "f").c_str(), val));
+                if (body.find('.') == std::string::npos) body += ".0";
+            } else {
+                const size_t e = sci.find('e');
+                body = strip_zeros(sci.substr(0, e)) + sci.substr(e);
+            }
+        } else if (t == 0 || t == 'n') {
             const std::string spec = "%." + std::to_string(std::max(prec, 1)) + "g";
             body = c_format(spec.c_str(), val);
-            if (std::isfinite(val) && body.find_first_of(".e") == std::string::npos) body += ".0";
         } else {
             std::string spec = "%";
             if (f.alt) spec += '#';
