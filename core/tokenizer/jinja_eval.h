@@ -97,6 +97,9 @@ public:
         m_string_bytes += n;
         if (m_string_bytes > m_options.max_string_bytes) fail_bytes();
     }
+    // Counts a substring search of needle in hay at its naive worst case, so a search that would
+    // take minutes (a long near-miss needle in a long text) hits the step limit instead.
+    void charge_search(size_t hay, size_t needle) { step(1 + uint64_t(hay) * (uint64_t(needle) + 1) / 64); }
     Value make_string(std::string s, bool markup = false) {
         count_bytes(s.size());
         return Value::string(std::move(s), markup);

@@ -257,6 +257,7 @@ Value f_replace(Evaluator& ev, const Value& v, const Args& args) {
     if (old.empty() && !repl.empty() && (s.size() + 1) * repl.size() > ev.options().max_string_bytes) {
         fail("replace() would build a string over the limit");
     }
+    ev.charge_search(s.size(), old.size());
     return ev.make_string(text::replace(s, old, repl, count));
 }
 

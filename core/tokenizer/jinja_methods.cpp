@@ -111,6 +111,7 @@ Value str_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         const int64_t maxsplit = p.has(1) ? arg_int(p[1], m, "maxsplit") : -1;
         ev.step(s.size() / 8);
         std::vector<Value> out;
+        ev.charge_search(s.size(), has ? p[0].str().size() : 1);
         for (std::string& piece : text::split(s, has ? &p[0].str() : nullptr, maxsplit, m == "rsplit")) {
             out.push_back(Value::string(std::move(piece)));
         }
@@ -170,6 +171,7 @@ Value str_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         if (old.empty() && (s.size() + 1) * repl.size() > ev.options().max_string_bytes) {
             fail("replace() would build a string over the limit");
         }
+        ev.charge_search(s.size(), old.size());
         return ev.make_string(text::replace(s, old, repl, count));
     }
     if (m == "find" || m == "rfind" || m == "index" || m == "rindex" || m == "count") {
@@ -178,6 +180,7 @@ Value str_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         const std::string& sub = arg_str(p[0], m, "sub");
         int64_t start = 0, end = 0;
         slice_bounds(p, 1, start, end, m);
+        ev.charge_search(s.size(), sub.size());
         if (m == "count") return Value::integer(text::count(s, sub, start, end));
         const int64_t at = text::find(s, sub, start, end, m[0] == 'r');
         if (at < 0 && (m == "index" || m == "rindex")) fail("substring not found");
@@ -279,6 +282,7 @@ Value str_method(Evaluator& ev, const CallableData& fn, const Args& args) {
         if (!p.has(0)) fail(m + "() takes exactly one argument (0 given)");
         const std::string& sep = arg_str(p[0], m, "sep");
         if (sep.empty()) fail("empty separator");
+        ev.charge_search(s.size(), sep.size());
         const size_t at = m == "partition" ? s.find(sep) : s.rfind(sep);
         if (at == std::string::npos) {
             return m == "partition" ? Value::tuple({fn.self, Value::string(""), Value::string("")})

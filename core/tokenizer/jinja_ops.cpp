@@ -223,6 +223,7 @@ bool contains(Evaluator& ev, const Value& container, const Value& item) {
     switch (container.kind()) {
     case Kind::String:
         if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + type_name(item));
+        ev.charge_search(container.str().size(), item.str().size());
         return container.str().find(item.str()) != std::string::npos;
     case Kind::List:
     case Kind::Tuple:
