@@ -1,7 +1,8 @@
 // A Jinja2 interpreter for model chat templates: renders a template the way Hugging Face
 // transformers does (jinja2 3.1 ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
 // loopcontrols, {% generation %}, json.dumps-style tojson). Deliberately not all of Jinja2: no
-// template inheritance or includes, no autoescaping, no Markup type, no big integers.
+// template inheritance, includes or imports, no autoescaping, no big integers (64-bit ints;
+// an overflow is a TemplateError).
 #pragma once
 
 #include <cstddef>
