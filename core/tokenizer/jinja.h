@@ -61,4 +61,10 @@ private:
     std::shared_ptr<const Program> m_program;
 };
 
+// The `messages` transformers hands a chat template (apply_chat_template ->
+// render_jinja_template): each message's keys whose value is null dropped, then a message with
+// reasoning (the first non-null of reasoning_content, thinking, reasoning) rebuilt as
+// {"thinking": r, ...message, "reasoning_content": r}. Messages must be objects.
+nlohmann::ordered_json transformers_messages(const nlohmann::ordered_json& messages);
+
 }  // namespace snapkv::jinja

@@ -37,7 +37,7 @@ Goldens load_goldens() {
 nlohmann::ordered_json context_of(const Goldens& g, const nlohmann::ordered_json& record) {
     const nlohmann::ordered_json& conv = g.conversations.at(record.at("conversation").get<std::string>());
     nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
-    ctx["messages"] = transformers_messages(conv.at("messages"));
+    ctx["messages"] = jinja::transformers_messages(conv.at("messages"));
     ctx["tools"] = conv.at("tools");  // null is Python's None: defined, falsy, not iterable
     ctx["documents"] = nullptr;
     ctx["add_generation_prompt"] = record.at("add_generation_prompt");

@@ -179,6 +179,16 @@ TEST_CASE("one Template renders from several threads at once", "[jinja]") {
     for (const auto& g : got) CHECK(g == want);
 }
 
+TEST_CASE("messages are prepared as transformers prepares them", "[jinja]") {
+    const ordered_json in = ordered_json::parse(R"([{"role": "assistant", "content": null, "tool_calls": [1]},
+        {"role": "assistant", "reasoning_content": "r", "content": "c"}, {"role": "user", "thinking": "t"}])");
+    CHECK(jinja::transformers_messages(in).dump() ==
+          R"([{"role":"assistant","tool_calls":[1]},)"
+          R"({"thinking":"r","role":"assistant","reasoning_content":"r","content":"c"},)"
+          R"({"thinking":"t","role":"user","reasoning_content":"t"}])");
+    CHECK_THROWS_AS(jinja::transformers_messages(ordered_json::parse(R"(["x"])")), jinja::TemplateError);
+}
+
 TEST_CASE("a context that is not a JSON object is refused", "[jinja]") {
     CHECK_THROWS_AS(jinja::Template("x").render(ordered_json::array()), jinja::TemplateError);
 }

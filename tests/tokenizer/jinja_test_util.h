@@ -1,6 +1,6 @@
 // Helpers of the Jinja tests: the golden data folder tests/data/chat_templates (a missing file
-// fails the test and names it), JSON read with member order kept, the pinned clock of the goldens,
-// and the message preparation transformers does before rendering. Holds no expected values.
+// fails the test and names it), JSON read with member order kept, and the pinned clock of the
+// goldens. Holds no expected values.
 #pragma once
 
 #include <cstdio>
@@ -50,36 +50,6 @@ inline std::tm parse_iso_time(const std::string& s) {
     tm.tm_min = mi;
     tm.tm_sec = sec;
     return tm;
-}
-
-// What transformers hands the template as `messages` (chat_template_utils.py):
-// _normalize_chat_messages drops keys whose value is None, then _alias_reasoning_fields
-// rebuilds a message with reasoning as {"thinking": r, **message, "reasoning_content": r}
-// (r: the first non-None of reasoning_content, thinking, reasoning).
-inline nlohmann::ordered_json transformers_messages(const nlohmann::ordered_json& messages) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const auto& m : messages) {
-        nlohmann::ordered_json kept = nlohmann::ordered_json::object();
-        for (auto it = m.begin(); it != m.end(); ++it) {
-            if (!it.value().is_null()) kept[it.key()] = it.value();
-        }
-        const nlohmann::ordered_json* reasoning = nullptr;
-        for (const char* key : {"reasoning_content", "thinking", "reasoning"}) {
-            if (kept.contains(key)) {
-                reasoning = &kept[key];
-                break;
-            }
-        }
-        if (reasoning != nullptr) {
-            nlohmann::ordered_json aliased = nlohmann::ordered_json::object();
-            aliased["thinking"] = *reasoning;
-            for (auto it = kept.begin(); it != kept.end(); ++it) aliased[it.key()] = it.value();
-            aliased["reasoning_content"] = *reasoning;  // a key already there keeps its place, as in Python
-            kept = std::move(aliased);
-        }
-        out.push_back(std::move(kept));
-    }
-    return out;
 }
 
 }  // namespace snapkv::test
