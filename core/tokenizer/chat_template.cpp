@@ -1,6 +1,7 @@
 // A model's chat template rendered by our Jinja interpreter with the variables transformers'
-// render_jinja_template passes (chat_template_utils.py): messages, tools (None when there are
-// none), documents (None), add_generation_prompt, and the special tokens as keyword arguments.
+// render_jinja_template passes (chat_template_utils.py): messages prepared as apply_chat_template
+// prepares them (jinja::transformers_messages), tools (None when there are none), documents
+// (None), add_generation_prompt, and the special tokens as keyword arguments.
 // Parsed templates are kept (keyed by their text): a grid renders the same template per cell.
 // Does not check roles or their order: the template does that itself, with raise_exception.
 #include "core/tokenizer/chat_template.h"
@@ -57,38 +58,6 @@ std::tm parse_date(const std::string& date) {
     return norm;
 }
 
-// What apply_chat_template does to a conversation before the template sees it
-// (chat_template_utils.py: _normalize_chat_messages, then _alias_reasoning_fields): a message's
-// keys whose value is None are dropped, and a message with reasoning under any of its names
-// (reasoning_content, thinking, reasoning; the first one set) becomes
-// {"thinking": r, **message, "reasoning_content": r}, with Python's dict order.
-ojson normalized_messages(const ojson& messages) {
-    ojson out = ojson::array();
-    for (const ojson& m : messages) {
-        ojson kept = ojson::object();
-        for (auto it = m.begin(); it != m.end(); ++it)
-            if (!it.value().is_null()) kept[it.key()] = it.value();
-        const ojson* reasoning = nullptr;
-        for (const char* key : {"reasoning_content", "thinking", "reasoning"}) {
-            if (kept.contains(key)) {
-                reasoning = &kept[key];
-                break;
-            }
-        }
-        if (reasoning == nullptr) {
-            out.push_back(std::move(kept));
-            continue;
-        }
-        const ojson r = *reasoning;
-        ojson aliased = ojson::object();
-        aliased["thinking"] = r;
-        for (auto it = kept.begin(); it != kept.end(); ++it) aliased[it.key()] = it.value();
-        aliased["reasoning_content"] = r;
-        out.push_back(std::move(aliased));
-    }
-    return out;
-}
-
 }  // namespace
 
 ojson chat_messages(const std::vector<ChatMessage>& messages) {
@@ -129,7 +98,7 @@ std::string render_chat_template(const std::string& template_text, const ChatReq
     jinja::RenderOptions options;
     if (!request.date.empty()) options.now = parse_date(request.date);
     ojson context = ojson::object();
-    context["messages"] = normalized_messages(request.messages);
+    context["messages"] = jinja::transformers_messages(request.messages);
     context["tools"] = request.tools;
     context["documents"] = nullptr;
     context["add_generation_prompt"] = request.add_generation_prompt;
