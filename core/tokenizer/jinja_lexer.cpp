@@ -48,7 +48,7 @@ private:
 
     [[noreturn]] void error(const std::string& msg, int line) const { throw TemplateError(msg, line); }
 
-    bool at(size_t pos, const char* s) const { return m_src.compare(pos, std::strlen(s), s) == 0; }
+    bool at(size_t pos, std::string_view s) const { return m_src.compare(pos, s.size(), s) == 0; }
 
     // Python's \s*: skips whitespace code points from pos, returns the new position.
     size_t skip_space(size_t pos) const {
@@ -219,6 +219,8 @@ private:
     }
 
     bool try_tag_end(bool block) {
+        const char first = m_src[m_pos];
+        if (first != '+' && first != '-' && first != '%' && first != '}') return false;
         size_t end = std::string::npos;
         if (block) {
             if (at(m_pos, "+%}")) {
@@ -445,22 +447,27 @@ private:
     }
 
     void lex_operator(std::string& balance) {
-        static const char* const k_ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
-                                            "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
-        for (const char* op : k_ops) {
-            if (!at(m_pos, op)) continue;
-            const char c = op[0];
-            if (op[1] == 0 && (c == '(' || c == '[' || c == '{')) {
+        // The longest operator first, as jinja2's operator_re.
+        static const std::string_view k_two[] = {"//", "**", "==", "!=", ">=", "<="};
+        static const std::string_view k_one = "+-/*%~[](){}><=.:|,;";
+        const char c = m_src[m_pos];
+        std::string_view op;
+        for (const std::string_view two : k_two) {
+            if (two[0] == c && at(m_pos, two)) op = two;
+        }
+        if (op.empty() && k_one.find(c) != std::string_view::npos) op = std::string_view(&k_one[k_one.find(c)], 1);
+        if (!op.empty()) {
+            if (op.size() == 1 && (c == '(' || c == '[' || c == '{')) {
                 balance += c == '(' ? ')' : (c == '[' ? ']' : '}');
-            } else if (op[1] == 0 && (c == ')' || c == ']' || c == '}')) {
+            } else if (op.size() == 1 && (c == ')' || c == ']' || c == '}')) {
                 if (balance.empty()) error(std::string("unexpected '") + c + "'", m_line);
                 if (balance.back() != c) {
                     error(std::string("unexpected '") + c + "', expected '" + balance.back() + "'", m_line);
                 }
                 balance.pop_back();
             }
-            emit(TokType::Op, m_line, op);
-            m_pos += std::strlen(op);
+            emit(TokType::Op, m_line, std::string(op));
+            m_pos += op.size();
             return;
         }
         size_t next = m_pos;
