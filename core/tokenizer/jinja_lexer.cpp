@@ -354,6 +354,11 @@ private:
             size_t next = p;
             const uint32_t cp = text::next_code_point(m_src, next);
             if (cp < 0x80 || !(text::is_alpha(cp) || text::is_numeric(cp))) break;
+            // Python's \w takes any letter or number, then jinja2 requires str.isidentifier():
+            // a letter first, and no numbers but decimal digits (not '¹', not '½').
+            if ((p == m_pos && !text::is_alpha(cp)) || (!text::is_alpha(cp) && !text::is_decimal(cp))) {
+                error("invalid character in identifier: '" + m_src.substr(p, next - p) + "'", m_line);
+            }
             p = next;
         }
         emit(TokType::Name, m_line, m_src.substr(m_pos, p - m_pos));
