@@ -2,8 +2,8 @@
 // (llama.cpp's models/templates) against tests/data/chat_templates/expected.json: each template
 // rendered for each conversation of conversations.json, with and without the generation prompt,
 // as transformers' apply_chat_template renders it (context: messages, tools or None, documents
-// None, add_generation_prompt, bos_token, eos_token; the clock pinned). Also how long it takes.
-#include <chrono>
+// None, add_generation_prompt, bos_token, eos_token; the clock pinned). Its speed is
+// tests/tokenizer/bench/bench_chat_templates (a benchmark that prints, not a timed test).
 #include <map>
 #include <memory>
 #include <string>
@@ -91,27 +91,4 @@ TEST_CASE("the real chat templates render every conversation as transformers doe
         }
     }
     CHECK(ok + raised == g.records.size());
-}
-
-TEST_CASE("parsing and rendering all the real chat templates takes well under a second", "[jinja]") {
-    const Goldens g = load_goldens();
-    const auto start = std::chrono::steady_clock::now();
-    std::map<std::string, std::unique_ptr<jinja::Template>> parsed;
-    for (const auto& [name, source] : g.sources) parsed[name] = std::make_unique<jinja::Template>(source);
-    const auto parsed_at = std::chrono::steady_clock::now();
-    size_t bytes = 0;
-    for (const auto& r : g.records) {
-        jinja::RenderOptions options;
-        options.now = parse_iso_time(r.at("now"));
-        try {
-            bytes += parsed.at(r.at("template").get<std::string>())->render(context_of(g, r), options).size();
-        } catch (const InputError&) {}
-    }
-    const auto end = std::chrono::steady_clock::now();
-    const double parse_s = std::chrono::duration<double>(parsed_at - start).count();
-    const double render_s = std::chrono::duration<double>(end - parsed_at).count();
-    WARN("parsed " << g.sources.size() << " templates in " << parse_s * 1e3 << " ms; rendered " << g.records.size()
-                   << " conversations (" << bytes << " bytes) in " << render_s * 1e3 << " ms");
-    // ~2000 renders; a few conversations per template is a tenth of that. Generous for a debug build.
-    CHECK(parse_s + render_s < 5.0);
 }
