@@ -360,19 +360,25 @@ std::string string_repr(std::string_view s) {
         const uint32_t cp = text::next_code_point(s, pos);
         if (text::is_printable(cp)) {
             out.append(s.substr(start, pos - start));
-        } else if (cp < 0x100) {
-            out += "\\x";
-            append_hex(out, cp, 2);
-        } else if (cp < 0x10000) {
-            out += "\\u";
-            append_hex(out, cp, 4);
         } else {
-            out += "\\U";
-            append_hex(out, cp, 8);
+            append_code_point_escape(out, cp);
         }
     }
     out += quote;
     return out;
+}
+
+void append_code_point_escape(std::string& out, uint32_t cp) {
+    if (cp < 0x100) {
+        out += "\\x";
+        append_hex(out, cp, 2);
+    } else if (cp < 0x10000) {
+        out += "\\u";
+        append_hex(out, cp, 4);
+    } else {
+        out += "\\U";
+        append_hex(out, cp, 8);
+    }
 }
 
 void append_str(std::string& out, const Value& v, size_t limit) {

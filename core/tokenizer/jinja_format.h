@@ -25,6 +25,9 @@ std::string repr_for_message(const Value& v);
 std::string float_repr(double f);
 // Python's repr() of a str ('a', "it's", '\n').
 std::string string_repr(std::string_view s);
+// Python's escape of a code point in repr() and ascii(): \xNN below 0x100, \uNNNN below 0x10000,
+// else \UNNNNNNNN, lower-case hex.
+void append_code_point_escape(std::string& out, uint32_t cp);
 
 struct JsonOptions {
     bool ensure_ascii = false;

@@ -16,10 +16,6 @@ namespace {
 
 char hex_digit(uint32_t d, bool upper_case) { return char(d < 10 ? '0' + d : (upper_case ? 'A' : 'a') + d - 10); }
 
-void append_hex(std::string& out, uint32_t v, int digits) {
-    for (int i = digits - 1; i >= 0; --i) out += hex_digit((v >> (4 * i)) & 15, false);
-}
-
 // Pads s to width code points.
 std::string pad(std::string s, size_t width, bool left) {
     const size_t n = text::code_point_count(s);
@@ -112,18 +108,8 @@ std::string ascii_repr(const Value& v, size_t limit) {
     size_t pos = 0;
     while (pos < r.size()) {
         const uint32_t cp = text::next_code_point(r, pos);
-        if (cp < 0x80) {
-            out += char(cp);
-        } else if (cp < 0x100) {
-            out += "\\x";
-            append_hex(out, cp, 2);
-        } else if (cp < 0x10000) {
-            out += "\\u";
-            append_hex(out, cp, 4);
-        } else {
-            out += "\\U";
-            append_hex(out, cp, 8);
-        }
+        if (cp < 0x80) out += char(cp);
+        else append_code_point_escape(out, cp);
     }
     return out;
 }
