@@ -22,9 +22,8 @@ ChatSettings task_chat(const Session& s, ChatSettings chat) {
     if (!chat.template_text.empty())
         throw InputError("evaluation grids use the model's own chat template; a template text was given");
     chat.enabled = chat.enabled && !s.model_info().chat_template.empty();
-    if (!chat.enabled) chat.system.clear();
-    if (chat.enabled && chat.date.empty()) chat.date = today_date();
-    if (!chat.enabled) chat.date.clear();
+    if (!chat.enabled) return ChatSettings{};  // raw: no system message, no date to record
+    if (chat.date.empty()) chat.date = today_date();
     return chat;
 }
 
