@@ -27,87 +27,26 @@
 namespace snapkv::cli {
 namespace {
 
-using json = nlohmann::json;
 using namespace snapkv::eval;
 
-template <typename T>
-std::string join(const std::vector<T>& v) {
-    std::ostringstream ss;
-    for (size_t i = 0; i < v.size(); ++i) ss << (i ? "," : "") << v[i];
-    return ss.str();
+// needle and sweep: one budget axis, answers of --max-tokens; the needle's seed also draws the pass keys.
+GridCommand needle_command() {
+    GridCommand g;
+    g.seed_draws = "the pass keys";
+    return g;
 }
+GridCommand sweep_command() { return GridCommand{}; }
 
-struct EvalOpts {
-    std::string model, device = "cpu", dtype = "float32", weights = "native";
-    // The grid's axes default to core's default_params(), one value each (GridAxes{}).
-    std::string policies = join(GridAxes{}.policies), budgets = join(GridAxes{}.budgets), gqa = join(GridAxes{}.gqa),
-                windows = join(GridAxes{}.windows), kernels = join(GridAxes{}.kernels),
-                poolings = join(GridAxes{}.poolings), tie_break = GridAxes{}.tie_break;
-    bool query_agnostic = false;
-    int64_t sink = GridAxes{}.n_sink;
-    uint64_t seed = GridAxes{}.seed;
-    int64_t max_tokens = 32;
-    int64_t kl_steps = 32;
-    double theta = 0.05;
-    GridChatOpts chat;
-    std::string shard;
-    std::string out;
-    bool quiet = false;
-};
-
-void add_eval_options(CLI::App* c, EvalOpts& o) {
-    c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
-    c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
-    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
-    c->add_option("--weights", o.weights,
-                  "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
-        ->capture_default_str();
-    c->add_option("--policies", o.policies, "Comma list: " + policy_list_text())->capture_default_str();
-    c->add_option("--budgets", o.budgets, "Comma list of budgets C (tokens kept per head, window included)")
-        ->capture_default_str();
-    c->add_option("--gqa", o.gqa,
-                  "Comma list: kv-head (default: one selection per KV head, the cache shrinks), query-head (official)")
-        ->capture_default_str();
-    c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
-    c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
-    c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
-    c->add_option("--tie-break", o.tie_break,
-                  "Which of equal scores top-k keeps: later (as torch.topk did in the official code) or earlier")
-        ->capture_default_str();
-    c->add_flag("--query-agnostic", o.query_agnostic, "Compress the document alone, then feed the question");
-    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
-    c->add_option("--seed", o.seed, "Seed of the random policy and of the pass keys")->capture_default_str();
-    c->add_option("--max-tokens,-n", o.max_tokens, "Answer tokens (greedy)")->capture_default_str();
-    c->add_option("--kl-steps", o.kl_steps, "KL and top-1 agreement over the first N answer tokens")
-        ->capture_default_str();
-    c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
-        ->capture_default_str();
-    add_grid_chat_options(c, o.chat);
-    c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
-    c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
-    c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
-}
-
-RunOptions run_options(const EvalOpts& o) {
-    GridAxes a;
-    a.policies = parse_name_list(o.policies, "--policies");
-    a.budgets = parse_int_list(o.budgets, "--budgets");
-    RunOptions r = grid_run_options(a, o);
-    r.generation.max_tokens = o.max_tokens;
-    r.kl_steps = std::min(o.kl_steps, o.max_tokens);
-    return r;
-}
-
-std::unique_ptr<Session> load(const EvalOpts& o) {
+std::unique_ptr<Session> load(const GridOpts& o) {
     if (o.max_tokens < 1) throw InputError("--max-tokens: " + std::to_string(o.max_tokens) + " must be at least 1");
     auto s = std::make_unique<Session>();
-    s->load_model(o.model, {o.device, o.dtype, o.weights});
+    s->load_model(o.common.model, {o.common.device, o.common.dtype, o.common.weights});
     return s;
 }
 
 // A cell line names the document (needle: its length and depth) and shows per configuration whether
 // the needle was found, or how much of the answer agreed with the full cache.
-std::vector<Row> run_grid(Session& s, const EvalTask& task, const RunOptions& ro, const EvalOpts& o,
+std::vector<Row> run_grid(Session& s, const EvalTask& task, const RunOptions& ro, const GridOpts& o,
                           const std::atomic<bool>* cancel) {
     CellLine line;
     if (task.name() == "needle")
@@ -185,38 +124,39 @@ void print_sweep_table(const std::vector<Row>& rows, const RunOptions& ro) {
 }
 
 std::vector<std::string> haystack_paths(const std::string& s) {
-    if (!s.empty()) return parse_name_list(s, "--haystack");
-    return bundled_haystack(SNAPKV_SOURCE_DIR);
+    if (!s.empty()) return parse_name_list(s, "haystack");
+    return bundled_haystack(SNAPKV_SOURCE_DIR, "--haystack");
 }
 
-void cmd_needle(const EvalOpts& o, const std::string& lengths, int64_t max_length, const std::string& depths,
+void cmd_needle(const GridOpts& o, const std::string& lengths, int64_t max_length, const std::string& depths,
                 const std::string& needle, const std::string& needles_file, const std::string& haystack,
                 const std::atomic<bool>* cancel) {
-    RunOptions ro = run_options(o);
+    RunOptions ro = grid_run_options(o, needle_command());
     const std::string nf = needles_file.empty() ? bundled_dataset("needles.jsonl", SNAPKV_SOURCE_DIR, "--needles")
                                                 : needles_file;
     const std::vector<std::string> hay = haystack_paths(haystack);
-    std::vector<NamedPath> inputs = {{"the model (--model)", o.model}, {"the needles file (--needles)", nf}};
+    std::vector<NamedPath> inputs = {{"the model (--model)", o.common.model}, {"the needles file (--needles)", nf}};
     for (const std::string& h : hay) inputs.push_back({"a haystack (--haystack)", h});
     check_output_not_input("--out", o.out, inputs);
     NeedleOptions no;
     no.needle = find_needle(load_needles(nf), needle, nf);
     no.haystack = load_haystack(hay);
-    no.depths = parse_number_list(depths, "--depths");
+    no.depths = parse_number_list(depths, "depths");
     no.seed = o.seed;
     no.chat = grid_chat(o.chat);
     auto s = load(o);
     // Default: 5 lengths doubling up to the model's context (less the answer) or --max-length.
-    no.lengths = !lengths.empty() ? parse_int_list(lengths, "--lengths")
+    no.lengths = !lengths.empty() ? parse_int_list(lengths, "lengths")
                                   : NeedleTask::default_lengths(*s, no, o.max_tokens, max_length);
     NeedleTask task(*s, no, o.max_tokens);
     const std::vector<Row> rows = run_grid(*s, task, ro, o, cancel);
     print_needle_maps(rows, task.options(), ro);
 }
 
-void cmd_sweep(const EvalOpts& o, const std::string& set_path, const std::atomic<bool>* cancel) {
-    RunOptions ro = run_options(o);
-    check_output_not_input("--out", o.out, {{"the model (--model)", o.model}, {"the question set (--set)", set_path}});
+void cmd_sweep(const GridOpts& o, const std::string& set_path, const std::atomic<bool>* cancel) {
+    RunOptions ro = grid_run_options(o, sweep_command());
+    check_output_not_input("--out", o.out,
+                           {{"the model (--model)", o.common.model}, {"the question set (--set)", set_path}});
     QaSet set = load_qa_set(set_path);
     auto s = load(o);
     SweepTask task(*s, std::move(set), grid_chat(o.chat), o.max_tokens);
@@ -239,13 +179,13 @@ void cmd_merge(const std::vector<std::string>& inputs, const std::string& out, b
 
 void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     {
-        static EvalOpts o;
+        static GridOpts o;
         static std::string lengths, depths = "0,10,20,30,40,50,60,70,80,90,100", needle = "passkey", needles, haystack;
         static int64_t max_length = 0;
         auto* cmd = app.add_subcommand(
             "needle",
             "Needle-in-a-haystack grid (length x depth), full cache and every configuration, one prefill per cell");
-        add_eval_options(cmd, o);
+        add_grid_options(cmd, o, needle_command());
         cmd->add_option(
             "--lengths", lengths,
             "Comma list of prompt lengths in tokens (default: 5 doubling up to the context or --max-length)");
@@ -257,16 +197,19 @@ void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         cmd->add_option(
             "--haystack", haystack,
             "Comma list of haystack files or folders (default datasets/sample_document.md,datasets/documents)");
-        cmd->callback([cancel] { cmd_needle(o, lengths, max_length, depths, needle, needles, haystack, cancel); });
+        cmd->callback([cancel] {
+            with_grid_flags(needle_command(),
+                            [&] { cmd_needle(o, lengths, max_length, depths, needle, needles, haystack, cancel); });
+        });
     }
     {
-        static EvalOpts o;
+        static GridOpts o;
         static std::string set;
         auto* cmd = app.add_subcommand(
             "sweep", "Budget sweep over a question set: every configuration per document from one prefill");
-        add_eval_options(cmd, o);
+        add_grid_options(cmd, o, sweep_command());
         cmd->add_option("--set", set, "Question set: JSON Lines of {document, question, answer?, id?}")->required();
-        cmd->callback([cancel] { cmd_sweep(o, set, cancel); });
+        cmd->callback([cancel] { with_grid_flags(sweep_command(), [&] { cmd_sweep(o, set, cancel); }); });
     }
     {
         static std::vector<std::string> inputs;

@@ -30,32 +30,27 @@
 namespace snapkv::cli {
 namespace {
 
-using json = nlohmann::json;
 using namespace snapkv::eval;
 
+// RULER's own options; the grid's are GridOpts (eval_cli.h).
 struct RulerCliOpts {
-    std::string model, device = "cpu", dtype = "float32", weights = "native";
-    std::string tasks = "all", lengths = "4096", policies = "snapkv", ratios = "0.25,0.5,0.75,0.9", budgets,
-                gqa = "kv-head", windows = "32", kernels = "7", poolings = "max", tie_break = "later";
-    int64_t samples = 10;
-    bool query_agnostic = false;
-    int64_t sink = 4;
-    uint64_t seed = 42;
-    int64_t kl_steps = 32;
-    double theta = 0.05;
-    GridChatOpts chat;
-    std::string essays, words, shard, out;
-    bool quiet = false;
+    GridOpts grid;
+    std::string tasks = RulerDefaults{}.tasks, lengths = comma_list(RulerDefaults{}.lengths);
+    int64_t samples = RulerDefaults{}.samples;
+    std::string essays, words;
 };
 
-RunOptions run_options(const RulerCliOpts& o) {
-    GridAxes a;
-    a.policies = parse_name_list(o.policies, "--policies");
-    a.budgets = o.budgets.empty() ? std::vector<int64_t>{} : parse_int_list(o.budgets, "--budgets");
-    a.ratios = o.ratios.empty() ? std::vector<double>{} : parse_number_list(o.ratios, "--ratios");
-    if (a.budgets.empty() && a.ratios.empty())
-        throw InputError("--ratios, --budgets: give at least one ratio or budget (the full cache is always run too)");
-    return grid_run_options(a, o);
+// The grid at RULER's sizes (compression ratios, no fixed budget; optional --budgets beside them),
+// answers as long as each task asks; the seed also draws the samples; the essays are its haystack.
+GridCommand ruler_command() {
+    GridCommand g;
+    g.defaults.ratios = RulerDefaults{}.ratios;
+    g.defaults.budgets = RulerDefaults{}.budgets;
+    g.ratios = true;
+    g.max_tokens = false;
+    g.seed_draws = "the samples";
+    g.flags = {{"haystack", "--essays"}};
+    return g;
 }
 
 void print_table(const std::vector<Row>& rows, const RunOptions& ro, const RulerTask& task) {
@@ -96,31 +91,32 @@ void print_table(const std::vector<Row>& rows, const RunOptions& ro, const Ruler
 
 void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     // Everything that can be refused without the model is refused first.
+    const GridOpts& g = o.grid;
     RulerOptions ropt;
     ropt.tasks = parse_ruler_tasks(o.tasks);
-    ropt.lengths = parse_int_list(o.lengths, "--lengths");
+    ropt.lengths = parse_int_list(o.lengths, "lengths");
     ropt.samples = o.samples;
-    ropt.seed = o.seed;
-    ropt.chat = grid_chat(o.chat);
-    if (o.samples < 1) throw InputError("--samples: " + std::to_string(o.samples) + " must be at least 1");
-    RunOptions ro = run_options(o);
+    ropt.seed = g.seed;
+    ropt.chat = grid_chat(g.chat);
+    if (o.samples < 1) throw ParamError("samples", std::to_string(o.samples) + " must be at least 1");
+    RunOptions ro = grid_run_options(g, ruler_command());
     const std::string words_dir = !o.words.empty() ? o.words : bundled_dataset("ruler", SNAPKV_SOURCE_DIR, "--words");
-    const std::vector<std::string> essay_paths = !o.essays.empty() ? parse_name_list(o.essays, "--essays")
-                                                                   : bundled_haystack(SNAPKV_SOURCE_DIR);
-    std::vector<NamedPath> inputs = {{"the model (--model)", o.model}};
+    const std::vector<std::string> essay_paths = !o.essays.empty() ? parse_name_list(o.essays, "essays")
+                                                                   : bundled_haystack(SNAPKV_SOURCE_DIR, "--essays");
+    std::vector<NamedPath> inputs = {{"the model (--model)", g.common.model}};
     for (const std::string& e : essay_paths) inputs.push_back({"an essay (--essays)", e});
-    check_output_not_input("--out", o.out, inputs);
+    check_output_not_input("--out", g.out, inputs);
     const Haystack essays = load_haystack(essay_paths);
     ropt.essay_files = essays.files;
     RulerData data = load_ruler_data(words_dir, essays.text);
 
     Session s;
-    s.load_model(o.model, {o.device, o.dtype, o.weights});
+    s.load_model(g.common.model, {g.common.device, g.common.dtype, g.common.weights});
     RulerTask task(s, std::move(data), ropt);
     ro.generation.max_tokens = task.max_answer_tokens();
     ro.kl_steps = std::min(ro.kl_steps, ro.generation.max_tokens);
-    check_ruler_ratios(task, ro, "--ratios: ");
-    check_ruler_memory(s, task, ro, o.query_agnostic);
+    check_ruler_ratios(task, ro);
+    check_ruler_memory(s, task, ro, g.query_agnostic);
 
     // A cell line names the task, length and sample, and gives each configuration's score (0-100).
     CellLine line;
@@ -134,7 +130,7 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     const std::string header = "ruler: " + std::to_string(ropt.tasks.size()) + " tasks x " +
                                std::to_string(ropt.lengths.size()) + " lengths x " + std::to_string(o.samples) +
                                " samples = " + std::to_string(task.n_cells()) + " cells,";
-    const std::vector<Row> rows = run_and_write(s, task, ro, header, o.out, o.quiet, line, cancel).rows;
+    const std::vector<Row> rows = run_and_write(s, task, ro, header, g.out, g.quiet, line, cancel).rows;
     print_table(rows, ro, task);
 }
 
@@ -146,12 +142,7 @@ void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         "ruler",
         "RULER's 11 synthetic tasks (niah x8, vt, cwe, fwe; the QA tasks are left out: they need SQuAD and "
         "HotpotQA), full cache and every configuration from one prefill per sample, scored with string_match_all");
-    c->add_option("--model,-m", o.model, "Model: a GGUF file or a Hugging Face folder")->required();
-    c->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
-    c->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
-    c->add_option("--weights", o.weights,
-                  "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
-        ->capture_default_str();
+    add_grid_options(c, o.grid, ruler_command());
     c->add_option("--tasks", o.tasks,
                   "all, or a comma list of niah_single_1, niah_single_2, niah_single_3, niah_multikey_1, "
                   "niah_multikey_2, niah_multikey_3, niah_multivalue, niah_multiquery, vt, cwe, fwe")
@@ -161,39 +152,12 @@ void register_ruler_commands(CLI::App& app, const std::atomic<bool>* cancel) {
                   "fwe 50), as RULER's max_seq_length; at most the model's context")
         ->capture_default_str();
     c->add_option("--samples", o.samples, "Samples per task and length (each its own seed)")->capture_default_str();
-    c->add_option("--policies", o.policies,
-                  "Comma list of policies (snapkv, streaming, h2o, random, pyramid, adakv, ...)")
-        ->capture_default_str();
-    c->add_option("--ratios", o.ratios,
-                  "Comma list of kvpress compression ratios: the fraction of the cache removed, 0 <= r < 1 "
-                  "('' for none)")
-        ->capture_default_str();
-    c->add_option("--budgets", o.budgets, "Comma list of fixed budgets C (tokens kept per head, window included)");
-    c->add_option("--gqa", o.gqa, "Comma list: kv-head (one selection per KV head, as kvpress), query-head")
-        ->capture_default_str();
-    c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
-    c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
-    c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
-    c->add_option("--tie-break", o.tie_break, "Which of equal scores top-k keeps: later or earlier")
-        ->capture_default_str();
-    c->add_flag("--query-agnostic", o.query_agnostic,
-                "Compress the context alone, then feed the question (kvpress's leaderboard does this)");
-    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
-    c->add_option("--seed", o.seed, "Seed of the samples and of the random policy")->capture_default_str();
-    c->add_option("--kl-steps", o.kl_steps, "KL and top-1 agreement over the first N answer tokens")
-        ->capture_default_str();
-    c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
-        ->capture_default_str();
-    add_grid_chat_options(c, o.chat);
     c->add_option("--essays", o.essays,
                   "Comma list of essay files or folders for the essay haystack (default datasets/sample_document.md,"
                   "datasets/documents)");
     c->add_option("--words", o.words,
                   "Folder of the word lists adjectives.txt, nouns.txt, verbs.txt (default datasets/ruler)");
-    c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
-    c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
-    c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
-    c->callback([cancel] { cmd_ruler(o, cancel); });
+    c->callback([cancel] { with_grid_flags(ruler_command(), [&] { cmd_ruler(o, cancel); }); });
 }
 
 }  // namespace snapkv::cli

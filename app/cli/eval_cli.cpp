@@ -83,12 +83,103 @@ CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, con
     return res;
 }
 
-void add_grid_chat_options(CLI::App* c, GridChatOpts& o) {
-    c->add_flag("--no-chat", o.no_chat,
+void add_grid_options(CLI::App* c, GridOpts& o, const GridCommand& g) {
+    const GridAxes& d = g.defaults;
+    o.policies = comma_list(d.policies);
+    o.budgets = comma_list(d.budgets);
+    o.ratios = comma_list(d.ratios);
+    o.gqa = comma_list(d.gqa);
+    o.windows = comma_list(d.windows);
+    o.kernels = comma_list(d.kernels);
+    o.poolings = comma_list(d.poolings);
+    o.tie_break = d.tie_break;
+    o.sink = d.n_sink;
+    o.seed = d.seed;
+    add_common(c, o.common);
+    c->add_option("--policies", o.policies, "Comma list: " + policy_list_text())->capture_default_str();
+    if (g.ratios)
+        c->add_option("--ratios", o.ratios,
+                      "Comma list of kvpress compression ratios: the fraction of the cache removed, 0 <= r < 1 "
+                      "('' for none)")
+            ->capture_default_str();
+    c->add_option("--budgets", o.budgets,
+                  "Comma list of budgets C (tokens kept per head, window included)" +
+                      std::string(g.ratios ? "; '' for none" : ""))
+        ->capture_default_str();
+    c->add_option("--gqa", o.gqa,
+                  "Comma list: kv-head (one selection per KV head, as kvpress: the cache shrinks), query-head "
+                  "(the official code's)")
+        ->capture_default_str();
+    c->add_option("--window", o.windows, "Comma list of observation windows W")->capture_default_str();
+    c->add_option("--kernel", o.kernels, "Comma list of pooling kernels K (odd)")->capture_default_str();
+    c->add_option("--pooling", o.poolings, "Comma list: max, avg, none")->capture_default_str();
+    c->add_option("--tie-break", o.tie_break,
+                  "Which of equal scores top-k keeps: later (as torch.topk did in the official code) or earlier")
+        ->capture_default_str();
+    c->add_flag("--query-agnostic", o.query_agnostic,
+                "Compress the document alone, then feed the question (as kvpress's leaderboard does)");
+    c->add_option("--sink", o.sink, "StreamingLLM sink tokens")->capture_default_str();
+    c->add_option("--seed", o.seed,
+                  "Seed of the random policy" + (g.seed_draws.empty() ? std::string() : " and of " + g.seed_draws))
+        ->capture_default_str();
+    if (g.max_tokens) c->add_option("--max-tokens,-n", o.max_tokens, "Answer tokens (greedy)")->capture_default_str();
+    c->add_option("--kl-steps", o.kl_steps, "KL and top-1 agreement over the first N answer tokens")
+        ->capture_default_str();
+    c->add_option("--hit-threshold", o.theta, "θ: attention above it marks an important position")
+        ->capture_default_str();
+    c->add_flag("--no-chat", o.chat.no_chat,
                 "Do not wrap prompts in the model's chat template (default: wrap when it has one)");
-    c->add_option("--system", o.system, "System message before each prompt, in the model's chat template");
-    c->add_option("--chat-date", o.date,
+    c->add_option("--system", o.chat.system, "System message before each prompt, in the model's chat template");
+    c->add_option("--chat-date", o.chat.date,
                   "The date a template prints (strftime_now), YYYY-MM-DD; default today, recorded in the rows");
+    c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
+    c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
+    c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
+}
+
+RunOptions grid_run_options(const GridOpts& o, const GridCommand& g) {
+    GridAxes a;
+    a.policies = parse_name_list(o.policies, "policies");
+    a.budgets = g.ratios && o.budgets.empty() ? std::vector<int64_t>{} : parse_int_list(o.budgets, "budgets");
+    a.ratios = g.ratios && !o.ratios.empty() ? parse_number_list(o.ratios, "ratios") : std::vector<double>{};
+    a.gqa = parse_name_list(o.gqa, "gqa");
+    a.windows = parse_int_list(o.windows, "windows");
+    a.kernels = parse_int_list(o.kernels, "kernels");
+    a.poolings = parse_name_list(o.poolings, "poolings");
+    a.query_agnostic = o.query_agnostic;
+    a.n_sink = o.sink;
+    a.seed = o.seed;
+    a.tie_break = o.tie_break;
+    RunOptions r;
+    r.configs = expand_configs(a);
+    r.generation.greedy = true;
+    r.kl_steps = o.kl_steps;
+    if (g.max_tokens) {
+        r.generation.max_tokens = o.max_tokens;
+        r.kl_steps = std::min(o.kl_steps, o.max_tokens);
+    }
+    r.hit_threshold = o.theta;
+    r.shard = parse_shard(o.shard);
+    return r;
+}
+
+std::string grid_flag(const std::string& param, const GridCommand& g) {
+    if (const auto it = g.flags.find(param); it != g.flags.end()) return it->second;
+    if (param.empty() || param[0] == '-') return param;  // already a flag
+    static const std::map<std::string, std::string> axes = {
+        {"windows", "--window"}, {"kernels", "--kernel"}, {"poolings", "--pooling"}, {"n_sink", "--sink"}};
+    if (const auto it = axes.find(param); it != axes.end()) return it->second;
+    std::string flag = "--" + param;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+void with_grid_flags(const GridCommand& g, const std::function<void()>& run) {
+    try {
+        run();
+    } catch (const ParamError& e) {
+        throw InputError(e.text([&](const std::string& p) { return grid_flag(p, g); }));
+    }
 }
 
 ChatSettings grid_chat(const GridChatOpts& o) {

@@ -1,16 +1,21 @@
-// The run loop `snapkv needle`, `snapkv sweep` and `snapkv ruler` share: resume from --out, print the
+// What `snapkv needle`, `snapkv sweep` and `snapkv ruler` share: their options, registered once
+// here with one help text each (what differs is a GridCommand parameter), the run options read from
+// them, core's parameter names turned into the flags, and the run loop: resume from --out, print the
 // header line, run the grid with one progress line per finished cell (its scores and an ETA), append
 // rows, print the totals. What a cell line says is the command's; the tables at the end are too.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "app/cli/command_options.h"
 #include "core/eval/eval_runner.h"
 
 namespace snapkv::cli {
@@ -30,27 +35,12 @@ struct CliRun {
     eval::RunStats stats;
 };
 
-// The run options of a grid from the axes the command parsed itself (policies, and budgets or
-// ratios) and the options `needle`, `sweep` and `ruler` share, read from their text in one way:
-// comma lists of GQA modes, windows, kernels and poolings; query-agnostic, sinks, seed, tie break;
-// greedy answers, KL steps, the hit threshold and the shard. Opts is the command's option struct.
-template <typename Opts>
-eval::RunOptions grid_run_options(eval::GridAxes a, const Opts& o) {
-    a.gqa = eval::parse_name_list(o.gqa, "--gqa");
-    a.windows = eval::parse_int_list(o.windows, "--window");
-    a.kernels = eval::parse_int_list(o.kernels, "--kernel");
-    a.poolings = eval::parse_name_list(o.poolings, "--pooling");
-    a.query_agnostic = o.query_agnostic;
-    a.n_sink = o.sink;
-    a.seed = o.seed;
-    a.tie_break = o.tie_break;
-    eval::RunOptions r;
-    r.configs = eval::expand_configs(a);
-    r.generation.greedy = true;
-    r.kl_steps = o.kl_steps;
-    r.hit_threshold = o.theta;
-    r.shard = eval::parse_shard(o.shard);
-    return r;
+// "64,128": a default list as the options' text.
+template <typename T>
+std::string comma_list(const std::vector<T>& v) {
+    std::ostringstream ss;
+    for (size_t i = 0; i < v.size(); ++i) ss << (i ? "," : "") << v[i];
+    return ss.str();
 }
 
 // --no-chat, --system and --chat-date, which `needle`, `sweep` and `ruler` share.
@@ -59,10 +49,54 @@ struct GridChatOpts {
     std::string system;
     std::string date;
 };
-void add_grid_chat_options(CLI::App* c, GridChatOpts& o);
 // The grid's chat settings (the model's template unless --no-chat; a model without one is
 // prompted raw); a --chat-date that is not YYYY-MM-DD is a usage error.
 ChatSettings grid_chat(const GridChatOpts& o);
+
+// What tells the grid commands apart, as parameters of their one registration.
+struct GridCommand {
+    // The axes' defaults: GridAxes{} (default_params()), or RULER's sizes (eval::RulerDefaults).
+    eval::GridAxes defaults;
+    // --ratios (kvpress's compression ratios) besides --budgets; either list may then be empty.
+    bool ratios = false;
+    // --max-tokens; without it each cell says how many answer tokens it needs (RULER's tasks).
+    bool max_tokens = true;
+    // What the seed draws besides the random policy's choices ("the pass keys"; "" for nothing).
+    std::string seed_draws;
+    // Flags for parameters that are not called "--" + the parameter ("haystack" -> "--essays").
+    std::map<std::string, std::string> flags;
+};
+
+// The options `needle`, `sweep` and `ruler` share, as typed (the axes as comma lists).
+struct GridOpts {
+    Common common;
+    std::string policies, budgets, ratios, gqa, windows, kernels, poolings, tie_break;
+    bool query_agnostic = false;
+    int64_t sink = 0;
+    uint64_t seed = 0;
+    int64_t max_tokens = 32;  // answer tokens of needle and sweep cells
+    int64_t kl_steps = eval::RunOptions{}.kl_steps;
+    double theta = eval::RunOptions{}.hit_threshold;
+    GridChatOpts chat;
+    std::string shard, out;
+    bool quiet = false;
+};
+
+// The one registration of the grid options, with one help text each: model, device, dtype,
+// weights, the axes (defaults from g.defaults), seed, answer tokens, KL steps, the hit threshold,
+// the chat options, --shard, --out and --quiet. The command adds its own options after them.
+void add_grid_options(CLI::App* c, GridOpts& o, const GridCommand& g);
+
+// The run options from the options' text: every axis parsed into configurations (expand_configs),
+// greedy answers of --max-tokens (where the command has it), KL steps (at most the answer tokens),
+// the hit threshold and the shard.
+eval::RunOptions grid_run_options(const GridOpts& o, const GridCommand& g);
+
+// The flag of a parameter core names ("budgets" -> "--budgets", "windows" -> "--window").
+std::string grid_flag(const std::string& param, const GridCommand& g);
+// Runs the command; a core ParamError comes out as an InputError naming the command's flags, so
+// "budgets: ..." from core/eval reads "--budgets: ..." on the command line.
+void with_grid_flags(const GridCommand& g, const std::function<void()>& run);
 
 // `header` is the start of the first stderr line, up to " x N configurations". Progress goes to
 // stderr unless `quiet`; the totals go to stdout.

@@ -48,9 +48,9 @@ std::string bundled_dataset(const std::string& relative, const std::string& sour
                      "); set SNAPKV_DATASETS to the datasets folder or pass " + option);
 }
 
-std::vector<std::string> bundled_haystack(const std::string& source_dir) {
-    return {bundled_dataset("sample_document.md", source_dir, "--haystack"),
-            bundled_dataset("documents", source_dir, "--haystack")};
+std::vector<std::string> bundled_haystack(const std::string& source_dir, const std::string& option) {
+    return {bundled_dataset("sample_document.md", source_dir, option),
+            bundled_dataset("documents", source_dir, option)};
 }
 
 std::string user_models_dir() {

@@ -14,10 +14,12 @@ namespace snapkv::eval {
 std::string installed_data_dir();
 // Folders that may hold datasets/<relative>, in the order they are searched.
 std::vector<std::string> dataset_roots(const std::string& source_dir);
-// Path of datasets/<relative>; throws InputError saying where it looked and what to pass instead.
+// Path of datasets/<relative>; throws InputError saying where it looked and what to pass instead
+// (`option`, as the caller names it: "--needles", "a needles file").
 std::string bundled_dataset(const std::string& relative, const std::string& source_dir, const std::string& option);
 // The default needle haystack: sample_document.md, then the documents/ folder.
-std::vector<std::string> bundled_haystack(const std::string& source_dir);
+std::vector<std::string> bundled_haystack(const std::string& source_dir,
+                                          const std::string& option = "haystack files or folders");
 // Where snapkv-fetch-model puts models for an installed copy: $SNAPKV_MODELS_DIR, else
 // $XDG_DATA_HOME/snapkv-studio/models, else ~/.local/share/snapkv-studio/models ("" without HOME).
 std::string user_models_dir();

@@ -9,21 +9,22 @@
 #include <sstream>
 
 #include "core/common/errors.h"
+#include "core/eval/param_error.h"
 #include "core/snapkv/params_json.h"
 
 namespace snapkv::eval {
 namespace {
 
-std::vector<std::string> split(const std::string& s, const std::string& option) {
+std::vector<std::string> split(const std::string& s, const std::string& param) {
     std::vector<std::string> out;
     std::stringstream ss(s);
     std::string item;
     while (std::getline(ss, item, ',')) {
         const size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
-        if (a == std::string::npos) throw InputError(option + ": empty item in '" + s + "'");
+        if (a == std::string::npos) throw ParamError(param, "empty item in '" + s + "'");
         out.push_back(item.substr(a, b - a + 1));
     }
-    if (out.empty()) throw InputError(option + ": the list is empty");
+    if (out.empty()) throw ParamError(param, "the list is empty");
     return out;
 }
 
@@ -34,66 +35,69 @@ std::string fmt_number(double v) {
 }
 
 template <typename T>
-void require_non_empty(const std::vector<T>& v, const char* option) {
-    if (v.empty()) throw InputError(std::string(option) + ": the list is empty");
+void require_non_empty(const std::vector<T>& v, const char* param) {
+    if (v.empty()) throw ParamError(param, "the list is empty");
 }
 
-// The grid's option for a parameter check_params names.
-std::string grid_option(const std::string& field) {
-    if (field == "budget" || field == "ratio") return "--budgets";
-    if (field == "n_sink") return "--sink";
-    return "--" + field;
+// The grid's axis (GridAxes) for a field check_params names.
+std::string grid_param(const std::string& field) {
+    if (field == "budget" || field == "ratio") return "budgets";
+    if (field == "window" || field == "kernel" || field == "pooling") return field + "s";
+    return field;
 }
 
-// "--budgets: budget 32 must be larger than the window 32 (...)", "--kernel: 4 must be odd ...".
+// "budgets: budget 32 must be larger than the window 32 (...)", "kernels: 4 must be odd ...".
 void check_config(const EvalConfig& c) {
     if (const auto bad = check_params(c.params)) {
-        const std::string option = grid_option(bad->field);
-        const bool list_of_many = option == "--budgets" || option == "--sink";
-        throw InputError(option + ": " + (list_of_many ? bad->field + " " : std::string()) + bad->sentence());
+        const std::string param = grid_param(bad->field);
+        const bool list_of_many = param == "budgets" || param == "n_sink";
+        throw ParamError(param, (list_of_many ? bad->field + " " : std::string()) + bad->sentence());
     }
 }
 
 }  // namespace
 
-std::vector<int64_t> parse_int_list(const std::string& s, const std::string& option) {
+std::vector<int64_t> parse_int_list(const std::string& s, const std::string& param) {
     std::vector<int64_t> out;
-    for (const auto& item : split(s, option)) {
+    for (const auto& item : split(s, param)) {
         char* end = nullptr;
         errno = 0;
         const long long v = std::strtoll(item.c_str(), &end, 10);
         if (end == item.c_str() || *end != '\0' || errno == ERANGE)
-            throw InputError(option + ": '" + item + "' is not a whole number");
+            throw ParamError(param, "'" + item + "' is not a whole number");
         out.push_back(v);
     }
     return out;
 }
 
-std::vector<double> parse_number_list(const std::string& s, const std::string& option) {
+std::vector<double> parse_number_list(const std::string& s, const std::string& param) {
     std::vector<double> out;
-    for (const auto& item : split(s, option)) {
+    for (const auto& item : split(s, param)) {
         char* end = nullptr;
         const double v = std::strtod(item.c_str(), &end);
         if (end == item.c_str() || *end != '\0' || !std::isfinite(v))
-            throw InputError(option + ": '" + item + "' is not a number");
+            throw ParamError(param, "'" + item + "' is not a number");
         out.push_back(v);
     }
     return out;
 }
 
-std::vector<std::string> parse_name_list(const std::string& s, const std::string& option) { return split(s, option); }
+std::vector<std::string> parse_name_list(const std::string& s, const std::string& param) { return split(s, param); }
 
 std::vector<EvalConfig> expand_configs(const GridAxes& a) {
-    require_non_empty(a.policies, "--policies");
-    if (a.ratios.empty()) require_non_empty(a.budgets, "--budgets");
-    require_non_empty(a.gqa, "--gqa");
-    require_non_empty(a.windows, "--window");
-    require_non_empty(a.kernels, "--kernel");
-    require_non_empty(a.poolings, "--pooling");
+    require_non_empty(a.policies, "policies");
+    if (a.budgets.empty() && a.ratios.empty())
+        throw ParamError(std::vector<std::string>{"ratios", "budgets"},
+                         "give at least one ratio or budget (the full cache is always run too)");
+    require_non_empty(a.gqa, "gqa");
+    require_non_empty(a.windows, "windows");
+    require_non_empty(a.kernels, "kernels");
+    require_non_empty(a.poolings, "poolings");
     for (double r : a.ratios)
         if (!(r >= 0.0 && r < 1.0))
-            throw InputError("--ratios: " + fmt_number(r) +
-                             " is outside [0, 1) (kvpress's compression ratio: the fraction of the cache removed)");
+            throw ParamError("ratios", fmt_number(r) +
+                                           " is outside [0, 1) (kvpress's compression ratio: the fraction of the "
+                                           "cache removed)");
     std::vector<Policy> policies;
     for (const auto& p : a.policies) policies.push_back(parse_policy(p));
     std::vector<GqaMode> gqa;
@@ -104,7 +108,7 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     try {
         tie = parse_tie_break(a.tie_break);
     } catch (const InputError& e) {
-        throw InputError(std::string("--tie-break: ") + e.what());
+        throw ParamError("tie_break", e.what());
     }
 
     std::vector<EvalConfig> out;
@@ -213,18 +217,18 @@ std::string config_label(const EvalConfig& c) {
 Shard parse_shard(const std::string& s) {
     if (s.empty()) return {};
     const size_t slash = s.find('/');
-    const std::string what = "--shard: '" + s + "' ";
-    if (slash == std::string::npos) throw InputError(what + "is not of the form i/N (e.g. 0/4)");
+    const std::string what = "'" + s + "' ";
+    if (slash == std::string::npos) throw ParamError("shard", what + "is not of the form i/N (e.g. 0/4)");
     std::vector<int64_t> v;
     try {
-        v = {parse_int_list(s.substr(0, slash), "--shard").at(0), parse_int_list(s.substr(slash + 1), "--shard").at(0)};
+        v = {parse_int_list(s.substr(0, slash), "shard").at(0), parse_int_list(s.substr(slash + 1), "shard").at(0)};
     } catch (const InputError&) {
-        throw InputError(what + "is not of the form i/N with whole numbers (e.g. 0/4)");
+        throw ParamError("shard", what + "is not of the form i/N with whole numbers (e.g. 0/4)");
     }
-    if (v[1] < 1) throw InputError(what + "has N = " + std::to_string(v[1]) + "; N must be at least 1");
+    if (v[1] < 1) throw ParamError("shard", what + "has N = " + std::to_string(v[1]) + "; N must be at least 1");
     if (v[0] < 0 || v[0] >= v[1])
-        throw InputError(what + "has i = " + std::to_string(v[0]) + "; allowed 0.." + std::to_string(v[1] - 1) +
-                         " (shards count from 0)");
+        throw ParamError("shard", what + "has i = " + std::to_string(v[0]) + "; allowed 0.." +
+                                      std::to_string(v[1] - 1) + " (shards count from 0)");
     return {v[0], v[1]};
 }
 

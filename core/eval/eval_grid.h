@@ -1,7 +1,8 @@
 // The grid of an evaluation run as plain values: the configurations every document is scored
 // with (the full cache first, then policies x budgets x GQA modes x windows x kernels x poolings),
-// comma-list parsing with errors that name the option, and deterministic sharding of the cells
-// (documents) over N processes. Knows nothing about needles or question sets.
+// comma-list parsing with errors that name the parameter (ParamError: the CLI adds its flags), and
+// deterministic sharding of the cells (documents) over N processes. Knows nothing about needles or
+// question sets, nor about any front end's option names.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/eval/param_error.h"
 #include "core/snapkv/snapkv_params.h"
 
 namespace snapkv::eval {
@@ -21,7 +23,8 @@ struct EvalConfig {
     bool query_agnostic = false;
 };
 
-// What the user asked for; every list must be non-empty. Each axis defaults to the one value of
+// What the user asked for; every list must be non-empty but budgets and ratios, of which one may
+// be empty. Each axis defaults to the one value of
 // default_params() (the CLI's and the app's defaults).
 struct GridAxes {
     std::vector<std::string> policies{policy_name(default_params().policy)};
@@ -42,9 +45,11 @@ struct GridAxes {
 
 // Full first, then the cross product in the order above (policy outermost; budgets, then ratios).
 // Options a policy does not read (policy_table.h: kernel and pooling for streaming, h2o and random)
-// collapse, so no duplicate rows. Throws InputError naming the option for an unknown
-// policy/pooling/GQA mode, a ratio outside [0, 1) and the first configuration check_params refuses
-// (a budget not larger than a window, a window < 1, an even kernel for a policy that pools, ...).
+// collapse, so no duplicate rows. Throws ParamError naming the axis ("budgets", "windows",
+// "kernels", "ratios", "tie_break", ...) for an empty list, a ratio outside [0, 1), a bad tie
+// break and the first configuration check_params refuses (a budget not larger than a window, a
+// window < 1, an even kernel for a policy that pools, ...); InputError for an unknown
+// policy/pooling/GQA mode.
 std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 
 // Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations),
@@ -56,18 +61,19 @@ std::string config_label(const EvalConfig& c);
 EvalConfig config_from_json(
     const nlohmann::json& j);  // "full", "snapkv C256", "snapkv C256 W64 K5 avg kv-head", "snapkv r0.5"
 
-// "--shard i/N": this process runs cells with index % N == i (0 <= i < N). Round robin spreads
+// A shard "i/N": this process runs cells with index % N == i (0 <= i < N). Round robin spreads
 // long and short documents evenly over the shards.
 struct Shard {
     int64_t index = 0;
     int64_t count = 1;
     bool contains(int64_t cell) const { return cell % count == index; }
 };
-Shard parse_shard(const std::string& s);  // "" = the whole grid
+Shard parse_shard(const std::string& s);  // "" = the whole grid; ParamError("shard", ...)
 
-// Comma lists: "64,128" -> {64, 128}. `option` names the flag in errors ("--budgets").
-std::vector<int64_t> parse_int_list(const std::string& s, const std::string& option);
-std::vector<double> parse_number_list(const std::string& s, const std::string& option);
-std::vector<std::string> parse_name_list(const std::string& s, const std::string& option);
+// Comma lists: "64,128" -> {64, 128}. Errors are ParamError(param, ...): `param` is what the list
+// is called ("budgets"; the Evaluate tab passes its field labels).
+std::vector<int64_t> parse_int_list(const std::string& s, const std::string& param);
+std::vector<double> parse_number_list(const std::string& s, const std::string& param);
+std::vector<std::string> parse_name_list(const std::string& s, const std::string& param);
 
 }  // namespace snapkv::eval

@@ -108,10 +108,10 @@ EvalRun::EvalRun(Session& session, const EvalTask& task, RunOptions options)
     if (m_options.configs.empty() || !m_options.configs.front().full)
         throw InputError("evaluation: the configurations must start with the full cache (expand_configs)");
     if (m_options.generation.max_tokens < 1)
-        throw InputError("--max-tokens: " + std::to_string(m_options.generation.max_tokens) + " must be at least 1");
-    if (m_options.kl_steps < 0) throw InputError("--kl-steps: " + std::to_string(m_options.kl_steps) + " must be >= 0");
+        throw ParamError("max_tokens", std::to_string(m_options.generation.max_tokens) + " must be at least 1");
+    if (m_options.kl_steps < 0) throw ParamError("kl_steps", std::to_string(m_options.kl_steps) + " must be >= 0");
     if (!(m_options.hit_threshold > 0 && m_options.hit_threshold < 1))
-        throw InputError("--hit-threshold: " + std::to_string(m_options.hit_threshold) + " is outside (0, 1)");
+        throw ParamError("hit_threshold", std::to_string(m_options.hit_threshold) + " is outside (0, 1)");
     if (m_task.n_cells() < 1) throw InputError("evaluation: the grid has no cells");
     const ModelInfo info = m_session.model_info();
     json configs = json::array();

@@ -90,7 +90,8 @@ using RowFn = std::function<void(const Row& row)>;
 
 class EvalRun {
 public:
-    // Validates the options against the loaded model (throws InputError naming the option).
+    // Validates the options against the loaded model (throws ParamError naming the parameter:
+    // "max_tokens", "kl_steps", "hit_threshold").
     EvalRun(Session& session, const EvalTask& task, RunOptions options);
 
     // The settings every row carries: model, task, grid, generation, scoring.

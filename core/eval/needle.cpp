@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/eval/chat_settings.h"
+#include "core/eval/param_error.h"
 #include "core/eval/text_score.h"
 
 namespace snapkv::eval {
@@ -71,7 +72,7 @@ std::string fmt_depth(double d) {
 }  // namespace
 
 Haystack load_haystack(const std::vector<std::string>& paths) {
-    if (paths.empty()) throw InputError("--haystack: no file or folder given");
+    if (paths.empty()) throw ParamError("haystack", "no file or folder given");
     Haystack h;
     for (const auto& p : paths) {
         std::error_code ec;
@@ -82,11 +83,11 @@ Haystack load_haystack(const std::vector<std::string>& paths) {
                 if (e.is_regular_file() && (ext == ".md" || ext == ".txt")) files.push_back(e.path());
             }
             std::sort(files.begin(), files.end());
-            if (files.empty()) throw InputError("--haystack: folder '" + p + "' has no .md or .txt files");
+            if (files.empty()) throw ParamError("haystack", "folder '" + p + "' has no .md or .txt files");
         } else if (fs::is_regular_file(p, ec)) {
             files.push_back(p);
         } else {
-            throw InputError("--haystack: '" + p + "' is neither a file nor a folder");
+            throw ParamError("haystack", "'" + p + "' is neither a file nor a folder");
         }
         for (const auto& f : files) {
             std::string t = read_text(f, "haystack file");
@@ -96,7 +97,7 @@ Haystack load_haystack(const std::vector<std::string>& paths) {
             h.files.push_back(f.filename().string());
         }
     }
-    if (h.text.empty()) throw InputError("--haystack: the haystack is empty (no text in the given files)");
+    if (h.text.empty()) throw ParamError("haystack", "the haystack is empty (no text in the given files)");
     h.fnv = fnv1a_hex(h.text);
     return h;
 }
@@ -139,7 +140,7 @@ const NeedleSpec& find_needle(const std::vector<NeedleSpec>& needles, const std:
         if (n.name == name) return n;
         names += (names.empty() ? "" : ", ") + n.name;
     }
-    throw InputError("--needle: '" + name + "' is not in '" + file + "'; allowed: " + names);
+    throw ParamError("needle", "'" + name + "' is not in '" + file + "'; allowed: " + names);
 }
 
 std::string pass_key(uint64_t seed, int64_t length, double depth) {
@@ -176,7 +177,7 @@ std::vector<int64_t> NeedleTask::default_lengths(const Session& s, const NeedleO
     const int64_t n_ctx = s.model_info().config.n_ctx_train;
     int64_t top = n_ctx > 0 ? n_ctx - max_tokens : 0;
     if (cap > 0) top = top > 0 ? std::min(top, cap) : cap;
-    if (top <= 0) throw InputError("--lengths: the model does not say its context; give --lengths or --max-length");
+    if (top <= 0) throw ParamError("lengths", "the model does not say its context; give the lengths or their maximum");
     NeedleOptions probe = options;
     probe.lengths = {top};
     const int64_t minimum = NeedleTask(s, probe, max_tokens).min_length();
@@ -190,30 +191,31 @@ std::vector<int64_t> NeedleTask::default_lengths(const Session& s, const NeedleO
 
 NeedleTask::NeedleTask(const Session& s, NeedleOptions options, int64_t max_tokens) : m_opt(std::move(options)) {
     m_opt.chat = task_chat(s, m_opt.chat);
-    if (m_opt.lengths.empty()) throw InputError("--lengths: the list is empty");
-    if (m_opt.depths.empty()) throw InputError("--depths: the list is empty");
+    if (m_opt.lengths.empty()) throw ParamError("lengths", "the list is empty");
+    if (m_opt.depths.empty()) throw ParamError("depths", "the list is empty");
     for (size_t i = 0; i < m_opt.depths.size(); ++i) {
         const double d = m_opt.depths[i];
         if (!(d >= 0.0 && d <= 100.0))
-            throw InputError("--depths: depth " + fmt_depth(d) + " is outside 0..100 (percent of the document)");
+            throw ParamError("depths", "depth " + fmt_depth(d) + " is outside 0..100 (percent of the document)");
         for (size_t j = 0; j < i; ++j)
-            if (m_opt.depths[j] == d) throw InputError("--depths: depth " + fmt_depth(d) + " is given twice");
+            if (m_opt.depths[j] == d) throw ParamError("depths", "depth " + fmt_depth(d) + " is given twice");
     }
     const int64_t n_ctx = s.model_info().config.n_ctx_train;
     int64_t longest = 0;
     for (size_t i = 0; i < m_opt.lengths.size(); ++i) {
         const int64_t n = m_opt.lengths[i];
         if (n_ctx > 0 && n + max_tokens > n_ctx)
-            throw InputError("--lengths: length " + std::to_string(n) + " is above the model's context of " +
-                             std::to_string(n_ctx) + " tokens minus " + std::to_string(max_tokens) +
-                             " answer tokens (allowed up to " + std::to_string(n_ctx - max_tokens) + ")");
+            throw ParamError("lengths", "length " + std::to_string(n) + " is above the model's context of " +
+                                            std::to_string(n_ctx) + " tokens minus " + std::to_string(max_tokens) +
+                                            " answer tokens (allowed up to " + std::to_string(n_ctx - max_tokens) +
+                                            ")");
         for (size_t j = 0; j < i; ++j)
-            if (m_opt.lengths[j] == n) throw InputError("--lengths: length " + std::to_string(n) + " is given twice");
+            if (m_opt.lengths[j] == n) throw ParamError("lengths", "length " + std::to_string(n) + " is given twice");
         longest = std::max(longest, n);
     }
     // The haystack, cycled until it is longer than any document needs.
     const std::vector<int32_t> once = s.tokenize(m_opt.haystack.text, false, false);
-    if (once.empty()) throw InputError("--haystack: the haystack has no tokens");
+    if (once.empty()) throw ParamError("haystack", "the haystack has no tokens");
     std::string cycled = m_opt.haystack.text;
     int64_t n_once = static_cast<int64_t>(once.size());
     for (int64_t have = n_once; have < longest + 64; have += n_once) cycled += "\n\n" + m_opt.haystack.text;
@@ -224,10 +226,10 @@ NeedleTask::NeedleTask(const Session& s, NeedleOptions options, int64_t max_toke
         s.build_prompt(prompt_for(document(s, 0, 0, needle_text), m_opt.needle.question)).ids.size());
     for (int64_t n : m_opt.lengths)
         if (n <= m_min_length)
-            throw InputError("--lengths: length " + std::to_string(n) +
-                             " is too short: the needle, the question "
-                             "and the chat template alone take " +
-                             std::to_string(m_min_length) + " tokens");
+            throw ParamError("lengths", "length " + std::to_string(n) +
+                                            " is too short: the needle, the question "
+                                            "and the chat template alone take " +
+                                            std::to_string(m_min_length) + " tokens");
 }
 
 int64_t NeedleTask::n_cells() const { return static_cast<int64_t>(m_opt.lengths.size() * m_opt.depths.size()); }

@@ -53,7 +53,8 @@ NeedleOptions needle_options_from_settings(const nlohmann::json& needle_settings
 class NeedleTask : public EvalTask {
 public:
     // Tokenizes the haystack once; checks depths (0..100), lengths (above the needle + question +
-    // template, and length + max_tokens within the model's context). Throws InputError naming the value.
+    // template, and length + max_tokens within the model's context). Throws ParamError naming the parameter
+    // ("lengths", "depths", "haystack") and the value.
     NeedleTask(const Session& s, NeedleOptions options, int64_t max_tokens);
 
     std::string name() const override { return "needle"; }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/eval/chat_settings.h"
+#include "core/eval/param_error.h"
 #include "core/eval/text_score.h"
 
 namespace snapkv::eval {
@@ -33,7 +34,7 @@ bool looks_like_file(const std::string& v) {
 
 QaSet load_qa_set(const std::string& path) {
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) throw InputError("--set: '" + path + "' is not a file");
+    if (!fs::is_regular_file(path, ec)) throw ParamError("set", "'" + path + "' is not a file");
     QaSet set;
     set.path = path;
     const std::string bytes = read_all(path);
@@ -43,7 +44,7 @@ QaSet load_qa_set(const std::string& path) {
     std::string line;
     for (int64_t n = 1; std::getline(in, line); ++n) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const std::string at = "--set: '" + path + "' line " + std::to_string(n);
+        const std::string at = "question set '" + path + "' line " + std::to_string(n);
         json j;
         try {
             j = json::parse(line);
@@ -85,7 +86,7 @@ QaSet load_qa_set(const std::string& path) {
             throw InputError(at + ": the question is empty");
         set.items.push_back(std::move(item));
     }
-    if (set.items.empty()) throw InputError("--set: '" + path + "' holds no items (the document set is empty)");
+    if (set.items.empty()) throw ParamError("set", "'" + path + "' holds no items (the document set is empty)");
     return set;
 }
 
@@ -103,9 +104,9 @@ SweepTask::SweepTask(const Session& s, QaSet set, ChatSettings chat, int64_t max
     for (size_t i = 0; i < m_set.items.size(); ++i) {
         const auto n = static_cast<int64_t>(s.build_prompt(prompt_for(m_set.items[i])).ids.size());
         if (n_ctx > 0 && n + max_tokens > n_ctx)
-            throw InputError("--set: item " + std::to_string(i + 1) + " ('" + m_set.items[i].id + "') has " +
-                             std::to_string(n) + " prompt tokens; with " + std::to_string(max_tokens) +
-                             " answer tokens that is above the model's context of " + std::to_string(n_ctx));
+            throw ParamError("set", "item " + std::to_string(i + 1) + " ('" + m_set.items[i].id + "') has " +
+                                        std::to_string(n) + " prompt tokens; with " + std::to_string(max_tokens) +
+                                        " answer tokens that is above the model's context of " + std::to_string(n_ctx));
     }
 }
 

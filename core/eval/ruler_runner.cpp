@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/eval/chat_settings.h"
+#include "core/eval/param_error.h"
 #include "core/session/memory_estimate.h"
 
 namespace snapkv::eval {
@@ -27,21 +28,21 @@ json spans_json(const std::vector<TokenSpan>& spans) {
 RulerTask::RulerTask(const Session& s, RulerData data, RulerOptions options)
     : m_data(std::move(data)), m_opt(std::move(options)) {
     m_opt.chat = task_chat(s, m_opt.chat);
-    if (m_opt.tasks.empty()) throw InputError("--tasks: the list is empty");
+    if (m_opt.tasks.empty()) throw ParamError("tasks", "the list is empty");
     for (const auto& name : m_opt.tasks) m_tasks.push_back(&find_ruler_task(name));
-    if (m_opt.samples < 1) throw InputError("--samples: " + std::to_string(m_opt.samples) + " must be at least 1");
-    if (m_opt.lengths.empty()) throw InputError("--lengths: the list is empty");
+    if (m_opt.samples < 1) throw ParamError("samples", std::to_string(m_opt.samples) + " must be at least 1");
+    if (m_opt.lengths.empty()) throw ParamError("lengths", "the list is empty");
     m_n_ctx = s.model_info().config.n_ctx_train;
     for (size_t i = 0; i < m_opt.lengths.size(); ++i) {
         const int64_t n = m_opt.lengths[i];
-        if (n < 1) throw InputError("--lengths: " + std::to_string(n) + " is not a length in tokens");
+        if (n < 1) throw ParamError("lengths", std::to_string(n) + " is not a length in tokens");
         if (m_n_ctx > 0 && n > m_n_ctx)
-            throw InputError("--lengths: length " + std::to_string(n) + " is above the model's context of " +
-                             std::to_string(m_n_ctx) +
-                             " tokens (a length counts the prompt and the answer, as "
-                             "RULER's max_seq_length does)");
+            throw ParamError("lengths", "length " + std::to_string(n) + " is above the model's context of " +
+                                            std::to_string(m_n_ctx) +
+                                            " tokens (a length counts the prompt and the answer, as "
+                                            "RULER's max_seq_length does)");
         for (size_t j = 0; j < i; ++j)
-            if (m_opt.lengths[j] == n) throw InputError("--lengths: length " + std::to_string(n) + " is given twice");
+            if (m_opt.lengths[j] == n) throw ParamError("lengths", "length " + std::to_string(n) + " is given twice");
     }
     // Each task's fixed part must leave room in every length: the fewest units, counted once.
     for (const RulerTaskSpec* t : m_tasks)
@@ -50,19 +51,21 @@ RulerTask::RulerTask(const Session& s, RulerData data, RulerOptions options)
                                                        ruler_min_units(*t), length);
             const auto fewest = static_cast<int64_t>(s.build_prompt(prompt_for(text)).ids.size());
             if (fewest + t->answer_tokens > length)
-                throw InputError("--lengths: length " + std::to_string(length) + " is too short for " + t->name +
-                                 ": its instructions, needles and question alone take " + std::to_string(fewest) +
-                                 " prompt tokens + " + std::to_string(t->answer_tokens) + " answer tokens");
+                throw ParamError("lengths", "length " + std::to_string(length) + " is too short for " + t->name +
+                                                ": its instructions, needles and question alone take " +
+                                                std::to_string(fewest) + " prompt tokens + " +
+                                                std::to_string(t->answer_tokens) + " answer tokens");
             // cwe draws distinct words: the list must reach the length.
             const int64_t most = ruler_max_units(*t, m_data);
             if (most >= 0) {
                 const RulerText full = generate_ruler_text(*t, m_data, 0, most, length);
                 const auto n = static_cast<int64_t>(s.build_prompt(prompt_for(full)).ids.size());
                 if (static_cast<double>(n + t->answer_tokens) < 0.99 * static_cast<double>(length))
-                    throw InputError("--lengths: length " + std::to_string(length) + " is too long for " + t->name +
-                                     ": all " + std::to_string(most) + " distinct words of the word list fill " +
-                                     std::to_string(n + t->answer_tokens) + " tokens (allowed up to " +
-                                     std::to_string(static_cast<int64_t>((n + t->answer_tokens) / 0.99)) + ")");
+                    throw ParamError("lengths",
+                                     "length " + std::to_string(length) + " is too long for " + t->name + ": all " +
+                                         std::to_string(most) + " distinct words of the word list fill " +
+                                         std::to_string(n + t->answer_tokens) + " tokens (allowed up to " +
+                                         std::to_string(static_cast<int64_t>((n + t->answer_tokens) / 0.99)) + ")");
             }
         }
 }
@@ -169,11 +172,15 @@ void check_ruler_memory(const Session& s, const RulerTask& task, const RunOption
         ps.h2o = ps.h2o || c.params.policy == Policy::H2O;
     }
     const int64_t longest = *std::max_element(task.options().lengths.begin(), task.options().lengths.end());
-    require_memory(s.estimate_prefill_memory(longest, ps, query_agnostic), s.available_memory(),
-                   "--lengths: a RULER prompt of length " + std::to_string(longest), ": choose shorter --lengths");
+    try {
+        require_memory(s.estimate_prefill_memory(longest, ps, query_agnostic), s.available_memory(),
+                       "a RULER prompt of length " + std::to_string(longest), ": choose shorter lengths");
+    } catch (const InputError& e) {
+        throw ParamError("lengths", e.what());
+    }
 }
 
-void check_ruler_ratios(const RulerTask& task, const RunOptions& run, const std::string& prefix) {
+void check_ruler_ratios(const RulerTask& task, const RunOptions& run) {
     for (const auto& c : run.configs) {
         if (c.full || c.params.ratio < 0) continue;
         for (int64_t length : task.options().lengths) {
@@ -183,10 +190,10 @@ void check_ruler_ratios(const RulerTask& task, const RunOptions& run, const std:
             if (kept <= c.params.window) {
                 std::ostringstream r;
                 r << c.params.ratio;
-                throw InputError(prefix + "ratio " + r.str() + " keeps about " + std::to_string(kept) + " of the " +
-                                 std::to_string(n) + " tokens of a length-" + std::to_string(length) +
-                                 " prompt, not more than the window " + std::to_string(c.params.window) +
-                                 "; choose a smaller ratio or a longer length");
+                throw ParamError("ratios", "ratio " + r.str() + " keeps about " + std::to_string(kept) + " of the " +
+                                               std::to_string(n) + " tokens of a length-" + std::to_string(length) +
+                                               " prompt, not more than the window " + std::to_string(c.params.window) +
+                                               "; choose a smaller ratio or a longer length");
             }
         }
     }

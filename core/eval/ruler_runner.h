@@ -14,11 +14,23 @@
 
 namespace snapkv::eval {
 
+// What a RULER run uses where nothing is said, for `snapkv ruler` and the Evaluate tab alike: every
+// task, RULER's 4096-token length, 10 samples per task and length, and kvpress's compression ratios
+// as the sizes, with no fixed budget. The other axes are GridAxes{}'s, the seed default_params()'s,
+// the KL steps and hit threshold RunOptions{}'s.
+struct RulerDefaults {
+    std::string tasks = "all";  // parse_ruler_tasks
+    std::vector<int64_t> lengths{4096};
+    int64_t samples = 10;
+    std::vector<double> ratios{0.25, 0.5, 0.75, 0.9};
+    std::vector<int64_t> budgets;  // none
+};
+
 struct RulerOptions {
-    std::vector<std::string> tasks;  // names (parse_ruler_tasks)
-    std::vector<int64_t> lengths;    // RULER's max_seq_length: prompt + the task's answer tokens
-    int64_t samples = 10;            // per task and length
-    uint64_t seed = 42;
+    std::vector<std::string> tasks;             // names (parse_ruler_tasks)
+    std::vector<int64_t> lengths;               // RULER's max_seq_length: prompt + the task's answer tokens
+    int64_t samples = RulerDefaults{}.samples;  // per task and length
+    uint64_t seed = default_params().seed;
     ChatSettings chat{true, "", "", ""};   // the model's template (core/eval/chat_settings.h)
     std::vector<std::string> essay_files;  // names of the essay files (recorded in the settings)
 };
@@ -27,7 +39,7 @@ class RulerTask : public EvalTask {
 public:
     // Checks the options against the model: known tasks, samples >= 1, lengths unique and within the
     // model's context, and each task's fixed part (instructions, needles, question) shorter than each
-    // length. Throws InputError naming the option and the value.
+    // length. Throws ParamError naming the parameter ("tasks", "samples", "lengths") and the value.
     RulerTask(const Session& s, RulerData data, RulerOptions options);
 
     std::string name() const override { return "ruler"; }
@@ -59,14 +71,14 @@ private:
     int64_t m_n_ctx = 0;
 };
 
-// Refuses (InputError, one line with the numbers) a run whose longest prompt would not fit in the
-// free memory with these configurations' capture, before any prefill.
+// Refuses (ParamError "lengths", one line with the numbers) a run whose longest prompt would not
+// fit in the free memory with these configurations' capture, before any prefill.
 void check_ruler_memory(const Session& s, const RulerTask& task, const RunOptions& run, bool query_agnostic);
 
-// Refuses (InputError: prefix + one line with the numbers) a compression ratio that would keep no
+// Refuses (ParamError "ratios", one line with the numbers) a compression ratio that would keep no
 // more than the window of the shortest prompt, before any prefill: kvpress's ratio keeps
 // int(n x (1 - r)) of n tokens, and SnapKV-style selection always keeps the window.
-void check_ruler_ratios(const RulerTask& task, const RunOptions& run, const std::string& prefix = "");
+void check_ruler_ratios(const RulerTask& task, const RunOptions& run);
 
 // Mean and standard deviation over samples of the row scores (x100, as RULER reports them) of one
 // task, length and configuration.

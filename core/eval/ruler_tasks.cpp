@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/common/errors.h"
+#include "core/eval/param_error.h"
 #include "core/eval/text_score.h"
 
 namespace snapkv::eval {
@@ -494,8 +495,8 @@ const RulerTaskSpec& find_ruler_task(const std::string& name) {
         names += (names.empty() ? "" : ", ") + t.name;
     }
     const bool qa = name.rfind("qa", 0) == 0;
-    throw InputError("--tasks: '" + name + "' is not a RULER task here; allowed: all, " + names +
-                     (qa ? " (the QA tasks need SQuAD and HotpotQA and are left out)" : ""));
+    throw ParamError("tasks", "'" + name + "' is not a RULER task here; allowed: all, " + names +
+                                  (qa ? " (the QA tasks need SQuAD and HotpotQA and are left out)" : ""));
 }
 
 std::vector<std::string> parse_ruler_tasks(const std::string& list) {
@@ -504,7 +505,7 @@ std::vector<std::string> parse_ruler_tasks(const std::string& list) {
     std::string item;
     while (std::getline(ss, item, ',')) {
         const size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
-        if (a == std::string::npos) throw InputError("--tasks: empty item in '" + list + "'");
+        if (a == std::string::npos) throw ParamError("tasks", "empty item in '" + list + "'");
         item = item.substr(a, b - a + 1);
         if (item == "all") {
             for (const auto& t : ruler_tasks())
@@ -513,10 +514,10 @@ std::vector<std::string> parse_ruler_tasks(const std::string& list) {
         }
         find_ruler_task(item);
         if (std::find(out.begin(), out.end(), item) != out.end())
-            throw InputError("--tasks: '" + item + "' is given twice");
+            throw ParamError("tasks", "'" + item + "' is given twice");
         out.push_back(item);
     }
-    if (out.empty()) throw InputError("--tasks: the list is empty");
+    if (out.empty()) throw ParamError("tasks", "the list is empty");
     return out;
 }
 
@@ -598,9 +599,10 @@ RulerSample size_ruler_sample(const RulerTaskSpec& t, const RulerData& d, uint64
     const int64_t lo_units = ruler_min_units(t), max_units = ruler_max_units(t, d);
     const int64_t fewest = tokens(lo_units);
     if (fewest > target || (max_prompt > 0 && fewest > max_prompt))
-        throw InputError("--lengths: " + what + " is too short: its instructions, needles and question alone take " +
-                         std::to_string(fewest) + " prompt tokens + " + std::to_string(t.answer_tokens) +
-                         " answer tokens (allowed from " + std::to_string(fewest + t.answer_tokens) + ")");
+        throw ParamError("lengths", what + " is too short: its instructions, needles and question alone take " +
+                                        std::to_string(fewest) + " prompt tokens + " + std::to_string(t.answer_tokens) +
+                                        " answer tokens (allowed from " + std::to_string(fewest + t.answer_tokens) +
+                                        ")");
     // Bracket: lo fits (<= target), hi does not. Tokens per unit from a small probe give a first
     // guess a little past the target (so that long lengths tokenize few oversized texts), then double.
     int64_t lo = lo_units;
@@ -619,9 +621,10 @@ RulerSample size_ruler_sample(const RulerTaskSpec& t, const RulerData& d, uint64
     if (tokens(hi) <= target) {
         // The word list ran out (cwe): fine within 1%, refused beyond.
         if (static_cast<double>(tokens(hi) + t.answer_tokens) < 0.99 * static_cast<double>(length))
-            throw InputError("--lengths: " + what + " needs more distinct words than the word list's " +
-                             std::to_string(max_units) + " (they fill " + std::to_string(tokens(hi) + t.answer_tokens) +
-                             " tokens); choose a shorter length");
+            throw ParamError("lengths", what + " needs more distinct words than the word list's " +
+                                            std::to_string(max_units) + " (they fill " +
+                                            std::to_string(tokens(hi) + t.answer_tokens) +
+                                            " tokens); choose a shorter length");
     } else {
         while (hi - lo > 1) {
             const int64_t mid = lo + (hi - lo) / 2;

@@ -3,12 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <functional>
 
 #include "common/temp_dir.h"
 #include "common/test_util.h"
 #include "core/common/errors.h"
 #include "core/eval/eval_grid.h"
 #include "core/eval/needle.h"
+#include "core/eval/param_error.h"
 #include "core/eval/qa_set.h"
 #include "core/eval/results_file.h"
 #include "core/eval/text_score.h"
@@ -17,6 +19,7 @@ using namespace snapkv;
 using namespace snapkv::eval;
 using json = nlohmann::json;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using Catch::Matchers::WithinAbs;
 
 namespace {
@@ -95,7 +98,7 @@ TEST_CASE("the configuration grid starts with the full cache and collapses unuse
     }
     SECTION("an even kernel is refused") {
         a.kernels = {4};
-        CHECK_THROWS_WITH(expand_configs(a), Contains("--kernel: 4"));
+        CHECK_THROWS_WITH(expand_configs(a), Contains("kernels: 4"));
     }
     SECTION("an unknown policy lists the allowed ones") {
         a.policies = {"snapkv", "lru"};
@@ -111,15 +114,15 @@ TEST_CASE("the configuration grid starts with the full cache and collapses unuse
         CHECK(config_label(e[1]) == "snapkv C64 K5 ties-earlier");
         CHECK(config_from_json(config_json(e[1])).params.tie_break == snapkv::TieBreak::Earlier);
         a.tie_break = "first";
-        CHECK_THROWS_WITH(expand_configs(a), Contains("--tie-break") && Contains("earlier, later"));
+        CHECK_THROWS_WITH(expand_configs(a), Contains("tie_break: ") && Contains("earlier, later"));
     }
 }
 
 TEST_CASE("comma lists and shards parse or say what is wrong", "[eval]") {
-    CHECK(parse_int_list("64, 128", "--budgets") == std::vector<int64_t>{64, 128});
-    CHECK_THROWS_WITH(parse_int_list("64,x", "--budgets"), Contains("--budgets") && Contains("'x'"));
-    CHECK_THROWS_WITH(parse_int_list("64,,128", "--budgets"), Contains("empty item"));
-    CHECK(parse_number_list("0,12.5,100", "--depths") == std::vector<double>{0, 12.5, 100});
+    CHECK(parse_int_list("64, 128", "budgets") == std::vector<int64_t>{64, 128});
+    CHECK_THROWS_WITH(parse_int_list("64,x", "budgets"), StartsWith("budgets: ") && Contains("'x'"));
+    CHECK_THROWS_WITH(parse_int_list("64,,128", "budgets"), Contains("empty item"));
+    CHECK(parse_number_list("0,12.5,100", "depths") == std::vector<double>{0, 12.5, 100});
 
     const Shard s = parse_shard("1/3");
     CHECK(s.index == 1);
@@ -134,6 +137,50 @@ TEST_CASE("comma lists and shards parse or say what is wrong", "[eval]") {
     CHECK_THROWS_WITH(parse_shard("0/0"), Contains("N = 0"));
     CHECK_THROWS_WITH(parse_shard("2"), Contains("i/N"));
     CHECK_THROWS_WITH(parse_shard("a/3"), Contains("i/N"));
+}
+
+TEST_CASE("grid errors name core's parameters and a front end names them its own way", "[eval]") {
+    GridAxes a;
+    SECTION("an axis check_params refuses is named as the grid's axis") {
+        a.windows = {0};
+        try {
+            expand_configs(a);
+            FAIL("a window of 0 was accepted");
+        } catch (const ParamError& e) {
+            CHECK(e.params() == std::vector<std::string>{"windows"});
+            CHECK_THAT(e.what(), StartsWith("windows: "));
+            CHECK_THAT(e.text([](const std::string& p) { return "<" + p + ">"; }), StartsWith("<windows>: "));
+        }
+    }
+    SECTION("no size at all names both size axes") {
+        a.budgets = {};
+        try {
+            expand_configs(a);
+            FAIL("a grid without budgets or ratios was accepted");
+        } catch (const ParamError& e) {
+            CHECK(e.params() == std::vector<std::string>{"ratios", "budgets"});
+            CHECK(e.text([](const std::string& p) { return "--" + p; }) == "--ratios, --budgets: " + e.detail());
+        }
+    }
+    SECTION("no message of the grid speaks a command-line flag") {
+        for (auto bad :
+             std::vector<std::function<void()>>{[] { parse_int_list("1,x", "budgets"); }, [] { parse_shard("5/2"); },
+                                                [&] {
+                                                    a.kernels = {4};
+                                                    expand_configs(a);
+                                                },
+                                                [&] {
+                                                    a.tie_break = "first";
+                                                    expand_configs(a);
+                                                }}) {
+            try {
+                bad();
+                FAIL("accepted");
+            } catch (const ParamError& e) {
+                CHECK(std::string(e.what()).find("--") == std::string::npos);
+            }
+        }
+    }
 }
 
 TEST_CASE("results files name the line that is wrong", "[eval]") {

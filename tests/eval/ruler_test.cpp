@@ -21,6 +21,7 @@
 using namespace snapkv;
 using namespace snapkv::eval;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -173,11 +174,11 @@ TEST_CASE("kvpress compression ratios are configurations after the budgets and r
     CHECK_NOTHROW(expand_configs(a));
     for (double bad : {1.0, -0.1, 1.5}) {
         a.ratios = {bad};
-        CHECK_THROWS_WITH(expand_configs(a), Contains("--ratios") && Contains("outside [0, 1)"));
+        CHECK_THROWS_WITH(expand_configs(a), StartsWith("ratios: ") && Contains("outside [0, 1)"));
     }
     a.ratios = {};
     a.budgets = {};
-    CHECK_THROWS_WITH(expand_configs(a), Contains("--budgets: the list is empty"));
+    CHECK_THROWS_WITH(expand_configs(a), StartsWith("ratios, budgets: give at least one ratio or budget"));
 }
 
 TEST_CASE("each RULER task's sample has the requested length and a recoverable answer", "[ruler][smollm2]") {
@@ -259,5 +260,5 @@ TEST_CASE("RULER lengths beyond the context or below a task's fixed part are ref
     CHECK_THROWS_WITH(RulerTask(s, bundled_data(), options({"vt"}, {2048, 2048})), Contains("given twice"));
     RulerOptions none = options({"vt"}, {2048});
     none.samples = 0;
-    CHECK_THROWS_WITH(RulerTask(s, bundled_data(), none), Contains("--samples: 0"));
+    CHECK_THROWS_WITH(RulerTask(s, bundled_data(), none), StartsWith("samples: 0"));
 }

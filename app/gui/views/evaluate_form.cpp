@@ -24,6 +24,7 @@
 
 #include "app/gui/state/eval_results.h"
 #include "app/gui/state/eval_ruler.h"
+#include "core/eval/ruler_runner.h"
 #include "core/eval/ruler_tasks.h"
 #include "core/snapkv/snapkv_params.h"
 
@@ -35,6 +36,13 @@ using json = nlohmann::json;
 namespace {
 
 QString fmtNumber(double v) { return QString::number(v, 'g', 6); }
+
+template <typename T>
+QString numberList(const std::vector<T>& v) {
+    QStringList l;
+    for (T x : v) l << fmtNumber(static_cast<double>(x));
+    return l.join(',');
+}
 
 QLineEdit* lineEdit(const QString& text, const QString& tip) {
     auto* e = new QLineEdit(text);
@@ -104,19 +112,22 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     auto* rf = new QFormLayout(m_rulerBox);
     QStringList taskNames;
     for (const auto& t : se::ruler_tasks()) taskNames << QString::fromStdString(t.name);
-    m_rulerTasks = lineEdit("all", "all, or a comma list of " + taskNames.join(", ") +
-                                       ". The QA tasks are left out: they need SQuAD and HotpotQA.");
-    m_rulerLengths = lineEdit("4096",
+    const se::RulerDefaults ruler;
+    m_rulerTasks = lineEdit(QString::fromStdString(ruler.tasks),
+                            "all, or a comma list of " + taskNames.join(", ") +
+                                ". The QA tasks are left out: they need SQuAD and HotpotQA.");
+    m_rulerLengths = lineEdit(numberList(ruler.lengths),
                               "Lengths in tokens, comma separated: prompt + the task's answer tokens, as "
                               "RULER's max_seq_length; at most the model's context");
     m_samples = new QSpinBox;
     m_samples->setRange(1, 10000);
-    m_samples->setValue(10);
+    m_samples->setValue(static_cast<int>(ruler.samples));
     m_samples->setToolTip("Samples per task and length, each generated from its own seed");
-    m_ratios = lineEdit("0.25,0.5,0.75,0.9",
+    m_ratios = lineEdit(numberList(ruler.ratios),
                         "kvpress's compression ratios: the fraction of the cache removed, "
                         "0 <= r < 1 (empty for none)");
-    m_rulerBudgets = lineEdit("", "Fixed budgets C as well (tokens kept per head, window included); empty for none");
+    m_rulerBudgets = lineEdit(numberList(ruler.budgets),
+                              "Fixed budgets C as well (tokens kept per head, window included); empty for none");
     m_rulerBudgets->setPlaceholderText("none");
     auto* rulerRow = new QHBoxLayout;
     rulerRow->addWidget(m_rulerLengths, 2);
@@ -336,9 +347,6 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
         job.axes.budgets.clear();
         if (!m_rulerBudgets->text().trimmed().isEmpty())
             job.axes.budgets = se::parse_int_list(m_rulerBudgets->text().toStdString(), "Budgets");
-        if (job.axes.ratios.empty() && job.axes.budgets.empty())
-            throw snapkv::InputError(
-                "Ratios, budgets: give at least one ratio or budget (the full cache is always run too)");
     } else {
         job.axes.budgets = se::parse_int_list(m_budgets->text().toStdString(), "Budgets");
     }
@@ -346,10 +354,10 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
     job.axes.kernels = se::parse_int_list(m_kernels->text().toStdString(), "K");
     job.axes.poolings = se::parse_name_list(m_poolings->text().toStdString(), "pool");
     job.axes.gqa = se::parse_name_list(m_gqa->text().toStdString(), "GQA");
-    se::expand_configs(job.axes);  // validate now, with the field names
+    se::expand_configs(job.axes);  // validate now: errors name the grid's parameters (ParamError)
     job.maxTokens = m_maxTokens->value();
     job.klSteps = job.maxTokens;
-    if (job.task == "ruler") job.klSteps = 32;  // as `snapkv ruler`: KL over the first 32 answer tokens
+    if (job.task == "ruler") job.klSteps = se::RunOptions{}.kl_steps;  // as `snapkv ruler`
     job.outPath = m_out->text().trimmed();
     return job;
 }
@@ -408,7 +416,7 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         for (const auto& t : se::ruler_tasks()) all.push_back(QString::fromStdString(t.name));
         m_rulerTasks->setText(tasks == all ? QString("all") : joined(tasks));
         m_rulerLengths->setText(joined(lengths));
-        m_samples->setValue(static_cast<int>(r.value("samples", int64_t(10))));
+        m_samples->setValue(static_cast<int>(r.value("samples", se::RulerDefaults{}.samples)));
     }
     m_out->setText(path);  // Run resumes this file
 }
