@@ -7,6 +7,7 @@
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
 #include "core/common/units.h"
+#include "core/session/compare_json.h"
 #include "core/snapkv/params_json.h"
 
 namespace snapkv::cli {
@@ -28,28 +29,10 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     cs.query_agnostic = so.query_agnostic;
     cs.hit_threshold = theta;
     CompareResult r = s->compare(p, cs, stderr_progress(quiet), cancel);
-    auto run = [](const RunOutput& o) {
-        return json{{"ids", o.ids},
-                    {"text", o.text},
-                    {"kv_bytes", o.kv_bytes},
-                    {"decode_tok_s", o.decode_tok_s},
-                    {"decode_ms", o.decode_ms}};
-    };
-    json steps = json::array();
-    for (const auto& st : r.steps) steps.push_back({{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}});
     // The selection the compressed run used (cheap to redo): its budget and L explain a larger cache.
     const std::string cache_note = growth_note(*s, s->select(p, r.query_agnostic, false), r.full.kv_bytes,
                                                r.compressed.kv_bytes);
-    json j = {{"full", run(r.full)},
-              {"compressed", run(r.compressed)},
-              {"steps", steps},
-              {"first_divergence", r.first_divergence < 0 ? json(nullptr) : json(r.first_divergence)},
-              {"hit_rate", r.hit_rate},
-              {"hit_threshold", theta},
-              {"params", params_to_json(p, r.query_agnostic)},
-              {"prefill_ms", r.prefill_ms},
-              {"note", r.note},
-              {"cache_note", cache_note}};
+    const json j = compare_to_json(r, theta, cache_note);
     write_json(j, out);
     if (!quiet) {
         std::cerr << "full:       " << r.full.text << "\ncompressed: " << r.compressed.text << "\n";

@@ -21,6 +21,7 @@
 #include "app/gui/files/json_fields.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/state/head_stats.h"
+#include "core/session/compare_json.h"
 #include "core/snapkv/params_json.h"
 
 namespace studio {
@@ -46,16 +47,6 @@ QJsonArray ints(const std::vector<T>& v) {
     QJsonArray a;
     for (T x : v) a.append(static_cast<qint64>(x));
     return a;
-}
-
-QJsonObject runJson(const snapkv::RunOutput& r) {
-    QJsonObject o;
-    o["ids"] = ints(r.ids);
-    o["text"] = QString::fromStdString(r.text);
-    o["kv_bytes"] = static_cast<qint64>(r.kv_bytes);
-    o["decode_ms"] = r.decode_ms;
-    o["decode_tok_s"] = r.decode_tok_s;
-    return o;
 }
 
 }  // namespace
@@ -238,29 +229,9 @@ QJsonObject analysisJson(const AnalysisState& state) {
         o["focused_head"] = f;
     }
     if (const auto* c = state.comparison()) {
-        QJsonObject co;
-        co["full"] = runJson(c->full);
-        co["compressed"] = runJson(c->compressed);
-        co["prefill_ms"] = c->prefill_ms;
-        co["first_divergence"] = static_cast<qint64>(c->first_divergence);
-        QJsonArray steps;
-        for (const auto& st : c->steps) {
-            QJsonObject so;
-            so["kl"] = st.kl;
-            so["top1_agree"] = st.top1_agree;
-            so["rank"] = static_cast<qint64>(st.rank);
-            steps.append(so);
-        }
-        co["steps"] = steps;
-        QJsonArray hit;
-        for (const auto& layer : c->hit_rate) {
-            QJsonArray row;
-            for (double h : layer) row.append(h);
-            hit.append(row);
-        }
-        co["hit_rate"] = hit;
-        co["note"] = QString::fromStdString(c->note);
-        o["comparison"] = co;
+        // Core's comparison JSON, the object `snapkv compare --json` writes.
+        const std::string cacheNote = state.retune() ? state.retune()->cacheNote.toStdString() : std::string();
+        o["comparison"] = toQtJson(snapkv::compare_to_json(*c, state.params().hitThreshold, cacheNote));
     }
     return o;
 }

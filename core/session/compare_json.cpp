@@ -1,0 +1,36 @@
+// See compare_json.h.
+#include "core/session/compare_json.h"
+
+#include "core/snapkv/params_json.h"
+
+namespace snapkv {
+
+namespace {
+
+nlohmann::json run_json(const RunOutput& o) {
+    return {{"ids", o.ids},
+            {"text", o.text},
+            {"kv_bytes", o.kv_bytes},
+            {"decode_tok_s", o.decode_tok_s},
+            {"decode_ms", o.decode_ms}};
+}
+
+}  // namespace
+
+nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, const std::string& cache_note) {
+    using json = nlohmann::json;
+    json steps = json::array();
+    for (const auto& st : r.steps) steps.push_back({{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}});
+    return {{"full", run_json(r.full)},
+            {"compressed", run_json(r.compressed)},
+            {"steps", steps},
+            {"first_divergence", r.first_divergence < 0 ? json(nullptr) : json(r.first_divergence)},
+            {"hit_rate", r.hit_rate},
+            {"hit_threshold", hit_threshold},
+            {"params", params_to_json(r.params, r.query_agnostic)},
+            {"prefill_ms", r.prefill_ms},
+            {"note", r.note},
+            {"cache_note", cache_note}};
+}
+
+}  // namespace snapkv
