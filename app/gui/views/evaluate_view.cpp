@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "app/gui/files/data_export.h"
+#include "app/gui/files/eval_export.h"
 #include "app/gui/plot/plot_style.h"
 #include "app/gui/views/evaluate_form.h"
 #include "app/gui/views/evaluate_plots.h"
@@ -20,7 +21,6 @@
 
 namespace studio {
 
-namespace se = snapkv::eval;
 using json = nlohmann::json;
 
 namespace {
@@ -154,25 +154,7 @@ bool EvaluateView::exportData(const QString& path, QString* error) {
         if (error) *error = "there are no rows to export";
         return false;
     }
-    std::vector<json> rows = m_results.rows();
-    std::stable_sort(rows.begin(), rows.end(), se::row_less);
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    try {
-        if (suffix == "csv") {
-            se::write_file_atomic(path.toStdString(), se::rows_to_csv(rows));
-        } else if (suffix == "jsonl") {
-            std::string content;
-            for (const auto& r : rows) content += se::row_line(r);
-            se::write_file_atomic(path.toStdString(), content);
-        } else {
-            if (error) *error = QString("unknown format \".%1\": use .csv or .jsonl").arg(suffix);
-            return false;
-        }
-    } catch (const snapkv::Error& e) {
-        if (error) *error = QString::fromUtf8(e.what());
-        return false;
-    }
-    return true;
+    return exportEvalRows(m_results.rows(), path, error);
 }
 
 void EvaluateView::scheduleRedraw() {
