@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/files/data_export.h"
-#include "app/gui/files/json_fields.h"
 #include "app/gui/panels/parameter_panel.h"
 #include "app/gui/state/analysis_state.h"
+#include "app/gui/state/json_fields.h"
 #include "app/gui/views/evaluate_view.h"
 #include "core/eval/eval_grid.h"
 #include "core/snapkv/params_json.h"

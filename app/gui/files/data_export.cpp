@@ -18,9 +18,9 @@
 #include <cmath>
 
 #include "app/gui/files/atomic_write.h"
-#include "app/gui/files/json_fields.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/state/head_stats.h"
+#include "app/gui/state/json_fields.h"
 #include "core/session/compare_json.h"
 #include "core/snapkv/params_json.h"
 

@@ -8,8 +8,8 @@
 #include <QRegularExpression>
 
 #include "app/gui/files/atomic_write.h"
-#include "app/gui/files/json_fields.h"
 #include "app/gui/state/gui_types.h"
+#include "app/gui/state/json_fields.h"
 #include "core/common/errors.h"
 
 namespace studio {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "app/gui/files/json_fields.h"
+#include "app/gui/state/json_fields.h"
 #include "core/session/session.h"
 #include "core/snapkv/params_json.h"
 

@@ -1,5 +1,5 @@
 // JsonFields: typed reads with messages that name the key, the value and what is allowed.
-#include "app/gui/files/json_fields.h"
+#include "app/gui/state/json_fields.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
