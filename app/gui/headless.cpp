@@ -17,11 +17,12 @@
 #include "app/gui/panels/prompt_panel.h"
 #include "app/gui/panels/walkthrough.h"
 #include "app/gui/state/analysis_state.h"
+#include "app/gui/state/app_paths.h"
+#include "app/gui/view_registry.h"
+#include "app/gui/view_tabs.h"
 #include "app/gui/views/compare_view.h"
-#include "app/gui/views/document_view.h"
 #include "app/gui/views/evaluate_view.h"
-#include "app/gui/views/head_view.h"
-#include "app/gui/views/overview_view.h"
+#include "app/gui/views/lazy_view.h"
 #include "app/gui/views/prompt_text_view.h"
 #include "app/gui/workers/run_controller.h"
 
@@ -36,6 +37,11 @@ void say(QString s) {
     s.replace('\n', ' ');
     std::fprintf(stderr, "snapkv-studio: %s\n", s.toLocal8Bit().constData());
     std::fflush(stderr);
+}
+// Whether a headless screenshot of `view` generates with both caches first (the registry says).
+bool screenshotGenerates(const QString& view) {
+    const ViewSpec* spec = findViewSpec(view);
+    return spec && spec->screenshotGenerates;
 }
 }  // namespace
 
@@ -101,15 +107,12 @@ HeadlessDriver::HeadlessDriver(MainWindow* window, const AppOptions& options, QO
     connect(c, &RunController::runFinished, this, &HeadlessDriver::onRunFinished);
     connect(c, &RunController::compareFinished, this, &HeadlessDriver::onCompareFinished);
     connect(c, &RunController::noteIssued, this, [](const QString& note) { say(note); });
-    connect(m_window, &MainWindow::retuneTimed, this, [this](double select, double total) {
+    connect(c, &RunController::retuneTimed, this, [this](double select, double total) {
         if (m_stage != Stage::Benchmarking || m_benchLeft <= 0) return;
         QElapsedTimer t;
         t.start();
-        // Worst case: every view redrawn, not just the visible one.
-        m_window->overviewView()->refreshNow();
-        m_window->headView()->refreshNow();
-        m_window->documentView()->refreshNow();
-        m_window->compareView()->refreshNow();
+        // Worst case: every view of the run's results redrawn, not just the visible one.
+        for (LazyView* v : m_window->views()->analysisViews()) v->refreshNow();
         m_benchSelects << select;
         m_benchTotals << total;
         m_benchAllViews << total + t.nsecsElapsed() / 1e6;
@@ -159,7 +162,7 @@ void HeadlessDriver::onRunFinished() {
         startBench();
         return;
     }
-    if (m_options.view == "compare") {
+    if (screenshotGenerates(m_options.view)) {
         m_stage = Stage::Generating;
         if (!m_window->generate(m_options.maxTokens)) {
             fail("generation was refused");
@@ -186,8 +189,8 @@ void HeadlessDriver::benchStep() {
     if (m_done) return;
     if (m_benchLeft <= 0) {
         printBench();
-        if (m_options.view == "compare") {
-            m_stage = Stage::Running;  // the compare screenshot after the timings
+        if (screenshotGenerates(m_options.view)) {
+            m_stage = Stage::Running;  // the generating screenshot after the timings
             onRunFinished();
             return;
         }
@@ -257,15 +260,11 @@ void HeadlessDriver::finish() {
     m_window->resize(kShotWidth, kShotHeight);
     // Let layouts settle and the lazy views redraw at their final size before grabbing.
     for (int i = 0; i < 5; ++i) QApplication::processEvents();
-    m_window->overviewView()->refreshNow();
-    m_window->headView()->refreshNow();
-    m_window->documentView()->refreshNow();
-    m_window->compareView()->refreshNow();
+    m_window->views()->refreshAll();
     if (!m_window->promptTextDock()->isHidden()) {  // shown, perhaps behind another tab
         m_window->showPromptText();
         m_window->promptTextView()->refreshNow();
     }
-    m_window->evaluateView()->refreshNow();
     QTimer::singleShot(50, this, [this] {
         if (m_done) return;
         QApplication::processEvents();

@@ -1,5 +1,5 @@
 // Start-up configuration from the command line, and the headless driver behind --screenshot and
-// --bench-retune: load -> prefill -> select (-> generate for the compare view), then save a
+// --bench-retune: load -> prefill -> select (-> generate, for a view the registry marks so), then save a
 // 1600x1000 screenshot of the whole window and quit with 0, or print the reason on stderr and quit
 // with 1. --bench-retune N times N budget changes from edit to repainted view.
 //
@@ -14,7 +14,7 @@
 #include <QList>
 #include <QObject>
 
-#include "app/gui/state/app_options.h"
+#include "app/gui/app_options.h"
 
 namespace studio {
 

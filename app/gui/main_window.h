@@ -1,44 +1,39 @@
-// The SnapKV Studio main window: menus, toolbar, docks (prompt, parameters, display options,
-// walkthrough), the four linked views in tabs, status bar with progress and Cancel. It wires
-// widgets to RunController and AnalysisState; it holds no inference logic.
+// The SnapKV Studio main window, a frame: the view tabs (ViewTabs, from the view registry), the
+// docks (prompt, parameters, display, walkthrough, the prompt as the model sees it), the banner, the
+// menus (MainMenus), the status bar (RunStatus). It turns the panels' values into runs for
+// RunController and shows what comes back; file work is FileActions', the views' list is the
+// registry's. It holds no inference logic.
 #pragma once
 
-#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QPointer>
-
 #include <QUrl>
-#include <optional>
-#include <vector>
 
 #include "app/gui/state/param_state.h"
 
-class QAction;
 class QDockWidget;
-class QLabel;
-class QMenu;
 class QMessageBox;
-class QProgressBar;
-class QPushButton;
-class QTabWidget;
 
 namespace studio {
 
 class AnalysisState;
 class CompareView;
-class DisplayPanel;
 class DocumentView;
 class EvaluateView;
 struct EvalCellPrompt;
+class FileActions;
 class HeadView;
+class MainMenus;
+class NoticeBanner;
 class OverviewView;
 class ParameterPanel;
 class PromptPanel;
 class PromptTextView;
 class RunController;
+class RunStatus;
+class ViewTabs;
 class Walkthrough;
 struct WalkthroughStep;
-struct SessionFile;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -71,7 +66,7 @@ public:
     bool run();
     void cancel();
     bool generate(int maxTokens = -1);
-    bool showView(const QString& name);  // overview | head | document | compare
+    bool showView(const QString& name);  // a name of the view registry; false for another
     QString currentViewName() const;
     bool saveSession(const QString& path);
     bool loadSession(const QString& path);
@@ -82,23 +77,32 @@ public:
     void showGetModel();
     // Drag & drop: model files/folders load, *snapkv*.json sessions open, anything else is a document.
     void openDroppedUrls(const QList<QUrl>& urls);
+    // Opens an evaluation cell: its document and question, its configuration, prefill, then the
+    // document view with the needle marked and the head that kept least of it focused.
+    void openEvalCell(const EvalCellPrompt& cell);
+
+    // Messages: the status line, and in an interactive window a non-modal dialog. Errors emit
+    // errorShown, notes noteShown; info only sets the status line.
+    void showError(const QString& title, const QString& message);
+    void showNote(const QString& title, const QString& message);
+    void showInfo(const QString& message);
+    // The title names the model and the document.
+    void updateTitle();
 
     AnalysisState* state() const { return m_state; }
     RunController* controller() const { return m_controller; }
     ParameterPanel* parameterPanel() const { return m_params; }
     PromptPanel* promptPanel() const { return m_prompt; }
-    OverviewView* overviewView() const { return m_overview; }
-    HeadView* headView() const { return m_head; }
+    ViewTabs* views() const { return m_views; }
+    OverviewView* overviewView() const;
+    HeadView* headView() const;
+    DocumentView* documentView() const;
+    CompareView* compareView() const;
+    EvaluateView* evaluateView() const;
     PromptTextView* promptTextView() const { return m_promptText; }
     QDockWidget* promptTextDock() const { return m_promptTextDock; }
     // Shows "Prompt as the model sees it" in front of the docks it shares a tab bar with.
     void showPromptText();
-    DocumentView* documentView() const { return m_document; }
-    CompareView* compareView() const { return m_compare; }
-    EvaluateView* evaluateView() const { return m_evaluate; }
-    // Opens an evaluation cell: its document and question, its configuration, prefill, then the
-    // document view with the needle marked and the head that kept least of it focused.
-    void openEvalCell(const EvalCellPrompt& cell);
     Walkthrough* walkthrough() const { return m_walk; }
     QString lastError() const { return m_lastError; }
     QString lastNote() const { return m_lastNote; }
@@ -110,9 +114,6 @@ Q_SIGNALS:
     // Something the user must know that stops nothing (a session's device is not available here
     // and another is used): shown in the status bar and, in an interactive window, a dialog.
     void noteShown(const QString& message);
-    // Slider change to repainted views: selectMs in the worker, totalMs from the first edit
-    // (debounce included) to the visible view redrawn.
-    void retuneTimed(double selectMs, double totalMs);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -120,90 +121,32 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
-    void buildActions();
-    void buildMenus();
-    void buildDocks();
-    void buildStatusBar();
+    QList<QDockWidget*> buildDocks();
     void connectController();
-    void restoreSettings();
-    void saveSettings() const;
-    void addRecent(const QString& key, const QString& path);
-    void rebuildRecentMenu(QMenu* menu, const QString& key);
-    void rebuildModelMenu();
-    SessionFile currentSession() const;
-    void applySession(const SessionFile& s);
-
-    void showError(const QString& title, const QString& message);
-    void showInfo(const QString& message, int ms = 6000);
-    void showNote(const QString& title, const QString& message);
-    void onBusyChanged(bool busy, const QString& task);
-    void onProgress(const QString& stage, qint64 done, qint64 total);
-    void onParamsChanged(const ParamState& params);
+    void showDialog(int icon, const QString& title, const QString& message, const char* name);
     void onModelLoaded();
+    void onRunFinished();
     void onPrefillChanged();
     void onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
-    void onRetuneApplied(double ms, const ParamState& params);
+    void onRetuneApplied();
     void onWalkthroughStep(const WalkthroughStep& step);
-    void updateTitle();
-    void showBanner(const QString& text);
     void updateActions();
     bool runWith(bool truncateToFit);
 
-    void onOpenModel();
-    void onOpenDocument();
-    void onSaveSession();
-    void onLoadSession();
-    void onExportPlot();
-    void onExportData();
-
     AnalysisState* m_state;
     RunController* m_controller;
+    ViewTabs* m_views;
     ParameterPanel* m_params;
-    DisplayPanel* m_displayPanel;
     PromptPanel* m_prompt;
-    OverviewView* m_overview;
-    HeadView* m_head;
-    DocumentView* m_document;
-    CompareView* m_compare;
-    EvaluateView* m_evaluate;
     Walkthrough* m_walk;
-    QTabWidget* m_tabs;
-    QDockWidget* m_promptDock;
-    QDockWidget* m_paramsDock;
-    QDockWidget* m_displayDock;
     QDockWidget* m_walkDock;
     PromptTextView* m_promptText;
     QDockWidget* m_promptTextDock;
-    QProgressBar* m_progress;
-    QElapsedTimer m_stageClock;  // since the current progress stage began (rate and time left)
-    QString m_stage;
-    QPushButton* m_cancelButton;
-    QLabel* m_statusText;
-    QLabel* m_timing;
-    QMenu* m_recentModels;
-    QMenu* m_modelMenu;
-    QAction* m_actOpenModelFolder;
-    QMenu* m_recentDocuments;
-    QMenu* m_recentSessions;
+    NoticeBanner* m_banner;
+    RunStatus* m_status;
+    FileActions* m_files;
+    MainMenus* m_menus;
     QPointer<QMessageBox> m_dialog;
-
-    QAction* m_actOpenModel;
-    QAction* m_actOpenDocument;
-    QAction* m_actSaveSession;
-    QAction* m_actLoadSession;
-    QAction* m_actExportPlot;
-    QAction* m_actExportData;
-    QAction* m_actQuit;
-    QAction* m_actRun;
-    QAction* m_actGenerate;
-    QAction* m_actCancel;
-    QAction* m_actUndo;
-    QAction* m_actRedo;
-    QAction* m_actViews[4];
-    QAction* m_actEvaluate;
-    QAction* m_actWalkthrough;
-    QAction* m_actShortcuts;
-    QAction* m_actAbout;
 
     bool m_interactive = true;
     bool m_autoTruncate = false;
@@ -211,21 +154,6 @@ private:
     bool m_closing = false;
     QString m_lastError;
     QString m_lastNote;
-    double m_pendingEditMs = 0;
-    QElapsedTimer m_retuneClock;
-    std::optional<ParamState> m_editParams;  // the edit being timed, until its result is drawn
-    int m_pendingLayer = -1;                 // focus restored from a session once its run has finished
-    int m_pendingHead = -1;
-    // An evaluation cell's needle (RULER: needles and answers), marked once its run finished; with
-    // m_pendingLeastKept the head that kept least of the needles is focused then.
-    struct PendingMark {
-        int64_t first = -1, last = -1;
-        QString label;
-    };
-    std::vector<PendingMark> m_pendingMarks;
-    bool m_pendingLeastKept = false;
-    QWidget* m_banner;
-    QLabel* m_bannerText;
 };
 
 }  // namespace studio

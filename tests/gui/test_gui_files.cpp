@@ -17,6 +17,7 @@
 
 #include "app/gui/files/session_file.h"
 #include "app/gui/state/analysis_state.h"
+#include "app/gui/view_registry.h"
 #include "app/gui/views/compare_view.h"
 #include "gui_test_util.h"
 
@@ -47,7 +48,7 @@ TEST_CASE("A saved session re-loads into the same parameters and selections", "[
         }
     }
     QString error;
-    const auto file = studio::SessionFile::read(path, &error);
+    const auto file = studio::SessionFile::read(path, studio::viewNames(), &error);
     REQUIRE(file.has_value());
     CHECK(file->params == paramsA);
     CHECK(file->display.colorMap == studio::ColorMapKind::Cividis);
@@ -203,7 +204,7 @@ TEST_CASE("Session files are read strictly and wrong types or names or ranges ar
         REQUIRE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
         f.write(QJsonDocument(doc).toJson());
         f.close();
-        return studio::SessionFile::read(path, error);
+        return studio::SessionFile::read(path, studio::viewNames(), error);
     };
     QString error;
     const auto ok = readWith(o, &error);
@@ -263,7 +264,8 @@ TEST_CASE("A session is never saved over the document it holds", "[gui]") {
 TEST_CASE("A session's format and version are quoted at most 100 characters", "[gui]") {
     // Messages quote at most ~100 bytes of a value from a file: a corrupt one can be megabytes.
     QString error;
-    CHECK_FALSE(studio::SessionFile::fromJson(QJsonObject{{"format", QString(5000, 'f')}}, QString(), &error));
+    CHECK_FALSE(studio::SessionFile::fromJson(QJsonObject{{"format", QString(5000, 'f')}}, QString(),
+                                              studio::viewNames(), &error));
     CHECK(error.contains("... (5000 characters)"));
     CHECK(error.size() < 300);
 }

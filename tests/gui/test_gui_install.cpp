@@ -9,8 +9,9 @@
 #include <QPushButton>
 #include <QRegularExpression>
 
+#include "app/gui/app_options.h"
 #include "app/gui/panels/model_fetch.h"
-#include "app/gui/state/app_options.h"
+#include "app/gui/state/app_paths.h"
 
 using namespace studio;
 

@@ -11,6 +11,7 @@
 #include "app/gui/files/session_file.h"
 #include "app/gui/panels/prompt_panel.h"
 #include "app/gui/state/analysis_state.h"
+#include "app/gui/view_registry.h"
 #include "app/gui/views/prompt_text_view.h"
 #include "gui_test_util.h"
 #include "tests/common/test_util.h"
@@ -51,7 +52,7 @@ TEST_CASE("A session file keeps the system prompt", "[gui][chat]") {
     studio::SessionFile s;
     s.system = "Be brief.";
     QString error;
-    const auto back = studio::SessionFile::fromJson(s.toJson(), QString(), &error);
+    const auto back = studio::SessionFile::fromJson(s.toJson(), QString(), studio::viewNames(), &error);
     REQUIRE(back.has_value());
     CHECK(back->system == "Be brief.");
     studio::SessionFile none;

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
@@ -23,6 +24,7 @@
 #include "app/gui/panels/prompt_panel.h"
 #include "app/gui/panels/shortcuts_dialog.h"
 #include "app/gui/state/analysis_state.h"
+#include "app/gui/view_tabs.h"
 #include "app/gui/views/compare_view.h"
 #include "app/gui/views/document_view.h"
 #include "app/gui/views/head_view.h"
@@ -325,23 +327,23 @@ TEST_CASE("Two quick runs of the same prompt prefill once", "[gui]") {
 
 TEST_CASE("Before the first Run every view says what to do instead of showing empty axes", "[gui]") {
     auto w = makeWindow(64);
-    struct View {
-        const char* name;
-        studio::LazyView* view;
-        QWidget* content;
+    // Every view of the run's results, as the registry lists them: its empty-state panel stands in
+    // for its content (the stack's first page) until there is something to draw.
+    const QList<studio::LazyView*> views = w->views()->analysisViews();
+    REQUIRE(views.size() >= 4);
+    auto contentShown = [](studio::LazyView* v) {
+        auto* stack = v->findChild<QStackedWidget*>();
+        REQUIRE(stack != nullptr);
+        return stack->widget(0)->isVisible();
     };
-    const std::vector<View> views = {{"overview", w->overviewView(), w->overviewView()->plot()},
-                                     {"head", w->headView(), w->headView()->plot()},
-                                     {"document", w->documentView(), w->documentView()->textView()},
-                                     {"compare", w->compareView(), w->compareView()->plot()}};
-    for (const View& v : views) {
-        INFO(v.name);
-        REQUIRE(w->showView(v.name));
+    for (studio::LazyView* v : views) {
+        INFO(v->metaObject()->className());
+        w->views()->setCurrentWidget(v);
         settle();
-        v.view->refreshNow();
-        CHECK(v.view->emptyStateShown());
-        CHECK(v.view->emptyStateText().contains("Press Run (F5)"));
-        CHECK_FALSE(v.content->isVisible());  // no empty axes, no 0..1 colour scale
+        v->refreshNow();
+        CHECK(v->emptyStateShown());
+        CHECK(v->emptyStateText().contains("Press Run (F5)"));
+        CHECK_FALSE(contentShown(v));  // no empty axes, no 0..1 colour scale
     }
     // The empty state's button runs.
     REQUIRE(w->showView("overview"));
@@ -352,17 +354,17 @@ TEST_CASE("Before the first Run every view says what to do instead of showing em
     button->click();
     REQUIRE(w->controller()->busy());
     REQUIRE(waitRun(*w).what == "finished");
-    for (const View& v : views) {
-        INFO(v.name);
-        REQUIRE(w->showView(v.name));
+    for (studio::LazyView* v : views) {
+        INFO(v->metaObject()->className());
+        w->views()->setCurrentWidget(v);
         settle();
-        v.view->refreshNow();
-        if (std::string(v.name) == "compare") {
-            CHECK(v.view->emptyStateShown());  // until Generate & compare
-            CHECK(v.view->emptyStateText().contains("Generate & compare"));
+        v->refreshNow();
+        if (v == w->compareView()) {
+            CHECK(v->emptyStateShown());  // until Generate & compare
+            CHECK(v->emptyStateText().contains("Generate & compare"));
         } else {
-            CHECK_FALSE(v.view->emptyStateShown());
-            CHECK(v.content->isVisible());
+            CHECK_FALSE(v->emptyStateShown());
+            CHECK(contentShown(v));
         }
     }
     REQUIRE(generateAndWait(*w, 4).ok);

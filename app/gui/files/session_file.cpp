@@ -53,7 +53,7 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
     focus["layer"] = layer;
     focus["head"] = head;
     o["focus"] = focus;
-    o["view"] = view;
+    if (!view.isEmpty()) o["view"] = view;  // none: the reader takes the first view
     o["max_tokens"] = maxTokens;
     o["ran"] = ran;
     QJsonObject window;
@@ -63,7 +63,8 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
     return o;
 }
 
-std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QString& baseDir, QString* error) {
+std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QString& baseDir, const QStringList& views,
+                                                 QString* error) {
     if (o["format"].toString() != kFormat) {
         *error = QString("not a SnapKV Studio session (the \"format\" field is %1, expected \"%2\")")
                      .arg(o.contains("format") ? "\"" + quotedValue(o["format"]) + "\"" : "missing", kFormat);
@@ -101,7 +102,7 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
         const JsonFields focus(top.object("focus"), "focus");
         s.layer = static_cast<int>(focus.integer("layer", 0, 0, 1 << 20));
         s.head = static_cast<int>(focus.integer("head", 0, 0, 1 << 20));
-        s.view = top.choice("view", "overview", {"overview", "head", "document", "compare", "evaluate"});
+        s.view = top.choice("view", views.value(0), views);
         s.maxTokens = static_cast<int>(top.integer("max_tokens", 64, 1, kMaxNewTokens));
         s.ran = top.boolean("ran", false);
         const JsonFields window(top.object("window"), "window");
@@ -120,7 +121,7 @@ bool SessionFile::save(const QString& path, QString* error) const {
                      error);
 }
 
-std::optional<SessionFile> SessionFile::read(const QString& path, QString* error) {
+std::optional<SessionFile> SessionFile::read(const QString& path, const QStringList& views, QString* error) {
     if (QFileInfo(path).isDir()) {
         *error = QString("cannot open the session %1: it is a folder, not a file").arg(path);
         return std::nullopt;
@@ -152,7 +153,7 @@ std::optional<SessionFile> SessionFile::read(const QString& path, QString* error
                      .arg(path, doc.isArray() ? "array" : "value");
         return std::nullopt;
     }
-    return fromJson(doc.object(), QFileInfo(path).absolutePath(), error);
+    return fromJson(doc.object(), QFileInfo(path).absolutePath(), views, error);
 }
 
 }  // namespace studio

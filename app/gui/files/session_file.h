@@ -6,6 +6,7 @@
 #include <QByteArray>
 #include <QJsonObject>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 
@@ -28,17 +29,19 @@ struct SessionFile {
     DisplaySettings display;
     int layer = 0;
     int head = 0;
-    QString view = "overview";
+    QString view;  // the current view's name (a row of the view registry)
     int maxTokens = 64;
     bool ran = false;        // results were shown when saved: loading runs again
     QByteArray geometry;     // QMainWindow::saveGeometry
     QByteArray windowState;  // QMainWindow::saveState (docks, toolbars)
 
     QJsonObject toJson(const QString& relativeTo = QString()) const;
-    // Throws nothing; returns nullopt and sets *error on a bad file.
-    static std::optional<SessionFile> fromJson(const QJsonObject& o, const QString& baseDir, QString* error);
+    // Throws nothing; returns nullopt and sets *error on a bad file. views: the view names a
+    // session may name (the registry's, which files/ does not see), the first the default.
+    static std::optional<SessionFile> fromJson(const QJsonObject& o, const QString& baseDir, const QStringList& views,
+                                               QString* error);
     bool save(const QString& path, QString* error) const;
-    static std::optional<SessionFile> read(const QString& path, QString* error);
+    static std::optional<SessionFile> read(const QString& path, const QStringList& views, QString* error);
 };
 
 }  // namespace studio

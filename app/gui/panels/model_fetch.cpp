@@ -10,7 +10,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "app/gui/state/app_options.h"
+#include "app/gui/state/app_paths.h"
 
 namespace studio {
 

@@ -6,7 +6,7 @@
 #include <QLocale>
 #include <QMenu>
 
-#include "app/gui/state/app_options.h"
+#include "app/gui/state/app_paths.h"
 
 namespace studio {
 

@@ -14,7 +14,7 @@ namespace studio {
 struct WalkthroughStep {
     QString title;
     QString text;
-    QString view;      // "overview" | "head" | "document" | "compare"
+    QString view;      // the view to show: a name of the view registry (app/gui/view_registry.h)
     QString emphasis;  // "none" | "window" | "votes" | "pooling" | "topk" | "document" | "generate"
 };
 

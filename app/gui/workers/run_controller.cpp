@@ -2,6 +2,9 @@
 #include "app/gui/workers/run_controller.h"
 
 #include <QMetaObject>
+#include <QTimer>
+
+#include "app/gui/workers/eval_worker.h"
 
 namespace studio {
 
@@ -208,6 +211,7 @@ void RunController::onRetuned(const RetunePtr& result) {
         m_lastSelectMs = result->selectMs;
         m_state->setRetune(result, params);
         Q_EMIT retuneApplied(ms, params);
+        timeEdit(params);
         const auto* a = result->attention.get();
         if (!a || a->layer != m_state->layer() || a->head != m_state->head()) requestAttention();
     }
@@ -237,6 +241,7 @@ void RunController::onCompared(quint64, const ComparePtr& result) {
 
 void RunController::onRunFinished(quint64) {
     endLong();
+    applyRunFocus();
     Q_EMIT runFinished();
 }
 
@@ -271,6 +276,40 @@ void RunController::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserv
     m_queuedPrefill.clear();  // nothing was prefilled
     endLong();
     Q_EMIT contextExceeded(nTokens, nCtx, reserve);
+}
+
+void RunController::retuneEdit(const ParamState& params, double msBefore) {
+    m_editMsBefore = msBefore;
+    m_editClock.start();
+    m_editParams = params;
+    retune(params);
+}
+
+void RunController::timeEdit(const ParamState& applied) {
+    // Time only the result computed for the edit (not an older one still arriving), and stop the
+    // clock once the views have redrawn: this timer is queued after their own refresh timers.
+    if (!m_editParams || applied != *m_editParams) return;
+    m_editParams.reset();
+    QTimer::singleShot(0, this, [this] {
+        if (!m_editClock.isValid()) return;
+        const double total = m_editMsBefore + m_editClock.nsecsElapsed() / 1e6;
+        m_editClock.invalidate();
+        m_editMsBefore = 0;
+        Q_EMIT retuneTimed(m_lastSelectMs, total);
+    });
+}
+
+void RunController::applyRunFocus() {
+    RunFocus f = std::move(m_runFocus);
+    m_runFocus = RunFocus();
+    if (f.leastKept && m_state->selection()) {
+        std::vector<EvalCellPrompt::Mark> marks;
+        for (const auto& m : f.marks) marks.push_back({m.first, m.last, m.label});
+        const auto [layer, head] = leastKeptHead(*m_state->selection(), marks);
+        if (layer >= 0) f.layer = layer, f.head = head;
+    }
+    if (f.layer >= 0) m_state->setFocus(f.layer, f.head);
+    if (!f.marks.empty()) m_state->setMarkedSpans(std::move(f.marks));
 }
 
 }  // namespace studio

@@ -37,6 +37,19 @@ public:
     void loadModel(const QString& path, const snapkv::LoadOptions& opts);
     void run(const RunRequest& request);
     void retune(const ParamState& params);
+    // A retune for the user's edit: as retune(), and retuneTimed follows once the views have
+    // redrawn its result. msBefore: from the first edit to this call (the panel's debounce).
+    void retuneEdit(const ParamState& params, double msBefore);
+    // Where the views look once the next run has finished (a session's focus, an evaluation
+    // cell's needle): the focused head, or with leastKept the head that kept least of the marks
+    // labelled "needle", and the spans to mark.
+    struct RunFocus {
+        int layer = -1;
+        int head = -1;
+        std::vector<AnalysisState::MarkedSpan> marks;
+        bool leastKept = false;
+    };
+    void focusAfterRun(RunFocus focus) { m_runFocus = std::move(focus); }
     void compare(const snapkv::GenerationSettings& generation);
     void cancel();
     // Cancel everything and wait for the worker thread to finish; idempotent.
@@ -64,6 +77,9 @@ Q_SIGNALS:
     // A retune's result has been handed to the state: elapsed ms since it was sent to the worker,
     // and the parameters it was computed for.
     void retuneApplied(double ms, const studio::ParamState& params);
+    // The result of the last retuneEdit has been drawn: selectMs in the worker, totalMs from the
+    // first edit (debounce included) to the visible view redrawn.
+    void retuneTimed(double selectMs, double totalMs);
 
 private:
     enum class LongKind { Load, Run, Compare };
@@ -71,6 +87,8 @@ private:
     void endLong();
     void sendRetune(const ParamState& params);
     void requestAttention();
+    void timeEdit(const ParamState& applied);
+    void applyRunFocus();
     RetuneJob makeRetuneJob(const ParamState& params);
     QString promptKey(const RunRequest& r) const;
 
@@ -107,6 +125,11 @@ private:
     bool m_attentionPending = false;
     ParamState m_compareParams;
     double m_lastSelectMs = 0;
+    // The edit being timed (retuneEdit), until its result is drawn.
+    std::optional<ParamState> m_editParams;
+    double m_editMsBefore = 0;
+    QElapsedTimer m_editClock;
+    RunFocus m_runFocus;
 };
 
 }  // namespace studio

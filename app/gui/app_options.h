@@ -1,5 +1,6 @@
-// Command-line options of snapkv-studio and where to find the default model and the bundled
-// sample document when none is given. No widgets.
+// Command-line options of snapkv-studio: what --help and the man page print, and the parsed,
+// checked values. No widgets; where the default model and the sample document are found is
+// state/app_paths.h, which view names --view accepts is the view registry's.
 #pragma once
 
 #include <QCommandLineOption>
@@ -18,7 +19,7 @@ struct AppOptions {
     QString session;
     bool run = false;
     QString screenshot;       // save a 1600x1000 screenshot of the window after the run, then exit
-    QString view;             // overview | head | document | compare | evaluate
+    QString view;             // a name of the view registry (view_registry.h)
     QString results;          // evaluation results file shown in the Evaluate tab
     bool getModel = false;    // open Help > Get a Model at start (the desktop entry's action)
     QString system;           // --system: the system message of the chat template
@@ -53,21 +54,5 @@ QString manPage(const QString& version);
 // Parses QCoreApplication::arguments(); prints --help/--version itself and exits there. Every value
 // is checked here (ranges, names), so that a bad one is refused before anything loads.
 AppOptions parseOptions(const QStringList& arguments);
-
-// Default model: $SNAPKV_MODEL, then models/<default> under the working directory, next to the
-// executable (../ and ../../, and the build tree's source dir), then userModelsDir(). Empty if none.
-QString defaultModelPath();
-// Where snapkv-fetch-model (and Help > Get a Model) puts models: ~/.local/share/snapkv-studio/models.
-QString userModelsDir();
-QString defaultModelFileName();
-// The models/ folders (working directory, next to the executable, the source tree) and
-// userModelsDir(): those that exist, canonical, each once, in that order. The Model menu lists
-// their models.
-QStringList modelFolders();
-// A file under datasets/: core's lookup (SNAPKV_DATASETS, ./datasets, the installed copy, the
-// source tree), then next to the executable; empty if not found.
-QString findDatasetFile(const QString& name);
-// Reads a UTF-8 text file; nullopt with *error on failure (missing, a folder, unreadable, binary).
-std::optional<QString> readTextFile(const QString& path, QString* error);
 
 }  // namespace studio

@@ -1,10 +1,9 @@
-// Command line and default paths.
-#include "app/gui/state/app_options.h"
+// The command line: option definitions (--help, the man page), parsing and checking. The view
+// names --view accepts and prints come from the view registry; the paths the app looks in from
+// files/app_files.h.
+#include "app/gui/app_options.h"
 
 #include <QCommandLineParser>
-#include <QCoreApplication>
-#include <QDir>
-#include <QFile>
 #include <QFileInfo>
 
 #include <limits>
@@ -12,26 +11,13 @@
 #include "app/gui/panels/walkthrough.h"
 #include "app/gui/state/gui_types.h"
 #include "app/gui/state/param_state.h"
+#include "app/gui/view_registry.h"
 #include "core/common/path_checks.h"
-#include "core/eval/datasets.h"
 #include "core/snapkv/snapkv_params.h"
-
-#ifndef SNAPKV_SOURCE_DIR
-#define SNAPKV_SOURCE_DIR ""
-#endif
 
 namespace studio {
 
 namespace {
-
-QStringList searchRoots() {
-    QStringList roots;
-    roots << QDir::currentPath();
-    const QString exe = QCoreApplication::applicationDirPath();
-    if (!exe.isEmpty()) roots << exe << exe + "/.." << exe + "/../.." << exe + "/../../..";
-    if (QString(SNAPKV_SOURCE_DIR).size()) roots << QString(SNAPKV_SOURCE_DIR);
-    return roots;
-}
 
 // --name's value as a whole number in [min, max]; nullopt when not given or bad (then *error is
 // set, unless an earlier option already set it).
@@ -60,73 +46,6 @@ QString nameOption(const QCommandLineParser& p, const QString& name, const QStri
 
 }  // namespace
 
-QString defaultModelFileName() { return "SmolLM2-135M-Instruct.Q4_1.gguf"; }
-
-QString defaultModelPath() {
-    const QString env = qEnvironmentVariable("SNAPKV_MODEL");
-    if (!env.isEmpty() && QFileInfo::exists(env)) return QFileInfo(env).absoluteFilePath();
-    QStringList dirs;
-    for (const QString& root : searchRoots()) dirs << QDir(root).filePath("models");
-    dirs << userModelsDir();  // where snapkv-fetch-model puts it for an installed copy
-    for (const QString& dir : dirs) {
-        const QString p = QDir(dir).filePath(defaultModelFileName());
-        if (!dir.isEmpty() && QFileInfo::exists(p)) return QFileInfo(p).canonicalFilePath();
-    }
-    return {};
-}
-
-QString userModelsDir() { return QString::fromStdString(snapkv::eval::user_models_dir()); }
-QStringList modelFolders() {
-    QStringList folders;
-    for (const QString& root : searchRoots()) {
-        const QFileInfo fi(QDir(root).filePath("models"));
-        if (fi.isDir() && !folders.contains(fi.canonicalFilePath())) folders << fi.canonicalFilePath();
-    }
-    const QFileInfo user(userModelsDir());  // an installed copy's fetched models
-    if (user.isDir() && !folders.contains(user.canonicalFilePath())) folders << user.canonicalFilePath();
-    return folders;
-}
-
-QString findDatasetFile(const QString& name) {
-    // The CLI's lookup first ($SNAPKV_DATASETS, ./datasets, the installed copy, the source tree),
-    // then next to the executable (a build folder moved with its sources).
-    QStringList dirs;
-    for (const std::string& r : snapkv::eval::dataset_roots(SNAPKV_SOURCE_DIR)) dirs << QString::fromStdString(r);
-    for (const QString& root : searchRoots()) dirs << QDir(root).filePath("datasets");
-    for (const QString& dir : dirs) {
-        const QString p = QDir(dir).filePath(name);
-        if (QFileInfo::exists(p)) return QFileInfo(p).canonicalFilePath();
-    }
-    return {};
-}
-
-std::optional<QString> readTextFile(const QString& path, QString* error) {
-    const QFileInfo fi(path);
-    if (!fi.exists()) {
-        *error = QString("cannot open %1: no such file").arg(path);
-        return std::nullopt;
-    }
-    if (fi.isDir()) {
-        *error = QString("cannot open %1: it is a folder, not a text file").arg(path);
-        return std::nullopt;
-    }
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        *error = QString("cannot open %1: %2").arg(path, f.errorString());
-        return std::nullopt;
-    }
-    const QByteArray bytes = f.readAll();
-    if (f.error() != QFileDevice::NoError) {
-        *error = QString("cannot read %1: %2").arg(path, f.errorString());
-        return std::nullopt;
-    }
-    if (bytes.contains('\0')) {
-        *error = QString("%1 looks like a binary file (it contains NUL bytes), not text").arg(path);
-        return std::nullopt;
-    }
-    return QString::fromUtf8(bytes);
-}
-
 bool AppOptions::overridesSettings() const {
     return headless() || !session.isEmpty() || budget || window || kernel || !pooling.isEmpty() || !policy.isEmpty() ||
            !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
@@ -147,7 +66,7 @@ QList<QCommandLineOption> applicationOptions() {
         {"session", "Open a saved session (.snapkv.json).", "path"},
         {"run", "Run right away (load, prefill, select)."},
         {"screenshot", "After the run, save a 1600x1000 screenshot of the window and exit.", "file.png"},
-        {"view", "View to show: overview, head, document, compare or evaluate.", "name"},
+        {"view", QString("View to show: %1.").arg(viewNamesText()), "name"},
         {"results", "Show an evaluation results file (snapkv needle, sweep or ruler JSON Lines) in the Evaluate tab.",
          "path"},
         {"max-tokens", "Tokens to generate for the compare view (headless).", "n", "32"},
@@ -239,7 +158,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     // A screenshot of a results file needs no prefill unless --run asks for one.
     o.run = p.isSet("run") || (p.isSet("screenshot") && o.results.isEmpty()) || p.isSet("bench-retune");
     o.screenshot = p.value("screenshot");
-    o.view = nameOption(p, "view", {"overview", "head", "document", "compare", "evaluate"}, &o.error);
+    o.view = nameOption(p, "view", viewNames(), &o.error);
     if (auto v = intOption(p, "max-tokens", 1, kMaxNewTokens, " (tokens generated for the compare view)", &o.error))
         o.maxTokens = *v, o.maxTokensSet = true;
     const int wmax = static_cast<int>(appMaxWindow());
