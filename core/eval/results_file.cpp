@@ -2,13 +2,14 @@
 #include "core/eval/results_file.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
-#include <unistd.h>
-
+#include "core/common/atomic_file.h"
 #include "core/common/errors.h"
 
 namespace snapkv::eval {
@@ -18,14 +19,6 @@ using json = nlohmann::json;
 namespace {
 
 std::string where(const std::string& path, int64_t line) { return "'" + path + "' line " + std::to_string(line); }
-
-void make_parent(const std::string& path) {
-    const fs::path parent = fs::path(path).parent_path();
-    if (parent.empty()) return;
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    if (ec) throw InputError("cannot create the folder '" + parent.string() + "' for '" + path + "': " + ec.message());
-}
 
 std::string short_value(const json& v) {
     std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -116,9 +109,13 @@ std::set<RowKey> resume_rows(const std::string& path, const json& settings) {
 }
 
 RowWriter::RowWriter(const std::string& path) : m_path(path) {
-    make_parent(path);
+    create_parent_dirs(path);
     m_file = std::fopen(path.c_str(), "ab");
-    if (!m_file) throw InputError("cannot open results file '" + path + "' for writing");
+    if (!m_file) {
+        const int err = errno;
+        throw FileError(FileError::Kind::Io,
+                        "cannot open results file '" + path + "' for writing: " + std::strerror(err));
+    }
 }
 
 RowWriter::~RowWriter() {
@@ -127,8 +124,11 @@ RowWriter::~RowWriter() {
 
 void RowWriter::write(const Row& row) {
     const std::string line = row_line(row);
-    if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0)
-        throw Error("writing results file '" + m_path + "' failed (disk full?)");
+    errno = 0;
+    if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0) {
+        const int err = errno ? errno : EIO;
+        throw FileError(FileError::Kind::Io, "cannot write results file '" + m_path + "': " + std::strerror(err));
+    }
 }
 
 bool row_less(const Row& a, const Row& b) {
@@ -192,28 +192,6 @@ MergeReport merge_results(const std::vector<std::string>& inputs, const std::str
     for (const auto& r : rows) content += row_line(r);
     write_file_atomic(out, content);
     return rep;
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
-    make_parent(path);
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw InputError("cannot write '" + tmp + "'");
-        f << content;
-        f.flush();
-        if (!f) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw Error("writing '" + tmp + "' failed (disk full?)");
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw InputError("cannot move the finished file into place at '" + path + "'");
-    }
 }
 
 namespace {

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/atomic_file.h"
+
 namespace snapkv::eval {
 
 using Row = nlohmann::json;
@@ -69,8 +71,9 @@ int64_t expected_rows(const nlohmann::json& settings);
 // "max_tokens: 32 here, 24 there" for the first key whose values differ ("" when equal).
 std::string first_difference(const nlohmann::json& here, const nlohmann::json& there, const std::string& prefix = "");
 
-// Writes `content` to path through path.tmp-PID + rename, creating parent folders.
-void write_file_atomic(const std::string& path, const std::string& content);
+// Whole files (merge_results, exports) are written by core/common's write_file_atomic, one atomic
+// write for core and both apps; eval:: callers written before it was the only one still find it here.
+using snapkv::write_file_atomic;
 // One line per row; columns are the scalar fields in first-seen order, timing.* flattened;
 // settings and per-layer arrays are left out.
 std::string rows_to_csv(const std::vector<Row>& rows);

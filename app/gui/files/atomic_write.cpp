@@ -1,24 +1,28 @@
-// saveBytes / saveImage over QSaveFile.
+// saveBytes / saveImage over core's write_file_atomic.
 #include "app/gui/files/atomic_write.h"
 
 #include <QBuffer>
+#include <QFileInfo>
 #include <QImage>
-#include <QSaveFile>
+
+#include <string_view>
+
+#include "core/common/atomic_file.h"
+#include "core/common/errors.h"
 
 namespace studio {
 
 bool saveBytes(const QString& path, const QByteArray& bytes, QString* error) {
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly)) {
-        *error = QString("cannot write %1: %2").arg(path, f.errorString());
+    const QFileInfo folder(QFileInfo(path).absolutePath());
+    if (!folder.isDir()) {
+        *error = QString("cannot write '%1': the folder '%2' does not exist").arg(path, folder.filePath());
         return false;
     }
-    // flush() is checked before commit(): QSaveFile notices a failed write only when it happens in
-    // write(), not when buffered bytes fail at the close inside commit() (a short file would then
-    // be renamed over the target). Unflushed, the destructor removes the temporary file.
-    if (f.write(bytes) != bytes.size() || !f.flush() || !f.commit()) {
-        *error = QString("cannot write %1: %2 (the previous file, if any, is unchanged)").arg(path, f.errorString());
-        f.cancelWriting();
+    try {
+        snapkv::write_file_atomic(path.toStdString(),
+                                  std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+    } catch (const snapkv::Error& e) {
+        *error = QString::fromUtf8(e.what());
         return false;
     }
     return true;

@@ -1,9 +1,8 @@
-// Writing a whole file so that it is either complete or not there: the bytes go to a temporary
-// file in the target's folder, every write, the flush and the close are checked, and only then is
-// the temporary file renamed over the target. Used by session files, exports and screenshots.
-// Not core/common/atomic_file.h (the CLI's): this one takes Qt's types, reports a QString for a
-// dialog instead of throwing, and refuses a folder that does not exist rather than creating it
-// (a path from a file dialog names an existing folder; a missing one is the user's mistake).
+// Writing a whole file so that it is either complete or not there, for session files, exports and
+// screenshots: Qt's types over core/common/atomic_file.h's write_file_atomic (the one atomic write of
+// core, the CLI and the app), reporting a QString for a dialog instead of throwing. Unlike the CLI it
+// refuses a folder that does not exist rather than creating it (a path from a file dialog names an
+// existing folder; a missing one is the user's mistake).
 #pragma once
 
 #include <QByteArray>
