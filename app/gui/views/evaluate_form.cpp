@@ -24,6 +24,7 @@
 
 #include "app/gui/state/eval_results.h"
 #include "app/gui/state/eval_ruler.h"
+#include "core/eval/param_error.h"
 #include "core/eval/ruler_runner.h"
 #include "core/eval/ruler_tasks.h"
 #include "core/snapkv/snapkv_params.h"
@@ -36,6 +37,17 @@ using json = nlohmann::json;
 namespace {
 
 QString fmtNumber(double v) { return QString::number(v, 'g', 6); }
+
+// The form's label of a grid parameter core names (se::ParamError), so that a refused field reads
+// as the user sees it: "W: 'x' is not a whole number", "K: 4 must be odd ...".
+std::string fieldLabel(const std::string& param) {
+    static const std::map<std::string, std::string> labels = {
+        {"lengths", "Lengths"}, {"depths", "Depths"},   {"policies", "Policies"}, {"tasks", "Tasks"},
+        {"ratios", "Ratios"},   {"budgets", "Budgets"}, {"windows", "W"},         {"kernels", "K"},
+        {"poolings", "pool"},   {"gqa", "GQA"}};
+    const auto it = labels.find(param);
+    return it != labels.end() ? it->second : param;
+}
 
 template <typename T>
 QString numberList(const std::vector<T>& v) {
@@ -330,36 +342,44 @@ EvalJob EvaluateForm::job(const QString& modelPath, const snapkv::LoadOptions& l
     job.modelPath = modelPath;
     job.load = load;
     if (job.modelPath.isEmpty()) throw snapkv::InputError("no model: open a model first (File > Open Model)");
-    if (!m_lengths->text().trimmed().isEmpty())
-        job.lengths = se::parse_int_list(m_lengths->text().toStdString(), "Lengths");
-    job.depths = se::parse_number_list(m_depths->text().toStdString(), "Depths");
-    job.needle = m_needle->currentData().toString();
-    job.haystack = haystack();
-    job.setPath = setPath();
-    job.axes.policies = se::parse_name_list(m_policies->text().toStdString(), "Policies");
-    if (job.task == "ruler") {
-        job.rulerTasks = m_rulerTasks->text().trimmed();
-        se::parse_ruler_tasks(job.rulerTasks.toStdString());  // names checked now
-        job.rulerLengths = se::parse_int_list(m_rulerLengths->text().toStdString(), "Lengths");
-        job.samples = m_samples->value();
-        if (!m_ratios->text().trimmed().isEmpty())
-            job.axes.ratios = se::parse_number_list(m_ratios->text().toStdString(), "Ratios");
-        job.axes.budgets.clear();
-        if (!m_rulerBudgets->text().trimmed().isEmpty())
-            job.axes.budgets = se::parse_int_list(m_rulerBudgets->text().toStdString(), "Budgets");
-    } else {
-        job.axes.budgets = se::parse_int_list(m_budgets->text().toStdString(), "Budgets");
+    try {
+        readGrid(job);
+    } catch (const se::ParamError& e) {
+        throw snapkv::InputError(e.text(fieldLabel));
     }
-    job.axes.windows = se::parse_int_list(m_windows->text().toStdString(), "W");
-    job.axes.kernels = se::parse_int_list(m_kernels->text().toStdString(), "K");
-    job.axes.poolings = se::parse_name_list(m_poolings->text().toStdString(), "pool");
-    job.axes.gqa = se::parse_name_list(m_gqa->text().toStdString(), "GQA");
-    se::expand_configs(job.axes);  // validate now: errors name the grid's parameters (ParamError)
     job.maxTokens = m_maxTokens->value();
     job.klSteps = job.maxTokens;
     if (job.task == "ruler") job.klSteps = se::RunOptions{}.kl_steps;  // as `snapkv ruler`
     job.outPath = m_out->text().trimmed();
     return job;
+}
+
+void EvaluateForm::readGrid(EvalJob& job) const {
+    if (!m_lengths->text().trimmed().isEmpty())
+        job.lengths = se::parse_int_list(m_lengths->text().toStdString(), "lengths");
+    job.depths = se::parse_number_list(m_depths->text().toStdString(), "depths");
+    job.needle = m_needle->currentData().toString();
+    job.haystack = haystack();
+    job.setPath = setPath();
+    job.axes.policies = se::parse_name_list(m_policies->text().toStdString(), "policies");
+    if (job.task == "ruler") {
+        job.rulerTasks = m_rulerTasks->text().trimmed();
+        se::parse_ruler_tasks(job.rulerTasks.toStdString());  // names checked now
+        job.rulerLengths = se::parse_int_list(m_rulerLengths->text().toStdString(), "lengths");
+        job.samples = m_samples->value();
+        if (!m_ratios->text().trimmed().isEmpty())
+            job.axes.ratios = se::parse_number_list(m_ratios->text().toStdString(), "ratios");
+        job.axes.budgets.clear();
+        if (!m_rulerBudgets->text().trimmed().isEmpty())
+            job.axes.budgets = se::parse_int_list(m_rulerBudgets->text().toStdString(), "budgets");
+    } else {
+        job.axes.budgets = se::parse_int_list(m_budgets->text().toStdString(), "budgets");
+    }
+    job.axes.windows = se::parse_int_list(m_windows->text().toStdString(), "windows");
+    job.axes.kernels = se::parse_int_list(m_kernels->text().toStdString(), "kernels");
+    job.axes.poolings = se::parse_name_list(m_poolings->text().toStdString(), "poolings");
+    job.axes.gqa = se::parse_name_list(m_gqa->text().toStdString(), "gqa");
+    se::expand_configs(job.axes);  // validate now
 }
 
 void EvaluateForm::fillFromSettings(const json& st, const QString& path) {

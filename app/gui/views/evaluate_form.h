@@ -69,6 +69,8 @@ Q_SIGNALS:
 
 private:
     QLineEdit* fieldEdit(const QString& name) const;  // the line edit called name, or null
+    // The grid's fields into job, checked (se::ParamError naming core's parameters).
+    void readGrid(EvalJob& job) const;
     void updateVisibility();
 
     QComboBox* m_task;
