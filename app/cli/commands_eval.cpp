@@ -20,10 +20,6 @@
 #include "core/eval/results_file.h"
 #include "core/session/session.h"
 
-#ifndef SNAPKV_SOURCE_DIR
-#define SNAPKV_SOURCE_DIR ""
-#endif
-
 namespace snapkv::cli {
 namespace {
 

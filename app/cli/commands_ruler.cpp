@@ -23,10 +23,6 @@
 #include "core/eval/ruler_runner.h"
 #include "core/session/session.h"
 
-#ifndef SNAPKV_SOURCE_DIR
-#define SNAPKV_SOURCE_DIR ""
-#endif
-
 namespace snapkv::cli {
 namespace {
 

@@ -18,6 +18,12 @@
 #include "app/cli/command_options.h"
 #include "core/eval/eval_runner.h"
 
+// The source tree, where the grid commands find the bundled datasets when nothing else has them
+// (core/eval/datasets.h); the build defines it.
+#ifndef SNAPKV_SOURCE_DIR
+#define SNAPKV_SOURCE_DIR ""
+#endif
+
 namespace snapkv::cli {
 
 // Seconds, one decimal below 10 s.
