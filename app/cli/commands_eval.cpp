@@ -215,7 +215,7 @@ void register_eval_commands(CLI::App& app, const std::atomic<bool>* cancel) {
         cmd->add_option("--out,-o", out, "Merged results (JSON Lines, written atomically)")->required();
         cmd->add_option("inputs", inputs, "Shard result files")->required();
         cmd->add_flag("--allow-partial", allow_partial, "Write the merge even when grid rows are missing");
-        cmd->callback([] { cmd_merge(inputs, out, allow_partial); });
+        cmd->callback([] { with_grid_flags(GridCommand{}, [] { cmd_merge(inputs, out, allow_partial); }); });
     }
 }
 

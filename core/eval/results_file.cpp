@@ -11,6 +11,7 @@
 
 #include "core/common/atomic_file.h"
 #include "core/common/errors.h"
+#include "core/eval/param_error.h"
 
 namespace snapkv::eval {
 namespace fs = std::filesystem;
@@ -53,7 +54,7 @@ ResultsFile read_results(const std::string& path, bool allow_incomplete_tail) {
             }
             throw InputError(where(path, line_no) +
                              " is incomplete (no end of line: the run stopped while "
-                             "writing it); rerun that run with the same --out to resume it, then merge");
+                             "writing it); resume that run (the same options and results file), then merge");
         }
         f.complete_bytes = pos;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -97,8 +98,8 @@ std::set<RowKey> resume_rows(const std::string& path, const json& settings) {
     for (size_t i = 0; i < f.rows.size(); ++i) {
         const json& r = f.rows[i];
         if (std::string d = first_difference(settings, r["settings"]); !d.empty())
-            throw InputError(where(path, f.lines[i]) + " was written with other settings (" + d +
-                             "); give another --out, or the same options to resume it");
+            throw ParamError("out", where(path, f.lines[i]) + " was written with other settings (" + d +
+                                        "); choose another results file, or the same options to resume it");
         keys.insert({r["cell"].get<int64_t>(), r["config"].get<int64_t>()});
     }
     if (f.incomplete_tail) {
@@ -183,9 +184,10 @@ MergeReport merge_results(const std::vector<std::string>& inputs, const std::str
         for (size_t i = 0; i < std::min<size_t>(3, rep.missing.size()); ++i)
             first += (i ? ", " : "") + std::string("cell ") + std::to_string(rep.missing[i].first) + " config " +
                      std::to_string(rep.missing[i].second);
-        throw InputError("merge: " + std::to_string(rep.missing.size()) + " of " + std::to_string(rep.expected) +
-                         " rows of the grid are in no input (first: " + first +
-                         "); run the missing shards, or pass --allow-partial");
+        throw ParamError("allow_partial", "merge: " + std::to_string(rep.missing.size()) + " of " +
+                                              std::to_string(rep.expected) +
+                                              " rows of the grid are in no input (first: " + first +
+                                              "); run the missing shards, or allow a partial merge");
     }
     std::stable_sort(rows.begin(), rows.end(), row_less);
     std::string content;

@@ -34,8 +34,8 @@ struct ResultsFile {
 // error unless allow_incomplete_tail (resume), where it is reported and left out.
 ResultsFile read_results(const std::string& path, bool allow_incomplete_tail);
 
-// The rows already in `path` (none when it does not exist), for resuming. Throws InputError when a
-// row was made with other settings (naming the first difference). Cuts an unterminated last line
+// The rows already in `path` (none when it does not exist), for resuming. Throws ParamError("out")
+// when a row was made with other settings (naming the first difference). Cuts an unterminated last line
 // off the file so that appending continues on a clean line.
 std::set<RowKey> resume_rows(const std::string& path, const nlohmann::json& settings);
 
@@ -61,7 +61,8 @@ struct MergeReport {
 };
 
 // Joins result files into `out` (rows sorted by cell, then configuration). Refuses rows made with
-// different settings, the same (cell, config) twice, and, unless allow_partial, an incomplete grid.
+// different settings, the same (cell, config) twice, and, unless allow_partial, an incomplete grid
+// (ParamError("allow_partial"), so the CLI can name its flag).
 MergeReport merge_results(const std::vector<std::string>& inputs, const std::string& out, bool allow_partial);
 
 // Sort key and expected grid size of rows.
