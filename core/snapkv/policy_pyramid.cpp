@@ -1,9 +1,10 @@
 // PyramidKV (Cai et al. 2024; KVCache-Factory pyramidkv_utils.py): SnapKV's scores and top-k with
-// budgets that shrink with depth (pyramid_layer_budgets, policies.h), and SnapKV's uniform budget
+// budgets that shrink with depth (pyramid_layer_budgets, policy_pyramid.h), and SnapKV's uniform budget
 // when the prompt is shorter than 2 * (C - W), as the reference does.
+#include <algorithm>
 #include <string>
 
-#include "core/snapkv/policies.h"
+#include "core/snapkv/policy_pyramid.h"
 #include "core/snapkv/policy_rule.h"
 
 namespace snapkv {
@@ -25,6 +26,29 @@ public:
 };
 
 }  // namespace
+
+bool pyramid_is_graded(int64_t budget, int64_t window, int64_t n_tokens) {
+    // update_kv: `if q_len < self.max_capacity_prompt` -> uncompressed;
+    // `elif q_len < (self.max_capacity_prompt - self.window_size) * 2` -> uniform SnapKV.
+    return n_tokens >= budget && n_tokens >= (budget - window) * 2;
+}
+
+std::vector<int64_t> pyramid_layer_budgets(int64_t budget, int64_t window, int64_t n_tokens, int64_t n_layer,
+                                           int64_t beta) {
+    std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(n_layer, 0)), budget);
+    if (!pyramid_is_graded(budget, window, n_tokens)) return out;
+    const int64_t base = budget - window;  // max_capacity_prompt - window_size
+    int64_t min_num = base / beta;
+    int64_t max_num = base * 2 - min_num;
+    if (max_num >= n_tokens - window) {
+        max_num = n_tokens - window;
+        min_num = base * 2 - max_num;
+    }
+    // In this branch max_num >= min_num >= 0 (L >= C), so C++ division equals Python's //.
+    const int64_t steps = n_layer > 1 ? (max_num - min_num) / (n_layer - 1) : 0;
+    for (int64_t l = 0; l < n_layer; ++l) out[static_cast<size_t>(l)] = max_num - l * steps + window;
+    return out;
+}
 
 const PolicyRule& pyramid_rule() {
     static const PyramidRule rule;

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "core/snapkv/policies.h"
+#include "core/snapkv/ranking.h"
 
 namespace snapkv {
 

@@ -14,7 +14,7 @@
 #include <ATen/ATen.h>
 
 #include "core/snapkv/layer_scorer.h"
-#include "core/snapkv/policies.h"
+#include "core/snapkv/ranking.h"
 #include "core/snapkv/snapkv_params.h"
 
 namespace snapkv {

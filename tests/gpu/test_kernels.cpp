@@ -29,7 +29,7 @@
 #include "core/kv/kv_cache.h"
 #include "core/model/llama_model.h"
 #include "core/snapkv/layer_scorer.h"
-#include "core/snapkv/policies.h"
+#include "core/snapkv/ranking.h"
 #include "core/snapkv/selector.h"
 #include "core/tokenizer/tokenizer.h"
 #include "kernels/snapkv_kernels.h"

@@ -15,6 +15,9 @@
 #include <catch2/catch.hpp>
 
 #include "core/common/errors.h"
+#include "core/snapkv/policy_adakv.h"
+#include "core/snapkv/policy_pyramid.h"
+#include "core/snapkv/policy_random.h"
 #include "core/snapkv/retune_bench.h"
 #include "core/snapkv/selector.h"
 #include "tests/snapkv/naive_reference.h"

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/common/errors.h"
+#include "core/snapkv/ranking.h"
 #include "core/snapkv/selector.h"
 #include "tests/snapkv/snapkv_test_util.h"
 #include "tests/snapkv/tensor_compare.h"
