@@ -6,6 +6,7 @@
 
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
+#include "core/session/run_plan.h"
 #include "core/snapkv/params_json.h"
 
 namespace snapkv::cli {
@@ -29,12 +30,13 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     const PromptSpec spec = checked_json_run(c, po, so, out);
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
-    PrefillSettings ps;
-    ps.max_window = max_window_of(so);
-    // One selection, no retunes: H2O's sums (a second pass over the keys) only when it is the policy.
-    ps.h2o = p.policy == Policy::H2O;
-    // Nothing is generated: each layer's values go once scored (peak memory: keys + one layer's values).
-    ps.keep_values = false;
+    // One selection, no retunes: only what this policy declares is captured (H2O's sums are a
+    // second pass over the keys). Nothing is generated: each layer's values go once scored (peak
+    // memory: keys + one layer's values).
+    RunFlags flags;
+    flags.max_window = max_window_of(so);
+    flags.analysis_only = true;
+    const PrefillSettings ps = plan_run({p}, flags);
     s->prefill(spec, ps, stderr_progress(out.empty() || out == "-"), cancel);
     Selection sel = s->select(p, so.query_agnostic, true);
     write_json(selection_json(*s, sel, p, so.query_agnostic), out);

@@ -9,6 +9,7 @@
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
 #include "core/common/units.h"
+#include "core/session/run_plan.h"
 #include "core/session/runtime.h"
 
 namespace snapkv::cli {
@@ -51,10 +52,10 @@ void bench_compress(Session& s, const std::vector<int64_t>& lengths, int64_t dec
               << "\n";
     for (int64_t n : lengths) {
         const PromptSpec spec = repeated_prompt(s, po, n);
-        PrefillSettings ps;
-        ps.max_window = max_window_of(so);
-        ps.h2o = policy_info(p.policy).needs_h2o;
-        ps.new_tokens = decode;
+        RunFlags flags;
+        flags.max_window = max_window_of(so);
+        flags.new_tokens = decode;
+        const PrefillSettings ps = plan_run({p}, flags);
         reset_peak_device_memory();
         const PrefillSummary sum = s.prefill(spec, ps, stderr_progress(false), cancel);
         const int64_t peak_prefill = peak_device_memory_bytes();
@@ -112,8 +113,10 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
         }
         return;
     }
-    PrefillSettings ps;
-    ps.max_window = max_window_of(so);
+    // The benchmark steps through every policy of the table from this one prefill.
+    RunFlags flags;
+    flags.max_window = max_window_of(so);
+    const PrefillSettings ps = plan_all_policies(flags);
     const PromptSpec spec = repeated_prompt(*s, po, lengths.back());
     PrefillSummary sum = s->prefill(spec, ps, stderr_progress(false), cancel);
     std::cout << "prompt " << sum.n_tokens << " tokens: prefill " << std::fixed << std::setprecision(0)

@@ -8,6 +8,7 @@
 #include "app/cli/command_options.h"
 #include "core/common/units.h"
 #include "core/session/compare_json.h"
+#include "core/session/run_plan.h"
 #include "core/snapkv/params_json.h"
 
 namespace snapkv::cli {
@@ -18,10 +19,10 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     const PromptSpec spec = checked_json_run(c, po, so, out);
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
-    PrefillSettings ps;
-    ps.max_window = max_window_of(so);
-    ps.h2o = policy_info(p.policy).needs_h2o;
-    ps.new_tokens = go.max_tokens;  // prompt + new tokens are checked against the context first
+    RunFlags flags;
+    flags.max_window = max_window_of(so);
+    flags.new_tokens = go.max_tokens;  // prompt + new tokens are checked against the context first
+    const PrefillSettings ps = plan_run({p}, flags);
     const bool quiet = out.empty() || out == "-";
     s->prefill(spec, ps, stderr_progress(quiet), cancel);
     CompareSettings cs;

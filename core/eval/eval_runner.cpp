@@ -8,6 +8,7 @@
 
 #include "core/common/units.h"
 #include "core/eval/text_score.h"
+#include "core/session/run_plan.h"
 
 namespace snapkv::eval {
 namespace {
@@ -153,14 +154,10 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
     RunStats st;
     st.cells_in_shard = static_cast<int64_t>(cells.size());
 
-    PrefillSettings ps;
-    ps.max_window = 1;
-    ps.h2o = false;
-    for (const auto& c : m_options.configs) {
-        if (c.full) continue;
-        ps.max_window = std::max(ps.max_window, c.params.window);
-        ps.h2o = ps.h2o || policy_info(c.params.policy).needs_h2o;
-    }
+    std::vector<SelectionParams> selections;  // the configurations that select from the prefill
+    for (const auto& c : m_options.configs)
+        if (!c.full) selections.push_back(c.params);
+    const PrefillSettings ps = plan_run(selections);
     CompareSettings cs;
     cs.generation = m_options.generation;
     cs.hit_threshold = m_options.hit_threshold;

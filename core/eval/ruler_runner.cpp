@@ -11,6 +11,7 @@
 #include "core/eval/chat_settings.h"
 #include "core/eval/param_error.h"
 #include "core/session/memory_estimate.h"
+#include "core/session/run_plan.h"
 
 namespace snapkv::eval {
 using json = nlohmann::json;
@@ -163,14 +164,10 @@ CellPrompt RulerTask::prepare(const Session& s, int64_t cell) const {
 }
 
 void check_ruler_memory(const Session& s, const RulerTask& task, const RunOptions& run, bool query_agnostic) {
-    PrefillSettings ps;
-    ps.max_window = 1;
-    ps.h2o = false;
-    for (const auto& c : run.configs) {
-        if (c.full) continue;
-        ps.max_window = std::max(ps.max_window, c.params.window);
-        ps.h2o = ps.h2o || c.params.policy == Policy::H2O;
-    }
+    std::vector<SelectionParams> selections;  // the configurations that select from the prefill
+    for (const auto& c : run.configs)
+        if (!c.full) selections.push_back(c.params);
+    const PrefillSettings ps = plan_run(selections);
     const int64_t longest = *std::max_element(task.options().lengths.begin(), task.options().lengths.end());
     try {
         require_memory(s.estimate_prefill_memory(longest, ps, query_agnostic), s.available_memory(),

@@ -16,6 +16,7 @@
 
 #include "core/common/errors.h"
 #include "core/snapkv/layer_scorer.h"
+#include "core/snapkv/policy_table.h"
 
 namespace snapkv {
 namespace {
@@ -39,7 +40,8 @@ int64_t prod(std::initializer_list<int64_t> xs) {
     return r;
 }
 
-constexpr int64_t kAttnChunk = 512;  // ForwardOptions::attn_chunk
+constexpr int64_t kAttnChunk = 512;    // ForwardOptions::attn_chunk
+constexpr int64_t kLayerChunk = 1024;  // core/model/forward_parts.h: a longer call runs in chunks
 
 // "12G", "512M", "1048576" -> bytes; -1 when it does not parse.
 int64_t parse_size(const std::string& s) {
@@ -71,28 +73,61 @@ std::string MemoryEstimate::breakdown() const {
     return s;
 }
 
-MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64_t elem_bytes, const RunShape& run) {
+MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64_t elem_bytes, const RunShape& run,
+                               const ForwardPath& path) {
     MemoryEstimate m;
     m.weights = weight_bytes;
     const int64_t T = std::max<int64_t>(run.n_tokens, 1);
     const int64_t S = std::max(run.cache_slots, T);
     const int64_t n_layer = c.n_layer, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
 
-    // KV cache (kv_cache.cpp): K and V [Hkv, S, D] in the model dtype + positions [Hkv, S] int64.
+    // KV cache (kv_cache.cpp): K and V [Hkv, S, D] in the model dtype + positions [Hkv, S] int64;
+    // without values kept (an analysis) only one layer's V exists at a time.
     const int64_t per_layer_kv = sat_add(prod({2, Hkv, S, D, elem_bytes}), prod({Hkv, S, 8}));
     m.kv_cache = prod({std::max<int64_t>(run.caches, 1), n_layer, per_layer_kv});
+    if (!run.values_kept)
+        m.kv_cache = sat_add(prod({n_layer, sat_add(prod({Hkv, S, D, elem_bytes}), prod({Hkv, S, 8}))}),
+                             prod({Hkv, S, D, elem_bytes}));
 
-    // One layer of the forward pass (llama_model.cpp): the residual, the norm, q/k/v and their
-    // RoPE temporaries, the attention output, the three [T, F] MLP products, all float32 at
-    // worst; attention per chunk of Q queries: scores + probabilities (float32) + mask (bool)
-    // over the S slots. Plus the logits.
-    const int64_t per_token = sat_add(sat_add(prod({3, c.n_embd}), prod({4, H, D})),
-                                      sat_add(prod({4, Hkv, D}), prod({4, c.n_ff})));
-    const int64_t layer_act = prod({4, T, per_token});
-    const int64_t attn = prod({H, std::min(T, kAttnChunk), S, 9});
     // Logits: [rows, V] float32, plus one float64 row and its log-sum-exp input.
     const int64_t logits = sat_add(prod({std::max<int64_t>(run.logit_rows, 1), c.n_vocab, 4}), prod({c.n_vocab, 16}));
-    m.activations = sat_add(sat_add(layer_act, attn), logits);
+    if (path.cpu_float32) {
+        // llama_model.cpp run_layer / long_prompt_layer.cpp, float32: the residual stream [T, E]
+        // is held whole; at a layer's peak (its down projection) live the queries [T, H*D] and
+        // keys [T, Hkv*D] (projected and rotated: twice in the chunked path, whose views keep the
+        // projections), the attention's output projection, the normed input and the down
+        // projection [T, E] each, gate and up [T, F]. Attention is core/quant's blocked online
+        // softmax: no [T, S] matrix. A call of more than kLayerChunk tokens runs in equal chunks of
+        // at most that many (n), with the layer's matrices dequantized to float32 for the whole
+        // layer when native and within a tile, and the pre-RoPE queries [T, H, D] kept whole for
+        // the query statistics.
+        const int64_t per_token = sat_add(sat_add(prod({H, D}), prod({Hkv, D})),
+                                          sat_add(prod({3, c.n_embd}), prod({2, c.n_ff})));
+        int64_t layer_act = prod({T, per_token, 4});
+        if (T > kLayerChunk) {
+            const int64_t n_chunks = (T + kLayerChunk - 1) / kLayerChunk, n = (T + n_chunks - 1) / n_chunks;
+            layer_act = prod({n, sat_add(per_token, sat_add(prod({H, D}), prod({Hkv, D}))), 4});
+            if (path.native_weights) {
+                const int64_t E = c.n_embd, HD = prod({H, D}), HkvD = prod({Hkv, D});
+                for (int64_t values : {prod({HD, E}), prod({HkvD, E}), prod({HkvD, E}), prod({E, HD}),
+                                       prod({c.n_ff, E}), prod({c.n_ff, E}), prod({E, c.n_ff})})
+                    if (values <= path.tile_values) layer_act = sat_add(layer_act, prod({values, 4}));
+            }
+            if (run.max_window > 0 && (run.captures & kCapturesQueryStats))
+                layer_act = sat_add(layer_act, prod({T, H, D, 4}));
+        }
+        m.activations = sat_add(sat_add(prod({T, c.n_embd, 4}), layer_act), logits);
+    } else {
+        // One layer of the forward pass (llama_model.cpp): the residual, the norm, q/k/v and their
+        // RoPE temporaries, the attention output, the three [T, F] MLP products, all float32 at
+        // worst; attention per chunk of Q queries: scores + probabilities (float32) + mask (bool)
+        // over the S slots. Plus the logits.
+        const int64_t per_token = sat_add(sat_add(prod({3, c.n_embd}), prod({4, H, D})),
+                                          sat_add(prod({4, Hkv, D}), prod({4, c.n_ff})));
+        const int64_t layer_act = prod({4, T, per_token});
+        const int64_t attn = prod({H, std::min(T, kAttnChunk), S, 9});
+        m.activations = sat_add(sat_add(layer_act, attn), logits);
+    }
 
     if (run.max_window > 0) {
         const int64_t W = std::min(run.max_window, T);
@@ -100,13 +135,13 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         // Window queries [H, Wmax, D] per layer (and the context's own), H2O scores [H, L]
         // (the whole prompt's and the context's), float32 key copies only for 16-bit caches.
         int64_t cap = prod({parts, n_layer, H, W, D, 4});
-        if (run.h2o) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
-        // Query statistics: [H, D, D] + [H, D] float64, [H, 16, D], the [D, D] RoPE mean and value
-        // norms [Hkv, L] per layer and part.
-        if (run.query_stats)
-            cap = sat_add(cap, prod({parts, n_layer,
-                                     sat_add(sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4})),
-                                             sat_add(prod({D, D, 4}), prod({Hkv, T, 4})))}));
+        if (run.captures & kCapturesColumnSums) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
+        // Query statistics: [H, D, D] + [H, D] float64 and [H, 16, D] per layer and part; value
+        // norms [Hkv, L] per layer and part; the [D, D] RoPE mean per layer and part.
+        if (run.captures & kCapturesQueryStats)
+            cap = sat_add(cap, prod({parts, n_layer, sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4}))}));
+        if (run.captures & kCapturesValueNorms) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, 4}));
+        if (run.captures & kCapturesFutureRope) cap = sat_add(cap, prod({parts, n_layer, D, D, 4}));
         if (elem_bytes != 4) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, D, 4}));
         m.capture = cap;
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per

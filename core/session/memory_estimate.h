@@ -6,6 +6,7 @@
 // layer_scorer.h) and leave out allocator slack. Torch-free header.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -21,7 +22,9 @@ struct MemoryEstimate {
     int64_t capture = 0;      // window queries, H2O scores and float32 key copies kept per layer
     int64_t scorer = 0;       // LayerScorer checkpoints + votes, and their build temporaries
     int64_t activations = 0;  // the largest temporaries of one forward pass (a layer at a time)
-    int64_t extra() const { return kv_cache + capture + scorer + activations; }  // beyond weights
+    // Beyond the weights, at the peak: the scorers are built once the forward pass has returned
+    // and freed its temporaries, so only the larger of the two counts.
+    int64_t extra() const { return kv_cache + capture + std::max(scorer, activations); }
     int64_t total() const { return weights + extra(); }
     // "KV cache 377.0 MiB, capture 17.6 MiB, scorer 79.6 MiB, activations 702.3 MiB"
     std::string breakdown() const;
@@ -29,19 +32,31 @@ struct MemoryEstimate {
 
 // What a run allocates beyond the weights.
 struct RunShape {
-    int64_t n_tokens = 0;      // tokens of the longest forward call (the prompt, or a chunk)
-    int64_t cache_slots = 0;   // KV cache capacity (tokens)
-    int64_t caches = 1;        // KV caches alive at once (compare: full + compressed)
-    int64_t logit_rows = 1;    // rows of logits one forward call returns (perplexity: a half chunk)
-    int64_t max_window = 0;    // > 0: prefill with capture of this many window queries
-    bool h2o = false;          // capture H2O scores
-    bool query_stats = false;  // capture query statistics and value norms (ExpectedAttention)
-    bool two_parts = false;    // capture also the context alone (query-agnostic selection)
+    int64_t n_tokens = 0;     // tokens of the longest forward call (the prompt, or a chunk)
+    int64_t cache_slots = 0;  // KV cache capacity (tokens)
+    int64_t caches = 1;       // KV caches alive at once (compare: full + compressed)
+    int64_t logit_rows = 1;   // rows of logits one forward call returns (perplexity: a half chunk)
+    int64_t max_window = 0;   // > 0: prefill with capture of this many window queries
+    uint32_t captures = 0;    // with max_window > 0: CaptureBit set (policy_table.h) recorded
+    bool two_parts = false;   // capture also the context alone (query-agnostic selection)
+    bool values_kept = true;  // false: an analysis prefill, one layer's values alive at a time
+};
+
+// How the loaded model runs a forward pass, which decides its temporaries.
+struct ForwardPath {
+    // Float32 on the CPU: core/quant's blocked attention (no score matrix) and, for a call of more
+    // than 1024 tokens, each layer in token chunks (long_prompt_layer.cpp). Else ATen's attention
+    // in chunks of 512 queries over a [H, 512, S] score matrix.
+    bool cpu_float32 = false;
+    // Weights in the file's format: a long prompt's layer dequantizes its matrices of at most
+    // tile_values values to float32 while it runs (ChunkMatrix).
+    bool native_weights = false;
+    int64_t tile_values = 0;  // WeightMatrix::tile_values()
 };
 
 // elem_bytes: bytes per element of the model's dtype (4 for float32).
-MemoryEstimate estimate_memory(const ModelConfig& config, int64_t weight_bytes, int64_t elem_bytes,
-                               const RunShape& run);
+MemoryEstimate estimate_memory(const ModelConfig& config, int64_t weight_bytes, int64_t elem_bytes, const RunShape& run,
+                               const ForwardPath& path = {});
 
 struct AvailableMemory {
     int64_t bytes = -1;  // -1: unknown (no check is made)

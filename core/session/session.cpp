@@ -1,5 +1,6 @@
 // Session: model loading, tokens, prompts, plain generation, perplexity and the runtime benchmark.
-// The SnapKV half (prefill with capture, selection, compare) is in session_snapkv.cpp.
+// Prefill with capture, selection and compare are in session_prefill.cpp, session_select.cpp and
+// session_compare.cpp (compressed perplexity: session_compressed_perplexity.cpp).
 #include "core/session/session.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "core/common/units.h"
 #include "core/model/generator.h"
+#include "core/session/run_plan.h"
 #include "core/session/session_impl.h"
 #include "core/tokenizer/chat_template.h"
 
@@ -63,7 +65,11 @@ std::string Session::Impl::piece(int32_t id) const { return tok->token_to_piece(
 MemoryEstimate Session::Impl::estimate(const RunShape& run) const {
     require_model();
     const int64_t elem = static_cast<int64_t>(c10::elementSize(model->options().dtype));
-    return estimate_memory(model->config(), model->weight_bytes(), elem, run);
+    ForwardPath path;
+    path.cpu_float32 = model->options().device.is_cpu() && model->options().dtype == at::kFloat;
+    path.native_weights = info.weights == "native";
+    path.tile_values = WeightMatrix::tile_values();
+    return estimate_memory(model->config(), model->weight_bytes(), elem, run, path);
 }
 
 void Session::Impl::check_fits(int64_t n_prompt, int64_t n_new, const MemoryEstimate& e, const std::string& what,
@@ -139,13 +145,7 @@ void Session::Impl::check_generation_fits(int64_t n_prompt, int64_t max_tokens) 
 
 MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings,
                                                 bool two_parts) const {
-    RunShape run;
-    run.n_tokens = n_tokens;
-    run.cache_slots = n_tokens;  // run_prefill's cache: exactly the prompt
-    run.max_window = std::max<int64_t>(settings.max_window, 1);
-    run.h2o = settings.h2o;
-    run.two_parts = two_parts;
-    return m->estimate(run);
+    return m->estimate(prefill_run_shape(settings, n_tokens, two_parts));
 }
 
 AvailableMemory Session::available_memory() const {

@@ -1,4 +1,4 @@
-// The one API the GUI and the CLI use: load a model, build prompts, generate, prefill with SnapKV
+// The one API the GUI and the CLI use: load a model, build prompts, generate, prefill with
 // capture, retune selections from the captured tensors, read heatmap rows, compare full and
 // compressed generation, measure. Everything crosses this boundary as plain values (no LibTorch,
 // no pointers into session state), so the header is cheap to include and safe to copy across
@@ -127,12 +127,15 @@ struct LogitsOutput {
 // Called with (token id, decoded piece) as each token is generated; return false to stop.
 using TokenFn = std::function<bool(int32_t, const std::string&)>;
 
+// What a prefill records. run_plan.h works these out from the selections to be made (plan_run) or
+// for every policy (plan_all_policies); the defaults are the latter's.
 struct PrefillSettings {
     int64_t max_window = 128;  // queries captured per layer: windows up to this retune freely
-    bool h2o = true;           // accumulate H2O scores (attention received over all queries)
-    bool query_stats = true;   // pre-RoPE query statistics, RoPE and value norms (expected_attention)
-    int64_t new_tokens = 0;    // tokens to generate after this prefill (compare): the prompt
-                               // plus these must fit the context, checked before prefill
+    // CaptureBit set (policy_table.h): what prefill records beyond keys and window queries (H2O's
+    // column sums, query statistics, value norms, future RoPE); the policies' rows declare theirs.
+    uint32_t captures = kAllCaptures;
+    int64_t new_tokens = 0;  // tokens to generate after this prefill (compare): the prompt
+                             // plus these must fit the context, checked before prefill
     // false: analysis only (`snapkv analyze`): each layer's values are dropped once the layer has
     // run for the whole prompt, and its weights' pages go back to the kernel (read again from the
     // file when next needed), so peak memory holds the keys, one layer's values and one layer's
@@ -196,10 +199,12 @@ public:
     PromptTokens build_prompt(const PromptSpec& spec) const;
 
     // ---- memory ----
-    // What a prefill with capture of n_tokens would allocate (weights already resident), and the
-    // free memory of the model's device. prefill(), generate(), perplexity(), bench() and
-    // compare() check their own estimate against it and throw InputError, with the numbers,
-    // before allocating anything that would not fit.
+    // What a prefill with capture of n_tokens would allocate (weights already resident; the shape is
+    // run_plan.h's prefill_run_shape, the one run_prefill checks), and the free memory of the
+    // model's device. two_parts: the prompt has a question after its context (its context is
+    // captured alone too). prefill(), generate(), perplexity(), bench() and compare() check their
+    // own estimate against it and throw InputError, with the numbers, before allocating anything
+    // that would not fit.
     MemoryEstimate estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings = {},
                                            bool two_parts = false) const;
     AvailableMemory available_memory() const;
@@ -220,7 +225,7 @@ public:
     std::vector<BenchRow> bench(const std::vector<int64_t>& prompt_lengths, int64_t decode_tokens,
                                 const ProgressFn& progress = {}, CancelFlag cancel = nullptr, bool profile = false);
 
-    // ---- SnapKV ----
+    // ---- prefill with capture, selection, comparison ----
     // Prefill with capture: one pass gives both the query-aware (whole prompt) and the
     // query-agnostic (context only) captures.
     PrefillSummary prefill(const PromptSpec& prompt, const PrefillSettings& settings = {},

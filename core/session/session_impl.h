@@ -74,6 +74,9 @@ struct Session::Impl {
 };
 
 std::vector<LayerScorer> build_scorers(const std::vector<LayerCapture>& captures);
+// Bytes a prefill state keeps for retunes beyond its cache: window queries, the recorded
+// statistics, key copies that are not views of the cache, the scorers' caches (session_prefill.cpp).
+int64_t capture_bytes(const PrefillState& st, const std::vector<LayerScorer>& scorers);
 
 // Runs f; an allocation failure from LibTorch (CPU or device) becomes a snapkv::Error that keeps
 // the numbers (bytes requested, free) and says what to try instead, not "[enforce fail at

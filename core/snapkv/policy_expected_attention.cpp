@@ -6,7 +6,7 @@
 // exp(q . k / sqrt(D)) under a Gaussian q), averaged over the query heads of its KV group and
 // scaled by ||v||. The first n_sink positions are always kept (their score is the maximum + 1);
 // no window (the table's fixed_window 0). Inputs: LayerCapture's query statistics, future_rope
-// and value_norms, which prefill records (PrefillSettings::query_stats).
+// and value_norms, which the table row declares (its captures) and so prefill records.
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, L = prompt tokens, D = head_dim,
 // F = queries kept as they are (16), n = L - n_sink.
@@ -27,7 +27,7 @@ public:
         if (!c.query_head.defined() || !c.future_rope.defined() || !c.value_norms.defined())
             throw InputError(
                 "policy: expected_attention needs the query statistics, RoPE and value norms that "
-                "prefill records (PrefillSettings::query_stats), which this prefill did not; allowed: "
+                "prefill records for it (the table row's captures), which this prefill did not; allowed: "
                 "another policy, or a prefill that records them");
         const int64_t L = layer.n_tokens(), H = layer.n_head(), Hkv = layer.n_head_kv(), D = layer.head_dim();
         const int64_t ns = p.n_sink;

@@ -32,7 +32,8 @@ struct LayerRows {
     const float* votes = nullptr;
     int64_t votes_stride = 0;
     int64_t n_votes = 0;         // Pv
-    const float* h2o = nullptr;  // [H, L] attention received over all prompt queries; null unless needs_h2o
+    const float* h2o = nullptr;  // [H, L] attention received over all prompt queries; null unless the policy
+                                 // captures kCapturesColumnSums
     int64_t h2o_stride = 0;
 };
 

@@ -26,6 +26,19 @@
 namespace snapkv {
 namespace {
 
+// The first capture of `captures` (CaptureBit set, policy_table.h) that c lacks, in words with its
+// LayerCapture field; null when c has them all.
+const char* missing_capture(const LayerCapture& c, uint32_t captures) {
+    if ((captures & kCapturesColumnSums) && !c.h2o.defined()) return "the accumulated attention (LayerCapture.h2o)";
+    if ((captures & kCapturesQueryStats) && !c.query_head.defined())
+        return "the pre-RoPE query statistics (LayerCapture.query_head, query_mean, query_m2)";
+    if ((captures & kCapturesValueNorms) && !c.value_norms.defined())
+        return "the value norms (LayerCapture.value_norms)";
+    if ((captures & kCapturesFutureRope) && !c.future_rope.defined())
+        return "the averaged future RoPE (LayerCapture.future_rope)";
+    return nullptr;
+}
+
 void check_kernel(int64_t kernel, int64_t n_prefix) {
     if (kernel < 1 || kernel % 2 == 0 || kernel > n_prefix)
         throw InputError("kernel: " + std::to_string(kernel) +
@@ -99,15 +112,11 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
         max_window = std::min(max_window, s.max_window());
     }
     const PolicyInfo& info = policy_info(p.policy);
-    if (info.needs_h2o)
-        for (size_t l = 0; l < layers.size(); ++l)
-            if (!layers[l].has_h2o())
-                throw InputError("policy: " + std::string(info.name) +
-                                 " needs the accumulated attention "
-                                 "(LayerCapture.h2o), which layer " +
-                                 std::to_string(l) +
-                                 " did not record; "
-                                 "allowed: another policy, or a prefill that records h2o");
+    for (size_t l = 0; l < layers.size(); ++l)
+        if (const char* missing = missing_capture(layers[l].capture(), info.captures))
+            throw InputError("policy: " + std::string(info.name) + " needs " + missing + ", which layer " +
+                             std::to_string(l) + " did not record; allowed: another policy, or a prefill that " +
+                             "records it (the run plan of this policy, core/session/run_plan.h)");
     const int64_t n_tokens = first.n_tokens();
     validate_params(p, n_tokens, max_window);
 
@@ -194,7 +203,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
             in.scores = in.scores_owner.data_ptr<float>();
         }
     }
-    if (plan.info->needs_h2o) {
+    if (plan.info->needs(kCapturesColumnSums)) {
         in.h2o_owner = cpu_float(s.capture().h2o);  // [H, L]
         in.h2o = in.h2o_owner.data_ptr<float>();
         in.h2o_stride = s.n_tokens();
@@ -335,7 +344,7 @@ at::Tensor pool_scores(const at::Tensor& scores, int64_t kernel, Pooling pooling
                          std::string(scores.defined() ? std::to_string(scores.dim()) + "-D" : "none"));
     if (pooling != Pooling::None) check_kernel(kernel, scores.size(1));
     c10::InferenceMode guard;
-    // One implementation for select() and for callers: the row loops of policies.h, on the CPU.
+    // One implementation for select() and for callers: the row loops of ranking.h, on the CPU.
     at::Tensor x = cpu_float(scores);    // [N, P]
     at::Tensor out = at::empty_like(x);  // [N, P]
     const int64_t n = x.size(0), n_prefix = x.size(1);

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
+#include "core/session/run_plan.h"
 #include "core/session/session.h"
 
 using namespace snapkv;
@@ -75,9 +76,12 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
         const json& doc = ref["documents"][d];
         PromptSpec spec;
         spec.ids = doc["ids"].get<std::vector<int32_t>>();
-        PrefillSettings ps;
-        ps.max_window = 64;
-        ps.h2o = false;
+        // One prefill serves every press of the reference: the run plan of their parameters.
+        std::vector<SelectionParams> presses;
+        for (const json& c : ref["cases"]) presses.push_back(press_params(c["press"], c["ratio"]));
+        RunFlags flags;
+        flags.max_window = 64;
+        const PrefillSettings ps = plan_run(presses, flags);
         const PrefillSummary sum = s.prefill(spec, ps);
         const int64_t L = sum.n_tokens;
         for (const json& c : ref["cases"]) {

@@ -103,7 +103,7 @@ TEST_CASE("query-aware selections follow the question, query-agnostic ones do no
 
 TEST_CASE("retuning re-selects from the capture without another prefill", "[snapkv][session]") {
     Session& s = stories();
-    const PrefillSummary sum = s.prefill(doc_prompt("Who was sad?"), PrefillSettings{32, true});
+    const PrefillSummary sum = s.prefill(doc_prompt("Who was sad?"), PrefillSettings{32});
     const Selection a = s.select(params(16, 5, 96));
     const Selection b = s.select(params(16, 5, 160));
     const Selection c = s.select(params(32, 7, 96));

@@ -12,6 +12,7 @@
 #include "common/test_util.h"
 #include "core/io/model_file.h"
 #include "core/model/llama_model.h"
+#include "core/session/run_plan.h"
 #include "core/session/runtime.h"
 #include "core/session/session.h"
 #include "core/tokenizer/tokenizer.h"
@@ -113,11 +114,21 @@ TEST_CASE("SmolLM2 at 8K tokens: capture costs at most a quarter of weights + fu
     REQUIRE(snapkv::test::file_exists(model));
     Session s;
     s.load_model(model);
-    const MemoryEstimate est = s.estimate_prefill_memory(8000, PrefillSettings{}, /*two_parts=*/true);
-    const double share = double(est.capture + est.scorer) / double(est.weights + est.kv_cache);
-    INFO("capture " << est.capture << " + scorer " << est.scorer << " over weights " << est.weights << " + KV "
-                    << est.kv_cache);
-    CHECK(share <= 0.25);
+    // The run plan of one policy records what that policy declares: window queries and the scorers'
+    // caches for SnapKV, H2O's column sums besides for H2O. The app's plan (every policy, so also
+    // ExpectedAttention's query statistics, value norms and RoPE: about 27 MB more at 8K, counted
+    // since the estimate counts everything prefill records) may take up to 30 %.
+    const auto [policy, most] = GENERATE(table<Policy, double>({{Policy::SnapKV, 0.25}, {Policy::H2O, 0.25}}));
+    SelectionParams p;
+    p.policy = policy;
+    for (const auto& [ps, limit] : {std::pair<PrefillSettings, double>{plan_run({p}), most},
+                                    std::pair<PrefillSettings, double>{plan_all_policies(), 0.30}}) {
+        const MemoryEstimate est = s.estimate_prefill_memory(8000, ps, /*two_parts=*/true);
+        const double share = double(est.capture + est.scorer) / double(est.weights + est.kv_cache);
+        INFO("captures " << ps.captures << ": capture " << est.capture << " + scorer " << est.scorer << " over weights "
+                         << est.weights << " + KV " << est.kv_cache);
+        CHECK(share <= limit);
+    }
 }
 
 TEST_CASE("a prefill that cannot fit is refused before it starts and keeps the previous one", "[session][context]") {

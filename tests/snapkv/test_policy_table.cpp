@@ -31,12 +31,14 @@ TEST_CASE("every policy has one row: a unique name, its aliases, and a rule", "[
     CHECK(policy_list_text().rfind("snapkv, streaming, h2o, random, pyramid, adakv", 0) == 0);
 }
 
-TEST_CASE("the table says which policies pool, rank, need H2O sums and keep ragged lists", "[snapkv][policy]") {
-    std::set<std::string> pools, ranks, h2o, ragged;
+TEST_CASE("the table says which policies pool, rank, need which captures and keep ragged lists", "[snapkv][policy]") {
+    std::set<std::string> pools, ranks, h2o, query_stats, ragged;
     for (const PolicyInfo& row : kPolicyTable) {
         if (row.pools()) pools.insert(row.name);
         if (row.uses_ties()) ranks.insert(row.name);
-        if (row.needs_h2o) h2o.insert(row.name);
+        if (row.needs(kCapturesColumnSums)) h2o.insert(row.name);
+        if (row.needs(kCapturesQueryStats)) query_stats.insert(row.name);
+        CHECK((row.captures & ~kAllCaptures) == 0u);
         if (row.ragged) ragged.insert(row.name);
     }
     CHECK(pools.count("snapkv") + pools.count("pyramid") + pools.count("adakv") == 3);
@@ -44,6 +46,10 @@ TEST_CASE("the table says which policies pool, rank, need H2O sums and keep ragg
     CHECK(ranks.count("h2o") == 1);
     CHECK(ranks.count("streaming") + ranks.count("random") == 0);
     CHECK(h2o == std::set<std::string>{"h2o"});
+    CHECK(query_stats == std::set<std::string>{"expected_attention"});
+    CHECK(policy_info(Policy::ExpectedAttention).captures ==
+          (kCapturesQueryStats | kCapturesValueNorms | kCapturesFutureRope));
+    CHECK(policy_info(Policy::SnapKV).captures == 0u);
     CHECK(ragged == std::set<std::string>{"adakv"});
     CHECK(policy_info(Policy::Streaming).reads_param(kReadsSink));
     CHECK(policy_info(Policy::Random).reads_param(kReadsSeed));

@@ -15,6 +15,7 @@
 
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/workers/session_worker.h"
+#include "core/session/run_plan.h"
 
 namespace studio {
 
@@ -22,7 +23,8 @@ struct RunRequest {
     QString modelPath;
     snapkv::LoadOptions load;
     snapkv::PromptSpec prompt;
-    snapkv::PrefillSettings prefill;
+    // The app retunes every policy live: its prefill records what any policy of the table needs.
+    snapkv::PrefillSettings prefill = snapkv::plan_all_policies();
     ParamState params;
     bool truncateToFit = false;
     int64_t reserveTokens = 0;  // generation room to keep in the context

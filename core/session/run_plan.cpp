@@ -1,0 +1,48 @@
+// The run plan (run_plan.h): the union of the policies' declared captures and the largest window
+// of a set of configurations, and the memory shape of the prefill that records them. Plain
+// arithmetic over the policy table; no model, no LibTorch.
+#include "core/session/run_plan.h"
+
+#include <algorithm>
+
+namespace snapkv {
+
+PrefillSettings plan_run(const std::vector<SelectionParams>& configs, const RunFlags& flags) {
+    PrefillSettings ps;
+    ps.max_window = std::max<int64_t>(flags.max_window, 1);
+    ps.captures = 0;
+    for (const SelectionParams& p : configs) {
+        // The user's window, also for a policy with a fixed one: it then measures the kept mass.
+        ps.max_window = std::max(ps.max_window, p.window);
+        ps.captures |= policy_info(p.policy).captures;
+    }
+    ps.keep_values = !flags.analysis_only;
+    ps.new_tokens = flags.new_tokens;
+    return ps;
+}
+
+PrefillSettings plan_all_policies(const RunFlags& flags) {
+    std::vector<SelectionParams> every;
+    for (Policy p : all_policies()) {
+        SelectionParams q;
+        q.policy = p;
+        q.window = 1;
+        every.push_back(q);
+    }
+    PrefillSettings ps = plan_run(every, flags);
+    if (flags.max_window <= 0) ps.max_window = PrefillSettings{}.max_window;
+    return ps;
+}
+
+RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts) {
+    RunShape run;
+    run.n_tokens = n_tokens;
+    run.cache_slots = n_tokens;  // run_prefill's cache: exactly the prompt
+    run.max_window = std::max<int64_t>(settings.max_window, 1);
+    run.captures = settings.captures;
+    run.two_parts = two_parts;
+    run.values_kept = settings.keep_values;
+    return run;
+}
+
+}  // namespace snapkv

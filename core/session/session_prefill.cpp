@@ -1,0 +1,222 @@
+// Session, prefill with capture: one pass over the prompt's context and question serves
+// query-aware and query-agnostic selection; it records the window queries, the keys and what the
+// settings ask for (the run plan's captures), then builds the per-layer scorers. It does not
+// select, generate or decide what to capture (run_plan.h does).
+//
+// Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
+// S = cache slots, V = n_vocab, D = head_dim.
+#include <algorithm>
+#include <chrono>
+
+#include "core/common/units.h"
+#include "core/session/prefill_statistics_impl.h"
+#include "core/session/run_plan.h"
+#include "core/session/session_impl.h"
+
+namespace snapkv {
+namespace {
+
+// Keys of the first n slots of a fresh cache: [Hkv, n, D], a view into the cache's buffer when it
+// is float32 (no copy: the prefill state keeps that cache unchanged for as long as the scorers
+// live), a float32 copy otherwise.
+at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
+    return cache.layer(layer).keys().narrow(1, 0, n).to(at::kFloat);
+}
+
+}  // namespace
+
+// Bytes the prefill state keeps for retunes beyond the cache (session_impl.h): window queries, H2O scores, key
+// tensors that are not views of the cache (float32 copies of a 16-bit cache), scorer caches.
+int64_t capture_bytes(const PrefillState& st, const std::vector<LayerScorer>& scorers) {
+    auto own = [&](const at::Tensor& t, int64_t layer) -> int64_t {
+        if (!t.defined()) return 0;
+        const at::Tensor cache_keys = st.cache.layer(layer).keys();
+        if (t.is_alias_of(cache_keys)) return 0;
+        return t.numel() * static_cast<int64_t>(t.element_size());
+    };
+    int64_t bytes = 0;
+    for (const auto* captures : {&st.aware, &st.agnostic})
+        for (size_t l = 0; l < captures->size(); ++l) {
+            const LayerCapture& c = (*captures)[l];
+            const auto li = static_cast<int64_t>(l);
+            bytes += own(c.window_queries, li) + own(c.h2o, li) + own(c.keys, li) + own(c.query_head, li) +
+                     own(c.query_mean, li) + own(c.query_m2, li) + own(c.future_rope, li) + own(c.value_norms, li);
+        }
+    for (const LayerScorer& sc : scorers) bytes += sc.cache_bytes();
+    return bytes;
+}
+
+std::vector<LayerScorer> build_scorers(const std::vector<LayerCapture>& captures) {
+    std::vector<LayerScorer> out;
+    out.reserve(captures.size());
+    for (const auto& c : captures) out.emplace_back(c);
+    return out;
+}
+
+PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const PrefillSettings& settings,
+                                        const ProgressFn& progress, CancelFlag cancel) const {
+    require_model();
+    const ModelConfig& c = model->config();
+    const auto L = static_cast<int64_t>(prompt.ids.size());
+    if (L == 0) throw InputError("the prompt is empty (no tokens)");
+    if (settings.max_window < 1)
+        throw InputError("max window " + std::to_string(settings.max_window) + " must be >= 1");
+    if (settings.new_tokens < 0)
+        throw InputError("new tokens " + std::to_string(settings.new_tokens) + " must be >= 0");
+    const int64_t Lc = std::clamp<int64_t>(prompt.n_context, 1, L);
+    const bool two_parts = Lc < L;
+    // What the policies to be selected declared (policy_table.h; run_plan.h unites them).
+    const bool column_sums = (settings.captures & kCapturesColumnSums) != 0;
+    const bool query_stats = (settings.captures & kCapturesQueryStats) != 0;
+    const bool with_norms = (settings.captures & kCapturesValueNorms) != 0;
+    const bool with_rope = (settings.captures & kCapturesFutureRope) != 0;
+    // Lengths and memory first: nothing is allocated for a prompt that cannot run.
+    check_fits(L, settings.new_tokens, estimate(prefill_run_shape(settings, L, two_parts)), "the prompt",
+               ": shorten the document");
+
+    PrefillState st;
+    st.prompt = prompt;
+    // Exactly the prompt: generation never appends to this cache (it runs on clones and gathers).
+    // Without values kept, a layer's values exist from its first part to its last (below).
+    st.cache = model->new_cache(L, settings.keep_values);
+    auto t0 = std::chrono::steady_clock::now();
+    // The context, then the question, as parts of one pass that finishes each layer for the whole
+    // prompt before the next (the same arithmetic as two forward calls).
+    PrefillCapture ctx_cap, q_cap;
+    std::vector<std::vector<int32_t>> parts = {std::vector<int32_t>(prompt.ids.begin(), prompt.ids.begin() + Lc)};
+    if (two_parts) parts.emplace_back(prompt.ids.begin() + Lc, prompt.ids.end());
+    std::vector<ForwardOptions> opts(parts.size());
+    int64_t before = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        PrefillCapture& cap = i == 0 ? ctx_cap : q_cap;
+        cap.max_window = settings.max_window;
+        cap.h2o = column_sums;
+        cap.query_stats = query_stats;
+        opts[i].capture = &cap;
+        opts[i].cancel = cancel;
+        // In prompt tokens, so that a view can show tokens per second and the time left: the
+        // share of (layer, token) steps done, counting this part's tokens in its layer.
+        const int64_t done_before = before + static_cast<int64_t>(parts[i].size());
+        opts[i].on_layer = [&progress, L, n = c.n_layer, done_before](int64_t l, int64_t) {
+            if (progress) progress("prefill", ((l - 1) * L + done_before) / n, L);
+        };
+        before = done_before;
+    }
+    // Value norms are taken as each layer completes; then, when values are not kept, the layer's
+    // values go (keys stay: every score reads them).
+    std::vector<at::Tensor> norms(static_cast<size_t>(c.n_layer));
+    // Loading read every weight; an analysis holds a layer's only while it runs.
+    if (!settings.keep_values) model->release_pages();
+    std::vector<at::Tensor> logits = model->forward_parts(parts, st.cache, opts, [&](int64_t l) {
+        if (with_norms) norms[static_cast<size_t>(l)] = value_norms(st.cache, l);
+        if (!settings.keep_values) {
+            st.cache.layer(l).drop_values();
+            model->release_layer_pages(l);  // nothing more runs through this layer
+        }
+    });
+    if (!settings.keep_values) model->release_pages();
+    st.last_logits = logits.back();
+    st.prefill_ms = ms_since(t0);
+
+    // The layer's own scoring rules travel with its capture, so votes and heatmap rows are the
+    // probabilities the model used (soft-cap, attention scale, sliding window).
+    auto scoring = [&](LayerCapture& cap, int64_t l) {
+        cap.scale = c.attn_scale;
+        cap.softcap = c.attn_softcap;
+        cap.sliding_window = c.layers[static_cast<size_t>(l)].sliding_window;
+    };
+    FutureRopes future(*model);
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+        const auto li = static_cast<size_t>(l);
+        // The averaged future RoPE and the value norms of a capture of the first n prompt tokens
+        // (norms [Hkv, L]: every prompt position's).
+        auto add_statistics_inputs = [&](LayerCapture& cap) {
+            const int64_t n = cap.keys.size(1);
+            if (with_rope) cap.future_rope = future.get(l, n);                         // [D, D]
+            if (with_norms) cap.value_norms = norms[li].narrow(1, 0, n).contiguous();  // [Hkv, n]
+        };
+        LayerCapture aware;
+        scoring(aware, l);
+        aware.keys = cache_keys(st.cache, l, L);  // [Hkv, L, D]
+        if (two_parts) {
+            // The window may reach back into the context when the question is short.
+            at::Tensor wq = at::cat({ctx_cap.window_queries[li], q_cap.window_queries[li]}, 1);  // [H, w, D]
+            const int64_t w = std::min<int64_t>(settings.max_window, wq.size(1));
+            aware.window_queries = wq.narrow(1, wq.size(1) - w, w).contiguous();
+            if (column_sums) {
+                at::Tensor h = q_cap.h2o_scores[li].clone();  // [H, L]
+                h.narrow(1, 0, Lc).add_(ctx_cap.h2o_scores[li]);
+                aware.h2o = h;
+            }
+            if (query_stats) {
+                add_query_stats(aware, ctx_cap.queries[li]);
+                add_query_stats(aware, q_cap.queries[li]);
+            }
+            add_statistics_inputs(aware);
+            LayerCapture agn;
+            scoring(agn, l);
+            agn.keys = cache_keys(st.cache, l, Lc);  // [Hkv, Lc, D]
+            agn.window_queries = ctx_cap.window_queries[li];
+            if (column_sums) agn.h2o = ctx_cap.h2o_scores[li];
+            if (query_stats) add_query_stats(agn, ctx_cap.queries[li]);
+            add_statistics_inputs(agn);
+            st.agnostic.push_back(std::move(agn));
+        } else {
+            aware.window_queries = ctx_cap.window_queries[li];
+            if (column_sums) aware.h2o = ctx_cap.h2o_scores[li];
+            if (query_stats) add_query_stats(aware, ctx_cap.queries[li]);
+            add_statistics_inputs(aware);
+        }
+        st.aware.push_back(std::move(aware));
+    }
+    return st;
+}
+
+const std::vector<LayerScorer>& Session::Impl::scorers(bool query_agnostic) {
+    require_prefill();
+    if (!query_agnostic || state->agnostic.empty()) return aware_scorers;
+    if (agnostic_scorers.empty()) agnostic_scorers = build_scorers(state->agnostic);
+    return agnostic_scorers;
+}
+
+PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings& settings, const ProgressFn& progress,
+                                CancelFlag cancel) {
+    m->require_model();
+    PromptTokens pt = build_prompt(prompt);
+    PrefillState st = with_oom_report("running prefill",
+                                      [&] { return m->run_prefill(pt, settings, progress, cancel); });
+    auto t0 = std::chrono::steady_clock::now();
+    if (progress) progress("layer scores", 0, 1);
+    std::vector<LayerScorer> scorers = with_oom_report("scoring the window", [&] { return build_scorers(st.aware); });
+    PrefillSummary s;
+    s.scorer_ms = ms_since(t0);
+    s.n_tokens = static_cast<int64_t>(pt.ids.size());
+    s.n_context = pt.n_context;
+    s.max_window = scorers.empty() ? 0 : scorers.front().max_window();
+    s.prefill_ms = st.prefill_ms;
+    s.kv_bytes_full = st.cache.bytes();
+    s.capture_bytes = capture_bytes(st, scorers);
+    s.ids = pt.ids;
+    for (int32_t id : pt.ids) {
+        s.pieces.push_back(m->piece(id));
+        s.special.push_back(m->tok->is_control(id) ? 1 : 0);
+    }
+    s.prompt_text = pt.text;
+    s.template_source = pt.template_source;
+    // Commit: a cancelled or failed prefill leaves the previous one intact.
+    m->state = std::move(st);
+    m->aware_scorers = std::move(scorers);
+    m->agnostic_scorers.clear();
+    m->reference.reset();
+    m->summary = s;
+    if (progress) progress("layer scores", 1, 1);
+    return s;
+}
+
+bool Session::has_prefill() const { return m->state.has_value(); }
+
+const PrefillSummary& Session::prefill_summary() const {
+    m->require_prefill();
+    return m->summary;
+}
+}  // namespace snapkv

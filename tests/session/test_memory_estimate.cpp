@@ -1,0 +1,106 @@
+// Session::estimate_prefill_memory against what a real prefill holds: the peak resident memory of
+// this process over one prefill of SmolLM2 (the bundled model), for the run plans the callers use.
+// What is measured: VmHWM - VmRSS of /proc/self/status around Session::prefill, with the peak reset
+// just before (clear_refs 5), after a warm-up prefill has started the threads and BLAS buffers, and
+// with glibc's mmap threshold fixed so that every large block is mapped on allocation and unmapped
+// on free (no freed heap memory silently reused, which would hide a prefill's allocations). It does
+// not measure the weights (resident before and after) nor the GPU.
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "common/test_util.h"
+#include "core/session/run_plan.h"
+#include "core/session/session.h"
+
+using namespace snapkv;
+
+namespace {
+
+// A /proc/self/status field in bytes ("VmRSS", "VmHWM"); -1 when the file or field is missing.
+int64_t status_bytes(const std::string& key) {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(key + ":", 0) != 0) continue;
+        std::istringstream ss(line.substr(key.size() + 1));
+        long long kb = -1;
+        ss >> kb;
+        return kb < 0 ? -1 : kb * 1024;
+    }
+    return -1;
+}
+
+// Resets VmHWM to the current RSS (Linux 4.0+); false where the kernel refuses.
+bool reset_peak() {
+    std::ofstream out("/proc/self/clear_refs");
+    out << "5";
+    out.flush();
+    return static_cast<bool>(out);
+}
+
+PromptSpec sample_prompt() {
+    const std::string dir = SNAPKV_DATASETS_DIR;
+    PromptSpec p;
+    p.document = snapkv::test::read_text(dir + "/sample_document.md");
+    p.question = snapkv::test::read_text(dir + "/sample_question.txt");
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("the prefill estimate is within 10 % of the peak memory a real SmolLM2 prefill adds",
+          "[session][memory][smollm2]") {
+    const std::string model = snapkv::test::smollm2_path();
+    INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << model);
+    REQUIRE(snapkv::test::file_exists(model));
+    // Every block of 128 KiB or more mapped on allocation and returned on free, for the whole test.
+    REQUIRE(mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1);
+    REQUIRE(mallopt(M_TRIM_THRESHOLD, 128 * 1024) == 1);
+
+    Session s;
+    s.load_model(model);
+
+    RunFlags flags;
+    const auto [name, ps] = GENERATE_COPY(table<std::string, PrefillSettings>({
+        {"snapkv (the CLI's and the grids' default)", plan_run({SelectionParams{}}, flags)},
+        {"h2o", plan_run({[] {
+                             SelectionParams p;
+                             p.policy = Policy::H2O;
+                             return p;
+                         }()},
+                         flags)},
+        {"every policy (the app)", plan_all_policies(flags)},
+    }));
+    CAPTURE(name);
+    // A warm-up prefill of the same prompt: threads, the kernel pool, BLAS's buffers touched as far
+    // as this prompt's products reach. They stay resident and are not the prefill's own memory.
+    s.prefill(sample_prompt(), ps);
+    const int64_t before = status_bytes("VmRSS");
+    REQUIRE(before > 0);
+    if (!reset_peak()) FAIL("cannot reset the peak RSS (/proc/self/clear_refs): the measurement needs Linux 4.0+");
+    // The peak of the forward pass and capture (up to "layer scores" starting) and that of the
+    // scorers' build after it, for the message.
+    int64_t forward_peak = -1, scoring_rss = -1;
+    const ProgressFn phases = [&](const std::string& stage, int64_t done, int64_t) {
+        if (stage != "layer scores" || done != 0) return;
+        forward_peak = status_bytes("VmHWM");
+        scoring_rss = status_bytes("VmRSS");
+    };
+    const PrefillSummary sum = s.prefill(sample_prompt(), ps, phases);
+    const int64_t peak = std::max(status_bytes("VmHWM"), forward_peak);
+    REQUIRE(sum.n_context < sum.n_tokens);  // a question: the context is captured alone too
+    const MemoryEstimate est = s.estimate_prefill_memory(sum.n_tokens, ps, /*two_parts=*/true);
+    const int64_t grown = peak - before;
+    INFO("L " << sum.n_tokens << ": estimate " << est.extra() << " (" << est.breakdown() << "), measured peak growth "
+              << grown << " (VmRSS before " << before << ", VmHWM " << peak << "; forward peak growth "
+              << forward_peak - before << ", RSS growth when the scorers start " << scoring_rss - before << ")");
+    CHECK(double(est.extra()) >= 0.9 * double(grown));
+    CHECK(double(est.extra()) <= 1.1 * double(grown));
+}
