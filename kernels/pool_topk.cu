@@ -26,7 +26,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 256;
 
 // Order-preserving map of a score to 32 bits (larger score, larger key). NaN ranks like -inf, as
-// policies.cpp's rank_key does, and -0 equals +0 (their float comparison says so).
+// ranking.cpp's rank_key does, and -0 equals +0 (their float comparison says so).
 __device__ __forceinline__ uint32_t rank_bits(float v) {
     if (isnan(v)) v = -INFINITY;
     const uint32_t u = v == 0.0f ? 0u : __float_as_uint(v);
