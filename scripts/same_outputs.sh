@@ -9,7 +9,7 @@
 #
 # What it runs, per model: analyze --json for every policy (query-aware, and query-agnostic for
 # snapkv), compare --json for three policies (greedy), a needle grid (2 lengths x 2 depths x 3
-# policies x 2 budgets), a RULER grid (2 tasks, 1 sample), perplexity (plain and --compress). It
+# policies x 2 budgets), a RULER grid (2 tasks at 768 tokens, 1 sample), perplexity (plain and --compress). It
 # does not judge anything: the diff does. Needs models/ filled (scripts/setup.sh) and ~10 minutes
 # on 2 cores.
 set -euo pipefail
@@ -74,7 +74,7 @@ for MODEL in models/SmolLM2-135M-Instruct.Q4_1.gguf models/gemma-3-270m-q4_k_m.g
     normalize "$f"
     f="$OUT/$tag.ruler.jsonl"
     rm -f "$f"
-    "$BIN" ruler -m "$MODEL" --tasks niah_single_1,vt --lengths 512 --samples 1 --policies snapkv,h2o --ratios 0.5 \
+    "$BIN" ruler -m "$MODEL" --tasks niah_single_1,vt --lengths 768 --samples 1 --policies snapkv,h2o --ratios 0.5 \
         --kl-steps 6 --chat-date "$DATE" -q -o "$f" 2>/dev/null
     normalize "$f"
     "$BIN" perplexity -m "$MODEL" -f "$DOC" --ctx 128 --json >"$OUT/$tag.ppl.json" 2>/dev/null
