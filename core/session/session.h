@@ -127,6 +127,31 @@ struct LogitsOutput {
 // Called with (token id, decoded piece) as each token is generated; return false to stop.
 using TokenFn = std::function<bool(int32_t, const std::string&)>;
 
+// ---- A prefill's layers as they finish (the app's overview fills in while a long prefill runs) ----
+// A prefill runs each layer for the whole prompt before the next (LlamaModel::forward_parts, at
+// every prompt length: a long prompt's layer runs in token chunks, but still all of it), so a
+// layer's scores are final as soon as it has run. A preview hands that layer's selection out then,
+// as values, on the prefill's thread. A cancelled or failed prefill sends no more previews and
+// commits nothing (the previous prefill stays).
+struct PrefillLayerPreview {
+    int64_t layer = 0;  // the layer that has just run for the whole prompt (0 .. n_layer - 1, in order)
+    int64_t n_layer = 0;
+    int64_t n_tokens = 0;   // L
+    double elapsed_ms = 0;  // since the prefill started
+    // Per PrefillPreview::params, in order: exactly select(params[i], query_agnostic,
+    // with_scores).layers[layer] of the prefill once it commits; unset when params[i] cannot be
+    // selected (select() then says why).
+    std::vector<std::optional<LayerSelection>> selections;
+};
+struct PrefillPreview {
+    std::vector<SelectionParams> params;  // the selections to preview (may be empty: progress only)
+    bool query_agnostic = false;
+    bool with_scores = true;
+    // Unset: no preview. Set: each layer's scorer is built as soon as the layer has run (instead of
+    // after the forward pass), so it sits next to the pass's temporaries; the memory check counts it.
+    std::function<void(const PrefillLayerPreview&)> on_layer;
+};
+
 // What a prefill records. run_plan.h works these out from the selections to be made (plan_run) or
 // for every policy (plan_all_policies); the defaults are the latter's.
 struct PrefillSettings {
@@ -142,6 +167,7 @@ struct PrefillSettings {
     // weights; selections, votes and heatmaps work as before, generating from this prefill throws
     // InputError.
     bool keep_values = true;
+    PrefillPreview preview;  // each layer's selection as it finishes (unset: none)
 };
 
 // What a prefill produced, for display.

@@ -26,6 +26,12 @@ struct PrefillState {
     std::vector<LayerCapture> aware;     // whole prompt: window = last Wmax prompt tokens
     std::vector<LayerCapture> agnostic;  // context only (empty when there is no question)
     double prefill_ms = 0;
+    // With a preview (PrefillSettings::preview) the scorers are built layer by layer during the
+    // forward pass (agnostic ones only when the preview selects query-agnostic); else empty and
+    // Session::prefill builds them after it. scorer_ms: the time spent building them.
+    std::vector<LayerScorer> aware_scorers;
+    std::vector<LayerScorer> agnostic_scorers;
+    double scorer_ms = 0;
 };
 
 struct FullReference;

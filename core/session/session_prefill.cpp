@@ -1,7 +1,9 @@
 // Session, prefill with capture: one pass over the prompt's context and question serves
 // query-aware and query-agnostic selection; it records the window queries, the keys and what the
-// settings ask for (the run plan's captures), then builds the per-layer scorers. It does not
-// select, generate or decide what to capture (run_plan.h does).
+// settings ask for (the run plan's captures), then builds the per-layer scorers: after the forward
+// pass, or with a preview (PrefillSettings::preview) layer by layer as each finishes, handing out
+// that layer's selections at once. It does not retune, generate or decide what to capture
+// (run_plan.h does).
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
 // S = cache slots, V = n_vocab, D = head_dim.
@@ -12,6 +14,7 @@
 #include "core/session/prefill_statistics_impl.h"
 #include "core/session/run_plan.h"
 #include "core/session/session_impl.h"
+#include "core/snapkv/selector.h"
 
 namespace snapkv {
 namespace {
@@ -70,9 +73,19 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     const bool query_stats = (settings.captures & kCapturesQueryStats) != 0;
     const bool with_norms = (settings.captures & kCapturesValueNorms) != 0;
     const bool with_rope = (settings.captures & kCapturesFutureRope) != 0;
-    // Lengths and memory first: nothing is allocated for a prompt that cannot run.
-    check_fits(L, settings.new_tokens, estimate(prefill_run_shape(settings, L, two_parts)), "the prompt",
-               ": shorten the document");
+    const PrefillPreview& preview = settings.preview;
+    const bool previewing = static_cast<bool>(preview.on_layer);
+    // Without a question the query-agnostic selection reads the whole prompt's scorers.
+    const bool agnostic_preview = previewing && preview.query_agnostic && two_parts;
+    // Lengths and memory first: nothing is allocated for a prompt that cannot run. With a preview
+    // the scorers are built while the forward pass runs, next to its temporaries instead of after
+    // them, so both count (and the context's own scorers when the preview selects from them).
+    MemoryEstimate need = estimate(prefill_run_shape(settings, L, two_parts));
+    if (previewing) {
+        const int64_t scorers = need.scorer > INT64_MAX / 2 ? INT64_MAX / 2 : need.scorer * (agnostic_preview ? 2 : 1);
+        need.activations = need.activations > INT64_MAX - scorers ? INT64_MAX : need.activations + scorers;
+    }
+    check_fits(L, settings.new_tokens, need, "the prompt", ": shorten the document");
 
     PrefillState st;
     st.prompt = prompt;
@@ -102,21 +115,6 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
         };
         before = done_before;
     }
-    // Value norms are taken as each layer completes; then, when values are not kept, the layer's
-    // values go (keys stay: every score reads them).
-    std::vector<at::Tensor> norms(static_cast<size_t>(c.n_layer));
-    // Loading read every weight; an analysis holds a layer's only while it runs.
-    if (!settings.keep_values) model->release_pages();
-    std::vector<at::Tensor> logits = model->forward_parts(parts, st.cache, opts, [&](int64_t l) {
-        if (with_norms) norms[static_cast<size_t>(l)] = value_norms(st.cache, l);
-        if (!settings.keep_values) {
-            st.cache.layer(l).drop_values();
-            model->release_layer_pages(l);  // nothing more runs through this layer
-        }
-    });
-    if (!settings.keep_values) model->release_pages();
-    st.last_logits = logits.back();
-    st.prefill_ms = ms_since(t0);
 
     // The layer's own scoring rules travel with its capture, so votes and heatmap rows are the
     // probabilities the model used (soft-cap, attention scale, sliding window).
@@ -126,14 +124,16 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
         cap.sliding_window = c.layers[static_cast<size_t>(l)].sliding_window;
     };
     FutureRopes future(*model);
-    for (int64_t l = 0; l < c.n_layer; ++l) {
+    // Layer l's captures, once l has run for every part: nothing a later layer does changes them
+    // (its keys sit in its own cache layer, its queries and sums were taken while it ran).
+    // norms: [Hkv, L] every prompt position's value norms (with_norms).
+    auto capture_layer = [&](int64_t l, const at::Tensor& norms) {
         const auto li = static_cast<size_t>(l);
-        // The averaged future RoPE and the value norms of a capture of the first n prompt tokens
-        // (norms [Hkv, L]: every prompt position's).
+        // The averaged future RoPE and the value norms of a capture of the first n prompt tokens.
         auto add_statistics_inputs = [&](LayerCapture& cap) {
             const int64_t n = cap.keys.size(1);
-            if (with_rope) cap.future_rope = future.get(l, n);                         // [D, D]
-            if (with_norms) cap.value_norms = norms[li].narrow(1, 0, n).contiguous();  // [Hkv, n]
+            if (with_rope) cap.future_rope = future.get(l, n);                     // [D, D]
+            if (with_norms) cap.value_norms = norms.narrow(1, 0, n).contiguous();  // [Hkv, n]
         };
         LayerCapture aware;
         scoring(aware, l);
@@ -168,7 +168,49 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             add_statistics_inputs(aware);
         }
         st.aware.push_back(std::move(aware));
-    }
+    };
+    // With a preview: layer l's scorers (built from the same captures as after the pass, so every
+    // later select() is unchanged) and its selections, handed out as values.
+    double scorer_ms = 0;
+    auto preview_layer = [&](int64_t l) {
+        const auto li = static_cast<size_t>(l);
+        const auto ts = std::chrono::steady_clock::now();
+        st.aware_scorers.emplace_back(st.aware[li]);
+        if (agnostic_preview) st.agnostic_scorers.emplace_back(st.agnostic[li]);
+        scorer_ms += ms_since(ts);
+        const std::vector<LayerScorer>& from = agnostic_preview ? st.agnostic_scorers : st.aware_scorers;
+        PrefillLayerPreview pv;
+        pv.layer = l;
+        pv.n_layer = c.n_layer;
+        pv.n_tokens = L;
+        for (const SelectionParams& p : preview.params) {
+            // A preview never stops the prefill: parameters that cannot be selected (a budget
+            // over the prompt, a window over the capture) are reported by the select() after it.
+            try {
+                pv.selections.emplace_back(select_layer(from, c.n_layer, p, preview.with_scores));
+            } catch (const InputError&) {
+                pv.selections.emplace_back(std::nullopt);
+            }
+        }
+        pv.elapsed_ms = ms_since(t0);
+        preview.on_layer(pv);
+    };
+    // Loading read every weight; an analysis holds a layer's only while it runs.
+    if (!settings.keep_values) model->release_pages();
+    std::vector<at::Tensor> logits = model->forward_parts(parts, st.cache, opts, [&](int64_t l) {
+        // Value norms are taken as each layer completes; then, when values are not kept, the
+        // layer's values go (keys stay: every score reads them).
+        capture_layer(l, with_norms ? value_norms(st.cache, l) : at::Tensor());
+        if (!settings.keep_values) {
+            st.cache.layer(l).drop_values();
+            model->release_layer_pages(l);  // nothing more runs through this layer
+        }
+        if (previewing) preview_layer(l);
+    });
+    if (!settings.keep_values) model->release_pages();
+    st.last_logits = logits.back();
+    st.scorer_ms = scorer_ms;
+    st.prefill_ms = ms_since(t0) - scorer_ms;
     return st;
 }
 
@@ -185,11 +227,18 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
     PromptTokens pt = build_prompt(prompt);
     PrefillState st = with_oom_report("running prefill",
                                       [&] { return m->run_prefill(pt, settings, progress, cancel); });
-    auto t0 = std::chrono::steady_clock::now();
     if (progress) progress("layer scores", 0, 1);
-    std::vector<LayerScorer> scorers = with_oom_report("scoring the window", [&] { return build_scorers(st.aware); });
+    // Built during the forward pass when a preview asked for them, else now.
+    std::vector<LayerScorer> scorers = std::move(st.aware_scorers);
+    std::vector<LayerScorer> agnostic = std::move(st.agnostic_scorers);
+    double scorer_ms = st.scorer_ms;
+    if (scorers.empty()) {
+        auto t0 = std::chrono::steady_clock::now();
+        scorers = with_oom_report("scoring the window", [&] { return build_scorers(st.aware); });
+        scorer_ms = ms_since(t0);
+    }
     PrefillSummary s;
-    s.scorer_ms = ms_since(t0);
+    s.scorer_ms = scorer_ms;
     s.n_tokens = static_cast<int64_t>(pt.ids.size());
     s.n_context = pt.n_context;
     s.max_window = scorers.empty() ? 0 : scorers.front().max_window();
@@ -206,7 +255,7 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
     // Commit: a cancelled or failed prefill leaves the previous one intact.
     m->state = std::move(st);
     m->aware_scorers = std::move(scorers);
-    m->agnostic_scorers.clear();
+    m->agnostic_scorers = std::move(agnostic);
     m->reference.reset();
     m->summary = s;
     if (progress) progress("layer scores", 1, 1);

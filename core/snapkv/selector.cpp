@@ -94,7 +94,8 @@ struct LayerInput {
     const float* pooled = nullptr;
 };
 
-Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
+// n_layer: the model's layers, of which `layers` are the first (all of them but for select_layer).
+Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p, int64_t n_layer) {
     if (layers.empty())
         throw InputError(
             "layers: no layer scorers given; select needs the captures of at least "
@@ -133,7 +134,6 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p)
     plan.n_head = first.n_head();
     plan.n_head_kv = first.n_head_kv();
     plan.n_sel = p.gqa == GqaMode::KvHead ? plan.n_head_kv : plan.n_head;
-    const auto n_layer = static_cast<int64_t>(layers.size());
     plan.layer_budget = plan.rule->layer_budgets(p, plan.budget, n_tokens, n_layer);
     // FasterDecoding/SnapKV returns early when `q_len < self.max_capacity_prompt`; at q_len == C
     // it "compresses" by keeping all L - W prefix tokens, and in query-head mode that copies each
@@ -370,7 +370,7 @@ at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie) {
 
 Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p, bool with_scores) {
     c10::InferenceMode guard;
-    const Plan plan = make_plan(layers, p);
+    const Plan plan = make_plan(layers, p, static_cast<int64_t>(layers.size()));
 
     Selection sel;
     sel.params = p;
@@ -404,6 +404,19 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
     return sel;
 }
 
+LayerSelection select_layer(const std::vector<LayerScorer>& layers, int64_t n_layer, const SelectionParams& p,
+                            bool with_scores) {
+    if (layers.empty() || static_cast<int64_t>(layers.size()) > n_layer)
+        throw InputError("layers: " + std::to_string(layers.size()) + " layer scorers given for a model of " +
+                         std::to_string(n_layer) + " layers; select_layer needs between 1 and n_layer");
+    c10::InferenceMode guard;
+    const Plan plan = make_plan(layers, p, n_layer);
+    const size_t l = layers.size() - 1;
+    LayerSelection out;
+    run_layer(gather_input(layers[l], l, plan, with_scores, true), l, plan, with_scores, nullptr, &out);
+    return out;
+}
+
 std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
     if (policy_info(p.policy).ragged)
         throw InputError("policy: " + policy_name(p.policy) +
@@ -411,7 +424,7 @@ std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers,
                          "which select_positions cannot return as one tensor; use select() and the "
                          "per-head lists instead");
     c10::InferenceMode guard;
-    const Plan plan = make_plan(layers, p);
+    const Plan plan = make_plan(layers, p, static_cast<int64_t>(layers.size()));
     const std::vector<LayerInput> inputs = gather_inputs(layers, plan, false, false);
     std::vector<at::Tensor> kept;
     kept.reserve(layers.size());

@@ -38,6 +38,13 @@ at::Tensor top_k_positions(const at::Tensor& scores, int64_t k, TieBreak tie = T
 // kept and kept_mass are always filled. Throws InputError for bad parameters or mismatched layers.
 Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& p, bool with_scores = true);
 
+// select() of the last of the layers computed so far (a prefill's per-layer preview, before the
+// later layers exist): `layers` are layers 0 .. l of a model of n_layer layers, and the result is
+// select(all n_layer layers, p, with_scores).layers[l] (a layer's choice reads only its own scorer;
+// what spans layers, PyramidKV's budgets, is planned for n_layer). Throws as select() does.
+LayerSelection select_layer(const std::vector<LayerScorer>& layers, int64_t n_layer, const SelectionParams& p,
+                            bool with_scores = true);
+
 // The same selection as select(), straight to tensors for the cache gather: per layer a [Hs, k]
 // int64 tensor of sorted prefix positions on the capture's device, k = that layer's C - W (L - W
 // when the layer is not compressed); the window is not listed. AdaKV keeps a different count per
