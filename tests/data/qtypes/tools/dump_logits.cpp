@@ -1,7 +1,9 @@
 // dump_logits: a small libllama client that produces golden data for SnapKV Studio's tests.
 // It evaluates a list of token ids in ONE batch and writes the logits of every position, or it
 // runs plain-argmax greedy generation and prints the ids. It does no sampling, no tokenization
-// and no chat templates: callers pass token ids (get them from llama-tokenize --ids).
+// and no chat templates: callers pass token ids (get them from llama-tokenize --ids). The KV cache
+// type (llama.cpp's -ctk/-ctv) and flash attention are options; the defaults (F32 cache, flash
+// attention off) are what every older command ran with, so those keep their meaning.
 // Built against a llama.cpp build tree by build_dump_logits.sh; never used by our test binaries.
 
 #include "llama.h"
@@ -20,12 +22,15 @@ namespace {
 
 struct Options {
     std::string model;
-    std::string ids_arg;         // "1,2,3"
-    std::string ids_file;        // whitespace/comma-separated ids
-    std::string out;             // logits output path ("-" = stdout, JSON only)
-    std::string format = "bin";  // bin | json
-    std::string fa = "off";      // flash attention: off | on | auto
-    int n_ctx = 0;               // 0 = max(256, n_prompt + n_gen) rounded up
+    std::string ids_arg;          // "1,2,3"
+    std::string ids_file;         // whitespace/comma-separated ids
+    std::string out;              // logits output path ("-" = stdout, JSON only)
+    std::string format = "bin";   // bin | json
+    std::string fa = "off";       // flash attention: off | on | auto (llama.cpp's own default is auto)
+    std::string cache_k = "f32";  // KV cache types, llama.cpp's -ctk / -ctv names
+    std::string cache_v = "f32";
+    std::string last_logits;  // greedy mode: where to write the last prompt position's logits
+    int n_ctx = 0;            // 0 = max(256, n_prompt + n_gen) rounded up
     int n_threads = 2;
     int n_gen = 0;  // > 0: greedy generation instead of a logits dump
     bool verbose = false;
@@ -37,10 +42,14 @@ void usage(const char* argv0) {
                  "  logits mode (default): -o OUT [--format bin|json]\n"
                  "     bin : float32 little-endian, row-major [n_tokens, n_vocab], no header\n"
                  "     json: {\"n_tokens\":T,\"n_vocab\":V,\"ids\":[..],\"logits\":[[..],..]} with %%.9g\n"
-                 "  greedy mode: --gen N  prints one JSON line {\"prompt\":[..],\"generated\":[..],\"margin\":[..]}\n"
+                 "  greedy mode: --gen N  prints one JSON line {\"prompt\":[..],\"generated\":[..],\"margin\":[..],\n"
+                 "     \"cache_type_k\":..,\"cache_type_v\":..,\"flash_attn\":..}; --last-logits FILE also writes\n"
+                 "     the n_vocab float32 logits of the last prompt position (little-endian, no header)\n"
                  "  common: -c N_CTX (default fits the sequence), -t THREADS (default 2),\n"
-                 "          --fa off|on|auto (default off), -v (llama.cpp logs)\n"
-                 "  The KV cache is always F32 (type_k = type_v = GGML_TYPE_F32).\n",
+                 "          --flash-attn | --fa off|on|auto (default off; llama.cpp's tools default to auto),\n"
+                 "          --cache-type-k | -ctk TYPE, --cache-type-v | -ctv TYPE (default f32 both;\n"
+                 "          TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1; a quantized V needs flash attention),\n"
+                 "          -v (llama.cpp logs)\n",
                  argv0);
 }
 
@@ -58,9 +67,39 @@ bool parse_ids(const std::string& text, std::vector<llama_token>& ids) {
     return in.eof();
 }
 
+// The cache types llama.cpp's common arguments accept for -ctk/-ctv (common/arg.cpp kv_cache_types).
+bool parse_cache_type(const std::string& name, ggml_type* type) {
+    static const struct {
+        const char* name;
+        ggml_type type;
+    } kTypes[] = {{"f32", GGML_TYPE_F32},       {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
+                  {"q8_0", GGML_TYPE_Q8_0},     {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
+                  {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
+    for (const auto& t : kTypes) {
+        if (name == t.name) {
+            *type = t.type;
+            return true;
+        }
+    }
+    return false;
+}
+
+struct LogState {
+    bool verbose = false;
+    // What llama.cpp resolved flash attention to; with "auto" only its log says so.
+    std::string fa_resolved;
+};
+
 void quiet_log(enum ggml_log_level level, const char* text, void* user) {
-    const bool verbose = *static_cast<const bool*>(user);
-    if (verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+    LogState& st = *static_cast<LogState*>(user);
+    const std::string line = text;
+    if (line.find("Flash Attention") != std::string::npos || line.find("flash_attn") != std::string::npos) {
+        if (line.find("set to disabled") != std::string::npos) st.fa_resolved = "off";
+        else if (line.find("Flash Attention enabled") != std::string::npos ||
+                 line.find("enabling flash_attn") != std::string::npos)
+            st.fa_resolved = "on";
+    }
+    if (st.verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
 // Plain argmax; ties go to the lowest id, like a strict '>' scan.
@@ -99,7 +138,10 @@ int main(int argc, char** argv) {
         else if (a == "--ids-file") opt.ids_file = next();
         else if (a == "-o") opt.out = next();
         else if (a == "--format") opt.format = next();
-        else if (a == "--fa") opt.fa = next();
+        else if (a == "--fa" || a == "--flash-attn") opt.fa = next();
+        else if (a == "--cache-type-k" || a == "-ctk") opt.cache_k = next();
+        else if (a == "--cache-type-v" || a == "-ctv") opt.cache_v = next();
+        else if (a == "--last-logits") opt.last_logits = next();
         else if (a == "-c") opt.n_ctx = std::atoi(next().c_str());
         else if (a == "-t") opt.n_threads = std::atoi(next().c_str());
         else if (a == "--gen") opt.n_gen = std::atoi(next().c_str());
@@ -129,8 +171,33 @@ int main(int argc, char** argv) {
         usage(argv[0]);
         return 2;
     }
+    if (opt.fa != "on" && opt.fa != "off" && opt.fa != "auto") {
+        std::fprintf(stderr, "dump_logits: --flash-attn '%s': expected on, off or auto\n", opt.fa.c_str());
+        return 2;
+    }
+    ggml_type type_k = GGML_TYPE_F32;
+    ggml_type type_v = GGML_TYPE_F32;
+    if (!parse_cache_type(opt.cache_k, &type_k) || !parse_cache_type(opt.cache_v, &type_v)) {
+        std::fprintf(stderr,
+                     "dump_logits: cache type '%s': expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1\n",
+                     parse_cache_type(opt.cache_k, &type_k) ? opt.cache_v.c_str() : opt.cache_k.c_str());
+        return 2;
+    }
+    if (ggml_is_quantized(type_v) && opt.fa == "off") {
+        // llama.cpp refuses this itself (llama_init_from_model); say why before loading the model.
+        std::fprintf(stderr, "dump_logits: --cache-type-v %s is quantized, which needs --flash-attn on or auto\n",
+                     opt.cache_v.c_str());
+        return 2;
+    }
+    if (!opt.last_logits.empty() && opt.n_gen == 0) {
+        std::fprintf(stderr, "dump_logits: --last-logits belongs to greedy mode (--gen N); logits mode writes -o\n");
+        return 2;
+    }
 
-    llama_log_set(quiet_log, &opt.verbose);
+    LogState log_state;
+    log_state.verbose = opt.verbose;
+    log_state.fa_resolved = opt.fa;
+    llama_log_set(quiet_log, &log_state);
     llama_backend_init();
 
     llama_model_params mparams = llama_model_default_params();
@@ -168,15 +235,16 @@ int main(int argc, char** argv) {
     cparams.n_seq_max = 1;
     cparams.n_threads = opt.n_threads;
     cparams.n_threads_batch = opt.n_threads;
-    cparams.type_k = GGML_TYPE_F32;
-    cparams.type_v = GGML_TYPE_F32;
+    cparams.type_k = type_k;
+    cparams.type_v = type_v;
     cparams.flash_attn_type = opt.fa == "on"     ? LLAMA_FLASH_ATTN_TYPE_ENABLED
                               : opt.fa == "auto" ? LLAMA_FLASH_ATTN_TYPE_AUTO
                                                  : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cparams.no_perf = true;
     llama_context* ctx = llama_init_from_model(model, cparams);
     if (!ctx) {
-        std::fprintf(stderr, "dump_logits: cannot create a context (n_ctx %d)\n", n_ctx);
+        std::fprintf(stderr, "dump_logits: cannot create a context (n_ctx %d, cache K %s, V %s, flash attention %s)\n",
+                     n_ctx, opt.cache_k.c_str(), opt.cache_v.c_str(), opt.fa.c_str());
         return 1;
     }
 
@@ -229,6 +297,16 @@ int main(int argc, char** argv) {
         std::vector<llama_token> gen;
         std::vector<float> margins;
         float margin = 0.0f;
+        if (!opt.last_logits.empty()) {
+            // The logits the first generated id is chosen from, from the same run as the ids.
+            FILE* f = std::fopen(opt.last_logits.c_str(), "wb");
+            if (!f ||
+                std::fwrite(llama_get_logits_ith(ctx, -1), sizeof(float), n_vocab, f) != static_cast<size_t>(n_vocab)) {
+                std::fprintf(stderr, "dump_logits: cannot write '%s'\n", opt.last_logits.c_str());
+                return 1;
+            }
+            std::fclose(f);
+        }
         llama_token tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab, &margin);
         llama_batch one = llama_batch_init(1, 0, 1);
         for (int step = 0; step < opt.n_gen; ++step) {
@@ -255,7 +333,8 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < gen.size(); ++i) std::printf("%s%d", i ? "," : "", gen[i]);
         std::printf("],\"margin\":[");
         for (size_t i = 0; i < margins.size(); ++i) std::printf("%s%.9g", i ? "," : "", margins[i]);
-        std::printf("]}\n");
+        std::printf("],\"cache_type_k\":\"%s\",\"cache_type_v\":\"%s\",\"flash_attn\":\"%s\"}\n", opt.cache_k.c_str(),
+                    opt.cache_v.c_str(), log_state.fa_resolved.c_str());
     }
 
     llama_batch_free(batch);
