@@ -18,6 +18,7 @@ void AnalysisState::replaceModel(std::optional<snapkv::ModelInfo> info) {
     m_retune.reset();
     m_attention.reset();
     m_compare.reset();
+    clearPreview();
     Q_EMIT modelChanged();
     Q_EMIT prefillChanged();
     Q_EMIT selectionChanged();
@@ -40,6 +41,7 @@ void AnalysisState::setPrefill(const snapkv::PrefillSummary& summary) {
 void AnalysisState::setRetune(const RetunePtr& result, const ParamState& params) {
     m_retune = result;
     m_params = params;
+    clearPreview();  // the committed result replaces the running prefill's layers
     // Keep the focus inside the new shape (kv-head mode has fewer heads).
     const int l = std::clamp(m_layer, 0, std::max(nLayers() - 1, 0));
     const int h = std::clamp(m_head, 0, std::max(nHeads() - 1, 0));
@@ -49,6 +51,48 @@ void AnalysisState::setRetune(const RetunePtr& result, const ParamState& params)
     Q_EMIT selectionChanged();
     if (moved) Q_EMIT focusChanged(m_layer, m_head);
     if (result && result->attention) setAttention(result->attention);
+}
+
+void AnalysisState::clearPreview() {
+    if (!hasPreview()) return;
+    m_preview = snapkv::Selection{};
+    m_previewValid = false;
+    m_previewOther.reset();
+    m_previewDone = m_previewTotal = 0;
+    m_previewMs = 0;
+    Q_EMIT previewChanged();
+}
+
+void AnalysisState::setLayerPreview(const LayerPreviewPtr& layer) {
+    if (!layer) {
+        clearPreview();
+        return;
+    }
+    const snapkv::PrefillLayerPreview& step = layer->step;
+    // Layers arrive in order from 0; a layer 0 is a new prefill (a previous one may have been cancelled).
+    if (step.layer == 0 || step.layer != m_previewDone) {
+        m_preview = snapkv::Selection{};
+        m_preview.params = layer->params;
+        m_preview.n_tokens = step.n_tokens;
+        m_previewValid = true;
+        m_previewOther.reset();
+        if (layer->other) {
+            m_previewOther.emplace();
+            m_previewOther->params = *layer->other;
+            m_previewOther->n_tokens = step.n_tokens;
+        }
+        m_previewDone = 0;
+        if (step.layer != 0) m_previewValid = false, m_previewOther.reset();  // a layer was missed
+    }
+    const auto& sels = step.selections;
+    if (m_previewValid && !sels.empty() && sels[0]) m_preview.layers.push_back(*sels[0]);
+    else m_previewValid = false;
+    if (m_previewOther && sels.size() > 1 && sels[1]) m_previewOther->layers.push_back(*sels[1]);
+    else m_previewOther.reset();
+    m_previewDone = static_cast<int>(step.layer) + 1;
+    m_previewTotal = static_cast<int>(step.n_layer);
+    m_previewMs = step.elapsed_ms;
+    Q_EMIT previewChanged();
 }
 
 void AnalysisState::setAttention(const AttentionPtr& rows) {

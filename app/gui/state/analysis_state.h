@@ -1,7 +1,9 @@
 // The values the views show, held on the GUI thread: model info, prefill summary, the current
 // selection (and the one of the overlap policy), the focused head's attention rows, the last
-// comparison, the focused (layer, head) and the display settings. Views read it through the small
-// accessors below and listen to its change signals; it computes nothing and calls no session.
+// comparison, the focused (layer, head), the display settings, and while a prefill runs the layers
+// it has finished (a partial selection, so the overview fills in layer by layer). Views read it
+// through the small accessors below and listen to its change signals; it computes nothing and
+// calls no session.
 #pragma once
 
 #include <QObject>
@@ -14,6 +16,15 @@
 #include "app/gui/state/param_state.h"
 
 namespace studio {
+
+// One layer of a running prefill as the worker hands it over: Session's PrefillLayerPreview and the
+// parameters its selections were made with.
+struct LayerPreview {
+    snapkv::SelectionParams params;                // of step.selections[0]
+    std::optional<snapkv::SelectionParams> other;  // of step.selections[1]: the overlap policy's
+    snapkv::PrefillLayerPreview step;
+};
+using LayerPreviewPtr = std::shared_ptr<const LayerPreview>;
 
 class AnalysisState : public QObject {
     Q_OBJECT
@@ -35,6 +46,21 @@ public:
     const ParamState& params() const { return m_params; }  // the parameters of selection()
     RetunePtr retune() const { return m_retune; }
     void setRetune(const RetunePtr& result, const ParamState& params);
+
+    // While a prefill runs: the layers it has finished, as a selection of layers [0, previewDone())
+    // of previewTotal() with its params, n_tokens and layers only (null while its parameters
+    // cannot be selected, e.g. a window wider than the capture). Before the prefill commits,
+    // selection() still holds the previous prefill's result, which a cancelled or failed prefill
+    // leaves in place.
+    bool hasPreview() const { return m_previewTotal > 0; }
+    const snapkv::Selection* previewSelection() const { return m_previewValid ? &m_preview : nullptr; }
+    const snapkv::Selection* previewOther() const { return m_previewOther ? &*m_previewOther : nullptr; }
+    int previewDone() const { return m_previewDone; }
+    int previewTotal() const { return m_previewTotal; }
+    double previewElapsedMs() const { return m_previewMs; }
+    // A layer as it finishes (layer 0 starts a new preview); null: the prefill has ended, committed
+    // or not, and the preview goes. setRetune and a new model end it too.
+    void setLayerPreview(const LayerPreviewPtr& layer);
 
     const AttentionRows* attention() const { return m_attention.get(); }
     void setAttention(const AttentionPtr& rows);
@@ -80,9 +106,11 @@ Q_SIGNALS:
     void focusChanged(int layer, int head);
     void displayChanged();
     void markChanged();
+    void previewChanged();
 
 private:
     void replaceModel(std::optional<snapkv::ModelInfo> info);  // set or clear, then announce all
+    void clearPreview();                                       // announces previewChanged if one was held
 
     std::optional<snapkv::ModelInfo> m_model;
     std::optional<snapkv::PrefillSummary> m_prefill;
@@ -94,6 +122,14 @@ private:
     int m_head = 0;
     DisplaySettings m_display;
     std::vector<MarkedSpan> m_marks;
+    snapkv::Selection m_preview;  // layers [0, m_previewDone) of a running prefill
+    bool m_previewValid = false;
+    std::optional<snapkv::Selection> m_previewOther;
+    int m_previewDone = 0;
+    int m_previewTotal = 0;
+    double m_previewMs = 0;
 };
 
 }  // namespace studio
+
+Q_DECLARE_METATYPE(studio::LayerPreviewPtr)

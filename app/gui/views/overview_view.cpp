@@ -75,7 +75,7 @@ OverviewView::OverviewView(AnalysisState* state, QWidget* parent) : LazyView(par
     connect(m_stat, qOverload<int>(&QComboBox::activated), this, &OverviewView::onStatChosen);
     connect(m_otherPolicy, qOverload<int>(&QComboBox::activated), this, &OverviewView::onOtherPolicyChosen);
     for (auto sig : {&AnalysisState::selectionChanged, &AnalysisState::comparisonChanged,
-                     &AnalysisState::displayChanged, &AnalysisState::modelChanged})
+                     &AnalysisState::displayChanged, &AnalysisState::modelChanged, &AnalysisState::previewChanged})
         connect(m_state, sig, this, [this] { markDirty(); });
     connect(m_state, &AnalysisState::focusChanged, this, [this] { markDirty(); });
     syncControls();
@@ -116,16 +116,26 @@ void OverviewView::setHighlight(bool on) {
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+const snapkv::Selection* OverviewView::shownSelection() const {
+    return m_state->hasPreview() ? m_state->previewSelection() : m_state->selection();
+}
+
+int OverviewView::shownHeads() const {
+    const auto* sel = shownSelection();
+    if (sel && !sel->layers.empty()) return static_cast<int>(sel->layers.front().heads.size());
+    return m_state->nHeads();
+}
+
 int OverviewView::selectionHeadOf(int gridHead) const {
     // Hit rates are per query head; in kv-head mode a selection head serves a group of them.
-    const int nSel = m_state->nHeads();
+    const int nSel = shownHeads();
     const int nGrid = m_grid.empty() ? nSel : static_cast<int>(m_grid.front().size());
     if (nSel <= 0 || nGrid <= nSel) return gridHead;
     return gridHead / (nGrid / nSel);
 }
 
 int OverviewView::gridHeadOf(int selectionHead) const {
-    const int nSel = m_state->nHeads();
+    const int nSel = shownHeads();
     const int nGrid = m_grid.empty() ? nSel : static_cast<int>(m_grid.front().size());
     if (nSel <= 0 || nGrid <= nSel) return selectionHead;
     return selectionHead * (nGrid / nSel);
@@ -134,7 +144,30 @@ int OverviewView::gridHeadOf(int selectionHead) const {
 void OverviewView::refresh() {
     syncControls();
     const auto& d = m_state->display();
-    m_grid = overviewGrid(d.overviewStat, m_state->selection(), m_state->otherSelection(), m_state->comparison());
+    // While a prefill runs, its finished layers (no comparison belongs to them yet); the rows of
+    // the layers still to come stay empty, greyed, so the grid has its final shape from the start.
+    const bool preview = m_state->hasPreview();
+    const auto* sel = shownSelection();
+    m_grid = preview ? overviewGrid(d.overviewStat, sel, m_state->previewOther(), nullptr)
+                     : overviewGrid(d.overviewStat, sel, m_state->otherSelection(), m_state->comparison());
+    m_pendingRows = 0;
+    m_pendingText.clear();
+    if (preview && m_state->hasModel()) {
+        const auto& cfg = m_state->model().config;
+        const bool kv = sel ? sel->params.gqa == snapkv::GqaMode::KvHead
+                            : m_state->params().toSelectionParams().gqa == snapkv::GqaMode::KvHead;
+        const size_t width = !m_grid.empty() && !m_grid.front().empty()
+                                 ? m_grid.front().size()
+                                 : static_cast<size_t>(kv ? cfg.n_head_kv : cfg.n_head);
+        const int done = static_cast<int>(m_grid.size());
+        m_grid.resize(static_cast<size_t>(std::max(m_state->previewTotal(), done)),
+                      std::vector<double>(width, kNoValue));
+        m_pendingRows = static_cast<int>(m_grid.size()) - m_state->previewDone();
+        m_pendingText = m_pendingRows > 0 ? QString("layer %1 running · %1 of %2 layers done")
+                                                .arg(m_state->previewDone())
+                                                .arg(m_state->previewTotal())
+                                          : QString("all %1 layers done, selecting…").arg(m_state->previewTotal());
+    }
     for (int i = m_plot->itemCount() - 1; i >= 0; --i)
         if (m_plot->item(i) != m_cursor) m_plot->removeItem(i);
 
@@ -186,7 +219,6 @@ void OverviewView::refresh() {
     m_plot->xAxis->setRange(-0.5, nH - 0.5);
     m_plot->yAxis->setRange(-0.5, nL - 0.5);
     // In kv-head mode a column is one KV head (a query-head group); hit rates stay per query head.
-    const auto* sel = m_state->selection();
     const bool grouped = m_state->hasModel() && m_state->model().config.n_head_kv < m_state->model().config.n_head;
     const bool kvColumns = grouped && sel && sel->params.gqa == snapkv::GqaMode::KvHead &&
                            d.overviewStat != OverviewStat::HitRate;
@@ -236,6 +268,34 @@ void OverviewView::refresh() {
             }
     }
 
+    if (m_pendingRows > 0) {
+        // The layers still running: greyed, with where the prefill is.
+        const int first = nL - m_pendingRows;
+        auto* pending = new QCPItemRect(m_plot);
+        pending->topLeft->setCoords(-0.5, first - 0.5);
+        pending->bottomRight->setCoords(nH - 0.5, nL - 0.5);
+        pending->setPen(Qt::NoPen);
+        pending->setBrush(QBrush(QColor(150, 150, 150, 90), Qt::BDiagPattern));
+        pending->setClipToAxisRect(true);
+        auto* fill = new QCPItemRect(m_plot);
+        fill->topLeft->setCoords(-0.5, first - 0.5);
+        fill->bottomRight->setCoords(nH - 0.5, nL - 0.5);
+        fill->setPen(QPen(QColor("#9a9a9a"), 1));
+        fill->setBrush(QColor(225, 225, 225, 150));
+        fill->setClipToAxisRect(true);
+        auto* t = new QCPItemText(m_plot);
+        t->position->setCoords((nH - 1) / 2.0, first - 0.5 + m_pendingRows / 2.0);
+        t->setText(m_pendingText);
+        QFont f = font();
+        f.setPointSizeF(11);
+        f.setBold(true);
+        t->setFont(f);
+        t->setColor(QColor("#404040"));
+        t->setBrush(QColor(255, 255, 255, 210));
+        t->setPadding(QMargins(6, 3, 6, 3));
+        t->setClipToAxisRect(true);
+    }
+
     const int gh = gridHeadOf(m_state->head());
     m_cursor->topLeft->setCoords(gh - 0.5, m_state->layer() - 0.5);
     const int span = std::max(1, nH / std::max(1, m_state->nHeads()));
@@ -250,6 +310,12 @@ void OverviewView::refresh() {
                        .arg(count ? sum / count : 0.0, 0, 'f', 3)
                        .arg(describe(m_state->layer(), gh));
     if (nSliding > 0) info += QString(" · sw: sliding window %1").arg(slidingWindow);
+    if (preview)
+        info = QString("prefill running: %1 of %2 layers done in %3 s · %4")
+                   .arg(m_state->previewDone())
+                   .arg(m_state->previewTotal())
+                   .arg(m_state->previewElapsedMs() / 1000.0, 0, 'f', 1)
+                   .arg(info);
     m_info->setText(info);
     m_info->setToolTip(nSliding == 0 ? QString()
                                      : QString("Rows marked sw (dotted) are sliding-window layers: each sees only "
@@ -288,7 +354,7 @@ bool OverviewView::eventFilter(QObject* watched, QEvent* event) {
         int l, h;
         if (cellAt(me->pos(), &l, &h)) {
             QString tip = describe(l, h);
-            const auto* sel = m_state->selection();
+            const auto* sel = shownSelection();
             const int sh = selectionHeadOf(h);
             if (sel && l < static_cast<int>(sel->layers.size()) && sh < static_cast<int>(sel->layers[l].heads.size())) {
                 const auto& hs = sel->layers[l].heads[sh];

@@ -17,6 +17,10 @@ class QCPColorScale;
 class QCPItemRect;
 class QMouseEvent;
 
+namespace snapkv {
+struct Selection;
+}
+
 namespace studio {
 
 class AnalysisState;
@@ -29,6 +33,10 @@ public:
     QCustomPlot* plot() const { return m_plot; }
     // The values drawn: [layer][head], NaN where undefined.
     const std::vector<std::vector<double>>& grid() const { return m_grid; }
+    // While a prefill runs: the rows of layers not finished yet (greyed, NaN in grid()) and the
+    // caption over them ("layer 5 running · 5 of 16 layers done", layers counted from 0 as on the axis); 0 and empty otherwise.
+    int pendingRows() const { return m_pendingRows; }
+    QString pendingText() const { return m_pendingText; }
     // Walkthrough emphasis: outline the focused cell more strongly.
     void setHighlight(bool on);
 
@@ -40,6 +48,9 @@ private:
     void onStatChosen(int index);
     void onOtherPolicyChosen(int index);
     bool cellAt(const QPoint& pos, int* layer, int* head) const;
+    // The selection drawn: the running prefill's finished layers, else the committed one.
+    const snapkv::Selection* shownSelection() const;
+    int shownHeads() const;  // selection heads per layer of shownSelection()
     int selectionHeadOf(int gridHead) const;
     int gridHeadOf(int selectionHead) const;
     QString describe(int layer, int head) const;
@@ -59,6 +70,8 @@ private:
     QStringList m_rowLabels;     // [n_layer]
     QStringList m_columnLabels;  // [columns]
     bool m_highlight = false;
+    int m_pendingRows = 0;
+    QString m_pendingText;
 };
 
 }  // namespace studio

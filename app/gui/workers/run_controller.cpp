@@ -24,6 +24,7 @@ RunController::RunController(AnalysisState* state, QObject* parent) : QObject(pa
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     connect(m_worker, &SessionWorker::modelLoaded, this, &RunController::onModelLoaded);
     connect(m_worker, &SessionWorker::prefillFinished, this, &RunController::onPrefillFinished);
+    connect(m_worker, &SessionWorker::layerPreviewed, m_state, &AnalysisState::setLayerPreview);
     connect(m_worker, &SessionWorker::retuned, this, &RunController::onRetuned);
     connect(m_worker, &SessionWorker::attentionFetched, this, &RunController::onAttentionFetched);
     connect(m_worker, &SessionWorker::compared, this, &RunController::onCompared);

@@ -181,6 +181,28 @@ RetunePtr SessionWorker::doRetune(const RetuneJob& job) {
     return out;
 }
 
+snapkv::PrefillPreview SessionWorker::previewFor(const RetuneJob& retune) {
+    snapkv::PrefillPreview pv;
+    auto base = std::make_shared<LayerPreview>();
+    base->params = retune.params.toSelectionParams();
+    pv.params.push_back(base->params);
+    if (!retune.overlapPolicy.isEmpty()) {
+        ParamState other = retune.params;
+        other.sel.policy = snapkv::parse_policy(retune.overlapPolicy.toStdString());
+        base->other = other.toSelectionParams();
+        pv.params.push_back(*base->other);
+    }
+    pv.query_agnostic = retune.params.queryAgnostic;
+    pv.with_scores = true;  // entropy and sink mass read the votes
+    // On this thread, inside Session::prefill: a copy goes out as a value (a few MB a layer at 32K).
+    pv.on_layer = [this, base](const snapkv::PrefillLayerPreview& step) {
+        auto out = std::make_shared<LayerPreview>(*base);
+        out->step = step;
+        Q_EMIT layerPreviewed(out);
+    };
+    return pv;
+}
+
 void SessionWorker::loadModel(const LoadJob& job, const CancelPtr& cancel) {
     guarded("load model", [&] { doLoad(job, cancel); });
 }
@@ -191,7 +213,9 @@ void SessionWorker::run(const RunJob& job) {
     const bool ok = guarded(task, [&] {
         if (job.load) doLoad(job.loadJob, job.cancel);
         task = "prefill";
-        if (job.prefill && !doPrefill(job.prefillJob, job.cancel)) {
+        PrefillJob prefill = job.prefillJob;
+        prefill.settings.preview = previewFor(job.retune);
+        if (job.prefill && !doPrefill(prefill, job.cancel)) {
             stopped = true;
             return;
         }
@@ -200,6 +224,8 @@ void SessionWorker::run(const RunJob& job) {
         Q_EMIT progressed("selecting", 0, 1);
         Q_EMIT retuned(doRetune(job.retune));
     });
+    // After retuned (which replaced the preview) or failed/cancelled (the previous result stays).
+    if (job.prefill) Q_EMIT layerPreviewed(nullptr);
     if (ok && !stopped) Q_EMIT runFinished(job.id);
 }
 
@@ -234,6 +260,7 @@ void registerMetaTypes() {
     qRegisterMetaType<studio::AttentionPtr>();
     qRegisterMetaType<studio::ComparePtr>();
     qRegisterMetaType<studio::RetunePtr>();
+    qRegisterMetaType<studio::LayerPreviewPtr>();
     qRegisterMetaType<studio::ParamState>();
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 
+#include "app/gui/state/analysis_state.h"
 #include "app/gui/state/gui_types.h"
 #include "app/gui/state/param_state.h"
 
@@ -80,6 +81,10 @@ public:
 Q_SIGNALS:
     void modelLoaded(const snapkv::ModelInfo& info);
     void prefillFinished(const snapkv::PrefillSummary& summary, const QString& note);
+    // A run's prefill has finished a layer: its selections with the run's parameters (and the
+    // overlap policy's), before the prefill commits. Null once the run is over, whether the prefill
+    // committed, failed or was cancelled.
+    void layerPreviewed(const studio::LayerPreviewPtr& layer);
     void retuned(const studio::RetunePtr& result);
     void attentionFetched(quint64 id, const studio::AttentionPtr& rows);
     void compared(quint64 id, const studio::ComparePtr& result);
@@ -95,6 +100,9 @@ private:
     snapkv::ProgressFn progressFn();
     void doLoad(const LoadJob& job, const CancelPtr& cancel);
     bool doPrefill(const PrefillJob& job, const CancelPtr& cancel);  // false: stopped (context)
+    // The preview of a run's prefill: each layer's selection with the retune's parameters, emitted
+    // as layerPreviewed.
+    snapkv::PrefillPreview previewFor(const RetuneJob& retune);
     RetunePtr doRetune(const RetuneJob& job);
     AttentionPtr doAttention(const AttentionJob& job);
     // Runs fn, turning exceptions into failed/cancelled; returns whether fn completed.
