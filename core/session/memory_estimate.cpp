@@ -146,8 +146,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         m.capture = cap;
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per
         // layer; while one layer is built: rows [H, Sc, L], their scores and the running sum.
-        const int64_t nc = LayerScorer::checkpoints_for(W);
-        const int64_t stride = LayerScorer::stride_for(W);
+        const int64_t nc = LayerScorer::checkpoints_for(W, T);
+        const int64_t stride = LayerScorer::block_rows_for(W);
         m.scorer = sat_add(prod({n_layer, H, nc + 1, T, 4}), prod({H, 2 * stride + 1, T, 4}));
     }
     return m;

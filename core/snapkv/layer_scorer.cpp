@@ -1,20 +1,24 @@
-// LayerScorer: at construction, the softmax rows of the Wmax captured queries in blocks of S
+// LayerScorer: at construction, the softmax rows of the Wmax captured queries in blocks of B
 // rows (one batched matmul + softmax each), accumulated from the last row up into the checkpoint
-// sums; votes(W) = a checkpoint plus the few rows above it, recomputed. Nothing here pools or
+// sums (every S rows); votes(W) = a checkpoint plus the few rows above it, recomputed one KV
+// head at a time and added in cache-sized column tiles. Nothing here pools or
 // selects, and nothing materialises L x L attention. On CUDA captures with the kernels built,
 // no checkpoints are kept and votes(W) calls the fused kernel (gpu_ops.h).
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, L = prompt tokens, Wmax = captured
-// window, W = window, D = head_dim, S = checkpoint stride, Nc = checkpoints, R = rows.
+// window, W = window, D = head_dim, S = checkpoint stride, Nc = checkpoints, B = rows per GEMM at
+// construction, R = rows, N = key columns summed.
 #include "core/snapkv/layer_scorer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
 
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/errors.h"
@@ -65,12 +69,43 @@ void scale_and_mask(at::Tensor& scores, int64_t head_dim, const LayerCapture& c,
     }
 }
 
+// Column tile of the running sums: a tile of acc stays in L1/L2 while all rows are added to it.
+constexpr int64_t kTile = 2048;
+
+// For each head h: acc[h, :N] += rows[h, j, :N] for j = R - 1 down to 0 (the running sum's order,
+// one float32 add per row and element, as acc.add_(row) does), in column tiles, heads and tiles
+// on the intra-op threads. After the row that brings the sum to `done + i` rows (i = 1..R), when
+// that count is a multiple of `stride` and at most `n_ckpt * stride`, the tile is copied to
+// checkpoint (done + i) / stride - 1 of ckpt ([H, Nc, L]); ckpt may be null.
+// rows: [H, R, L'] float32 contiguous with L' >= N; acc: [H, N'] float32 contiguous, N <= N'.
+void add_rows_in_tiles(const at::Tensor& rows, at::Tensor& acc, int64_t n_cols, float* ckpt, int64_t ckpt_len,
+                       int64_t done, int64_t stride, int64_t n_ckpt) {
+    const int64_t H = rows.size(0), R = rows.size(1), row_len = rows.size(2), acc_len = acc.size(1);
+    const float* src = rows.data_ptr<float>();
+    float* dst = acc.data_ptr<float>();
+    const int64_t n_tiles = (n_cols + kTile - 1) / kTile;
+    at::parallel_for(0, H * n_tiles, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+            const int64_t h = item / n_tiles, c0 = (item % n_tiles) * kTile, n = std::min(kTile, n_cols - c0);
+            float* a = dst + h * acc_len + c0;
+            for (int64_t j = R - 1; j >= 0; --j) {
+                const float* r = src + (h * R + j) * row_len + c0;
+                for (int64_t t = 0; t < n; ++t) a[t] += r[t];
+                const int64_t count = done + (R - j);
+                if (ckpt && count % stride == 0 && count / stride <= n_ckpt)
+                    std::copy(a, a + n, ckpt + (h * n_ckpt + count / stride - 1) * ckpt_len + c0);
+            }
+        }
+    });
+}
+
 }  // namespace
 
 struct LayerScorer::LastVotes {
     std::mutex mutex;
     int64_t window = 0;
-    at::Tensor votes;  // [H, L - window]
+    at::Tensor votes;                          // [H, L - window]
+    std::map<std::string, at::Tensor> scores;  // cached_scores
 };
 
 LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
@@ -120,32 +155,54 @@ LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
         return;
     }
 
-    // Checkpoints, from the last query row up in blocks of S rows: the running sum gets rows
-    // Wmax - 1, Wmax - 2, ... added one at a time (acc += row), the order of a full running sum.
-    m_stride = stride_for(m_max_window);
-    const int64_t n_ckpt = checkpoints_for(m_max_window);
+    // Checkpoints, from the last query row up in blocks of B rows: the running sum gets rows
+    // Wmax - 1, Wmax - 2, ... added one at a time (acc += row), the order of a full running sum,
+    // and is copied out every S rows.
+    m_stride = stride_for(m_max_window, m_n_tokens);
+    const int64_t block = block_rows_for(m_max_window);
+    const int64_t n_ckpt = checkpoints_for(m_max_window, m_n_tokens);
     if (n_ckpt == 0) return;
     m_checkpoints = at::empty({m_n_head, n_ckpt, m_n_tokens}, q.options().dtype(at::kFloat));  // [H, Nc, L]
     at::Tensor acc = at::zeros({m_n_head, m_n_tokens}, m_checkpoints.options());               // [H, L]
-    for (int64_t m = 1; m <= n_ckpt; ++m) {
-        const at::Tensor rows = window_rows(m_max_window - m * m_stride, m_stride);  // [H, S, L]
-        for (int64_t j = m_stride - 1; j >= 0; --j) acc.add_(rows.select(1, j));
-        m_checkpoints.select(1, m - 1).copy_(acc);
+    for (int64_t done = 0; done < n_ckpt * m_stride; done += block) {
+        const int64_t first = std::max<int64_t>(0, m_max_window - done - block);
+        const at::Tensor rows = window_rows(first, m_max_window - done - first).contiguous();  // [H, B, L]
+        add_rows_in_tiles(rows, acc, m_n_tokens, m_checkpoints.data_ptr<float>(), m_n_tokens, done, m_stride, n_ckpt);
     }
 }
 
-int64_t LayerScorer::stride_for(int64_t max_window) {
-    // At most 4 checkpoints: S = 32 up to Wmax = 128 (the usual windows 32, 64, 96, 128 read one
-    // without recomputing a row), then Wmax / 4 rounded up. With quantized weights in memory, 8
-    // checkpoints made capture + scorer 27 % of weights + full KV for SmolLM2 at 8K tokens.
+int64_t LayerScorer::block_rows_for(int64_t max_window) {
+    // Up to Wmax = 128 a GEMM of 32 rows per query head (the usual windows 32, 64, 96, 128 read
+    // sums of these blocks), then Wmax / 4 rounded up.
     return std::max<int64_t>(32, (max_window + 3) / 4);
+}
+
+int64_t LayerScorer::stride_for(int64_t max_window, int64_t n_tokens) {
+    // Checkpoints per block by prompt length: a recomputed row costs H * L * D multiply-adds and
+    // a read of all L keys, a checkpoint H * L floats; so the stride shrinks as L grows, keeping
+    // the rows recomputed times L (the first retune's cost) within 8 * 32K. Short prompts keep
+    // one checkpoint per block (SmolLM2 at 8K: capture within a quarter of weights + KV).
+    const int64_t per_block = n_tokens >= 32768 ? 4 : n_tokens >= 16384 ? 2 : 1;
+    const int64_t block = block_rows_for(max_window);
+    return (block + per_block - 1) / per_block;
 }
 
 int64_t LayerScorer::cache_bytes() const {
     int64_t bytes = m_checkpoints.defined() ? m_checkpoints.numel() * 4 : 0;
     std::lock_guard<std::mutex> lock(m_last->mutex);
     if (m_last->votes.defined()) bytes += m_last->votes.numel() * 4;
+    for (const auto& kv : m_last->scores)
+        if (kv.second.defined()) bytes += kv.second.numel() * int64_t(kv.second.element_size());
     return bytes;
+}
+
+at::Tensor LayerScorer::cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const {
+    std::lock_guard<std::mutex> lock(m_last->mutex);
+    auto it = m_last->scores.find(key);
+    if (it != m_last->scores.end()) return it->second;
+    at::Tensor t = make();
+    m_last->scores.emplace(key, t);
+    return t;
 }
 
 at::Tensor LayerScorer::window_rows(int64_t first, int64_t count) const {
@@ -169,16 +226,34 @@ at::Tensor LayerScorer::compute_votes(int64_t window) const {
         return gpu_votes(m_capture.window_queries, m_capture.keys, m_n_tokens, window);  // [H, L - W]
 #endif
     // W = m * S + r: checkpoint m (the last m * S rows) plus the r rows above it, added from the
-    // bottom up as the running sum would have.
+    // bottom up as the running sum would have; only the prefix columns [0, L - W) are summed.
     const int64_t m = window / m_stride;
     const int64_t r = window - m * m_stride;
-    at::Tensor acc = m > 0 ? m_checkpoints.select(1, m - 1).clone()  // [H, L]
-                           : at::zeros({m_n_head, m_n_tokens}, m_capture.keys.options().dtype(at::kFloat));
-    if (r > 0) {
-        const at::Tensor rows = window_rows(m_max_window - window, r);  // [H, r, L]
-        for (int64_t j = r - 1; j >= 0; --j) acc.add_(rows.select(1, j));
+    const int64_t n_prefix = m_n_tokens - window;
+    at::Tensor acc = m > 0 ? m_checkpoints.select(1, m - 1).narrow(1, 0, n_prefix).contiguous()  // [H, L - W]
+                           : at::zeros({m_n_head, n_prefix}, m_capture.keys.options().dtype(at::kFloat));
+    if (r > 0) add_rows(m_max_window - window, r, acc);
+    return acc;  // [H, L - W]
+}
+
+void LayerScorer::add_rows(int64_t first, int64_t count, at::Tensor& acc) const {
+    // One KV head at a time: its G query heads' rows [G, R, L] (a few MB) are scored, softmaxed and
+    // added while they are still in cache, instead of [H, R, L] passing through memory per step.
+    // The same arithmetic as window_rows per element (a head's slice of the batched GEMM is the
+    // same GEMM), masked by the same rules.
+    const int64_t group = m_n_head / m_n_head_kv;
+    const at::Tensor q = m_capture.window_queries.narrow(1, first, count).to(at::kFloat);  // [H, R, D]
+    for (int64_t kv = 0; kv < m_n_head_kv; ++kv) {
+        const at::Tensor qg = q.narrow(0, kv * group, group).contiguous().view({group * count, m_head_dim});  // [G*R, D]
+        const at::Tensor k = m_capture.keys.select(0, kv).to(at::kFloat);                                     // [L, D]
+        at::Tensor scores = at::mm(qg, k.t()).view({group, count, m_n_tokens});  // [G, R, L]
+        scale_and_mask(scores, m_head_dim, m_capture, m_n_tokens - m_max_window + first);
+        const at::Tensor rows = at::softmax(scores, -1);  // [G, R, L]
+        at::Tensor part = acc.narrow(0, kv * group, group);
+        at::Tensor tile = part.is_contiguous() ? part : part.contiguous();
+        add_rows_in_tiles(rows, tile, acc.size(1), nullptr, 0, 0, 1, 0);
+        if (!tile.is_same(part)) part.copy_(tile);
     }
-    return acc.narrow(1, 0, m_n_tokens - window).contiguous();  // [H, L - W]
 }
 
 void LayerScorer::check_window(int64_t window, const char* where) const {

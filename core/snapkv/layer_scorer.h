@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include <ATen/ATen.h>
 
@@ -53,12 +55,27 @@ struct LayerCapture {
 // position L - Wmax + i and sees keys <= L - Wmax + i whatever the window), so votes(W) is the sum
 // of the last W rows. Keeping every row's running sum ([H, Wmax, L] floats: 1.1 GB for SmolLM2 at
 // 8K tokens, 9 GB for a 1B model at 32K) cost more than the weights, so the constructor keeps only
-// checkpoints: the float32 sums of the last S, 2S, ..., Nc*S rows ([H, Nc, L], Nc <= 4), and
-// votes(W) adds the W mod S rows above the nearest checkpoint, recomputed from the captured
-// queries and keys (at most S - 1 rows per head: one small matmul + softmax). Every sum is
+// checkpoints: the float32 sums of the last S, 2S, ..., Nc*S rows ([H, Nc, L]), and votes(W) adds
+// the W mod S rows above the nearest checkpoint, recomputed from the captured queries and keys
+// (at most S - 1 rows per head, one KV head at a time so they stay in cache). Every sum is
 // accumulated in float32 in the same order as a full running sum, so votes stay float32-accurate
 // (no differences of sums). The votes of the last window asked for are kept, so retuning kernel,
 // pooling, budget or policy at a fixed window costs no recomputation. Never L x L.
+//
+// The constructor computes rows in blocks of B = max(32, Wmax / 4) (one GEMM each) and keeps a
+// checkpoint every S rows: S = B below 16K tokens, B / 2 from 16K, B / 4 from 32K. A first
+// retune to a window off the checkpoints recomputes W mod S rows against all L keys, so its cost
+// grows with S * L: with S = B at an 8B model's 32K tokens that was up to 31 rows per head,
+// seconds per layer; now at most 7, for 16 checkpoints instead of 4 (64 MB per layer of an 8B
+// model at 32K, next to its 128 MB of float32 keys). Below 16K tokens the checkpoints, and so
+// every vote, are those of one checkpoint per block, bit for bit. (Above, a window that is a
+// multiple of S but not of B reads a sum of rows from their block's GEMM instead of a GEMM of
+// its own rows: OpenBLAS's bits depend on the GEMM's row count, so such votes may differ in the
+// last bit from the sums of fewer checkpoints, as any two float32 summations of the same rows.)
+//
+// Derived per-policy scores (a policy's score_tensor, e.g. KeyDiff's or ExpectedAttention's over
+// all keys) are computed once per layer and setting and kept with the scorer (cached_scores), so a
+// retune back to such a policy does not redo its matrix products.
 //
 // CUDA path: when the capture is on a CUDA device and core was built with the kernels
 // (gpu_kernels_available(), head_dim <= 256), no checkpoints are built and votes(W) runs
@@ -90,12 +107,24 @@ public:
     // S: windows that are multiples of it read a checkpoint without recomputing any row; 0 on the
     // CUDA path (no checkpoints).
     int64_t checkpoint_stride() const { return m_stride; }
-    // Bytes the scorer holds beyond its capture: checkpoints plus the last window's votes.
+    // Bytes the scorer holds beyond its capture: checkpoints, the last window's votes and the
+    // cached policy scores.
     int64_t cache_bytes() const;
 
-    // The stride and checkpoint count a capture of Wmax queries gets (S >= 32, Nc <= 4).
-    static int64_t stride_for(int64_t max_window);
-    static int64_t checkpoints_for(int64_t max_window) { return max_window / stride_for(max_window); }
+    // A tensor derived from this layer's capture alone, computed by `make` the first time `key`
+    // is asked for and kept (key: what it depends on, e.g. the policy's name and settings). For
+    // policies whose scores are matrix products over all keys (score_tensor); the result must
+    // not be modified. Thread-safe; make runs under the scorer's lock.
+    at::Tensor cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const;
+
+    // B: query rows per GEMM while the checkpoints are built (max(32, Wmax / 4 rounded up)).
+    static int64_t block_rows_for(int64_t max_window);
+    // The checkpoint stride S and count Nc = Wmax / S of a capture of Wmax queries over L keys:
+    // S = B, B / 2 from L = 16384, B / 4 from L = 32768 (rounded up).
+    static int64_t stride_for(int64_t max_window, int64_t n_tokens);
+    static int64_t checkpoints_for(int64_t max_window, int64_t n_tokens) {
+        return max_window / stride_for(max_window, n_tokens);
+    }
 
 private:
     void check_window(int64_t window, const char* where) const;
@@ -103,8 +132,11 @@ private:
     // Wmax) over all keys, causal mask applied.
     at::Tensor window_rows(int64_t first, int64_t count) const;
     at::Tensor compute_votes(int64_t window) const;  // [H, L - W]
+    // Adds the softmax rows first .. first + count - 1 (0-based in Wmax) to acc, last row first,
+    // over the first acc.size(1) keys: acc [H, N] float32 contiguous, N <= L.
+    void add_rows(int64_t first, int64_t count, at::Tensor& acc) const;
 
-    struct LastVotes;  // mutex + window + votes of the last call
+    struct LastVotes;  // mutex + window + votes of the last call + cached policy scores
 
     LayerCapture m_capture;
     at::Tensor m_checkpoints;    // [H, Nc, L] float32: [:, m - 1] = sum of the last m * S rows

@@ -188,7 +188,7 @@ TEST_CASE("a captured window above 128 spreads at most 4 checkpoints over it", "
     const LayerCapture cap = to_layer_capture(c);
     LayerScorer scorer(cap);
     CHECK(scorer.checkpoint_stride() == 75);  // ceil(300 / 4)
-    CHECK(LayerScorer::checkpoints_for(300) == 4);
+    CHECK(LayerScorer::checkpoints_for(300, 420) == 4);
     for (int64_t W : {1, 37, 74, 75, 76, 150, 151, 266, 299, 300}) {
         INFO("window " << W);
         CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
@@ -197,4 +197,45 @@ TEST_CASE("a captured window above 128 spreads at most 4 checkpoints over it", "
     at::Tensor a = scorer.votes(100);
     CHECK(scorer.votes(100).is_same(a));
     CHECK_FALSE(scorer.votes(101).is_same(a));
+}
+
+TEST_CASE("long prompts get finer checkpoints, and every window still gets its votes", "[snapkv]") {
+    // A first retune to a window off the checkpoints recomputes W mod S rows against all L keys:
+    // from 16K tokens the stride halves, from 32K it is a quarter of the GEMM block.
+    CHECK(LayerScorer::block_rows_for(128) == 32);
+    CHECK(LayerScorer::stride_for(128, 16383) == 32);
+    CHECK(LayerScorer::stride_for(128, 16384) == 16);
+    CHECK(LayerScorer::stride_for(128, 32768) == 8);
+    CHECK(LayerScorer::checkpoints_for(128, 32768) == 16);
+    CHECK(LayerScorer::stride_for(300, 40000) == 19);  // ceil(75 / 4)
+    // A small head at 32K tokens: Wmax 64, so B = 32, S = 8 and 8 checkpoints of [H, L].
+    const int64_t H = 2, Hkv = 1, Wmax = 64, L = 32768, D = 8;
+    const NaiveCapture c = random_capture(H, Hkv, Wmax, L, D, 5, 3.0f);
+    const LayerCapture cap = to_layer_capture(c);
+    LayerScorer scorer(cap);
+    CHECK(scorer.checkpoint_stride() == 8);
+    CHECK(scorer.cache_bytes() == H * 8 * L * 4);
+    for (int64_t W : {1, 7, 8, 9, 15, 16, 31, 32, 33, 40, 47, 63, 64}) {
+        INFO("window " << W);
+        CHECK_TENSORS_CLOSE(scorer.votes(W), direct_votes(cap, W), 1e-5, 1e-4);
+    }
+}
+
+TEST_CASE("derived scores are made once per key and kept with the scorer", "[snapkv]") {
+    const NaiveCapture c = random_capture(4, 2, 8, 40, 16, 9);
+    LayerScorer scorer(to_layer_capture(c));
+    const int64_t before = scorer.cache_bytes();
+    int made = 0;
+    auto make = [&made] {
+        ++made;
+        return at::arange(10, at::kFloat);
+    };
+    const at::Tensor a = scorer.cached_scores("keydiff hs2", make);
+    const at::Tensor b = scorer.cached_scores("keydiff hs2", make);
+    CHECK(made == 1);
+    CHECK(b.is_same(a));
+    CHECK(scorer.cache_bytes() == before + 10 * 4);
+    const at::Tensor other = scorer.cached_scores("keydiff hs4", make);
+    CHECK(made == 2);
+    CHECK_FALSE(other.is_same(a));
 }
