@@ -155,6 +155,18 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p,
     return plan;
 }
 
+// What a policy's score_tensor may depend on (all but the budget), for LayerScorer::cached_scores.
+std::string score_key(const Plan& plan) {
+    const SelectionParams& p = plan.params;
+    char key[320];
+    std::snprintf(key, sizeof key, "%s w%lld hs%lld k%lld %s sink%lld seed%llu beta%lld alpha%.17g %s", plan.info->name,
+                  static_cast<long long>(plan.window), static_cast<long long>(plan.n_sel),
+                  static_cast<long long>(p.kernel), pooling_name(p.pooling).c_str(), static_cast<long long>(p.n_sink),
+                  static_cast<unsigned long long>(p.seed), static_cast<long long>(p.pyramid_beta), p.adakv_alpha,
+                  p.tie_break == TieBreak::Earlier ? "earlier" : "later");
+    return key;
+}
+
 // with_scores: the caller reports pooled rows; for_select: select() (CPU votes always needed for
 // the kept mass), else select_positions (device positions suffice where the kernel ran).
 LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bool with_scores, bool for_select) {
@@ -194,9 +206,16 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         }
     }
     if (plan.info->uses_ties() && (plan.layer_compressed[layer] || with_scores)) {
-        at::Tensor t = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
+        // Kept with the scorer: KeyDiff's and ExpectedAttention's scores are products over all L
+        // keys (seconds per layer of an 8B model at 32K), and a retune back to the policy, or of
+        // its budget, needs the same ones. Keyed by every setting but the budget, which ranking
+        // applies afterwards (no score_tensor reads it).
+        const at::Tensor t = s.cached_scores(score_key(plan), [&] {
+            const at::Tensor made = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
+            return made.defined() ? cpu_float(made) : made;
+        });
         if (t.defined()) {
-            in.scores_owner = cpu_float(t);  // [Hs, P]
+            in.scores_owner = t;  // [Hs, P] CPU float, read only
             TORCH_CHECK(in.scores_owner.dim() == 2 && in.scores_owner.size(0) == plan.n_sel &&
                             in.scores_owner.size(1) == plan.n_prefix,
                         "policy ", plan.info->name, ": score_tensor must be [Hs, P]");

@@ -407,3 +407,41 @@ TEST_CASE("select_positions returns the kept positions of select as one tensor p
     for (const auto& hs : ada.layers[0].heads) ragged |= hs.kept.size() != ada.layers[0].heads[0].kept.size();
     if (ragged) CHECK_THAT(input_error_of([&] { kept_positions(ada.layers[0]); }), Contains("kept_positions"));
 }
+
+TEST_CASE("a retune back to a policy with matrix-product scores reuses them and selects the same", "[snapkv]") {
+    // KeyDiff scores every key against the layer's mean key direction (seconds per layer of an 8B
+    // model at 32K): kept with the scorer, so returning to it, or changing only its budget, does
+    // not redo them, and a reused score selects what a fresh one does.
+    std::vector<LayerScorer> layers, fresh;
+    for (unsigned l = 0; l < 2; ++l) {
+        const NaiveCapture c = random_capture(4, 2, 16, 200, 8, 40 + l, 2.5f);
+        layers.emplace_back(to_layer_capture(c));
+        fresh.emplace_back(to_layer_capture(c));
+    }
+    auto cached = [&layers] {
+        int64_t n = 0;
+        for (const auto& s : layers) n += s.cache_bytes();
+        return n;
+    };
+    SelectionParams p;
+    p.policy = Policy::KeyDiff;
+    p.window = 8;
+    p.budget = 64;
+    const Selection first = select(layers, p);
+    const int64_t after_first = cached();
+    SelectionParams snap = p;
+    snap.policy = Policy::SnapKV;
+    select(layers, snap);
+    p.budget = 48;
+    select(layers, p);
+    p.budget = 64;
+    const Selection again = select(layers, p);
+    CHECK(cached() == after_first);
+    const Selection reference = select(fresh, p);
+    for (size_t l = 0; l < 2; ++l)
+        for (size_t h = 0; h < again.layers[l].heads.size(); ++h) {
+            CHECK(again.layers[l].heads[h].kept == first.layers[l].heads[h].kept);
+            CHECK(again.layers[l].heads[h].kept == reference.layers[l].heads[h].kept);
+            CHECK(again.layers[l].heads[h].pooled == reference.layers[l].heads[h].pooled);
+        }
+}
