@@ -113,9 +113,12 @@ void cmd_bench(const Common& c, const std::vector<int64_t>& lengths, int64_t dec
         }
         return;
     }
-    // The benchmark steps through every policy of the table from this one prefill.
+    // The benchmark steps through every policy of the table from this one prefill. It only
+    // selects, never generates: an analysis prefill (values dropped per layer, weights paged
+    // out), so an 8B-shaped model's 32K-token prefill fits next to its keys and scorers.
     RunFlags flags;
     flags.max_window = max_window_of(so);
+    flags.analysis_only = true;
     const PrefillSettings ps = plan_all_policies(flags);
     const PromptSpec spec = repeated_prompt(*s, po, lengths.back());
     PrefillSummary sum = s->prefill(spec, ps, stderr_progress(false), cancel);
