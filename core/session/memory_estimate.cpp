@@ -66,9 +66,12 @@ int64_t parse_size(const std::string& s) {
 }  // namespace
 
 std::string MemoryEstimate::breakdown() const {
-    std::string s = "KV cache " + format_bytes(kv_cache);
+    std::string s = kv_type == KvType::F32 ? std::string("KV cache ")
+                                           : std::string("KV cache (") + kv_type_name(kv_type) + ") ";
+    s += format_bytes(kv_cache);
     if (capture > 0) s += ", capture " + format_bytes(capture);
     if (scorer > 0) s += ", scorer " + format_bytes(scorer);
+    if (key_copies > 0) s += ", float32 key copies " + format_bytes(key_copies);
     s += ", activations " + format_bytes(activations);
     return s;
 }
@@ -77,17 +80,23 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
                                const ForwardPath& path) {
     MemoryEstimate m;
     m.weights = weight_bytes;
+    m.kv_type = run.kv_type;
     const int64_t T = std::max<int64_t>(run.n_tokens, 1);
     const int64_t S = std::max(run.cache_slots, T);
     const int64_t n_layer = c.n_layer, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
 
-    // KV cache (kv_cache.cpp): K and V [Hkv, S, D] in the model dtype + positions [Hkv, S] int64;
-    // without values kept (an analysis) only one layer's V exists at a time.
-    const int64_t per_layer_kv = sat_add(prod({2, Hkv, S, D, elem_bytes}), prod({Hkv, S, 8}));
+    // KV cache (kv_cache.cpp): K and V [Hkv, S] rows of D values as stored (f32: the model dtype;
+    // f16/bf16: 2 bytes a value; q8_0: int8 quants and an f16 scale per 32 values) + positions
+    // [Hkv, S] int64; without values kept (an analysis) only one layer's V exists at a time.
+    const bool decoded = run.kv_type != KvType::F32;
+    const int64_t row = decoded ? kv_row_bytes(run.kv_type, D) : prod({D, elem_bytes});
+    const int64_t one_side = prod({Hkv, S, row});  // K or V of one layer
+    const int64_t per_layer_kv = sat_add(prod({2, one_side}), prod({Hkv, S, 8}));
     m.kv_cache = prod({std::max<int64_t>(run.caches, 1), n_layer, per_layer_kv});
-    if (!run.values_kept)
-        m.kv_cache = sat_add(prod({n_layer, sat_add(prod({Hkv, S, D, elem_bytes}), prod({Hkv, S, 8}))}),
-                             prod({Hkv, S, D, elem_bytes}));
+    if (!run.values_kept) m.kv_cache = sat_add(prod({n_layer, sat_add(one_side, prod({Hkv, S, 8}))}), one_side);
+    // A stored type other than f32: the running layer's attention reads its K and V decoded to
+    // float32 scratch [Hkv, S, D] each (kv_cache.h read_*_f32), freed when the layer is done.
+    const int64_t decode_scratch = decoded ? prod({2, Hkv, S, D, 4}) : 0;
 
     // Logits: [rows, V] float32, plus one float64 row and its log-sum-exp input.
     const int64_t logits = sat_add(prod({std::max<int64_t>(run.logit_rows, 1), c.n_vocab, 4}), prod({c.n_vocab, 16}));
@@ -116,7 +125,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
             if (run.max_window > 0 && (run.captures & kCapturesQueryStats))
                 layer_act = sat_add(layer_act, prod({T, H, D, 4}));
         }
-        m.activations = sat_add(sat_add(prod({T, c.n_embd, 4}), layer_act), logits);
+        m.activations = sat_add(sat_add(sat_add(prod({T, c.n_embd, 4}), layer_act), logits), decode_scratch);
     } else {
         // One layer of the forward pass (llama_model.cpp): the residual, the norm, q/k/v and their
         // RoPE temporaries, the attention output, the three [T, F] MLP products, all float32 at
@@ -126,14 +135,16 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
                                           sat_add(prod({4, Hkv, D}), prod({4, c.n_ff})));
         const int64_t layer_act = prod({4, T, per_token});
         const int64_t attn = prod({H, std::min(T, kAttnChunk), S, 9});
-        m.activations = sat_add(sat_add(layer_act, attn), logits);
+        m.activations = sat_add(sat_add(sat_add(layer_act, attn), logits), decode_scratch);
     }
 
     if (run.max_window > 0) {
         const int64_t W = std::min(run.max_window, T);
         const int64_t parts = run.two_parts ? 2 : 1;
         // Window queries [H, Wmax, D] per layer (and the context's own), H2O scores [H, L]
-        // (the whole prompt's and the context's), float32 key copies only for 16-bit caches.
+        // (the whole prompt's and the context's); apart (key_copies), float32 key copies [Hkv, L, D]
+        // per layer and part for every cache that does not hold float32 (a 16-bit model dtype, or
+        // a stored type other than f32: the scorers read the stored keys decoded).
         int64_t cap = prod({parts, n_layer, H, W, D, 4});
         if (run.captures & kCapturesColumnSums) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
         // Query statistics: [H, D, D] + [H, D] float64 and [H, 16, D] per layer and part; value
@@ -142,8 +153,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
             cap = sat_add(cap, prod({parts, n_layer, sat_add(prod({H, D, D + 1, 8}), prod({H, 16, D, 4}))}));
         if (run.captures & kCapturesValueNorms) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, 4}));
         if (run.captures & kCapturesFutureRope) cap = sat_add(cap, prod({parts, n_layer, D, D, 4}));
-        if (elem_bytes != 4) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, D, 4}));
         m.capture = cap;
+        if (elem_bytes != 4 || decoded) m.key_copies = prod({parts, n_layer, Hkv, T, D, 4});
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per
         // layer; while one layer is built: rows [H, Sc, L], their scores and the running sum.
         const int64_t nc = LayerScorer::checkpoints_for(W, T);

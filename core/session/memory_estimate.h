@@ -12,21 +12,28 @@
 
 #include "core/common/units.h"  // format_bytes, used with the estimates
 #include "core/io/model_config.h"
+#include "core/kv/kv_type.h"
 
 namespace snapkv {
 
 // Bytes, by what holds them.
 struct MemoryEstimate {
-    int64_t weights = 0;      // resident once the model is loaded
-    int64_t kv_cache = 0;     // K, V (+ slot positions) for every cache slot of every layer
-    int64_t capture = 0;      // window queries, H2O scores and float32 key copies kept per layer
-    int64_t scorer = 0;       // LayerScorer checkpoints + votes, and their build temporaries
-    int64_t activations = 0;  // the largest temporaries of one forward pass (a layer at a time)
+    int64_t weights = 0;   // resident once the model is loaded
+    int64_t kv_cache = 0;  // K, V (+ slot positions) for every cache slot of every layer
+    int64_t capture = 0;   // window queries, H2O scores and float32 key copies kept per layer
+    int64_t scorer = 0;    // LayerScorer checkpoints + votes, and their build temporaries
+    // Float32 copies of the keys the scorers read when the cache does not hold float32 (a 16-bit
+    // model dtype, or a cache type other than f32). Measured alive at the forward pass's peak
+    // (test_memory_estimate, f16 and q8_0), so they count beside the activations.
+    int64_t key_copies = 0;
+    int64_t activations = 0;       // the largest temporaries of one forward pass (a layer at a time)
+    KvType kv_type = KvType::F32;  // what kv_cache was counted in (RunShape::kv_type)
     // Beyond the weights, at the peak: the scorers are built once the forward pass has returned
     // and freed its temporaries, so only the larger of the two counts.
-    int64_t extra() const { return kv_cache + capture + std::max(scorer, activations); }
+    int64_t extra() const { return kv_cache + capture + key_copies + std::max(scorer, activations); }
     int64_t total() const { return weights + extra(); }
-    // "KV cache 377.0 MiB, capture 17.6 MiB, scorer 79.6 MiB, activations 702.3 MiB"
+    // "KV cache 377.0 MiB, capture 17.6 MiB, scorer 79.6 MiB, activations 702.3 MiB" (the cache
+    // as "KV cache (q8_0) ..." when it is not f32)
     std::string breakdown() const;
 };
 
@@ -40,6 +47,10 @@ struct RunShape {
     uint32_t captures = 0;    // with max_window > 0: CaptureBit set (policy_table.h) recorded
     bool two_parts = false;   // capture also the context alone (query-agnostic selection)
     bool values_kept = true;  // false: an analysis prefill, one layer's values alive at a time
+    // How the caches store K and V (kv_type.h): f32 keeps the model's dtype (elem_bytes); the
+    // others take kv_row_bytes per head and slot, and a CPU forward decodes one layer's K and V
+    // to float32 while it runs.
+    KvType kv_type = KvType::F32;
 };
 
 // How the loaded model runs a forward pass, which decides its temporaries.

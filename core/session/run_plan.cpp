@@ -34,8 +34,9 @@ PrefillSettings plan_all_policies(const RunFlags& flags) {
     return ps;
 }
 
-RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts) {
+RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts, KvType kv_type) {
     RunShape run;
+    run.kv_type = kv_type;
     run.n_tokens = n_tokens;
     run.cache_slots = n_tokens;  // run_prefill's cache: exactly the prompt
     run.max_window = std::max<int64_t>(settings.max_window, 1);

@@ -31,8 +31,10 @@ PrefillSettings plan_run(const std::vector<SelectionParams>& configs, const RunF
 PrefillSettings plan_all_policies(const RunFlags& flags = {});
 
 // The memory estimate's shape of a prefill with these settings over a prompt of n_tokens tokens;
-// two_parts: the prompt has a question after its context, so the context is captured alone too.
+// two_parts: the prompt has a question after its context, so the context is captured alone too;
+// kv_type: how its cache stores K and V (the loaded model's cache type, ModelInfo::cache_type).
 // The one shape both Session::estimate_prefill_memory and the prefill's own check use.
-RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts);
+RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts,
+                           KvType kv_type = KvType::F32);
 
 }  // namespace snapkv

@@ -53,6 +53,36 @@ PromptSpec sample_prompt() {
     return p;
 }
 
+// Peak RSS growth of one prefill of the sample prompt with `ps` (after a warm-up prefill of the
+// same prompt) against the session's estimate of it: CHECKs within 10 %.
+void check_estimate_against_peak(Session& s, const PrefillSettings& ps) {
+    // A warm-up prefill of the same prompt: threads, the kernel pool, BLAS's buffers touched as far
+    // as this prompt's products reach. They stay resident and are not the prefill's own memory.
+    s.prefill(sample_prompt(), ps);
+    const int64_t before = status_bytes("VmRSS");
+    REQUIRE(before > 0);
+    if (!reset_peak()) FAIL("cannot reset the peak RSS (/proc/self/clear_refs): the measurement needs Linux 4.0+");
+    // The peak of the forward pass and capture (up to "layer scores" starting) and that of the
+    // scorers' build after it, for the message.
+    int64_t forward_peak = -1, scoring_rss = -1;
+    const ProgressFn phases = [&](const std::string& stage, int64_t done, int64_t) {
+        if (stage != "layer scores" || done != 0) return;
+        forward_peak = status_bytes("VmHWM");
+        scoring_rss = status_bytes("VmRSS");
+    };
+    const PrefillSummary sum = s.prefill(sample_prompt(), ps, phases);
+    const int64_t peak = std::max(status_bytes("VmHWM"), forward_peak);
+    REQUIRE(sum.n_context < sum.n_tokens);  // a question: the context is captured alone too
+    const MemoryEstimate est = s.estimate_prefill_memory(sum.n_tokens, ps, /*two_parts=*/true);
+    const int64_t grown = peak - before;
+    INFO("L " << sum.n_tokens << ", cache " << s.model_info().cache_type << ": estimate " << est.extra() << " ("
+              << est.breakdown() << "), measured peak growth " << grown << " (VmRSS before " << before << ", VmHWM "
+              << peak << "; forward peak growth " << forward_peak - before << ", RSS growth when the scorers start "
+              << scoring_rss - before << ")");
+    CHECK(double(est.extra()) >= 0.9 * double(grown));
+    CHECK(double(est.extra()) <= 1.1 * double(grown));
+}
+
 }  // namespace
 
 TEST_CASE("the prefill estimate is within 10 % of the peak memory a real SmolLM2 prefill adds",
@@ -79,28 +109,30 @@ TEST_CASE("the prefill estimate is within 10 % of the peak memory a real SmolLM2
         {"every policy (the app)", plan_all_policies(flags)},
     }));
     CAPTURE(name);
-    // A warm-up prefill of the same prompt: threads, the kernel pool, BLAS's buffers touched as far
-    // as this prompt's products reach. They stay resident and are not the prefill's own memory.
-    s.prefill(sample_prompt(), ps);
-    const int64_t before = status_bytes("VmRSS");
-    REQUIRE(before > 0);
-    if (!reset_peak()) FAIL("cannot reset the peak RSS (/proc/self/clear_refs): the measurement needs Linux 4.0+");
-    // The peak of the forward pass and capture (up to "layer scores" starting) and that of the
-    // scorers' build after it, for the message.
-    int64_t forward_peak = -1, scoring_rss = -1;
-    const ProgressFn phases = [&](const std::string& stage, int64_t done, int64_t) {
-        if (stage != "layer scores" || done != 0) return;
-        forward_peak = status_bytes("VmHWM");
-        scoring_rss = status_bytes("VmRSS");
-    };
-    const PrefillSummary sum = s.prefill(sample_prompt(), ps, phases);
-    const int64_t peak = std::max(status_bytes("VmHWM"), forward_peak);
-    REQUIRE(sum.n_context < sum.n_tokens);  // a question: the context is captured alone too
-    const MemoryEstimate est = s.estimate_prefill_memory(sum.n_tokens, ps, /*two_parts=*/true);
-    const int64_t grown = peak - before;
-    INFO("L " << sum.n_tokens << ": estimate " << est.extra() << " (" << est.breakdown() << "), measured peak growth "
-              << grown << " (VmRSS before " << before << ", VmHWM " << peak << "; forward peak growth "
-              << forward_peak - before << ", RSS growth when the scorers start " << scoring_rss - before << ")");
-    CHECK(double(est.extra()) >= 0.9 * double(grown));
-    CHECK(double(est.extra()) <= 1.1 * double(grown));
+    check_estimate_against_peak(s, ps);
+}
+
+TEST_CASE("with an f16 or a q8_0 cache the prefill estimate is within 10 % of the peak a real prefill adds",
+          "[session][memory][smollm2][kv_type]") {
+    const std::string model = snapkv::test::smollm2_path();
+    INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << model);
+    REQUIRE(snapkv::test::file_exists(model));
+    REQUIRE(mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1);
+    REQUIRE(mallopt(M_TRIM_THRESHOLD, 128 * 1024) == 1);
+
+    const std::string type = GENERATE(as<std::string>(), "f16", "q8_0");
+    const bool analysis = GENERATE(false, true);  // values kept (the app), or an analysis (the CLI)
+    CAPTURE(type, analysis);
+    Session s;
+    LoadOptions lo;
+    lo.cache_type = type;
+    s.load_model(model, lo);
+    REQUIRE(s.model_info().cache_type == type);
+    RunFlags flags;
+    flags.analysis_only = analysis;
+    check_estimate_against_peak(s, plan_run({SelectionParams{}}, flags));
+    // The estimate counts the stored bytes: the same run's f32 cache is larger.
+    const PrefillSettings ps = plan_run({SelectionParams{}}, flags);
+    CHECK(s.estimate_prefill_memory(2000, ps, true).kv_cache <
+          s.estimate_prefill_memory(2000, ps, true, KvType::F32).kv_cache);
 }

@@ -1,0 +1,238 @@
+// See run_forecast.h. Dimensions: L = prompt tokens, Lc = context tokens, H = n_head, D = head_dim,
+// Wmax = captured window, w = a layer's sliding window.
+#include "core/session/run_forecast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "core/session/run_plan.h"
+#include "core/session/runtime.h"
+#include "core/snapkv/policy_table.h"
+
+namespace snapkv {
+namespace {
+
+// Query-key pairs a causal pass over L tokens computes when each query sees at most w keys
+// (w <= 0: all earlier keys): sum over i = 1..L of min(i, w).
+double causal_pairs(int64_t L, int64_t w) {
+    const double l = static_cast<double>(L);
+    if (w <= 0 || w >= L) return l * (l + 1) / 2;
+    const double wd = static_cast<double>(w);
+    return wd * (wd + 1) / 2 + (l - wd) * wd;
+}
+
+// FLOPs of the work at attention's rate beyond the forward's own attention: H2O's column sums (a
+// second pass over the probabilities, about half the attention again: attn_kernels_impl.h), the
+// query statistics' [H, D, D] products per token, and the scorers' build (the Wmax window rows of
+// every head over all L keys, Q.K, softmax and the sums: layer_scorer.h).
+double capture_flops(const ModelConfig& c, int64_t L, const PrefillSettings& settings) {
+    const double l = static_cast<double>(L), H = static_cast<double>(c.n_head), D = static_cast<double>(c.head_dim);
+    const double layers = static_cast<double>(c.n_layer);
+    double f = 0;
+    if (settings.captures & kCapturesColumnSums) f += 0.5 * attention_flops(c, L);
+    if (settings.captures & kCapturesQueryStats) f += layers * l * H * D * D * 2;
+    const double w = static_cast<double>(std::min<int64_t>(std::max<int64_t>(settings.max_window, 1), L));
+    f += layers * H * w * l * 4 * D;
+    return f;
+}
+
+struct SpeedKey {
+    std::string path, weights, device, dtype;
+    int threads = 0;
+    int64_t tokens = 0;
+    bool operator<(const SpeedKey& o) const {
+        return std::tie(path, weights, device, dtype, threads, tokens) <
+               std::tie(o.path, o.weights, o.device, o.dtype, o.threads, o.tokens);
+    }
+};
+
+std::mutex g_speed_mutex;
+std::map<SpeedKey, PrefillSpeed> g_speeds;
+
+std::string percent(double share) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f %%", 100.0 * share);
+    return buf;
+}
+
+}  // namespace
+
+double attention_flops(const ModelConfig& c, int64_t n_tokens) {
+    const double per_pair = 4.0 * static_cast<double>(c.n_head) * static_cast<double>(c.head_dim);
+    double f = 0;
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+        const int64_t w = static_cast<size_t>(l) < c.layers.size() ? c.layers[static_cast<size_t>(l)].sliding_window
+                                                                   : 0;
+        f += per_pair * causal_pairs(n_tokens, w);
+    }
+    return f;
+}
+
+double modelled_prefill_ms(const ModelConfig& c, const PrefillSpeed& speed, int64_t n_tokens,
+                           const PrefillSettings& settings, bool /*two_parts*/) {
+    if (!speed.measured()) return -1;
+    // Two parts (context, then question) run the same layers over the same tokens: the same work.
+    const double attn = attention_flops(c, n_tokens) + capture_flops(c, n_tokens, settings);
+    return speed.token_ms * static_cast<double>(n_tokens) + attn / speed.attention_flops_per_ms;
+}
+
+PrefillSpeed measure_prefill_speed(Session& session, int64_t tokens, CancelFlag cancel) {
+    const ModelInfo info = session.model_info();
+    const int64_t n_ctx = info.config.n_ctx_train;
+    tokens = std::max<int64_t>(8, n_ctx > 0 ? std::min(tokens, n_ctx) : tokens);
+    SpeedKey key{info.path, info.weights, info.device, info.dtype, runtime_info().intra_op_threads, tokens};
+    {
+        std::lock_guard<std::mutex> lock(g_speed_mutex);
+        if (auto it = g_speeds.find(key); it != g_speeds.end()) return it->second;
+    }
+    // A first forward warms the threads, the kernel pool and the weights' pages (a cold first call
+    // is slower than any prefill after it); the second is the measurement.
+    PrefillSpeed speed;
+    speed.tokens = tokens;
+    speed.threads = key.threads;
+    session.bench({std::min<int64_t>(tokens, 16)}, 0, {}, cancel, false);
+    const std::vector<BenchRow> rows = session.bench({tokens}, 0, {}, cancel, true);
+    double total = 0, attention = 0, logits = 0;
+    for (const BenchRow& r : rows) {
+        if (r.what != "prefill") continue;
+        total = r.ms;
+        for (const auto& [stage, ms] : r.stages) {
+            if (stage == "attention") attention = ms;
+            if (stage == "logits") logits = ms;  // one row per prefill, whatever its length
+        }
+    }
+    speed.calibration_ms = total;
+    speed.token_ms = std::max(total - attention - logits, 0.0) / static_cast<double>(tokens);
+    // A few dozen tokens' attention can take well under a millisecond: floor it at 1 us so that the
+    // rate stays finite (it then errs slow, never infinitely fast).
+    speed.attention_flops_per_ms = attention_flops(info.config, tokens) / std::max(attention, 1e-3);
+    std::lock_guard<std::mutex> lock(g_speed_mutex);
+    g_speeds[key] = speed;
+    return speed;
+}
+
+PrefillSpeed with_last_prefill(PrefillSpeed speed, const ModelConfig& config, const PrefillSummary& last,
+                               const PrefillSettings& settings) {
+    const double modelled = modelled_prefill_ms(config, speed, last.n_tokens, settings, last.n_context < last.n_tokens);
+    const double measured = last.prefill_ms + last.scorer_ms;
+    if (modelled > 0 && measured > 0) speed.last_prefill_scale = measured / modelled;
+    return speed;
+}
+
+RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt, const PrefillSettings& settings,
+                             const PrefillSpeed& speed) {
+    const ModelInfo info = session.model_info();
+    const ModelConfig& c = info.config;
+    RunForecast f;
+    f.n_tokens = static_cast<int64_t>(prompt.ids.size());
+    f.n_context = std::clamp<int64_t>(prompt.n_context, 1, std::max<int64_t>(f.n_tokens, 1));
+    const bool two_parts = f.n_context < f.n_tokens;
+    f.cache_type = kv_type_from_name(info.cache_type.empty() ? "f32" : info.cache_type);
+    f.memory = session.estimate_prefill_memory(f.n_tokens, settings, two_parts, f.cache_type);
+    f.available = session.available_memory();
+    const auto seconds = [&](int64_t n) {
+        const double ms = modelled_prefill_ms(c, speed, n, settings, two_parts);
+        return ms < 0 ? -1.0 : ms * speed.last_prefill_scale / 1000.0;
+    };
+    f.seconds = seconds(f.n_tokens);
+    if (f.fits() || f.n_tokens < 1) return f;
+
+    const int64_t free_bytes = f.available.bytes;
+    for (KvType t : all_kv_types()) {
+        if (t == f.cache_type || !kv_type_fits(t, c.head_dim)) continue;
+        const MemoryEstimate e = session.estimate_prefill_memory(f.n_tokens, settings, two_parts, t);
+        if (e.extra() > free_bytes) continue;
+        CheaperChoice ch;
+        ch.kind = CheaperChoice::Kind::CacheType;
+        ch.cache_type = t;
+        ch.n_tokens = f.n_tokens;
+        ch.peak_bytes = e.total();
+        ch.seconds = f.seconds;  // the cache type changes the memory, not the arithmetic counted
+        f.choices.push_back(ch);
+    }
+    std::sort(f.choices.begin(), f.choices.end(),
+              [](const CheaperChoice& a, const CheaperChoice& b) { return a.peak_bytes < b.peak_bytes; });
+
+    // The longest prompt that fits, cutting the document only (the question stays whole): the
+    // estimate grows with the tokens, so a bisection over the context's length finds it.
+    const int64_t question = f.n_tokens - f.n_context;
+    const auto fits_with = [&](int64_t context) {
+        const int64_t n = context + question;
+        return session.estimate_prefill_memory(n, settings, context < n, f.cache_type).extra() <= free_bytes;
+    };
+    if (f.n_context > 1 && fits_with(1)) {
+        int64_t lo = 1, hi = f.n_context;  // fits_with(lo), !fits_with(hi)
+        while (hi - lo > 1) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            (fits_with(mid) ? lo : hi) = mid;
+        }
+        CheaperChoice ch;
+        ch.kind = CheaperChoice::Kind::ShorterDocument;
+        ch.cache_type = f.cache_type;
+        ch.n_tokens = lo + question;
+        ch.document_tokens = lo;
+        ch.document_share = static_cast<double>(lo) / static_cast<double>(f.n_context);
+        ch.peak_bytes = session.estimate_prefill_memory(ch.n_tokens, settings, lo < ch.n_tokens, f.cache_type).total();
+        ch.seconds = seconds(ch.n_tokens);
+        f.choices.push_back(ch);
+    }
+    return f;
+}
+
+std::string RunForecast::summary() const {
+    std::string s = group_thousands(n_tokens) + " tokens, KV " + kv_type_name(cache_type) + " " +
+                    format_bytes(memory.kv_cache);
+    if (memory.capture > 0) s += ", capture " + format_bytes(memory.capture);
+    if (memory.scorer > 0) s += ", scorers " + format_bytes(memory.scorer);
+    if (memory.key_copies > 0) s += ", float32 key copies " + format_bytes(memory.key_copies);
+    s += ", activations " + format_bytes(memory.activations);
+    s += ", peak " + format_bytes(peak()) + " (weights " + format_bytes(memory.weights) + " + run " +
+         format_bytes(memory.extra()) + ")";
+    if (available.bytes >= 0) s += ", " + format_bytes(available.bytes) + " free";
+    if (seconds >= 0) s += "; about " + format_seconds(seconds) + " on this machine";
+    return s;
+}
+
+std::string RunForecast::choices_text(bool flag_names) const {
+    std::string s;
+    for (size_t i = 0; i < choices.size(); ++i) {
+        const CheaperChoice& c = choices[i];
+        if (i > 0) s += i + 1 == choices.size() ? " or " : ", ";
+        if (c.kind == CheaperChoice::Kind::CacheType) {
+            s += (flag_names ? "--cache-type " : "cache type ") + std::string(kv_type_name(c.cache_type)) + " (peak " +
+                 format_bytes(c.peak_bytes) + ")";
+        } else {
+            s += "a document of at most " + group_thousands(c.document_tokens) + " tokens (" +
+                 percent(c.document_share) + " of it; peak " + format_bytes(c.peak_bytes) + ")";
+        }
+    }
+    return s;
+}
+
+std::string group_thousands(int64_t n) {
+    std::string digits = std::to_string(n < 0 ? -n : n), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return n < 0 ? "-" + out : out;
+}
+
+std::string format_seconds(double seconds) {
+    char buf[64];
+    if (seconds < 10) std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+    else if (seconds < 120) std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+    else if (seconds < 7200) {
+        const auto s = static_cast<int64_t>(std::lround(seconds));
+        std::snprintf(buf, sizeof buf, "%lld min %lld s", static_cast<long long>(s / 60),
+                      static_cast<long long>(s % 60));
+    } else {
+        std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+    }
+    return buf;
+}
+
+}  // namespace snapkv

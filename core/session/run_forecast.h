@@ -1,0 +1,102 @@
+// What a prefill will take before it starts: its memory (weights, KV cache in the model's cache
+// type, capture, scorers, activations; the peak against the free memory) and its time, from this
+// machine's measured speed, and when it does not fit the cheaper choices that would (another cache
+// type, a shorter document). Plain arithmetic over Session's estimates and one measurement; it runs
+// no prefill and refuses nothing itself (Session's own checks still do). Torch-free (the apps use it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kv/kv_type.h"
+#include "core/session/memory_estimate.h"
+#include "core/session/session.h"
+
+namespace snapkv {
+
+// This machine's prefill speed on the loaded model, measured by a calibration forward
+// (measure_prefill_speed). The time model: a prompt of L tokens costs L * token_ms for everything
+// that grows with the tokens alone (the weight products, 2 * active parameters FLOPs a token, and
+// the norms, RoPE and MLP activations beside them) plus its causal attention FLOPs (Q.K and P.V
+// over the keys each query sees, sliding windows included) at attention_flops_per_ms, plus the
+// capture's extra passes and the scorers' build at that same rate.
+struct PrefillSpeed {
+    double token_ms = 0;                // per prompt token, all but attention
+    double attention_flops_per_ms = 0;  // causal attention, as measured
+    int64_t tokens = 0;                 // the calibration forward's length
+    double calibration_ms = 0;          // what the calibration took
+    int threads = 0;                    // LibTorch intra-op threads when measured
+    // Measured / modelled time of this session's last prefill (1: none yet); the forecast is
+    // multiplied by it, so a second run at a similar length is forecast from the first.
+    double last_prefill_scale = 1.0;
+    bool measured() const { return token_ms > 0 && attention_flops_per_ms > 0; }
+};
+
+// Causal attention FLOPs of one forward pass over n_tokens (4 * D per query-key pair and head:
+// Q.K and P.V), each layer's sliding window applied.
+double attention_flops(const ModelConfig& config, int64_t n_tokens);
+
+// Milliseconds a prefill with capture of n_tokens takes at `speed` (the forward, the capture's
+// extra passes and the scorers' build), without last_prefill_scale; < 0 when speed is unmeasured.
+double modelled_prefill_ms(const ModelConfig& config, const PrefillSpeed& speed, int64_t n_tokens,
+                           const PrefillSettings& settings, bool two_parts);
+
+// Measures the loaded model's speed with a forward of `tokens` tokens (Session::bench with its
+// stage profile: attention apart from the rest; a few seconds at most on the bundled models).
+// Cached for the process per model file, weights, device, dtype and thread count, so a second
+// forecast costs nothing.
+PrefillSpeed measure_prefill_speed(Session& session, int64_t tokens = 128, CancelFlag cancel = nullptr);
+
+// `speed` with last_prefill_scale from a finished prefill of this model (its summary, and the
+// settings it ran with): measured time over modelled time, so the next forecast carries this
+// machine's current load and what the model leaves out.
+PrefillSpeed with_last_prefill(PrefillSpeed speed, const ModelConfig& config, const PrefillSummary& last,
+                               const PrefillSettings& settings);
+
+// One way to make a run that does not fit, fit.
+struct CheaperChoice {
+    enum class Kind { CacheType, ShorterDocument };
+    Kind kind = Kind::CacheType;
+    KvType cache_type = KvType::F32;  // CacheType: the type to switch to
+    int64_t n_tokens = 0;             // the prompt's tokens with this choice
+    int64_t document_tokens = 0;      // ShorterDocument: the document's tokens kept
+    double document_share = 1.0;      // ShorterDocument: of the document's tokens, in (0, 1)
+    int64_t peak_bytes = 0;           // weights + the run's peak with this choice
+    double seconds = -1;              // its forecast time (< 0: unmeasured)
+};
+
+struct RunForecast {
+    int64_t n_tokens = 0;   // the prompt's tokens
+    int64_t n_context = 0;  // of which the context (template head + document)
+    KvType cache_type = KvType::F32;
+    MemoryEstimate memory;
+    AvailableMemory available;
+    double seconds = -1;  // forecast prefill time; < 0: no speed measured
+    // When the run does not fit: every other cache type that fits (smallest peak first), then the
+    // longest document that fits with the current type; empty when nothing helps.
+    std::vector<CheaperChoice> choices;
+
+    bool fits() const { return available.bytes < 0 || memory.extra() <= available.bytes; }
+    int64_t peak() const { return memory.total(); }
+    // "4,096 tokens, KV f16 96.0 MiB, capture 12.0 MiB, scorers 20.0 MiB, peak 1.1 GiB of which
+    // 103.0 MiB weights, 18.2 GiB free; about 41 s on this machine"
+    std::string summary() const;
+    // The choices in words, "" when there are none: "--cache-type q8_0 (peak 2.1 GiB) or a
+    // document of at most 12,000 tokens (41 % of it)"; flag_names: the CLI's spelling, else
+    // "cache type q8_0 (...)".
+    std::string choices_text(bool flag_names) const;
+};
+
+// The forecast of a prefill with capture of `prompt` with `settings` on the loaded model, in its
+// cache type; choices are filled only when it does not fit. speed: from measure_prefill_speed
+// (an unmeasured one leaves seconds < 0).
+RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt, const PrefillSettings& settings,
+                             const PrefillSpeed& speed);
+
+// "4,096" (thousands separated by commas; the CLI and the app print token counts so).
+std::string group_thousands(int64_t n);
+// "41 s", "3 min 20 s", "0.4 s"
+std::string format_seconds(double seconds);
+
+}  // namespace snapkv
