@@ -6,6 +6,7 @@
 
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
+#include "app/cli/plan_cli.h"
 #include "core/session/run_plan.h"
 #include "core/snapkv/params_json.h"
 
@@ -25,7 +26,7 @@ json selection_json(Session& s, const Selection& sel, const SelectionParams& p, 
     return j;
 }
 
-void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out,
+void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, const std::string& out, bool plan,
                  const std::atomic<bool>* cancel) {
     const PromptSpec spec = checked_json_run(c, po, so, out);
     auto s = open_session(c, true);
@@ -37,7 +38,8 @@ void cmd_analyze(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     flags.max_window = max_window_of(so);
     flags.analysis_only = true;
     const PrefillSettings ps = plan_run({p}, flags);
-    s->prefill(spec, ps, stderr_progress(out.empty() || out == "-"), cancel);
+    if (show_plan(*s, spec, ps, plan, cancel)) return;
+    report_prefill(s->prefill(spec, ps, stderr_progress(out.empty() || out == "-"), cancel));
     Selection sel = s->select(p, so.query_agnostic, true);
     write_json(selection_json(*s, sel, p, so.query_agnostic), out);
     if (!sel.note.empty()) std::cerr << "note: " << sel.note << "\n";
@@ -53,12 +55,14 @@ void register_analyze_command(CLI::App& app, const std::atomic<bool>* cancel) {
     static PromptOpts po;
     static SelectOpts so;
     static std::string out;
+    static bool plan = false;
     auto* cmd = app.add_subcommand("analyze", "Prefill with capture and write the SnapKV selection as JSON");
     add_common(cmd, c);
     add_prompt(cmd, po, true);
     add_select(cmd, so);
     cmd->add_option("--json", out, "Output file ('-' for stdout)")->required();
-    cmd->callback([cancel] { cmd_analyze(c, po, so, out, cancel); });
+    add_plan(cmd, plan);
+    cmd->callback([cancel] { cmd_analyze(c, po, so, out, plan, cancel); });
 }
 
 }  // namespace snapkv::cli

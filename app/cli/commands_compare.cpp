@@ -6,6 +6,7 @@
 
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
+#include "app/cli/plan_cli.h"
 #include "core/common/units.h"
 #include "core/session/compare_json.h"
 #include "core/session/run_plan.h"
@@ -15,7 +16,7 @@ namespace snapkv::cli {
 namespace {
 
 void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, const GenerationSettings& go,
-                 double theta, const std::string& out, const std::atomic<bool>* cancel) {
+                 double theta, const std::string& out, bool plan, const std::atomic<bool>* cancel) {
     const PromptSpec spec = checked_json_run(c, po, so, out);
     auto s = open_session(c, true);
     SelectionParams p = make_params(so);
@@ -24,7 +25,8 @@ void cmd_compare(const Common& c, const PromptOpts& po, const SelectOpts& so, co
     flags.new_tokens = go.max_tokens;  // prompt + new tokens are checked against the context first
     const PrefillSettings ps = plan_run({p}, flags);
     const bool quiet = out.empty() || out == "-";
-    s->prefill(spec, ps, stderr_progress(quiet), cancel);
+    if (show_plan(*s, spec, ps, plan, cancel)) return;
+    report_prefill(s->prefill(spec, ps, stderr_progress(quiet), cancel));
     CompareSettings cs;
     cs.generation = go;
     cs.query_agnostic = so.query_agnostic;
@@ -54,6 +56,7 @@ void register_compare_command(CLI::App& app, const std::atomic<bool>* cancel) {
     static GenerationSettings go = cli_generation_defaults();
     static double theta = 0.05;
     static std::string out;
+    static bool plan = false;
     auto* cmd = app.add_subcommand("compare", "Full vs compressed generation in lockstep, as JSON");
     add_common(cmd, c);
     add_prompt(cmd, po, true);
@@ -63,7 +66,8 @@ void register_compare_command(CLI::App& app, const std::atomic<bool>* cancel) {
         ->capture_default_str()
         ->check(number_in(0.0, 1.0, true, true));
     cmd->add_option("--json", out, "Output file ('-' for stdout)")->required();
-    cmd->callback([cancel] { cmd_compare(c, po, so, go, theta, out, cancel); });
+    add_plan(cmd, plan);
+    cmd->callback([cancel] { cmd_compare(c, po, so, go, theta, out, plan, cancel); });
 }
 
 }  // namespace snapkv::cli

@@ -7,12 +7,14 @@
 
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
+#include "app/cli/plan_cli.h"
+#include "core/session/run_plan.h"
 #include "core/snapkv/params_json.h"
 
 namespace snapkv::cli {
 namespace {
 
-void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSettings& go, bool as_json,
+void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSettings& go, bool as_json, bool plan,
                   const std::atomic<bool>* cancel) {
     auto s = open_session(c, as_json);
     TokenFn stream;
@@ -31,6 +33,10 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSetting
                 "the prompt is empty and this model adds no BOS token, so there is nothing to "
                 "generate from; give a prompt");
     }
+    // A plain prefill: nothing captured beyond the window of one query, no selection after it.
+    RunFlags flags;
+    flags.new_tokens = go.max_tokens;
+    if (show_plan(*s, spec, plan_run({}, flags), plan, cancel)) return;
     GenerationOutput out = s->generate(spec, go, stream, cancel);
     if (as_json) {
         write_json({{"prompt_ids", out.prompt_ids},
@@ -100,13 +106,14 @@ void register_generate_commands(CLI::App& app, const std::atomic<bool>* cancel) 
         static Common c;
         static PromptOpts po;
         static GenerationSettings go = cli_generation_defaults();
-        static bool as_json = false;
+        static bool as_json = false, plan = false;
         auto* cmd = app.add_subcommand("generate", "Generate text with the full cache");
         add_common(cmd, c);
         add_prompt(cmd, po, false);
         add_gen(cmd, go, 0);
         cmd->add_flag("--json", as_json, "Print JSON with prompt_ids, ids, text, prefill_ms, decode_ms");
-        cmd->callback([cancel] { cmd_generate(c, po, go, as_json, cancel); });
+        add_plan(cmd, plan);
+        cmd->callback([cancel] { cmd_generate(c, po, go, as_json, plan, cancel); });
     }
     {
         static Common c;
