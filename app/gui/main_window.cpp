@@ -16,6 +16,7 @@
 
 #include "app/gui/file_actions.h"
 #include "app/gui/main_menus.h"
+#include "app/gui/panels/cheaper_choices_dialog.h"
 #include "app/gui/panels/display_panel.h"
 #include "app/gui/panels/notice_banner.h"
 #include "app/gui/panels/parameter_panel.h"
@@ -148,6 +149,25 @@ void MainWindow::connectController() {
         showInfo(QString("Cancelled (%1). The previous results are kept.").arg(task));
     });
     connect(m_controller, &RunController::contextExceeded, this, &MainWindow::onContextExceeded);
+    connect(m_controller, &RunController::forecastMade, m_status, &RunStatus::setForecast);
+    // A run that would not fit the free memory did not start: offer its cheaper choices.
+    connect(m_controller, &RunController::runDoesNotFit, this, [this](const snapkv::RunForecast& f) {
+        if (!m_interactive || f.choices.empty()) {
+            showError("The run does not fit in memory", doesNotFitMessage(f));
+            return;
+        }
+        m_lastError = doesNotFitMessage(f);
+        auto* dialog = new CheaperChoicesDialog(f, this);
+        connect(dialog, &CheaperChoicesDialog::choiceMade, this, [this](const snapkv::CheaperChoice& c) {
+            if (c.kind == snapkv::CheaperChoice::Kind::CacheType) {
+                snapkv::LoadOptions o = m_prompt->loadOptions();
+                o.cache_type = snapkv::kv_type_name(c.cache_type);
+                m_prompt->setLoadOptions(o);  // the next Run keeps it
+            }
+            m_controller->rerunWith(c);
+        });
+        dialog->open();
+    });
     connect(m_controller, &RunController::noteIssued, this, &MainWindow::showInfo);
     connect(m_controller, &RunController::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(m_controller, &RunController::runFinished, this, &MainWindow::onRunFinished);

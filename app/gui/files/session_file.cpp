@@ -38,6 +38,7 @@ QJsonObject SessionFile::toJson(const QString& relativeTo) const {
     model["device"] = QString::fromStdString(load.device);
     model["dtype"] = QString::fromStdString(load.dtype);
     model["weights"] = QString::fromStdString(load.weights);
+    model["cache_type"] = QString::fromStdString(load.cache_type);
     o["model"] = model;
     QJsonObject prompt;
     prompt["document"] = document;
@@ -90,6 +91,10 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
             model.fail("device", "is not a device; allowed: cpu, cuda, cuda:N");
         s.load.dtype = model.choice("dtype", "float32", {"float32", "float16", "bfloat16"}).toStdString();
         s.load.weights = model.choice("weights", "native", {"native", "f32", "float32"}).toStdString();
+        // A session saved before cache types existed ran with f32.
+        QStringList cacheTypes;
+        for (snapkv::KvType t : snapkv::all_kv_types()) cacheTypes << snapkv::kv_type_name(t);
+        s.load.cache_type = model.choice("cache_type", "f32", cacheTypes).toStdString();
         const JsonFields prompt(top.object("prompt"), "prompt");
         s.document = prompt.string("document", QString());
         s.documentPath = prompt.string("document_path", QString());

@@ -48,6 +48,14 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     devRow->addWidget(m_device, 1);
     devRow->addWidget(m_dtype, 1);
     devRow->addWidget(m_weights, 1);
+    m_cacheType = new QComboBox;
+    m_cacheType->setObjectName("cacheTypeCombo");
+    for (snapkv::KvType t : snapkv::all_kv_types())
+        m_cacheType->addItem(QString("KV %1").arg(snapkv::kv_type_name(t)), QString(snapkv::kv_type_name(t)));
+    m_cacheType->setToolTip(
+        "How the KV cache stores keys and values (llama.cpp's -ctk/-ctv): f32 exact; f16 and bf16 half the "
+        "bytes; q8_0 about a quarter. Takes effect at the next Run, without reloading the model.");
+    devRow->addWidget(m_cacheType, 1);
     form->addRow("Device", devRow);
     m_modelStatus = new QLabel;
     m_modelStatus->setWordWrap(true);
@@ -123,6 +131,7 @@ snapkv::LoadOptions PromptPanel::loadOptions() const {
     o.device = m_device->currentText().toStdString();
     o.dtype = m_dtype->currentText().toStdString();
     o.weights = m_weights->currentData().toString().toStdString();
+    o.cache_type = m_cacheType->currentData().toString().toStdString();
     return o;
 }
 
@@ -133,6 +142,8 @@ void PromptPanel::setLoadOptions(const snapkv::LoadOptions& o) {
     if (t >= 0) m_dtype->setCurrentIndex(t);
     const int w = m_weights->findData(QString::fromStdString(o.weights));
     if (w >= 0) m_weights->setCurrentIndex(w);
+    const int k = m_cacheType->findData(QString::fromStdString(o.cache_type));
+    if (k >= 0) m_cacheType->setCurrentIndex(k);
 }
 
 void PromptPanel::setCudaAvailable(bool available) {

@@ -56,6 +56,7 @@ private:
     QLineEdit* m_model;
     QComboBox* m_device;
     QComboBox* m_dtype;
+    QComboBox* m_cacheType;  // the KV cache's storage type (kv_type.h): a new prefill, no reload
     QComboBox* m_weights;
     QLabel* m_modelStatus;
     QPlainTextEdit* m_document;

@@ -15,6 +15,8 @@ RunStatus::RunStatus(QStatusBar* bar) : QObject(bar) {
     m_text = new QLabel("Ready.");
     m_timing = new QLabel;
     m_timing->setObjectName("timingLabel");
+    m_forecast = new QLabel;
+    m_forecast->setObjectName("forecastLabel");
     m_progress = new QProgressBar;
     m_progress->setFixedWidth(340);
     m_progress->setTextVisible(true);
@@ -23,6 +25,7 @@ RunStatus::RunStatus(QStatusBar* bar) : QObject(bar) {
     m_cancel->setObjectName("cancelButton");
     m_cancel->hide();
     bar->addWidget(m_text, 1);
+    bar->addPermanentWidget(m_forecast);
     bar->addPermanentWidget(m_timing);
     bar->addPermanentWidget(m_progress);
     bar->addPermanentWidget(m_cancel);
@@ -32,6 +35,20 @@ RunStatus::RunStatus(QStatusBar* bar) : QObject(bar) {
 void RunStatus::setText(const QString& text) { m_text->setText(text); }
 QString RunStatus::text() const { return m_text->text(); }
 void RunStatus::setTiming(const QString& text) { m_timing->setText(text); }
+
+void RunStatus::setForecast(const snapkv::RunForecast& f) {
+    QString text = f.seconds >= 0 ? QString("about %1, ").arg(QString::fromStdString(snapkv::format_seconds(f.seconds)))
+                                  : QString();
+    text += QString("peak %1").arg(QString::fromStdString(snapkv::format_bytes(f.peak())));
+    if (f.available.bytes >= 0)
+        text += QString(" of %1 free")
+                    .arg(QString::fromStdString(snapkv::format_bytes(f.available.bytes + f.memory.weights)));
+    if (!f.fits()) text += " — does not fit";
+    m_forecast->setText(text);
+    m_forecast->setToolTip("Before the prefill: " + QString::fromStdString(f.summary()));
+}
+
+QString RunStatus::forecastText() const { return m_forecast->text(); }
 
 void RunStatus::setBusy(bool busy, const QString& task) {
     m_progress->setVisible(busy);

@@ -33,6 +33,8 @@ RunController::RunController(AnalysisState* state, QObject* parent) : QObject(pa
     connect(m_worker, &SessionWorker::failed, this, &RunController::onFailed);
     connect(m_worker, &SessionWorker::cancelled, this, &RunController::onCancelled);
     connect(m_worker, &SessionWorker::contextExceeded, this, &RunController::onContextExceeded);
+    connect(m_worker, &SessionWorker::forecastMade, this, &RunController::forecastMade);
+    connect(m_worker, &SessionWorker::runDoesNotFit, this, &RunController::onRunDoesNotFit);
     connect(m_state, &AnalysisState::focusChanged, this, [this] { requestAttention(); });
     connect(m_state, &AnalysisState::displayChanged, this, [this] {
         // The overlap statistic needs a second selection: fetch it when the overview asks for it.
@@ -80,11 +82,13 @@ void RunController::cancel() {
 
 QString RunController::promptKey(const RunRequest& r) const {
     return QString("%1\x1f%2\x1f%3\x1f%4\x1f%5\x1f%6\x1f%7\x1f%8\x1f%9")
-        .arg(r.modelPath, optionsKey(r.load), QString::fromStdString(r.prompt.text),
-             QString::fromStdString(r.prompt.document), QString::fromStdString(r.prompt.question))
-        .arg(r.prompt.chat.enabled)
-        .arg(QString::fromStdString(r.prompt.chat.system), QString::fromStdString(r.prompt.answer_prefix))
-        .arg(r.prefill.max_window);
+               .arg(r.modelPath, optionsKey(r.load), QString::fromStdString(r.prompt.text),
+                    QString::fromStdString(r.prompt.document), QString::fromStdString(r.prompt.question))
+               .arg(r.prompt.chat.enabled)
+               .arg(QString::fromStdString(r.prompt.chat.system), QString::fromStdString(r.prompt.answer_prefix))
+               .arg(r.prefill.max_window)
+           // A cache type or a cut needs a new prefill, not a reload (optionsKey leaves them out).
+           + QString("\x1f%1\x1f%2").arg(QString::fromStdString(r.load.cache_type)).arg(r.maxTokens);
 }
 
 bool RunController::needsPrefill(const RunRequest& request) const {
@@ -125,7 +129,9 @@ void RunController::run(const RunRequest& request) {
     job.load = model != m_queuedModel;
     job.loadJob = {request.modelPath, request.load};
     job.prefill = job.load || needsPrefill(request);
-    job.prefillJob = {request.prompt, request.prefill, request.truncateToFit, request.reserveTokens};
+    job.prefillJob = {request.prompt, request.prefill, request.truncateToFit || request.maxTokens > 0,
+                      request.reserveTokens, request.maxTokens};
+    m_lastRun = request;
     job.retune = makeRetuneJob(request.params);
     m_queuedModel = model;
     m_queuedPrefill = promptKey(request);
@@ -271,6 +277,21 @@ void RunController::onCancelled(const QString& task) {
     if (task == "load model") m_queuedModel.clear();
     endLong();
     Q_EMIT cancelled(task);
+}
+
+void RunController::rerunWith(const snapkv::CheaperChoice& choice) {
+    if (!m_lastRun) return;
+    RunRequest r = *m_lastRun;
+    if (choice.kind == snapkv::CheaperChoice::Kind::CacheType)
+        r.load.cache_type = snapkv::kv_type_name(choice.cache_type);
+    else r.maxTokens = choice.n_tokens;
+    run(r);
+}
+
+void RunController::onRunDoesNotFit(const snapkv::RunForecast& forecast) {
+    m_queuedPrefill.clear();  // nothing was prefilled
+    endLong();
+    Q_EMIT runDoesNotFit(forecast);
 }
 
 void RunController::onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve) {

@@ -28,6 +28,7 @@ struct RunRequest {
     ParamState params;
     bool truncateToFit = false;
     int64_t reserveTokens = 0;  // generation room to keep in the context
+    int64_t maxTokens = 0;      // > 0: cut the document so the prompt has at most this many tokens
 };
 
 class RunController : public QObject {
@@ -53,6 +54,9 @@ public:
     };
     void focusAfterRun(RunFocus focus) { m_runFocus = std::move(focus); }
     void compare(const snapkv::GenerationSettings& generation);
+    // The last run() again with one of its forecast's cheaper choices: another cache type (the
+    // session switches it at the prefill, no reload) or the document cut to the choice's tokens.
+    void rerunWith(const snapkv::CheaperChoice& choice);
     void cancel();
     // Cancel everything and wait for the worker thread to finish; idempotent.
     void shutdown();
@@ -72,6 +76,10 @@ Q_SIGNALS:
     void retuneFailed(const QString& message);                 // worth a status line
     void cancelled(const QString& task);
     void contextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
+    // Before a run's prefill: what it will take. runDoesNotFit: it would not fit the free memory,
+    // so it did not start; the forecast lists the cheaper choices (rerunWith takes one).
+    void forecastMade(const snapkv::RunForecast& forecast);
+    void runDoesNotFit(const snapkv::RunForecast& forecast);
     void noteIssued(const QString& note);  // e.g. "document truncated"
     void modelLoaded();
     void runFinished();
@@ -103,6 +111,7 @@ private:
     void onFailed(const QString& task, const QString& message);
     void onCancelled(const QString& task);
     void onContextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
+    void onRunDoesNotFit(const snapkv::RunForecast& forecast);
 
     AnalysisState* m_state;
     QThread m_thread;
@@ -132,6 +141,7 @@ private:
     double m_editMsBefore = 0;
     QElapsedTimer m_editClock;
     RunFocus m_runFocus;
+    std::optional<RunRequest> m_lastRun;  // for rerunWith
 };
 
 }  // namespace studio

@@ -79,7 +79,8 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
     if (!s.has_model()) throw snapkv::InputError("no model loaded: open a model file first");
     const int64_t nCtxModel = s.model_info().config.n_ctx_train;
     // Leave room for the tokens a comparison will generate after this prompt.
-    const int64_t nCtx = nCtxModel > 0 ? std::max<int64_t>(nCtxModel / 2, nCtxModel - job.reserveTokens) : 0;
+    int64_t nCtx = nCtxModel > 0 ? std::max<int64_t>(nCtxModel / 2, nCtxModel - job.reserveTokens) : 0;
+    if (job.maxTokens > 0) nCtx = nCtx > 0 ? std::min(nCtx, job.maxTokens) : job.maxTokens;
     snapkv::PromptSpec spec = job.prompt;
     QString note;
     int64_t n = static_cast<int64_t>(s.build_prompt(spec).ids.size());
@@ -106,6 +107,18 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
                    .arg(nCtxModel - nCtx);
     }
     throwIfCancelled(cancel);
+    // What the run will take, before it starts: a short calibration forward the first time (cached
+    // per model), refined by this session's last prefill.
+    Q_EMIT progressed("measuring this machine's speed", 0, 1);
+    snapkv::PrefillSpeed speed = snapkv::measure_prefill_speed(s, 128, cancel.get());
+    if (s.has_prefill())
+        speed = snapkv::with_last_prefill(speed, s.model_info().config, s.prefill_summary(), job.settings);
+    const snapkv::RunForecast forecast = snapkv::forecast_prefill(s, s.build_prompt(spec), job.settings, speed);
+    Q_EMIT forecastMade(forecast);
+    if (!forecast.fits()) {
+        Q_EMIT runDoesNotFit(forecast);
+        return false;
+    }
     Q_EMIT progressed("prefill", 0, n);
     const snapkv::PrefillSummary summary = s.prefill(spec, job.settings, progressFn(), cancel.get());
     Q_EMIT prefillFinished(summary, note);
@@ -213,6 +226,10 @@ void SessionWorker::run(const RunJob& job) {
     const bool ok = guarded(task, [&] {
         if (job.load) doLoad(job.loadJob, job.cancel);
         task = "prefill";
+        // A new cache type takes effect at this prefill, without reloading the weights.
+        const std::string& cacheType = job.loadJob.options.cache_type;
+        if (job.prefill && session().has_model() && session().model_info().cache_type != cacheType)
+            session().set_cache_type(cacheType);
         PrefillJob prefill = job.prefillJob;
         prefill.settings.preview = previewFor(job.retune);
         if (job.prefill && !doPrefill(prefill, job.cancel)) {
@@ -262,6 +279,7 @@ void registerMetaTypes() {
     qRegisterMetaType<studio::RetunePtr>();
     qRegisterMetaType<studio::LayerPreviewPtr>();
     qRegisterMetaType<studio::ParamState>();
+    qRegisterMetaType<snapkv::RunForecast>();
 }
 
 }  // namespace studio

@@ -13,6 +13,7 @@
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/state/gui_types.h"
 #include "app/gui/state/param_state.h"
+#include "core/session/run_forecast.h"
 
 namespace studio {
 
@@ -26,6 +27,7 @@ struct PrefillJob {
     snapkv::PrefillSettings settings;
     bool truncateToFit = false;  // cut the document so the prompt fits the model's context
     int64_t reserveTokens = 0;   // room left in the context for generation afterwards
+    int64_t maxTokens = 0;       // > 0: with truncateToFit, cut to at most this many tokens (memory)
 };
 
 struct RetuneJob {
@@ -94,6 +96,10 @@ Q_SIGNALS:
     void cancelled(const QString& task);
     // The prompt does not fit the model's context; the GUI may offer to truncate.
     void contextExceeded(qint64 nTokens, qint64 nCtx, qint64 reserve);
+    // Before a prefill: what it will take (run_forecast.h). A run that does not fit the free memory
+    // stops there with runDoesNotFit (its cheaper choices inside) instead of failing in the prefill.
+    void forecastMade(const snapkv::RunForecast& forecast);
+    void runDoesNotFit(const snapkv::RunForecast& forecast);
 
 private:
     snapkv::Session& session();
