@@ -103,12 +103,6 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
     layout->addLayout(top);
     layout->addWidget(wrapWithEmptyState(m_plot), 1);
 
-    m_renderTimer.setSingleShot(true);
-    m_renderTimer.setInterval(0);
-    connect(&m_renderTimer, &QTimer::timeout, this, [this] {
-        renderVisibleColumns();
-        m_plot->replot(QCustomPlot::rpQueuedReplot);
-    });
     auto onFocusSpin = [this] {
         if (!m_syncing) m_state->setFocus(m_layer->value(), m_head->value());
     };
@@ -267,6 +261,13 @@ void HeadView::buildPlot() {
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this] { resetZoom(); });
+    // Columns are aggregated for the axis rect's width in pixels: a resize (or the first layout)
+    // that changes it aggregates again, so a column stays one pixel wide.
+    connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
+        if (m_heatRect->width() == m_renderedWidth) return;
+        renderVisibleColumns();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
     connect(m_plot, &QCustomPlot::mouseMove, this,
             [this](QMouseEvent* e) { showTip(e->pos(), e->globalPosition().toPoint()); });
 }
@@ -292,7 +293,10 @@ void HeadView::onXRangeChanged(const QCPRange& range) {
     m_heatRect->axis(QCPAxis::atBottom)->setRange(r);
     m_scoreRect->axis(QCPAxis::atBottom)->setRange(r);
     m_syncing = false;
-    m_renderTimer.start();
+    // Aggregate the new range now, before the replot that the drag or wheel has queued: a render
+    // deferred to a timer of its own drew every frame twice, once with the old columns.
+    renderVisibleColumns();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);  // (queued replots of one event-loop turn are one)
 }
 
 void HeadView::resetZoom() {
@@ -448,6 +452,7 @@ void HeadView::renderVisibleColumns() {
     const int64_t begin = std::clamp<int64_t>(static_cast<int64_t>(std::floor(r.lower + 0.5)), 0, m_L - 1);
     const int64_t end = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(r.upper + 0.5)), begin + 1, m_L);
     const int64_t n = end - begin;
+    m_renderedWidth = m_heatRect->width();
     const int64_t pixels = std::max(50, m_heatRect->width());
     const int64_t bins = std::min(n, pixels);
     std::vector<float> cols = maxDownsample(m_rows, m_W, m_L, begin, end, bins);

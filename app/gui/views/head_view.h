@@ -5,8 +5,6 @@
 // kept positions, kept clusters shaded, the budget threshold and the always-kept window.
 #pragma once
 
-#include <QTimer>
-
 #include <vector>
 
 #include "app/gui/views/lazy_view.h"
@@ -96,7 +94,6 @@ private:
     QCPItemRect* m_reachScores;
     QCPItemText* m_reachText;
     QCPItemText* m_emptyText;
-    QTimer m_renderTimer;
 
     std::vector<float> m_rows;      // [W, L] transformed rows
     std::vector<float> m_keptMask;  // [L] 1 where the focused head keeps the position
@@ -104,6 +101,7 @@ private:
     int64_t m_L = 0;
     int64_t m_P = 0;  // prefix length L - W
     int m_columnsDrawn = 0;
+    int m_renderedWidth = -1;  // the heat rect's width in pixels the columns were aggregated for
     double m_threshold = 0;
     int m_clusterCount = 0;
     double m_colorLo = 0;
