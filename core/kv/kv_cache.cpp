@@ -3,24 +3,112 @@
 // (core/ops/gpu_gather.h) when the cache is on CUDA and the kernels are built.
 #include "core/kv/kv_cache.h"
 
+#include <cmath>
 #include <cstring>
+#include <utility>
+
+#include <ATen/Parallel.h>
 
 #include "core/common/errors.h"
 #include "core/ops/gpu_gather.h"
 
 namespace snapkv {
 
-LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values)
-    : m_n_heads(n_heads), m_head_dim(head_dim) {
+namespace {
+
+at::ScalarType storage_dtype(KvType t, at::ScalarType compute) {
+    switch (t) {
+    case KvType::F32: return compute;
+    case KvType::F16: return at::kHalf;
+    case KvType::BF16: return at::kBFloat16;
+    case KvType::Q8_0: return at::kChar;
+    }
+    return compute;
+}
+
+// q8_0 of x [..., D] (D a multiple of 32) as ggml's x86 quantize_row_q8_0 writes it: per block of
+// 32, d = amax / 127 stored as f16, quants round-to-nearest-even(x * (127 / amax)) (0 where amax is
+// 0). Returns {int8 quants [..., D], f16 scales [..., D / 32]}.
+std::pair<at::Tensor, at::Tensor> quantize_q8_0(const at::Tensor& x) {
+    const int64_t D = x.size(-1);
+    std::vector<int64_t> blocks(x.sizes().begin(), x.sizes().end());
+    blocks.back() = D / kQ8_0Block;
+    blocks.push_back(kQ8_0Block);
+    at::Tensor xb = x.to(at::kFloat).reshape(blocks);        // [..., nb, 32]
+    at::Tensor amax = xb.abs().amax(-1, /*keepdim=*/true);   // [..., nb, 1]
+    at::Tensor id = at::full_like(amax, 127.0f).div_(amax);  // 127 / amax, as ggml divides
+    id.masked_fill_(amax.eq(0), 0.0f);
+    at::Tensor q = xb.mul(id).round_().to(at::kChar).view(x.sizes());  // ties to even
+    at::Tensor d = amax.div(127.0f).to(at::kHalf).squeeze(-1);         // [..., nb]
+    return {q, d};
+}
+
+// The float32 row of D values q8_0 quants q and scales d decode to (ggml: q * fp16_to_fp32(d)).
+inline void dequant_q8_0_row(const int8_t* q, const at::Half* d, int64_t D, float* out) {
+    for (int64_t b = 0; b < D / kQ8_0Block; ++b) {
+        const float s = static_cast<float>(d[b]);
+        for (int64_t j = 0; j < kQ8_0Block; ++j)
+            out[b * kQ8_0Block + j] = static_cast<float>(q[b * kQ8_0Block + j]) * s;
+    }
+}
+
+// One row of D floats quantized in place into q (int8) and d (one f16 scale per 32), as
+// quantize_q8_0 above; the single-token decode path's version of it (no LibTorch calls).
+inline void quantize_q8_0_row(const float* x, int64_t D, int8_t* q, at::Half* d) {
+    for (int64_t b = 0; b < D / kQ8_0Block; ++b) {
+        const float* xb = x + b * kQ8_0Block;
+        float amax = 0.0f;
+        for (int64_t j = 0; j < kQ8_0Block; ++j) amax = std::max(amax, std::fabs(xb[j]));
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        d[b] = at::Half(amax / 127.0f);
+        for (int64_t j = 0; j < kQ8_0Block; ++j)
+            q[b * kQ8_0Block + j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+    }
+}
+
+// Rows [Hc, n, D] of stored data (+ q8_0 scales) as float32 at out.
+void read_rows_f32(KvType type, const at::Tensor& data, const at::Tensor& scale, int64_t s0, int64_t n, float* out) {
+    const int64_t Hc = data.size(0), cap = data.size(1), D = data.size(2);
+    if (n <= 0) return;
+    if (type == KvType::Q8_0) {
+        const int8_t* q = data.data_ptr<int8_t>();
+        const at::Half* d = scale.data_ptr<at::Half>();
+        const int64_t nb = D / kQ8_0Block;
+        at::parallel_for(0, Hc * n, 256, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+                const int64_t h = r / n, s = s0 + r % n;
+                dequant_q8_0_row(q + (h * cap + s) * D, d + (h * cap + s) * nb, D, out + r * D);
+            }
+        });
+        return;
+    }
+    at::from_blob(out, {Hc, n, D}, at::TensorOptions().dtype(at::kFloat)).copy_(data.narrow(1, s0, n));
+}
+
+}  // namespace
+
+LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values, KvType type)
+    : m_type(type), m_opts(opts), m_n_heads(n_heads), m_head_dim(head_dim) {
+    if (!kv_type_fits(type, head_dim))
+        throw InputError(std::string("kv: cache type ") + kv_type_name(type) + " stores blocks of " +
+                         std::to_string(kQ8_0Block) + " values, but this model's head_dim is " +
+                         std::to_string(head_dim) + " (use f32, f16 or bf16)");
     capacity = std::max<int64_t>(capacity, 1);
-    m_k = at::zeros({n_heads, capacity, head_dim}, opts);
-    if (values) m_v = at::zeros({n_heads, capacity, head_dim}, opts);
-    else m_values = Values::Deferred;
+    const at::TensorOptions so = opts.dtype(storage_dtype(type, opts.dtype().toScalarType()));
+    m_k = at::zeros({n_heads, capacity, head_dim}, so);
+    if (type == KvType::Q8_0) m_ks = at::zeros({n_heads, capacity, head_dim / kQ8_0Block}, opts.dtype(at::kHalf));
+    if (values) {
+        m_v = at::zeros({n_heads, capacity, head_dim}, so);
+        if (type == KvType::Q8_0) m_vs = at::zeros_like(m_ks);
+    } else {
+        m_values = Values::Deferred;
+    }
     m_pos = at::full({n_heads, capacity}, kPadPosition, opts.dtype(at::kLong));
 }
 
 void LayerKv::drop_values() {
     m_v = at::Tensor();
+    m_vs = at::Tensor();
     m_values = Values::Dropped;
 }
 
@@ -35,6 +123,7 @@ void LayerKv::ensure_values() {
     require_values();
     if (m_values == Values::Held) return;
     m_v = at::zeros(m_k.sizes(), m_k.options());
+    if (m_ks.defined()) m_vs = at::zeros(m_ks.sizes(), m_ks.options());
     m_values = Values::Held;
 }
 
@@ -45,10 +134,34 @@ void LayerKv::reserve(int64_t capacity) {
         bigger.narrow(1, 0, m_size).copy_(t.narrow(1, 0, m_size));
         return bigger;
     };
-    auto opts = m_k.options();
-    m_k = grow(m_k, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
-    if (m_values == Values::Held) m_v = grow(m_v, at::zeros({m_n_heads, capacity, m_head_dim}, opts));
+    auto sized = [&](const at::Tensor& t) {
+        std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+        shape[1] = capacity;
+        return grow(t, at::zeros(shape, t.options()));
+    };
+    m_k = sized(m_k);
+    if (m_ks.defined()) m_ks = sized(m_ks);
+    if (m_values == Values::Held) {
+        m_v = sized(m_v);
+        if (m_vs.defined()) m_vs = sized(m_vs);
+    }
     m_pos = grow(m_pos, at::full({m_n_heads, capacity}, kPadPosition, m_pos.options()));
+}
+
+void LayerKv::write_rows(int64_t s, const at::Tensor& k, const at::Tensor& v) {
+    const int64_t t = k.size(1);
+    if (m_type == KvType::Q8_0) {
+        auto [kq, kd] = quantize_q8_0(k);
+        auto [vq, vd] = quantize_q8_0(v);
+        m_k.narrow(1, s, t).copy_(kq);
+        m_ks.narrow(1, s, t).copy_(kd);
+        m_v.narrow(1, s, t).copy_(vq);
+        m_vs.narrow(1, s, t).copy_(vd);
+        return;
+    }
+    // f32 / f16 / bf16: copy_ converts, rounding to nearest even as ggml's conversions do.
+    m_k.narrow(1, s, t).copy_(k);
+    m_v.narrow(1, s, t).copy_(v);
 }
 
 void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor& pos) {
@@ -60,7 +173,7 @@ void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     if (m_size + t > m_k.size(1)) reserve(std::max(m_size + t, 2 * m_k.size(1)));
     ensure_values();
     const int64_t g = m_n_heads / hkv;
-    if (t == 1 && cpu_float() && k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat &&
+    if (t == 1 && cpu_readable() && k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat &&
         k.device().is_cpu() && v.device().is_cpu() && k.stride(2) == 1 && v.stride(2) == 1) {
         // One token on the CPU (decode): copy the rows directly; a dozen small LibTorch calls
         // per layer cost more than the copy itself.
@@ -73,8 +186,7 @@ void LayerKv::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
         kk = k.repeat_interleave(g, 0);
         vv = v.repeat_interleave(g, 0);
     }
-    m_k.narrow(1, m_size, t).copy_(kk);
-    m_v.narrow(1, m_size, t).copy_(vv);
+    write_rows(m_size, kk, vv);
     m_pos.narrow(1, m_size, t).copy_(pos.to(m_pos.device()).view({1, t}).expand({m_n_heads, t}));
     m_size += t;
 }
@@ -86,63 +198,179 @@ void LayerKv::assign(const at::Tensor& k, const at::Tensor& v, const at::Tensor&
     const int64_t s = k.size(1);
     if (s > m_k.size(1)) reserve(s);
     ensure_values();
-    m_k.narrow(1, 0, s).copy_(k);
-    m_v.narrow(1, 0, s).copy_(v);
+    write_rows(0, k, v);
     m_pos.narrow(1, 0, s).copy_(pos);
     if (m_k.size(1) > s) m_pos.narrow(1, s, m_k.size(1) - s).fill_(kPadPosition);
     m_size = s;
     m_padding = pos.ge(kPadPosition).sum().item<int64_t>();
 }
 
-bool LayerKv::cpu_float() const {
-    return m_k.defined() && m_k.device().is_cpu() && m_k.scalar_type() == at::kFloat && m_k.is_contiguous() &&
-           (!m_v.defined() || m_v.is_contiguous()) && m_pos.is_contiguous();
+bool LayerKv::cpu_readable() const {
+    return m_k.defined() && m_k.device().is_cpu() && m_opts.dtype().toScalarType() == at::kFloat &&
+           m_k.is_contiguous() && (!m_v.defined() || m_v.is_contiguous()) && m_pos.is_contiguous();
 }
+
+bool LayerKv::cpu_float() const { return cpu_readable() && m_k.scalar_type() == at::kFloat; }
 
 void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, int64_t v_head_stride, int64_t hkv,
                          int64_t pos) {
-    TORCH_CHECK(cpu_float(), "kv: append_one needs a contiguous float32 CPU cache");
+    TORCH_CHECK(cpu_readable(), "kv: append_one needs a contiguous CPU cache of float32 compute");
     TORCH_CHECK(hkv > 0 && m_n_heads % hkv == 0, "kv: cache heads ", m_n_heads, " not a multiple of ", hkv);
     if (m_size + 1 > m_k.size(1)) reserve(std::max(m_size + 1, 2 * m_k.size(1)));
     ensure_values();
     const int64_t g = m_n_heads / hkv;
-    float* kd = m_k.data_ptr<float>();
-    float* vd = m_v.data_ptr<float>();
     int64_t* pd = m_pos.data_ptr<int64_t>();
     const int64_t cap = m_k.size(1), D = m_head_dim;
     for (int64_t h = 0; h < m_n_heads; ++h) {
         const int64_t src = h / g;  // query-head caches repeat each KV head over its group
-        std::memcpy(kd + (h * cap + m_size) * D, k + src * k_head_stride, static_cast<size_t>(D) * sizeof(float));
-        std::memcpy(vd + (h * cap + m_size) * D, v + src * v_head_stride, static_cast<size_t>(D) * sizeof(float));
-        pd[h * cap + m_size] = pos;
+        const float* ks = k + src * k_head_stride;
+        const float* vs = v + src * v_head_stride;
+        const int64_t row = h * cap + m_size;
+        switch (m_type) {
+        case KvType::F32:
+            std::memcpy(m_k.data_ptr<float>() + row * D, ks, static_cast<size_t>(D) * sizeof(float));
+            std::memcpy(m_v.data_ptr<float>() + row * D, vs, static_cast<size_t>(D) * sizeof(float));
+            break;
+        case KvType::F16: {
+            at::Half* kd = m_k.data_ptr<at::Half>() + row * D;
+            at::Half* vd = m_v.data_ptr<at::Half>() + row * D;
+            for (int64_t i = 0; i < D; ++i) {
+                kd[i] = at::Half(ks[i]);
+                vd[i] = at::Half(vs[i]);
+            }
+            break;
+        }
+        case KvType::BF16: {
+            at::BFloat16* kd = m_k.data_ptr<at::BFloat16>() + row * D;
+            at::BFloat16* vd = m_v.data_ptr<at::BFloat16>() + row * D;
+            for (int64_t i = 0; i < D; ++i) {
+                kd[i] = at::BFloat16(ks[i]);
+                vd[i] = at::BFloat16(vs[i]);
+            }
+            break;
+        }
+        case KvType::Q8_0: {
+            const int64_t nb = D / kQ8_0Block;
+            quantize_q8_0_row(ks, D, m_k.data_ptr<int8_t>() + row * D, m_ks.data_ptr<at::Half>() + row * nb);
+            quantize_q8_0_row(vs, D, m_v.data_ptr<int8_t>() + row * D, m_vs.data_ptr<at::Half>() + row * nb);
+            break;
+        }
+        }
+        pd[row] = pos;
     }
     m_size += 1;
 }
 
-const float* LayerKv::key_data() const { return m_k.data_ptr<float>(); }
-const float* LayerKv::value_data() const { return values().data_ptr<float>(); }
+const float* LayerKv::key_data() const {
+    TORCH_CHECK(cpu_float(), "kv: key_data needs an f32 CPU cache");
+    return m_k.data_ptr<float>();
+}
+const float* LayerKv::value_data() const {
+    TORCH_CHECK(cpu_float(), "kv: value_data needs an f32 CPU cache");
+    return values().data_ptr<float>();
+}
 const int64_t* LayerKv::position_data() const { return m_pos.data_ptr<int64_t>(); }
 int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }
 
-at::Tensor LayerKv::keys() const { return m_k.narrow(1, 0, m_size); }
+void LayerKv::read_keys_f32(int64_t s0, int64_t n, float* out) const {
+    TORCH_CHECK(cpu_readable() && s0 >= 0 && s0 + n <= m_size, "kv: read_keys_f32 of slots outside the cache");
+    read_rows_f32(m_type, m_k, m_ks, s0, n, out);
+}
+
+void LayerKv::read_values_f32(int64_t s0, int64_t n, float* out) const {
+    require_values();
+    TORCH_CHECK(cpu_readable() && m_values == Values::Held && s0 >= 0 && s0 + n <= m_size,
+                "kv: read_values_f32 of slots outside the cache");
+    read_rows_f32(m_type, m_v, m_vs, s0, n, out);
+}
+
+namespace {
+
+// [Hc, n, D] stored rows (+ scales) decoded to the compute dtype.
+at::Tensor decode_rows(KvType type, const at::Tensor& data, const at::Tensor& scale, at::ScalarType compute) {
+    if (type == KvType::F32) return data;
+    if (type != KvType::Q8_0) return data.to(compute);
+    const int64_t Hc = data.size(0), n = data.size(1), D = data.size(2);
+    at::Tensor x = data.to(at::kFloat).view({Hc, n, D / kQ8_0Block, kQ8_0Block});
+    return x.mul_(scale.to(at::kFloat).unsqueeze(-1)).view({Hc, n, D}).to(compute);
+}
+
+}  // namespace
+
+at::Tensor LayerKv::keys() const {
+    const at::ScalarType ct = m_opts.dtype().toScalarType();
+    return decode_rows(m_type, m_k.narrow(1, 0, m_size), m_ks.defined() ? m_ks.narrow(1, 0, m_size) : at::Tensor(), ct);
+}
 at::Tensor LayerKv::values() const {
     require_values();
-    if (m_values == Values::Deferred) return at::zeros({m_n_heads, 0, m_head_dim}, m_k.options());
-    return m_v.narrow(1, 0, m_size);
+    const at::ScalarType ct = m_opts.dtype().toScalarType();
+    if (m_values == Values::Deferred) return at::zeros({m_n_heads, 0, m_head_dim}, m_opts);
+    return decode_rows(m_type, m_v.narrow(1, 0, m_size), m_vs.defined() ? m_vs.narrow(1, 0, m_size) : at::Tensor(), ct);
 }
 at::Tensor LayerKv::positions() const { return m_pos.narrow(1, 0, m_size); }
 
 int64_t LayerKv::used_slots() const { return m_n_heads * m_size - m_padding; }
 
+int64_t LayerKv::row_bytes() const {
+    if (m_type == KvType::F32) return m_head_dim * static_cast<int64_t>(m_k.defined() ? m_k.element_size() : 4);
+    return kv_row_bytes(m_type, m_head_dim);
+}
+
 int64_t LayerKv::bytes() const {
     if (!m_k.defined()) return 0;
-    return used_slots() * m_head_dim * 2 * static_cast<int64_t>(m_k.element_size());
+    return used_slots() * 2 * row_bytes();
+}
+
+LayerKv LayerKv::copy_prefix(int64_t n, int64_t extra) const {
+    TORCH_CHECK(n <= m_size, "kv: copy of ", n, " slots from a layer of ", m_size);
+    LayerKv copy(m_n_heads, m_head_dim, std::max<int64_t>(n + extra, 1), m_opts, m_values == Values::Held, m_type);
+    if (m_values == Values::Dropped) copy.drop_values();
+    if (n > 0) {
+        copy.m_k.narrow(1, 0, n).copy_(m_k.narrow(1, 0, n));
+        if (m_ks.defined()) copy.m_ks.narrow(1, 0, n).copy_(m_ks.narrow(1, 0, n));
+        if (m_values == Values::Held) {
+            copy.m_v.narrow(1, 0, n).copy_(m_v.narrow(1, 0, n));
+            if (m_vs.defined()) copy.m_vs.narrow(1, 0, n).copy_(m_vs.narrow(1, 0, n));
+        }
+        copy.m_pos.narrow(1, 0, n).copy_(m_pos.narrow(1, 0, n));
+        copy.m_padding = copy.m_pos.narrow(1, 0, n).ge(kPadPosition).sum().item<int64_t>();
+    }
+    copy.m_size = n;
+    return copy;
+}
+
+LayerKv LayerKv::gathered(const at::Tensor& index, const at::Tensor& is_pad, int64_t g, int64_t extra) const {
+    // index, is_pad: [Hs, M] (padding points at slot 0 and is masked by position).
+    require_values();
+    const int64_t hs = index.size(0), m = index.size(1);
+    LayerKv out(hs, m_head_dim, m + extra, m_opts, true, m_type);
+    auto gather_rows = [&](at::Tensor src, at::Tensor& dst) {  // src [Hc, cap, w] -> dst [Hs, cap', w]
+        src = src.narrow(1, 0, m_size);
+        if (g > 1) src = src.repeat_interleave(g, 0);
+        const int64_t w = src.size(2);
+        at::Tensor rows = src.gather(1, index.unsqueeze(2).expand({hs, m, w})).masked_fill(is_pad.unsqueeze(2), 0);
+        dst.narrow(1, 0, m).copy_(rows);
+    };
+    if (m > 0) {
+        gather_rows(m_k, out.m_k);
+        gather_rows(m_v, out.m_v);
+        if (m_ks.defined()) {
+            gather_rows(m_ks, out.m_ks);
+            gather_rows(m_vs, out.m_vs);
+        }
+        at::Tensor p = positions();
+        if (g > 1) p = p.repeat_interleave(g, 0);
+        out.m_pos.narrow(1, 0, m).copy_(p.gather(1, index).masked_fill(is_pad, kPadPosition));
+        out.m_padding = out.m_pos.narrow(1, 0, m).ge(kPadPosition).sum().item<int64_t>();
+    }
+    out.m_size = m;
+    return out;
 }
 
 KvCache::KvCache(int64_t n_layer, int64_t n_heads, int64_t head_dim, at::TensorOptions opts, int64_t capacity,
-                 bool values) {
+                 bool values, KvType type) {
     m_layers.reserve(static_cast<size_t>(n_layer));
-    for (int64_t l = 0; l < n_layer; ++l) m_layers.emplace_back(n_heads, head_dim, capacity, opts, values);
+    for (int64_t l = 0; l < n_layer; ++l) m_layers.emplace_back(n_heads, head_dim, capacity, opts, values, type);
 }
 
 void KvCache::reserve(int64_t extra_tokens) {
@@ -155,29 +383,17 @@ int64_t KvCache::bytes() const {
     return total;
 }
 
-namespace {
-
-// A deep copy of the first n slots of a layer, with room for `extra` more.
-LayerKv copy_slots(const LayerKv& l, int64_t n, int64_t extra) {
-    TORCH_CHECK(n <= l.size(), "kv: copy of ", n, " slots from a layer of ", l.size());
-    LayerKv copy(l.n_heads(), l.keys().size(2), std::max<int64_t>(n + extra, 1), l.keys().options());
-    if (n > 0) copy.assign(l.keys().narrow(1, 0, n), l.values().narrow(1, 0, n), l.positions().narrow(1, 0, n));
-    return copy;
-}
-
-}  // namespace
-
 KvCache::KvCache(std::vector<LayerKv> layers, int64_t n_past) : m_layers(std::move(layers)), m_n_past(n_past) {}
 
 KvCache KvCache::clone() const {
     std::vector<LayerKv> layers;
-    for (const auto& l : m_layers) layers.push_back(copy_slots(l, l.size(), 0));
+    for (const auto& l : m_layers) layers.push_back(l.copy_prefix(l.size(), 0));
     return KvCache(std::move(layers), m_n_past);
 }
 
 KvCache KvCache::prefix(int64_t n) const {
     std::vector<LayerKv> layers;
-    for (const auto& l : m_layers) layers.push_back(copy_slots(l, n, 0));
+    for (const auto& l : m_layers) layers.push_back(l.copy_prefix(n, 0));
     return KvCache(std::move(layers), n);
 }
 
@@ -190,7 +406,7 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
         const int64_t limit = n_slots >= 0 ? n_slots : in.size();  // source slots [0, limit)
         TORCH_CHECK(limit <= in.size(), "kv: the first ", limit, " slots of a layer of ", in.size());
         if (heads.empty()) {
-            out.push_back(copy_slots(in, limit, extra_capacity));
+            out.push_back(in.copy_prefix(limit, extra_capacity));
             continue;
         }
         const auto hs = static_cast<int64_t>(heads.size());
@@ -209,41 +425,32 @@ KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int
                 pad[static_cast<size_t>(h * m) + j] = 0;
             }
         }
-        at::Tensor index = at::tensor(idx, at::kLong).view({hs, m}).to(in.keys().device());  // [Hs, M]
-        at::Tensor is_pad = at::tensor(pad, at::kLong).view({hs, m}).to(in.keys().device()).to(at::kBool);
-        at::Tensor k = in.keys(), v = in.values(), p = in.positions();  // [Hc, S, D], [Hc, S]
+        const at::Device dev = in.positions().device();
+        at::Tensor index = at::tensor(idx, at::kLong).view({hs, m}).to(dev);  // [Hs, M]
+        at::Tensor is_pad = at::tensor(pad, at::kLong).view({hs, m}).to(dev).to(at::kBool);
 #ifdef SNAPKV_HAVE_CUDA
         // CUDA path: the kernel repeats heads to their group and zero-fills padding rows (index -1)
-        // itself, reading the cache buffers in place; positions stay a LibTorch gather.
-        const auto st = k.scalar_type();
-        if (k.is_cuda() && m > 0 && gpu_kernels_available() && v.scalar_type() == st &&
-            (st == at::kFloat || st == at::kHalf || st == at::kBFloat16)) {
-            at::Tensor gidx = index.masked_fill(is_pad, -1);             // [Hs, M]
-            at::Tensor kk = at::empty({hs, m, k.size(2)}, k.options());  // [Hs, M, D]
-            at::Tensor vv = at::empty({hs, m, k.size(2)}, v.options());  // [Hs, M, D]
-            gpu_gather(k, gidx, kk);
-            gpu_gather(v, gidx, vv);
-            if (g > 1) p = p.repeat_interleave(g, 0);                              // [Hs, S]
-            at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);  // [Hs, M]
-            LayerKv layer(hs, k.size(2), m + extra_capacity, k.options());
-            layer.assign(kk, vv, pp);
-            out.push_back(std::move(layer));
-            continue;
+        // itself, reading the cache buffers in place; positions stay a LibTorch gather. Only for
+        // caches stored in the compute dtype (f32); the other types take the LibTorch gather.
+        if (in.type() == KvType::F32 && dev.is_cuda() && m > 0 && gpu_kernels_available()) {
+            at::Tensor k = in.keys(), v = in.values(), p = in.positions();  // [Hc, S, D], [Hc, S]
+            const auto st = k.scalar_type();
+            if (v.scalar_type() == st && (st == at::kFloat || st == at::kHalf || st == at::kBFloat16)) {
+                at::Tensor gidx = index.masked_fill(is_pad, -1);             // [Hs, M]
+                at::Tensor kk = at::empty({hs, m, k.size(2)}, k.options());  // [Hs, M, D]
+                at::Tensor vv = at::empty({hs, m, k.size(2)}, v.options());  // [Hs, M, D]
+                gpu_gather(k, gidx, kk);
+                gpu_gather(v, gidx, vv);
+                if (g > 1) p = p.repeat_interleave(g, 0);                              // [Hs, S]
+                at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);  // [Hs, M]
+                LayerKv layer(hs, k.size(2), m + extra_capacity, k.options());
+                layer.assign(kk, vv, pp);
+                out.push_back(std::move(layer));
+                continue;
+            }
         }
 #endif
-        if (g > 1) {
-            k = k.repeat_interleave(g, 0);
-            v = v.repeat_interleave(g, 0);
-            p = p.repeat_interleave(g, 0);
-        }
-        const int64_t d = k.size(2);
-        at::Tensor idx3 = index.unsqueeze(2).expand({hs, m, d});  // [Hs, M, D]
-        at::Tensor kk = k.gather(1, idx3).masked_fill(is_pad.unsqueeze(2), 0);
-        at::Tensor vv = v.gather(1, idx3).masked_fill(is_pad.unsqueeze(2), 0);
-        at::Tensor pp = p.gather(1, index).masked_fill(is_pad, kPadPosition);
-        LayerKv layer(hs, d, m + extra_capacity, k.options());
-        layer.assign(kk, vv, pp);
-        out.push_back(std::move(layer));
+        out.push_back(in.gathered(index, is_pad, g, extra_capacity));
     }
     return KvCache(std::move(out), n_slots >= 0 ? n_slots : src.n_past());
 }

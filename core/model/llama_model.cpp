@@ -52,6 +52,7 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
     auto model = std::shared_ptr<LlamaModel>(new LlamaModel());
     model->m_config = file.config();
     model->m_opts = opts;
+    model->m_cache_type.store(opts.cache_type);
     const ModelConfig& c = model->m_config;
     if (opts.device.is_cpu() && opts.dtype != at::kFloat)
         throw InputError("model: dtype " + std::string(c10::toString(opts.dtype)) +
@@ -185,7 +186,8 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
 
 KvCache LlamaModel::new_cache(int64_t capacity, bool values) const {
     return KvCache(m_config.n_layer, m_config.n_head_kv, m_config.head_dim,
-                   at::TensorOptions().device(m_opts.device).dtype(m_opts.dtype), capacity, values);
+                   at::TensorOptions().device(m_opts.device).dtype(m_opts.dtype), capacity, values,
+                   m_cache_type.load());
 }
 
 void LlamaModel::release_layer_pages(int64_t l) const {

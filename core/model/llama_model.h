@@ -44,6 +44,8 @@ struct ModelOptions {
     // them with the core/quant kernels; false dequantizes every weight to float32 at load (the
     // only way on CUDA, where this is ignored).
     bool native_weights = true;
+    // How caches from new_cache() store keys and values (kv_type.h); f32 keeps the compute dtype.
+    KvType cache_type = KvType::F32;
 };
 
 // The pre-RoPE queries of one forward call, as ExpectedAttention (kvpress) reads them: those at
@@ -130,6 +132,10 @@ public:
     // A cache for this model: n_head_kv heads per layer, the model's device and dtype.
     // values false: each layer's values deferred until its first append (LayerKv's constructor).
     KvCache new_cache(int64_t capacity = 256, bool values = true) const;
+    // The storage type of caches new_cache() makes from now on (a run setting, like llama.cpp's
+    // context parameter, not part of the weights: hence const). Caches already made keep theirs.
+    void set_cache_type(KvType t) const { m_cache_type.store(t); }
+    KvType cache_type() const { return m_cache_type.load(); }
 
     // Run tokens [T] at absolute positions cache.n_past() ... + T - 1, appending their K/V to the
     // cache. Returns logits float32: [T - f, V] if opts.all_logits (f = opts.logits_from, clamped to
@@ -192,12 +198,12 @@ private:
     // layer's keys and values are appended to kv.
     void long_prompt_layer(int64_t l, at::Tensor& x, LayerKv& kv, const at::Tensor& pos, int64_t pos0,
                            const prefill_ops::RopeTableRows& rope, const ForwardOptions& opts, StageClock& clk) const;
-    // Attention of one token's queries q [H, D] over a cpu_float() cache that already holds its
+    // Attention of one token's queries q [H, D] over a cpu_readable() cache that already holds its
     // keys: probs [Hc, g, S] (softmax), out [H, D]. Plain buffers (model_attention.cpp).
     void attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs, float* out) const;
     // One token on the CPU in float32 on plain buffers (model_decode.cpp): the same operations as
     // forward()'s, without a LibTorch call per operation. Only when m_raw_decode and every cache
-    // layer is cpu_float(), and no capture is asked for.
+    // layer is cpu_readable(), and no capture is asked for.
     at::Tensor forward_one(int32_t token, KvCache& cache, const ForwardOptions& opts) const;
     // forward_one for n sequences at once: tokens [n], caches [n] -> [n, V]; the probe only for n 1.
     at::Tensor forward_steps(const int32_t* tokens, KvCache* const* caches, int64_t n,
@@ -207,6 +213,7 @@ private:
 
     ModelConfig m_config;
     ModelOptions m_opts;
+    mutable std::atomic<KvType> m_cache_type{KvType::F32};
     WeightMatrix m_tok_embd;                    // [V, E]
     at::Tensor m_output_norm;                   // [E]
     WeightMatrix m_output;                      // [V, E] (token_embd when tied)

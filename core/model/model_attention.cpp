@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/model/decode_ops.h"
 #include "core/model/llama_model.h"
@@ -43,11 +44,30 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
         if (s0 == S) s0 = 0;  // nothing visible (cannot happen after an append): let the mask say so
     }
     const int64_t n = S - s0;
-    attention_scores(q, kv.key_data() + s0 * D, head_stride, Hc, g, n, D, probs);
+    // An f32 cache is read in place; any other storage type is decoded to float32 rows first
+    // (slots [s0, S) of every head, n * D floats apart), the stored values as llama.cpp reads them.
+    const float* keys = nullptr;
+    const float* vals = nullptr;
+    int64_t stride = head_stride;
+    if (kv.cpu_float()) {
+        keys = kv.key_data() + s0 * D;
+        vals = kv.value_data() + s0 * D;
+    } else {
+        thread_local std::vector<float> kbuf, vbuf;
+        const auto need = static_cast<size_t>(Hc * n * D);
+        if (kbuf.size() < need) kbuf.resize(need);
+        if (vbuf.size() < need) vbuf.resize(need);
+        kv.read_keys_f32(s0, n, kbuf.data());
+        kv.read_values_f32(s0, n, vbuf.data());
+        keys = kbuf.data();
+        vals = vbuf.data();
+        stride = n * D;
+    }
+    attention_scores(q, keys, stride, Hc, g, n, D, probs);
     decode_ops::scale_mask_rows(probs, Hc, g, n, kv.position_data() + s0, cap, 1, q_pos, m_config.attn_scale,
                                 m_config.attn_softcap, window);
     softmax_rows(probs, Hc * g, n);
-    attention_values(probs, kv.value_data() + s0 * D, head_stride, Hc, g, n, D, out);
+    attention_values(probs, vals, stride, Hc, g, n, D, out);
     if (s0 > 0) {
         // Rows of n probabilities -> rows of S with zeros for the skipped slots, last row first
         // (each row moves to a higher address).
@@ -73,7 +93,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
     at::Tensor qpos = q_pos.to(P.device());
     const double scale = m_config.attn_scale;
     if (T == 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && !(opts.capture && opts.capture->h2o) &&
-        kv.cpu_float()) {
+        kv.cpu_readable()) {
         // One float32 query per head on the CPU (decode with a capture; forward_one otherwise).
         const at::Tensor qc = q.contiguous();
         at::Tensor probs = at::empty({H, S}, qc.options());  // [H, S]
@@ -83,7 +103,7 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         if (opts.probe) opts.probe->probs[static_cast<size_t>(layer)] = probs;
         return o.view({T, H * D});
     }
-    if (T > 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && q.stride(2) == 1 && kv.cpu_float() &&
+    if (T > 1 && q.device().is_cpu() && q.scalar_type() == at::kFloat && q.stride(2) == 1 && kv.cpu_readable() &&
         !opts.probe) {
         // Prefill on the CPU in float32: core/quant's blocked attention with an online softmax,
         // never a [T, S] score matrix (H2O's sums from a second pass over the keys); written
@@ -95,9 +115,22 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         pa.q = q.data_ptr<float>();  // [H, T, D], rows of D contiguous
         pa.q_head_stride = q.stride(0);
         pa.q_tok_stride = q.stride(1);
-        pa.k = kv.key_data();
-        pa.v = kv.value_data();
-        pa.kv_head_stride = kv.capacity() * D;
+        // f32 storage is read in place; other types are decoded for this call, one layer's K and
+        // V in float32 (the scratch the memory estimate counts for non-f32 caches).
+        at::Tensor k32, v32;
+        if (kv.cpu_float()) {
+            pa.k = kv.key_data();
+            pa.v = kv.value_data();
+            pa.kv_head_stride = kv.capacity() * D;
+        } else {
+            k32 = at::empty({Hc, S, D}, q.options());  // [Hc, S, D]
+            v32 = at::empty({Hc, S, D}, q.options());
+            kv.read_keys_f32(0, S, k32.data_ptr<float>());
+            kv.read_values_f32(0, S, v32.data_ptr<float>());
+            pa.k = k32.data_ptr<float>();
+            pa.v = v32.data_ptr<float>();
+            pa.kv_head_stride = S * D;
+        }
         pa.kpos = kv.position_data();
         pa.kpos_head_stride = kv.capacity();
         pa.kpos_ascending = true;

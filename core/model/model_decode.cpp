@@ -53,7 +53,7 @@ at::Tensor LlamaModel::forward_one(int32_t token, KvCache& cache, const ForwardO
 bool LlamaModel::can_step_raw(const KvCache& cache) const {
     if (!m_raw_decode || cache.n_layer() != m_config.n_layer) return false;
     for (int64_t l = 0; l < cache.n_layer(); ++l)
-        if (!cache.layer(l).cpu_float()) return false;
+        if (!cache.layer(l).cpu_readable()) return false;
     return true;
 }
 
