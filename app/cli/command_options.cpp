@@ -87,6 +87,15 @@ void add_common(CLI::App* c, Common& o) {
                   "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
         ->capture_default_str()
         ->check(one_of({"native", "f32", "float32"}));
+    add_cache_type(c, o.cache_type);
+}
+
+void add_cache_type(CLI::App* c, std::string& type) {
+    c->add_option("--cache-type", type,
+                  "KV cache storage as llama.cpp's -ctk/-ctv: f32 (exact), f16, bf16 or q8_0 (rounded when "
+                  "written; scores and selection read the stored values)")
+        ->capture_default_str()
+        ->check(one_of({"f32", "f16", "bf16", "q8_0"}));
 }
 
 void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc) {
@@ -245,7 +254,7 @@ ProgressFn stderr_progress(bool quiet) {
 
 std::unique_ptr<Session> open_session(const Common& c, bool quiet) {
     auto s = std::make_unique<Session>();
-    s->load_model(c.model, {c.device, c.dtype, c.weights}, stderr_progress(quiet));
+    s->load_model(c.model, {c.device, c.dtype, c.weights, c.cache_type}, stderr_progress(quiet));
     return s;
 }
 

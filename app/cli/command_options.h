@@ -27,6 +27,7 @@ struct Common {
     std::string device = "cpu";
     std::string dtype = "float32";
     std::string weights = "native";
+    std::string cache_type = "f32";  // --cache-type: how the KV cache stores keys and values
 };
 
 struct PromptOpts {
@@ -69,6 +70,8 @@ void check_select(const SelectOpts& o);
 int64_t max_window_of(const SelectOpts& o);
 
 void add_common(CLI::App* c, Common& o);
+// --cache-type (f32, f16, bf16, q8_0); add_common registers it, and `logits` on its own.
+void add_cache_type(CLI::App* c, std::string& type);
 // with_doc: --doc and --question besides --prompt and --prompt-file.
 void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc);
 void add_select(CLI::App* c, SelectOpts& o);

@@ -36,7 +36,7 @@ GridCommand sweep_command() { return GridCommand{}; }
 std::unique_ptr<Session> load(const GridOpts& o) {
     if (o.max_tokens < 1) throw InputError("--max-tokens: " + std::to_string(o.max_tokens) + " must be at least 1");
     auto s = std::make_unique<Session>();
-    s->load_model(o.common.model, {o.common.device, o.common.dtype, o.common.weights});
+    s->load_model(o.common.model, {o.common.device, o.common.dtype, o.common.weights, o.common.cache_type});
     return s;
 }
 

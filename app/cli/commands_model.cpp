@@ -25,7 +25,7 @@ namespace {
 using json = nlohmann::json;
 
 struct LogitsOpts {
-    std::string model, device = "cpu", dtype = "float32", weights = "native";
+    std::string model, device = "cpu", dtype = "float32", weights = "native", cache_type = "f32";
     std::string ids, prompt, out;
 };
 
@@ -58,7 +58,7 @@ void cmd_logits(const LogitsOpts& o, const std::atomic<bool>* cancel) {
     if (o.ids.empty() == o.prompt.empty()) throw InputError("logits: give exactly one of --ids and --prompt");
     check_output_not_input("--json", o.out, {{"the model (--model)", o.model}});
     Session s;
-    s.load_model(o.model, {o.device, o.dtype, o.weights});
+    s.load_model(o.model, {o.device, o.dtype, o.weights, o.cache_type});
     PromptSpec p;
     if (!o.ids.empty()) p.ids = parse_ids(o.ids);
     else p.text = o.prompt;
@@ -122,6 +122,7 @@ void cmd_info(const Common& c, bool as_json) {
                   {"chat_template", i.chat_template.empty() ? json(nullptr) : json(i.chat_template)},
                   {"chat_template_names", i.chat_template_names},
                   {"weights", i.weights},
+                  {"cache_type", i.cache_type},
                   {"weight_bytes", i.weight_bytes}};
         j["architecture"] = arch_json(k);
         write_json(j, "");
@@ -198,6 +199,7 @@ void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     cmd->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
     cmd->add_option("--weights", o.weights, "native: the file's weight formats in memory; f32: dequantized at load")
         ->capture_default_str();
+    add_cache_type(cmd, o.cache_type);
     cmd->add_option("--ids", o.ids, "Token ids, comma separated (used verbatim)");
     cmd->add_option("--prompt,-p", o.prompt, "Text, tokenized with the model's vocab (BOS as the vocab says)");
     cmd->add_option("--json", o.out,

@@ -107,7 +107,7 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     RulerData data = load_ruler_data(words_dir, essays.text);
 
     Session s;
-    s.load_model(g.common.model, {g.common.device, g.common.dtype, g.common.weights});
+    s.load_model(g.common.model, {g.common.device, g.common.dtype, g.common.weights, g.common.cache_type});
     RulerTask task(s, std::move(data), ropt);
     ro.generation.max_tokens = task.max_answer_tokens();
     ro.kl_steps = std::min(ro.kl_steps, ro.generation.max_tokens);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/common/units.h"
+#include "core/kv/kv_type.h"
 #include "core/model/generator.h"
 #include "core/session/run_plan.h"
 #include "core/session/session_impl.h"
@@ -62,8 +63,10 @@ void Session::Impl::require_values() const {
 
 std::string Session::Impl::piece(int32_t id) const { return tok->token_to_piece(id, true); }
 
-MemoryEstimate Session::Impl::estimate(const RunShape& run) const {
+MemoryEstimate Session::Impl::estimate(const RunShape& shape, std::optional<KvType> as) const {
     require_model();
+    RunShape run = shape;
+    run.kv_type = as ? *as : model->cache_type();  // every cache the model creates is in its type
     const int64_t elem = static_cast<int64_t>(c10::elementSize(model->options().dtype));
     ForwardPath path;
     path.cpu_float32 = model->options().device.is_cpu() && model->options().dtype == at::kFloat;
@@ -86,6 +89,17 @@ void Session::Impl::check_fits(int64_t n_prompt, int64_t n_new, const MemoryEsti
     require_memory(e, snapkv::available_memory(info.device), what + " (" + std::to_string(n_prompt) + " tokens)", hint);
 }
 
+namespace {
+
+void check_cache_type(KvType t, const ModelConfig& c) {
+    if (!kv_type_fits(t, c.head_dim))
+        throw InputError(std::string("cache type ") + kv_type_name(t) + " stores blocks of " +
+                         std::to_string(kQ8_0Block) + " values along head_dim, but this model's head_dim is " +
+                         std::to_string(c.head_dim) + "; choose f32, f16 or bf16");
+}
+
+}  // namespace
+
 Session::Session() : m(std::make_unique<Impl>()) {}
 Session::~Session() = default;
 
@@ -97,8 +111,10 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     mo.device = parse_device(opts.device);
     mo.dtype = parse_dtype(opts.dtype);
     mo.native_weights = parse_weights(opts.weights);
+    mo.cache_type = kv_type_from_name(opts.cache_type);
     if (progress) progress("reading " + path, 0, 1);
     auto file = ModelFile::open(path);
+    check_cache_type(mo.cache_type, file->config());
     auto tok = Tokenizer::create(file->vocab());
     auto model = with_oom_report("loading the weights", [&] {
         return LlamaModel::load(
@@ -127,12 +143,28 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     i.device = opts.device;
     i.dtype = opts.dtype;
     i.weights = mo.native_weights && mo.device.is_cpu() ? "native" : "f32";
+    i.cache_type = kv_type_name(mo.cache_type);
     i.weight_bytes = m->model->weight_bytes();
     for (const auto& t : m->file->tensors()) i.tensors.push_back({t.name, t.type, t.shape});
     i.metadata = m->file->metadata_summary();
 }
 
 bool Session::has_model() const { return m->model != nullptr; }
+
+void Session::set_cache_type(const std::string& type) {
+    m->require_model();
+    const KvType t = kv_type_from_name(type);
+    check_cache_type(t, m->model->config());
+    if (t == m->model->cache_type()) return;
+    m->model->set_cache_type(t);
+    m->info.cache_type = kv_type_name(t);
+    // The prefill's caches hold the old type: a selection or generation from them would not be
+    // the run the user now asks for.
+    m->state.reset();
+    m->reference.reset();
+    m->aware_scorers.clear();
+    m->agnostic_scorers.clear();
+}
 
 void Session::Impl::check_generation_fits(int64_t n_prompt, int64_t max_tokens) const {
     if (max_tokens < 1) throw InputError("max tokens " + std::to_string(max_tokens) + " must be >= 1");
@@ -146,6 +178,11 @@ void Session::Impl::check_generation_fits(int64_t n_prompt, int64_t max_tokens) 
 MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings,
                                                 bool two_parts) const {
     return m->estimate(prefill_run_shape(settings, n_tokens, two_parts));
+}
+
+MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings, bool two_parts,
+                                                KvType cache_type) const {
+    return m->estimate(prefill_run_shape(settings, n_tokens, two_parts, cache_type), cache_type);
 }
 
 AvailableMemory Session::available_memory() const {

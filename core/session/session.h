@@ -35,6 +35,9 @@ struct LoadOptions {
     // CPU, multiplied by kernels that dequantize in registers (activations stay float32);
     // "f32": every weight dequantized to float32 at load. CUDA always dequantizes at load.
     std::string weights = "native";
+    // How the KV cache stores keys and values: "f32" (exact, the default), "f16", "bf16" or "q8_0",
+    // with llama.cpp's -ctk/-ctv meaning (core/kv/kv_type.h). Session::set_cache_type changes it.
+    std::string cache_type = "f32";
 };
 
 struct TensorSummary {
@@ -53,6 +56,7 @@ struct ModelInfo {
     std::string device;
     std::string dtype;
     std::string weights;       // "native" or "f32": how the weights are held (see LoadOptions)
+    std::string cache_type;    // the KV cache's storage type for the next prefill (LoadOptions)
     int64_t weight_bytes = 0;  // weights in memory as held (native: the file's bytes, mapped)
     std::vector<TensorSummary> tensors;
     std::vector<std::pair<std::string, std::string>> metadata;
@@ -215,6 +219,10 @@ public:
                     CancelFlag cancel = nullptr);
     bool has_model() const;
     ModelInfo model_info() const;  // throws InputError if no model
+    // The KV cache type of every run from now on ("f32", "f16", "bf16", "q8_0"); the current
+    // prefill (made with the old type) is dropped. InputError for an unknown name or a type the
+    // model's head_dim does not fit (q8_0 needs a multiple of 32), naming both; nothing changes then.
+    void set_cache_type(const std::string& type);
     static bool cuda_available();
 
     // ---- tokens ----
@@ -233,6 +241,10 @@ public:
     // that would not fit.
     MemoryEstimate estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings = {},
                                            bool two_parts = false) const;
+    // The same with the caches stored in cache_type instead of the model's current type: what the
+    // run would take after set_cache_type (the forecast's cheaper choices, run_forecast.h).
+    MemoryEstimate estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings, bool two_parts,
+                                           KvType cache_type) const;
     AvailableMemory available_memory() const;
 
     // ---- plain runtime ----

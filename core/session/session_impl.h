@@ -60,8 +60,9 @@ struct Session::Impl {
     void require_model() const;
     void require_prefill() const;
     void require_values() const;  // require_prefill, and a cache that kept its values (not an analysis)
-    // Estimate of a run on the loaded model (memory_estimate.h).
-    MemoryEstimate estimate(const RunShape& run) const;
+    // Estimate of a run on the loaded model (memory_estimate.h), its caches in the model's cache
+    // type, or in `as` when given (the forecast's other choices, run_forecast.h).
+    MemoryEstimate estimate(const RunShape& run, std::optional<KvType> as = std::nullopt) const;
     // Throws InputError, before anything is allocated, when n_prompt tokens (plus n_new to be
     // generated; n_new < 0: none) exceed the model's context, or when the run's estimate exceeds
     // the free memory. what: "the prompt", "a chunk"; hint ends the message (": shorten ...").

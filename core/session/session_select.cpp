@@ -33,8 +33,12 @@ std::vector<float> Session::window_attention(int64_t layer, int64_t head, int64_
 std::pair<int64_t, int64_t> Session::kv_bytes(const Selection& sel) const {
     m->require_prefill();
     const ModelConfig& c = m->model->config();
-    const int64_t elem = static_cast<int64_t>(c10::elementSize(m->model->options().dtype));
-    const int64_t per_token_head = c.head_dim * 2 * elem;  // K and V
+    // K and V of one token in one head, as the prefill's cache stores them (its type's real bytes).
+    const KvCache& cache = m->state->cache;
+    const int64_t per_token_head = 2 * (cache.n_layer() > 0
+                                            ? cache.layer(0).row_bytes()
+                                            : c.head_dim *
+                                                  static_cast<int64_t>(c10::elementSize(m->model->options().dtype)));
     const int64_t L = sel.n_tokens;
     int64_t full = 0, comp = 0;
     for (const auto& ls : sel.layers) {
