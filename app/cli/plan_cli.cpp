@@ -23,7 +23,13 @@ bool show_plan(Session& s, const PromptSpec& spec, const PrefillSettings& ps, bo
                const std::atomic<bool>* cancel) {
     const PromptTokens prompt = s.build_prompt(spec);
     if (prompt.ids.empty()) return plan_only;  // the prefill names the empty prompt
-    const PrefillSpeed speed = measure_prefill_speed(s, 128, cancel);
+    PrefillSpeed speed;
+    try {
+        speed = measure_prefill_speed(s, 128, cancel);
+    } catch (const InputError&) {
+        // Not even the calibration forward fits: the prefill's own check names what the run needs.
+        return plan_only;
+    }
     const RunForecast f = forecast_prefill(s, prompt, ps, speed);
     std::cerr << "plan: " << f.summary() << "\n";
     g_forecast_seconds = f.seconds;
