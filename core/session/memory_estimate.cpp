@@ -160,6 +160,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         const int64_t nc = LayerScorer::checkpoints_for(W, T);
         const int64_t stride = LayerScorer::block_rows_for(W);
         m.scorer = sat_add(prod({n_layer, H, nc + 1, T, 4}), prod({H, 2 * stride + 1, T, 4}));
+        if (run.scorer_sets_in_forward > 0)
+            m.activations = sat_add(m.activations, prod({run.scorer_sets_in_forward, m.scorer}));
     }
     return m;
 }

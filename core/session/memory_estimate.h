@@ -51,6 +51,9 @@ struct RunShape {
     // others take kv_row_bytes per head and slot, and a CPU forward decodes one layer's K and V
     // to float32 while it runs.
     KvType kv_type = KvType::F32;
+    // Scorer sets built during the forward pass, next to its temporaries (a prefill preview: 1, or 2
+    // with the context's own); 0: built after it, when the temporaries are gone.
+    int64_t scorer_sets_in_forward = 0;
 };
 
 // How the loaded model runs a forward pass, which decides its temporaries.

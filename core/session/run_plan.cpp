@@ -34,9 +34,11 @@ PrefillSettings plan_all_policies(const RunFlags& flags) {
     return ps;
 }
 
-RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts, KvType kv_type) {
+RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts) {
     RunShape run;
-    run.kv_type = kv_type;
+    // A preview builds each layer's scorers while the forward pass runs (the context's own too when
+    // it selects query-agnostic from a prompt with a question).
+    if (settings.preview.on_layer) run.scorer_sets_in_forward = settings.preview.query_agnostic && two_parts ? 2 : 1;
     run.n_tokens = n_tokens;
     run.cache_slots = n_tokens;  // run_prefill's cache: exactly the prompt
     run.max_window = std::max<int64_t>(settings.max_window, 1);

@@ -31,10 +31,9 @@ PrefillSettings plan_run(const std::vector<SelectionParams>& configs, const RunF
 PrefillSettings plan_all_policies(const RunFlags& flags = {});
 
 // The memory estimate's shape of a prefill with these settings over a prompt of n_tokens tokens;
-// two_parts: the prompt has a question after its context, so the context is captured alone too;
-// kv_type: how its cache stores K and V (the loaded model's cache type, ModelInfo::cache_type).
-// The one shape both Session::estimate_prefill_memory and the prefill's own check use.
-RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts,
-                           KvType kv_type = KvType::F32);
+// two_parts: the prompt has a question after its context, so the context is captured alone too.
+// The one shape both Session::estimate_prefill_memory and the prefill's own check use (the cache
+// type is the session's to fill in: Session::Impl::estimate).
+RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts);
 
 }  // namespace snapkv

@@ -182,7 +182,7 @@ MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillS
 
 MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings, bool two_parts,
                                                 KvType cache_type) const {
-    return m->estimate(prefill_run_shape(settings, n_tokens, two_parts, cache_type), cache_type);
+    return m->estimate(prefill_run_shape(settings, n_tokens, two_parts), cache_type);
 }
 
 AvailableMemory Session::available_memory() const {

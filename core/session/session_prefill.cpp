@@ -77,15 +77,10 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
     const bool previewing = static_cast<bool>(preview.on_layer);
     // Without a question the query-agnostic selection reads the whole prompt's scorers.
     const bool agnostic_preview = previewing && preview.query_agnostic && two_parts;
-    // Lengths and memory first: nothing is allocated for a prompt that cannot run. With a preview
-    // the scorers are built while the forward pass runs, next to its temporaries instead of after
-    // them, so both count (and the context's own scorers when the preview selects from them).
-    MemoryEstimate need = estimate(prefill_run_shape(settings, L, two_parts));
-    if (previewing) {
-        const int64_t scorers = need.scorer > INT64_MAX / 2 ? INT64_MAX / 2 : need.scorer * (agnostic_preview ? 2 : 1);
-        need.activations = need.activations > INT64_MAX - scorers ? INT64_MAX : need.activations + scorers;
-    }
-    check_fits(L, settings.new_tokens, need, "the prompt", ": shorten the document");
+    // Lengths and memory first: nothing is allocated for a prompt that cannot run (a preview's
+    // scorers, built beside the forward pass's temporaries, are in the shape).
+    check_fits(L, settings.new_tokens, estimate(prefill_run_shape(settings, L, two_parts)), "the prompt",
+               ": shorten the document");
 
     PrefillState st;
     st.prompt = prompt;
