@@ -66,6 +66,24 @@ inline void quantize_q8_0_row(const float* x, int64_t D, int8_t* q, at::Half* d)
     }
 }
 
+template <typename T>
+void convert_row(const float* x, int64_t D, T* out) {
+    for (int64_t i = 0; i < D; ++i) out[i] = T(x[i]);  // c10's conversions round to nearest even
+}
+
+// One row of D floats written at row index `row` of a plane ([Hc * cap] rows of data, + q8_0
+// scales), rounded to the type: the single-token decode path's write (no LibTorch calls).
+void store_row(KvType type, const float* x, int64_t D, const at::Tensor& data, const at::Tensor& scale, int64_t row) {
+    switch (type) {
+    case KvType::F32: std::memcpy(data.data_ptr<float>() + row * D, x, static_cast<size_t>(D) * sizeof(float)); return;
+    case KvType::F16: convert_row(x, D, data.data_ptr<at::Half>() + row * D); return;
+    case KvType::BF16: convert_row(x, D, data.data_ptr<at::BFloat16>() + row * D); return;
+    case KvType::Q8_0:
+        quantize_q8_0_row(x, D, data.data_ptr<int8_t>() + row * D, scale.data_ptr<at::Half>() + row * (D / kQ8_0Block));
+        return;
+    }
+}
+
 // Rows [Hc, n, D] of stored data (+ q8_0 scales) as float32 at out.
 void read_rows_f32(KvType type, const at::Tensor& data, const at::Tensor& scale, int64_t s0, int64_t n, float* out) {
     const int64_t Hc = data.size(0), cap = data.size(1), D = data.size(2);
@@ -226,36 +244,8 @@ void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, 
         const float* ks = k + src * k_head_stride;
         const float* vs = v + src * v_head_stride;
         const int64_t row = h * cap + m_size;
-        switch (m_type) {
-        case KvType::F32:
-            std::memcpy(m_k.data_ptr<float>() + row * D, ks, static_cast<size_t>(D) * sizeof(float));
-            std::memcpy(m_v.data_ptr<float>() + row * D, vs, static_cast<size_t>(D) * sizeof(float));
-            break;
-        case KvType::F16: {
-            at::Half* kd = m_k.data_ptr<at::Half>() + row * D;
-            at::Half* vd = m_v.data_ptr<at::Half>() + row * D;
-            for (int64_t i = 0; i < D; ++i) {
-                kd[i] = at::Half(ks[i]);
-                vd[i] = at::Half(vs[i]);
-            }
-            break;
-        }
-        case KvType::BF16: {
-            at::BFloat16* kd = m_k.data_ptr<at::BFloat16>() + row * D;
-            at::BFloat16* vd = m_v.data_ptr<at::BFloat16>() + row * D;
-            for (int64_t i = 0; i < D; ++i) {
-                kd[i] = at::BFloat16(ks[i]);
-                vd[i] = at::BFloat16(vs[i]);
-            }
-            break;
-        }
-        case KvType::Q8_0: {
-            const int64_t nb = D / kQ8_0Block;
-            quantize_q8_0_row(ks, D, m_k.data_ptr<int8_t>() + row * D, m_ks.data_ptr<at::Half>() + row * nb);
-            quantize_q8_0_row(vs, D, m_v.data_ptr<int8_t>() + row * D, m_vs.data_ptr<at::Half>() + row * nb);
-            break;
-        }
-        }
+        store_row(m_type, ks, D, m_k, m_ks, row);
+        store_row(m_type, vs, D, m_v, m_vs, row);
         pd[row] = pos;
     }
     m_size += 1;
