@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -69,6 +69,10 @@ void scale_and_mask(at::Tensor& scores, int64_t head_dim, const LayerCapture& c,
     }
 }
 
+// Policy score tensors a scorer keeps (LayerScorer::cached_scores): the settings a user goes back
+// and forth between while tuning.
+constexpr size_t kCachedScores = 4;
+
 // Column tile of the running sums: a tile of acc stays in L1/L2 while all rows are added to it.
 constexpr int64_t kTile = 2048;
 
@@ -104,8 +108,10 @@ void add_rows_in_tiles(const at::Tensor& rows, at::Tensor& acc, int64_t n_cols, 
 struct LayerScorer::LastVotes {
     std::mutex mutex;
     int64_t window = 0;
-    at::Tensor votes;                          // [H, L - window]
-    std::map<std::string, at::Tensor> scores;  // cached_scores
+    at::Tensor votes;  // [H, L - window]
+    // cached_scores, most recently asked last; at most kCachedScores (a window slider dragged
+    // over a policy with scores would otherwise keep one [Hs, P] tensor per window it passed).
+    std::vector<std::pair<std::string, at::Tensor>> scores;
 };
 
 LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
@@ -198,10 +204,15 @@ int64_t LayerScorer::cache_bytes() const {
 
 at::Tensor LayerScorer::cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const {
     std::lock_guard<std::mutex> lock(m_last->mutex);
-    auto it = m_last->scores.find(key);
-    if (it != m_last->scores.end()) return it->second;
+    auto& cache = m_last->scores;
+    auto it = std::find_if(cache.begin(), cache.end(), [&](const auto& e) { return e.first == key; });
+    if (it != cache.end()) {
+        std::rotate(it, it + 1, cache.end());  // now the most recent
+        return cache.back().second;
+    }
     at::Tensor t = make();
-    m_last->scores.emplace(key, t);
+    if (cache.size() >= kCachedScores) cache.erase(cache.begin());
+    cache.emplace_back(key, t);
     return t;
 }
 
@@ -248,11 +259,9 @@ void LayerScorer::add_rows(int64_t first, int64_t count, at::Tensor& acc) const 
         const at::Tensor k = m_capture.keys.select(0, kv).to(at::kFloat);                                     // [L, D]
         at::Tensor scores = at::mm(qg, k.t()).view({group, count, m_n_tokens});  // [G, R, L]
         scale_and_mask(scores, m_head_dim, m_capture, m_n_tokens - m_max_window + first);
-        const at::Tensor rows = at::softmax(scores, -1);  // [G, R, L]
-        at::Tensor part = acc.narrow(0, kv * group, group);
-        at::Tensor tile = part.is_contiguous() ? part : part.contiguous();
-        add_rows_in_tiles(rows, tile, acc.size(1), nullptr, 0, 0, 1, 0);
-        if (!tile.is_same(part)) part.copy_(tile);
+        const at::Tensor rows = at::softmax(scores, -1);     // [G, R, L]
+        at::Tensor part = acc.narrow(0, kv * group, group);  // contiguous: acc is, cut along dim 0
+        add_rows_in_tiles(rows, part, acc.size(1), nullptr, 0, 0, 1, 0);
     }
 }
 

@@ -112,7 +112,7 @@ public:
     int64_t cache_bytes() const;
 
     // A tensor derived from this layer's capture alone, computed by `make` the first time `key`
-    // is asked for and kept (key: what it depends on, e.g. the policy's name and settings). For
+    // is asked for and kept, the last four keys (key: what it depends on, e.g. the policy's name and settings). For
     // policies whose scores are matrix products over all keys (score_tensor); the result must
     // not be modified. Thread-safe; make runs under the scorer's lock.
     at::Tensor cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const;
