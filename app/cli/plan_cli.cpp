@@ -23,27 +23,20 @@ bool show_plan(Session& s, const PromptSpec& spec, const PrefillSettings& ps, bo
                const std::atomic<bool>* cancel) {
     const PromptTokens prompt = s.build_prompt(spec);
     if (prompt.ids.empty()) return plan_only;  // the prefill names the empty prompt
-    PrefillSpeed speed;
+    PrefillSpeed speed;                        // unmeasured: the forecast gives memory alone
     try {
         speed = measure_prefill_speed(s, 128, cancel);
     } catch (const InputError&) {
-        // Not even the calibration forward fits: the prefill's own check names what the run needs.
-        return plan_only;
+        // Not even the calibration forward fits: the memory forecast below names what the run needs.
     }
     const RunForecast f = forecast_prefill(s, prompt, ps, speed);
     std::cerr << "plan: " << f.summary() << "\n";
     g_forecast_seconds = f.seconds;
-    if (!f.fits()) {
-        std::string msg = "the prompt (" + group_thousands(f.n_tokens) + " tokens) needs about " +
-                          format_bytes(f.memory.extra()) + " beyond the " + format_bytes(f.memory.weights) +
-                          " of weights (" + f.memory.breakdown() + ") but only " + format_bytes(f.available.bytes) +
-                          " is available (" + f.available.source + ")";
-        const std::string choices = f.choices_text(true);
-        msg += choices.empty() ? "; no cache type or shorter document fits: free memory or use a smaller model"
-                               : "; try " + choices;
-        throw InputError(msg);
-    }
-    if (plan_only)
+    const std::string choices = f.choices_text(true);
+    require_memory(f.memory, f.available, "the prompt (" + group_thousands(f.n_tokens) + " tokens)",
+                   choices.empty() ? "; no cache type or shorter document fits: free memory or use a smaller model"
+                                   : "; try " + choices);
+    if (plan_only && speed.measured())
         std::cerr << "plan: calibrated on a " << speed.tokens << "-token forward ("
                   << format_seconds(speed.calibration_ms / 1000.0) << ", " << speed.threads
                   << " threads); --plan stops here, before the prefill\n";

@@ -72,7 +72,7 @@ double attention_flops(const ModelConfig& c, int64_t n_tokens) {
 }
 
 double modelled_prefill_ms(const ModelConfig& c, const PrefillSpeed& speed, int64_t n_tokens,
-                           const PrefillSettings& settings, bool /*two_parts*/) {
+                           const PrefillSettings& settings) {
     if (!speed.measured()) return -1;
     // Two parts (context, then question) run the same layers over the same tokens: the same work.
     const double attn = attention_flops(c, n_tokens) + capture_flops(c, n_tokens, settings);
@@ -116,7 +116,7 @@ PrefillSpeed measure_prefill_speed(Session& session, int64_t tokens, CancelFlag 
 
 PrefillSpeed with_last_prefill(PrefillSpeed speed, const ModelConfig& config, const PrefillSummary& last,
                                const PrefillSettings& settings) {
-    const double modelled = modelled_prefill_ms(config, speed, last.n_tokens, settings, last.n_context < last.n_tokens);
+    const double modelled = modelled_prefill_ms(config, speed, last.n_tokens, settings);
     const double measured = last.prefill_ms + last.scorer_ms;
     if (modelled > 0 && measured > 0) speed.last_prefill_scale = measured / modelled;
     return speed;
@@ -130,11 +130,11 @@ RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt,
     f.n_tokens = static_cast<int64_t>(prompt.ids.size());
     f.n_context = std::clamp<int64_t>(prompt.n_context, 1, std::max<int64_t>(f.n_tokens, 1));
     const bool two_parts = f.n_context < f.n_tokens;
-    f.cache_type = kv_type_from_name(info.cache_type.empty() ? "f32" : info.cache_type);
+    f.cache_type = kv_type_from_name(info.cache_type);
     f.memory = session.estimate_prefill_memory(f.n_tokens, settings, two_parts, f.cache_type);
     f.available = session.available_memory();
     const auto seconds = [&](int64_t n) {
-        const double ms = modelled_prefill_ms(c, speed, n, settings, two_parts);
+        const double ms = modelled_prefill_ms(c, speed, n, settings);
         return ms < 0 ? -1.0 : ms * speed.last_prefill_scale / 1000.0;
     };
     f.seconds = seconds(f.n_tokens);
@@ -210,29 +210,6 @@ std::string RunForecast::choices_text(bool flag_names) const {
         }
     }
     return s;
-}
-
-std::string group_thousands(int64_t n) {
-    std::string digits = std::to_string(n < 0 ? -n : n), out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return n < 0 ? "-" + out : out;
-}
-
-std::string format_seconds(double seconds) {
-    char buf[64];
-    if (seconds < 10) std::snprintf(buf, sizeof buf, "%.1f s", seconds);
-    else if (seconds < 120) std::snprintf(buf, sizeof buf, "%.0f s", seconds);
-    else if (seconds < 7200) {
-        const auto s = static_cast<int64_t>(std::lround(seconds));
-        std::snprintf(buf, sizeof buf, "%lld min %lld s", static_cast<long long>(s / 60),
-                      static_cast<long long>(s % 60));
-    } else {
-        std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
-    }
-    return buf;
 }
 
 }  // namespace snapkv

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/units.h"  // group_thousands, format_seconds (the CLI and the app print them)
 #include "core/kv/kv_type.h"
 #include "core/session/memory_estimate.h"
 #include "core/session/session.h"
@@ -40,7 +41,7 @@ double attention_flops(const ModelConfig& config, int64_t n_tokens);
 // Milliseconds a prefill with capture of n_tokens takes at `speed` (the forward, the capture's
 // extra passes and the scorers' build), without last_prefill_scale; < 0 when speed is unmeasured.
 double modelled_prefill_ms(const ModelConfig& config, const PrefillSpeed& speed, int64_t n_tokens,
-                           const PrefillSettings& settings, bool two_parts);
+                           const PrefillSettings& settings);
 
 // Measures the loaded model's speed with a forward of `tokens` tokens (Session::bench with its
 // stage profile: attention apart from the rest; a few seconds at most on the bundled models).
@@ -93,10 +94,5 @@ struct RunForecast {
 // (an unmeasured one leaves seconds < 0).
 RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt, const PrefillSettings& settings,
                              const PrefillSpeed& speed);
-
-// "4,096" (thousands separated by commas; the CLI and the app print token counts so).
-std::string group_thousands(int64_t n);
-// "41 s", "3 min 20 s", "0.4 s"
-std::string format_seconds(double seconds);
 
 }  // namespace snapkv

@@ -51,12 +51,12 @@ TEST_CASE("the modelled prefill time grows with the tokens and is unknown withou
     ps.captures = 0;
     ps.max_window = 1;
     PrefillSpeed speed;
-    CHECK(modelled_prefill_ms(c, speed, 100, ps, false) < 0);
+    CHECK(modelled_prefill_ms(c, speed, 100, ps) < 0);
     speed.token_ms = 2.0;
     speed.attention_flops_per_ms = 1e30;  // attention free: the token term alone
-    CHECK(modelled_prefill_ms(c, speed, 100, ps, false) == Approx(200.0));
+    CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(200.0));
     speed.attention_flops_per_ms = attention_flops(c, 100) + 100 * 4 * 4;  // attention + scorer rows: 1 ms
-    CHECK(modelled_prefill_ms(c, speed, 100, ps, false) == Approx(201.0));
+    CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(201.0));
 }
 
 TEST_CASE("token counts and durations read as the plan line prints them", "[session][forecast]") {
