@@ -82,7 +82,10 @@ void AnalysisState::setLayerPreview(const LayerPreviewPtr& layer) {
             m_previewOther->n_tokens = step.n_tokens;
         }
         m_previewDone = 0;
-        if (step.layer != 0) m_previewValid = false, m_previewOther.reset();  // a layer was missed
+        if (step.layer != 0) {  // a layer was missed: nothing of this prefill can be shown
+            m_previewValid = false;
+            m_previewOther.reset();
+        }
     }
     const auto& sels = step.selections;
     if (m_previewValid && !sels.empty() && sels[0]) m_preview.layers.push_back(*sels[0]);

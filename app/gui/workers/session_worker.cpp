@@ -83,7 +83,8 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
     if (job.maxTokens > 0) nCtx = nCtx > 0 ? std::min(nCtx, job.maxTokens) : job.maxTokens;
     snapkv::PromptSpec spec = job.prompt;
     QString note;
-    int64_t n = static_cast<int64_t>(s.build_prompt(spec).ids.size());
+    snapkv::PromptTokens tokens = s.build_prompt(spec);
+    auto n = static_cast<int64_t>(tokens.ids.size());
     if (nCtx > 0 && n > nCtx) {
         if (!job.truncateToFit) {
             Q_EMIT contextExceeded(n, nCtxModel, nCtxModel - nCtx);
@@ -95,25 +96,34 @@ bool SessionWorker::doPrefill(const PrefillJob& job, const CancelPtr& cancel) {
         for (int round = 0; round < 12 && n > nCtx && !doc.empty(); ++round) {
             const double keep = std::max(0.0, double(nCtx - 16) / double(n));
             doc = utf8Prefix(doc, static_cast<size_t>(doc.size() * std::min(keep, 0.98)));
-            n = static_cast<int64_t>(s.build_prompt(spec).ids.size());
+            tokens = s.build_prompt(spec);
+            n = static_cast<int64_t>(tokens.ids.size());
         }
         if (n > nCtx) throw snapkv::InputError("the question alone does not fit the model's context");
-        note = QString(
-                   "Document truncated: the prompt went from %1 to %2 tokens to fit the model's context of %3 "
-                   "with room for %4 generated tokens.")
-                   .arg(n0)
-                   .arg(n)
-                   .arg(nCtxModel)
-                   .arg(nCtxModel - nCtx);
+        if (job.maxTokens > 0 && nCtx == job.maxTokens)  // the forecast's cheaper choice
+            note = QString("Document cut: the prompt went from %1 to %2 tokens to fit the free memory.").arg(n0).arg(n);
+        else
+            note = QString(
+                       "Document truncated: the prompt went from %1 to %2 tokens to fit the model's context of %3 "
+                       "with room for %4 generated tokens.")
+                       .arg(n0)
+                       .arg(n)
+                       .arg(nCtxModel)
+                       .arg(nCtxModel - nCtx);
     }
     throwIfCancelled(cancel);
     // What the run will take, before it starts: a short calibration forward the first time (cached
     // per model), refined by this session's last prefill.
     Q_EMIT progressed("measuring this machine's speed", 0, 1);
-    snapkv::PrefillSpeed speed = snapkv::measure_prefill_speed(s, 128, cancel.get());
+    snapkv::PrefillSpeed speed;  // unmeasured: the forecast gives memory alone
+    try {
+        speed = snapkv::measure_prefill_speed(s, 128, cancel.get());
+    } catch (const snapkv::InputError&) {
+        // Not even the calibration forward fits: the memory forecast still offers the choices.
+    }
     if (s.has_prefill())
         speed = snapkv::with_last_prefill(speed, s.model_info().config, s.prefill_summary(), job.settings);
-    const snapkv::RunForecast forecast = snapkv::forecast_prefill(s, s.build_prompt(spec), job.settings, speed);
+    const snapkv::RunForecast forecast = snapkv::forecast_prefill(s, tokens, job.settings, speed);
     Q_EMIT forecastMade(forecast);
     if (!forecast.fits()) {
         Q_EMIT runDoesNotFit(forecast);
