@@ -235,6 +235,57 @@ struct AttnKernels {
             }
     }
 
+    // Raw scores q[j] . k[s] of g rows (q [g, D], rows D apart) over the key block at slot b0
+    // (min(BK, S - b0) slots of k, rows D apart) into scores[j * S + s]. The block's keys are
+    // transposed into scratch once; then per tile of CW vectors of slots (its D x CW N floats stay
+    // in L1) every row group's products are summed over d in registers, as score_tile does, and
+    // stored to a [g, LD] buffer that is copied out per row. Rows of the transposed block and of
+    // the buffer are LD = BK + 16 floats apart: at BK floats (512 bytes) a tile's D rows would
+    // fall into an eighth of L1's sets and evict each other for D above 64.
+    // scratch: row_scores_scratch(g, D) floats, 64-byte aligned.
+    static constexpr int LD = BK + 16;
+    static int64_t row_scores_scratch(int64_t g, int64_t D) { return (D + g) * LD; }
+    template <int R>
+    static inline void raw_tile(const float* q, const float* kt, int64_t D, int c0, float* s) {
+        vec acc[R][CW];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < CW; ++c) acc[r][c] = V::zero();
+        for (int64_t d = 0; d < D; ++d) {
+            vec kv[CW];
+            for (int c = 0; c < CW; ++c) kv[c] = V::load(kt + d * LD + c0 + c * N);
+            for (int r = 0; r < R; ++r) {
+                const vec qb = V::set1(q[r * D + d]);
+                for (int c = 0; c < CW; ++c) acc[r][c] = V::fmadd(qb, kv[c], acc[r][c]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < CW; ++c) V::store(s + r * LD + c0 + c * N, acc[r][c]);
+    }
+    static void row_scores(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t b0, float* scores,
+                           float* scratch) {
+        const int nb = static_cast<int>(S - b0 < BK ? S - b0 : BK);
+        const int ncols = (nb + CW * N - 1) / (CW * N) * (CW * N);
+        float* kt = scratch;      // [D, LD]
+        float* sb = kt + D * LD;  // [g, LD]
+        for (int j = 0; j < nb; ++j) {
+            const float* src = k + (b0 + j) * D;
+            for (int64_t d = 0; d < D; ++d) kt[d * LD + j] = src[d];
+        }
+        for (int64_t d = 0; d < D; ++d)
+            for (int j = nb; j < ncols; ++j) kt[d * LD + j] = 0.0f;
+        for (int c0 = 0; c0 < ncols; c0 += CW * N) {
+            int64_t r = 0;
+            for (; r + RB <= g; r += RB) raw_tile<RB>(q + r * D, kt, D, c0, sb + r * LD);
+            for (; r + 2 <= g; r += 2) raw_tile<2>(q + r * D, kt, D, c0, sb + r * LD);
+            for (; r < g; ++r) raw_tile<1>(q + r * D, kt, D, c0, sb + r * LD);
+        }
+        for (int64_t r = 0; r < g; ++r) {
+            const float* src = sb + r * LD;
+            float* dst = scores + r * S + b0;
+            for (int j = 0; j < nb; ++j) dst[j] = src[j];
+        }
+    }
+
     // H2O's second pass: the probabilities exp(s - max) / sum that block() used (its final row
     // maximum and sum, a.row_max / a.row_sum), recomputed for the key block at slot b0 of cache
     // head h and summed over every query of this call, per query head, into a.h2o [H, S]. One item

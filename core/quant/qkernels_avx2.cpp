@@ -174,6 +174,8 @@ KernelTable make_table() {
     t.attn_block = AttnKernels<Avx2V>::block;
     t.attn_scratch = AttnKernels<Avx2V>::scratch_floats;
     t.attn_h2o = AttnKernels<Avx2V>::h2o_block;
+    t.attn_row_scores = AttnKernels<Avx2V>::row_scores;
+    t.attn_row_scratch = AttnKernels<Avx2V>::row_scores_scratch;
     return t;
 }
 

@@ -72,6 +72,8 @@ const KernelTable& avx512_kernels() {
         t.attn_block = AttnKernels<Avx512V>::block;
         t.attn_scratch = AttnKernels<Avx512V>::scratch_floats;
         t.attn_h2o = AttnKernels<Avx512V>::h2o_block;
+        t.attn_row_scores = AttnKernels<Avx512V>::row_scores;
+        t.attn_row_scratch = AttnKernels<Avx512V>::row_scores_scratch;
         return t;
     }();
     return table;

@@ -153,6 +153,8 @@ const KernelTable& scalar_kernels() {
         t.attn_block = AttnKernels<ScalarV>::block;
         t.attn_scratch = AttnKernels<ScalarV>::scratch_floats;
         t.attn_h2o = AttnKernels<ScalarV>::h2o_block;
+        t.attn_row_scores = AttnKernels<ScalarV>::row_scores;
+        t.attn_row_scratch = AttnKernels<ScalarV>::row_scores_scratch;
         return t;
     }();
     return table;

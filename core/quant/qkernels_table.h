@@ -71,6 +71,12 @@ using AttnScratchFn = int64_t (*)(int64_t rows, int64_t D);
 using AttnH2oFn = void (*)(const PrefillAttention& a, int64_t h, int64_t b0, int64_t bq, const float* kt,
                            float* scratch);
 
+// Raw scores of g query rows against the key block at slot b0 of one cache head
+// (attn_kernels_impl.h: row_scores), into scores [g, S]; scratch holds attn_row_scratch(g, D).
+using AttnRowScoresFn = void (*)(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t b0,
+                                 float* scores, float* scratch);
+using AttnRowScratchFn = int64_t (*)(int64_t g, int64_t D);
+
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
     MatvecBatchFn matvec_batch[kFormatCount];
@@ -83,6 +89,8 @@ struct KernelTable {
     AttnBlockFn attn_block;
     AttnScratchFn attn_scratch;
     AttnH2oFn attn_h2o;
+    AttnRowScoresFn attn_row_scores;
+    AttnRowScratchFn attn_row_scratch;
 };
 
 const KernelTable& scalar_kernels();

@@ -1,7 +1,7 @@
 // LayerScorer: at construction, the softmax rows of the Wmax captured queries in blocks of B
-// rows (one batched matmul + softmax each), accumulated from the last row up into the checkpoint
-// sums (every S rows); votes(W) = a checkpoint plus the few rows above it, recomputed one KV
-// head at a time and added in cache-sized column tiles. Nothing here pools or
+// rows (CPU: core/quant's many-row score kernel and softmax_rows; CUDA: batched matmul and
+// softmax), accumulated from the last row up into the checkpoint sums (every S rows); votes(W) =
+// a checkpoint plus the few rows above it, recomputed and added in cache-sized column tiles. Nothing here pools or
 // selects, and nothing materialises L x L attention. On CUDA captures with the kernels built,
 // no checkpoints are kept and votes(W) calls the fused kernel (gpu_ops.h).
 //
@@ -22,6 +22,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "core/common/errors.h"
+#include "core/quant/qkernels.h"
 #include "core/snapkv/gpu_ops.h"
 
 namespace snapkv {
@@ -88,7 +89,7 @@ void add_rows_in_tiles(const at::Tensor& rows, at::Tensor& acc, int64_t n_cols, 
     const float* src = rows.data_ptr<float>();
     float* dst = acc.data_ptr<float>();
     const int64_t n_tiles = (n_cols + kTile - 1) / kTile;
-    at::parallel_for(0, H * n_tiles, 1, [&](int64_t begin, int64_t end) {
+    kernel_parallel_for(H * n_tiles, 1, [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
             const int64_t h = item / n_tiles, c0 = (item % n_tiles) * kTile, n = std::min(kTile, n_cols - c0);
             float* a = dst + h * acc_len + c0;
@@ -101,6 +102,27 @@ void add_rows_in_tiles(const at::Tensor& rows, at::Tensor& acc, int64_t n_cols, 
             }
         }
     });
+}
+
+// scale_and_mask's arithmetic on one row of raw scores on the CPU, then its softmax: x [L], the
+// query at absolute position pos. The default scale divides by sqrt(D) in float32 (as div_ does).
+void scale_mask_softmax_row(float* x, int64_t n_tokens, int64_t head_dim, const LayerCapture& c, int64_t pos) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    if (c.scale == 0.0 || std::fabs(c.scale * std::sqrt(double(head_dim)) - 1.0) < 1e-6) {
+        const float d = static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+        for (int64_t s = 0; s < n_tokens; ++s) x[s] = x[s] / d;
+    } else {
+        const float m = static_cast<float>(c.scale);
+        for (int64_t s = 0; s < n_tokens; ++s) x[s] = x[s] * m;
+    }
+    if (c.softcap > 0.0) {
+        const float cap = static_cast<float>(c.softcap);
+        for (int64_t s = 0; s < n_tokens; ++s) x[s] = std::tanh(x[s] / cap) * cap;
+    }
+    for (int64_t s = pos + 1; s < n_tokens; ++s) x[s] = neg_inf;
+    if (c.sliding_window > 0)
+        for (int64_t s = 0; s <= pos - c.sliding_window && s < n_tokens; ++s) x[s] = neg_inf;
+    softmax_rows(x, 1, n_tokens);
 }
 
 }  // namespace
@@ -217,6 +239,7 @@ at::Tensor LayerScorer::cached_scores(const std::string& key, const std::functio
 }
 
 at::Tensor LayerScorer::window_rows(int64_t first, int64_t count) const {
+    if (!m_capture.keys.is_cuda()) return cpu_rows(first, count);
     const int64_t group = m_n_head / m_n_head_kv;
     // Query head h = kv * G + g, so [H, R, D] viewed as [Hkv, G * R, D] multiplies against its own
     // KV head without repeating the keys (the reference repeats them with repeat_kv).
@@ -229,6 +252,25 @@ at::Tensor LayerScorer::window_rows(int64_t first, int64_t count) const {
                             .view({m_n_head, count, m_n_tokens});         // [H, R, L]
     scale_and_mask(scores, m_head_dim, m_capture, m_n_tokens - m_max_window + first);
     return at::softmax(scores, -1);  // [H, R, L]
+}
+
+at::Tensor LayerScorer::cpu_rows(int64_t first, int64_t count) const {
+    const int64_t group = m_n_head / m_n_head_kv;
+    // Query head h = kv * G + g: [H, R, D] is [Hkv, G * R, D], each KV head's rows against its keys.
+    const at::Tensor q = m_capture.window_queries.narrow(1, first, count).to(at::kFloat).contiguous();  // [H, R, D]
+    at::Tensor k = m_capture.keys;  // [Hkv, L, D], rows D contiguous floats (a cache view keeps its head stride)
+    if (k.scalar_type() != at::kFloat || k.stride(2) != 1 || k.stride(1) != m_head_dim)
+        k = k.to(at::kFloat).contiguous();
+    at::Tensor rows = at::empty({m_n_head, count, m_n_tokens}, q.options());  // [H, R, L]
+    attention_score_rows(q.data_ptr<float>(), k.data_ptr<float>(), k.stride(0), m_n_head_kv, group * count, m_n_tokens,
+                         m_head_dim, rows.data_ptr<float>());
+    float* r = rows.data_ptr<float>();
+    const int64_t first_pos = m_n_tokens - m_max_window + first;
+    kernel_parallel_for(m_n_head * count, 4, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            scale_mask_softmax_row(r + i * m_n_tokens, m_n_tokens, m_head_dim, m_capture, first_pos + i % count);
+    });
+    return rows;
 }
 
 at::Tensor LayerScorer::compute_votes(int64_t window) const {
@@ -248,10 +290,15 @@ at::Tensor LayerScorer::compute_votes(int64_t window) const {
 }
 
 void LayerScorer::add_rows(int64_t first, int64_t count, at::Tensor& acc) const {
-    // One KV head at a time: its G query heads' rows [G, R, L] (a few MB) are scored, softmaxed and
-    // added while they are still in cache, instead of [H, R, L] passing through memory per step.
-    // The same arithmetic as window_rows per element (a head's slice of the batched GEMM is the
-    // same GEMM), masked by the same rules.
+    // CPU: all rows at once on the kernels (cpu_rows), then added in the running sum's order.
+    // CUDA (captures the fused kernel cannot take): one KV head at a time, its G query heads' rows
+    // [G, R, L] scored, softmaxed and added while they are in cache, the same arithmetic as
+    // window_rows per element (a head's slice of the batched GEMM is the same GEMM).
+    if (!m_capture.keys.is_cuda()) {
+        const at::Tensor rows = cpu_rows(first, count);  // [H, R, L]
+        add_rows_in_tiles(rows, acc, acc.size(1), nullptr, 0, 0, 1, 0);
+        return;
+    }
     const int64_t group = m_n_head / m_n_head_kv;
     const at::Tensor q = m_capture.window_queries.narrow(1, first, count).to(at::kFloat);  // [H, R, D]
     for (int64_t kv = 0; kv < m_n_head_kv; ++kv) {

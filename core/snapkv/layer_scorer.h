@@ -62,7 +62,13 @@ struct LayerCapture {
 // (no differences of sums). The votes of the last window asked for are kept, so retuning kernel,
 // pooling, budget or policy at a fixed window costs no recomputation. Never L x L.
 //
-// The constructor computes rows in blocks of B = max(32, Wmax / 4) (one GEMM each) and keeps a
+// On the CPU the rows' scores come from core/quant's attention_score_rows (each key block
+// transposed once and scored for all of a KV head's G x R rows in register tiles, on the kernel
+// threads), then each row is scaled, masked and softmaxed by softmax_rows; LibTorch's bmm with
+// OpenBLAS spent most of a first retune repacking the keys for a handful of rows. A capture on a
+// CUDA device keeps LibTorch's ops.
+//
+// The constructor computes rows in blocks of B = max(32, Wmax / 4) (one pass each) and keeps a
 // checkpoint every S rows: S = B below 16K tokens, B / 2 from 16K, B / 4 from 32K. A first
 // retune to a window off the checkpoints recomputes W mod S rows against all L keys, so its cost
 // grows with S * L: with S = B at an 8B model's 32K tokens that was up to 31 rows per head,
@@ -131,6 +137,9 @@ private:
     // [H, count, L] float32 softmax rows of window queries first .. first + count - 1 (0-based in
     // Wmax) over all keys, causal mask applied.
     at::Tensor window_rows(int64_t first, int64_t count) const;
+    // window_rows on the CPU kernels (core/quant: attention_score_rows, softmax_rows), all rows at
+    // once over the kernel threads.
+    at::Tensor cpu_rows(int64_t first, int64_t count) const;
     at::Tensor compute_votes(int64_t window) const;  // [H, L - W]
     // Adds the softmax rows first .. first + count - 1 (0-based in Wmax) to acc, last row first,
     // over the first acc.size(1) keys: acc [H, N] float32 contiguous, N <= L.

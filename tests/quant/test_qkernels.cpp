@@ -313,7 +313,7 @@ TEST_CASE("Weight views and CPU paths refuse what they cannot run, naming it", "
     }
 }
 
-TEST_CASE("Single-query attention kernels match float64 on every path, threaded or not", "[quant]") {
+TEST_CASE("Single-query attention and many-row score kernels match float64 on every path, threaded or not", "[quant]") {
     report_missing_paths();
     PathGuard guard;
     std::mt19937 rng(5);
@@ -322,8 +322,11 @@ TEST_CASE("Single-query attention kernels match float64 on every path, threaded 
     struct Shape {
         int64_t Hc, g, S, D, capacity;
     };
-    // stories260K-like (D 8), SmolLM2-like (D 64) with a long cache, odd sizes.
-    for (const Shape& sh : {Shape{4, 2, 37, 8, 64}, Shape{3, 3, 700, 64, 1024}, Shape{2, 1, 5, 17, 9}}) {
+    // stories260K-like (D 8), SmolLM2-like (D 64) with a long cache, odd sizes, and the many rows
+    // per cache head of LayerScorer's window rows (an 8B-like head, G 4 x 7 rows, over several
+    // key blocks and a partial one).
+    for (const Shape& sh : {Shape{4, 2, 37, 8, 64}, Shape{3, 3, 700, 64, 1024}, Shape{2, 1, 5, 17, 9},
+                            Shape{2, 28, 300, 128, 320}, Shape{1, 7, 129, 20, 130}}) {
         const int64_t Hc = sh.Hc, g = sh.g, S = sh.S, D = sh.D, stride = sh.capacity * D;
         std::vector<float> q(static_cast<size_t>(Hc * g * D)), k(static_cast<size_t>(Hc * stride)),
             v(static_cast<size_t>(Hc * stride)), p(static_cast<size_t>(Hc * g * S));
@@ -353,6 +356,9 @@ TEST_CASE("Single-query attention kernels match float64 on every path, threaded 
             std::vector<float> scores(p.size()), out(q.size(), 99.0f);
             attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores.data());
             check(scores, want_s, mag_s);
+            std::fill(scores.begin(), scores.end(), 0.0f);
+            attention_score_rows_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+            check(scores, want_s, mag_s);
             attention_values_on(path, p.data(), v.data(), stride, Hc, g, S, D, out.data());
             check(out, want_o, mag_o);
             set_cpu_path(path);
@@ -361,6 +367,9 @@ TEST_CASE("Single-query attention kernels match float64 on every path, threaded 
                 std::fill(scores.begin(), scores.end(), 0.0f);
                 std::fill(out.begin(), out.end(), 99.0f);
                 attention_scores(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+                check(scores, want_s, mag_s);
+                std::fill(scores.begin(), scores.end(), 0.0f);
+                attention_score_rows(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
                 attention_values(p.data(), v.data(), stride, Hc, g, S, D, out.data());
                 check(out, want_o, mag_o);

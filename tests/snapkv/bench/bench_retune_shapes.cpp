@@ -7,6 +7,9 @@
 // Usage: bench_retune_shapes SHAPE N_LAYER LENGTH [REPEATS] [THREADS] [DISTINCT_LAYERS]
 //   SHAPE: 1b (Llama-3.2-1B: H 32, Hkv 8, D 64), 8b (Llama-3.1-8B: H 32, Hkv 8, D 128),
 //          smollm2 (SmolLM2-135M: H 9, Hkv 3, D 64)
+//   BENCH_VOTES_ONLY=1 in the environment: only votes(W) for every window 33..127 off the
+//   checkpoint stride, wall and CPU time per window over all layers (the rows a first retune
+//   recomputes, without selection).
 //   DISTINCT_LAYERS: captures with their own tensors (default: all); the other layers share
 //   those captures' tensors (each still its own scorer, cache and votes), so a 32-layer 8B stack
 //   at 32K fits next to a 4-layer one's keys.
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include "core/session/runtime.h"
 #include "core/snapkv/layer_scorer.h"
 #include "core/snapkv/retune_bench.h"
 
@@ -55,6 +60,9 @@ LayerCapture random_capture(const Shape& s, int64_t L, int64_t Wmax, uint64_t se
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The apps' process set-up (OpenBLAS kernels, passive OpenMP waits, thread counts): without it
+    // idle OpenMP threads spin on the cores OpenBLAS needs and the products run several times slower.
+    init_runtime(argc, argv);
     if (argc < 4) {
         std::fprintf(stderr, "usage: %s 1b|8b|smollm2 N_LAYER LENGTH [REPEATS] [THREADS] [DISTINCT_LAYERS]\n", argv[0]);
         return 2;
@@ -90,6 +98,21 @@ int main(int argc, char** argv) {
     std::printf("shape %s: %lld layers (%zu distinct captures), L=%lld, %d threads; scorers built in %.0f ms\n",
                 name.c_str(), static_cast<long long>(n_layer), captures.size(), static_cast<long long>(L),
                 at::get_num_threads(), build_ms);
+    if (std::getenv("BENCH_VOTES_ONLY")) {  // off-stride votes alone: every window 33..127 once, all layers
+        const auto t1 = std::chrono::steady_clock::now();
+        const std::clock_t c1 = std::clock();
+        int calls = 0;
+        for (int64_t w = 33; w < 128; ++w) {
+            if (w % scorers.front().checkpoint_stride() == 0) continue;
+            for (const auto& s : scorers) s.votes(w);
+            ++calls;
+        }
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        const double cpu_ms = 1000.0 * double(std::clock() - c1) / CLOCKS_PER_SEC;
+        std::printf("off-stride votes: %d windows, %.1f ms per window (all layers), %.1f ms CPU time\n", calls,
+                    ms / calls, cpu_ms / calls);
+        return 0;
+    }
     SelectionParams base;  // the CLI's defaults: snapkv, W 32, K 7, max, C 1024, kv-head
     std::printf("%s", run_retune_benchmark(scorers, base, repeats).c_str());
     return 0;
