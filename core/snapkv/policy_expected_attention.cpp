@@ -10,6 +10,7 @@
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, G = H / Hkv, L = prompt tokens, D = head_dim,
 // F = queries kept as they are (16), n = L - n_sink.
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -53,12 +54,25 @@ public:
         const at::Tensor rot = c.future_rope.to(at::kFloat);                         // [D, D] = R^T
         const at::Tensor mu = mean.to(at::kFloat).matmul(rot);                       // [H, D]
         const at::Tensor cov = rot.t().matmul((m2 / n).to(at::kFloat)).matmul(rot);  // [H, D, D]
-        // Scores of the keys after the sinks, per query head.
-        const int64_t nk = L - ns;
-        const at::Tensor keys =
-            c.keys.narrow(1, ns, nk).to(at::kCPU, at::kFloat).repeat_interleave(H / Hkv, 0);  // [H, n, D]
-        at::Tensor s = keys.matmul(mu.unsqueeze(-1)).squeeze(-1) / std::sqrt(double(D));      // [H, n]
-        s += (keys.matmul(cov) * keys).sum(-1) / double(D) / 2.0;
+        // Scores of the keys after the sinks, per query head: mu.k / sqrt(D) + k^T cov k / D / 2.
+        // Per KV head one product of its keys with its G query heads' covariances side by side
+        // ([n, D] x [D, G D], in chunks of keys that stay in cache), instead of repeating the
+        // keys G times: the same multiply-adds in a GEMM of a better shape.
+        const int64_t nk = L - ns, G = H / Hkv;
+        const at::Tensor keys_all = c.keys.narrow(1, ns, nk).to(at::kCPU, at::kFloat);  // [Hkv, n, D]
+        at::Tensor s = at::empty({H, nk}, at::kFloat);                                  // [H, n]
+        constexpr int64_t kChunk = 2048;
+        for (int64_t kv = 0; kv < Hkv; ++kv) {
+            const at::Tensor covs = cov.narrow(0, kv * G, G).permute({1, 0, 2}).reshape({D, G * D});  // [D, G D]
+            const at::Tensor mus = mu.narrow(0, kv * G, G).t().contiguous();                          // [D, G]
+            for (int64_t s0 = 0; s0 < nk; s0 += kChunk) {
+                const int64_t n = std::min(kChunk, nk - s0);
+                const at::Tensor kk = keys_all.select(0, kv).narrow(0, s0, n);                         // [n, D]
+                const at::Tensor quad = (at::mm(kk, covs).view({n, G, D}) * kk.unsqueeze(1)).sum(-1);  // [n, G]
+                const at::Tensor lin = at::mm(kk, mus);                                                // [n, G]
+                s.narrow(0, kv * G, G).narrow(1, s0, n).copy_((lin / std::sqrt(double(D)) + quad / double(D) / 2.0).t());
+            }
+        }
         s = at::softmax(s, -1).view({Hkv, H / Hkv, nk}).mean(1);  // [Hkv, n]
         s = s * c.value_norms.narrow(1, ns, nk).to(at::kFloat);   // (scores + 0) * ||v||
         const float top = s.numel() > 0 ? s.max().item<float>() + 1.0f : 1.0f;
