@@ -68,6 +68,10 @@ ResultsFile read_results(const std::string& path, bool allow_incomplete_tail) {
             !row["config"].is_number_integer() || !row.contains("settings") || !row["settings"].is_object())
             throw InputError(where(path, line_no) +
                              " is not a result row (it needs integer 'cell' and 'config' and a 'settings' object)");
+        // Rows written before the KV cache type was recorded ran with the float32 cache.
+        if (json& st = row["settings"];
+            st.contains("model") && st["model"].is_object() && !st["model"].contains("cache_type"))
+            st["model"]["cache_type"] = "f32";
         f.rows.push_back(std::move(row));
         f.lines.push_back(line_no);
     }

@@ -148,3 +148,40 @@ TEST_CASE("bad evaluation options fail with messages that name the problem", "[e
         CHECK_THAT(r.err, Contains(c.message));
     }
 }
+
+TEST_CASE("result rows record the KV cache type, and a file of another type is not resumed", "[eval][cli]") {
+    snapkv::test::TempDir dir;
+    const std::string out = dir.file("f16.jsonl");
+    const std::string one_cell = " --model " + snapkv::test::data_path("stories260K.gguf") + " --haystack " +
+                                 snapkv::test::data_path("reference/ppl-text.txt") +
+                                 " --lengths 96 --depths 50 --policies snapkv,streaming --budgets 48"
+                                 " --window 16 --kernel 5 --quiet";
+    Result r = run_shell(kCli + " needle" + one_cell + " --max-tokens 4 --cache-type f16 --out " + out);
+    REQUIRE(r.code == 0);
+    std::vector<json> rows = rows_without_timing(out);
+    REQUIRE(rows.size() == 3);  // full cache, snapkv, streaming
+    for (const json& row : rows) CHECK(row["settings"]["model"]["cache_type"] == "f16");
+    // The float32 cache into the f16 file: refused, naming the difference.
+    r = run_shell(kCli + " needle" + one_cell + " --max-tokens 4 --out " + out);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Contains("other settings") && Contains("cache_type: \"f32\" here, \"f16\" there"));
+    // A file written before the type was recorded (no cache_type) ran with float32: it resumes
+    // with f32 and is refused with f16.
+    const std::string old = dir.file("old.jsonl");
+    {
+        std::ifstream in(out);
+        std::ofstream o(old);
+        std::string line;
+        while (std::getline(in, line)) {
+            json row = json::parse(line);
+            row["settings"]["model"].erase("cache_type");
+            o << row.dump() << "\n";
+        }
+    }
+    r = run_shell(kCli + " needle" + one_cell + " --max-tokens 4 --out " + old);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Contains("0 cells run, 1 already done"));
+    r = run_shell(kCli + " needle" + one_cell + " --max-tokens 4 --cache-type f16 --out " + old);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Contains("cache_type: \"f16\" here, \"f32\" there"));
+}

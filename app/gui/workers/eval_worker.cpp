@@ -180,6 +180,10 @@ snapkv::Session& EvalWorker::session(const QString& modelPath, const snapkv::Loa
         m_session->load_model(modelPath.toStdString(), load);
         m_loaded = key;
     }
+    // The KV cache type changes without a reload (the prompt panel's KV choice applies to the
+    // next evaluation, as to the next prefill).
+    if (!load.cache_type.empty() && m_session->model_info().cache_type != load.cache_type)
+        m_session->set_cache_type(load.cache_type);
     return *m_session;
 }
 
