@@ -3,6 +3,9 @@
 // key has its own column with its own value.
 #include <catch2/catch.hpp>
 
+#include <QApplication>
+#include <QWheelEvent>
+
 #include <qcustomplot.h>
 
 #include <algorithm>
@@ -114,4 +117,40 @@ TEST_CASE("The head view reduces a 32K prefix to screen columns by maximum and s
         CHECK(keptAt(kept, kSpike) == 1.0);
         CHECK(keptAt(kept, kSpike + 1) == 0.0);
     }
+}
+
+TEST_CASE("One wheel notch on the 32K head view zooms about the cursor and draws the frame once", "[gui]") {
+    studio::AnalysisState state;
+    fill(state);
+    studio::HeadView view(&state);
+    view.resize(1200, 800);
+    view.show();
+    settle();
+    view.refreshNow();
+    settle();
+    QCustomPlot* plot = view.plot();
+    QCPAxisRect* heatRect = plot->axisRect(0);
+    QCPAxis* x = heatRect->axis(QCPAxis::atBottom);
+    QCPColorMap* heat = colorMap(plot, false);
+    REQUIRE(heat != nullptr);
+    const QCPRange before = x->range();
+    // A quarter of the way in, so that a zoom about the centre (or about no point) is told apart.
+    const QPoint at(heatRect->left() + heatRect->width() / 4, heatRect->center().y());
+    const double anchor = x->pixelToCoord(at.x());
+    int replots = 0;
+    QObject::connect(plot, &QCustomPlot::afterReplot, plot, [&] { ++replots; });
+    QWheelEvent e(QPointF(at), QPointF(plot->mapToGlobal(at)), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                  Qt::NoScrollPhase, false);
+    QApplication::sendEvent(plot, &e);
+    settle();
+    // QCustomPlot's factor per notch (0.85), about the key under the cursor.
+    CHECK(x->range().size() == Approx(before.size() * heatRect->rangeZoomFactor(Qt::Horizontal)));
+    CHECK(x->pixelToCoord(at.x()) == Approx(anchor).margin(1.0));
+    CHECK(plot->axisRect(1)->axis(QCPAxis::atBottom)->range().lower == Approx(x->range().lower));
+    // One replot per wheel step: QCustomPlot's own wheel zoom replotted at once on top of the
+    // replot the range change queues, so every step was drawn twice.
+    CHECK(replots == 1);
+    // The columns were aggregated again for the new range: the strong key still shows its peak.
+    CHECK(heat->data()->keyRange().lower > before.lower + 1);
+    CHECK(cellAt(heat, kSpike, 2) == Approx(kPeak));
 }

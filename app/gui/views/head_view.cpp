@@ -6,6 +6,7 @@
 #include <QSpinBox>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <QWheelEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -119,6 +120,9 @@ HeadView::HeadView(AnalysisState* state, QWidget* parent) : LazyView(parent), m_
 
 void HeadView::buildPlot() {
     stylePlot(m_plot);
+    // One paint buffer, not two: the overlay layer's own buffer (QCustomPlot's default, for
+    // selection rectangles this view does not use) cost a clear and a full-size blend per frame.
+    m_plot->layer("overlay")->setMode(QCPLayer::lmLogical);
     // The default axis rect becomes the heatmap (it holds the legend, moved below later).
     m_heatRect = m_plot->axisRect();
     m_scoreRect = new QCPAxisRect(m_plot);
@@ -142,7 +146,9 @@ void HeadView::buildPlot() {
     for (QCPAxisRect* r : {m_heatRect, m_scoreRect}) {
         for (QCPAxis* a : r->axes()) styleAxis(a);
         r->setRangeDrag(Qt::Horizontal);
-        r->setRangeZoom(Qt::Horizontal);
+        // The wheel zooms through onWheel, not QCustomPlot: its axis rects replot at once after a
+        // wheel step, on top of the replot the range change queues, so every zoom step drew twice.
+        r->setRangeZoom(Qt::Orientations());
     }
     QCPAxis* hx = m_heatRect->axis(QCPAxis::atBottom);
     QCPAxis* hy = m_heatRect->axis(QCPAxis::atLeft);
@@ -261,12 +267,17 @@ void HeadView::buildPlot() {
     connect(hx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(sx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &HeadView::onXRangeChanged);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this] { resetZoom(); });
+    connect(m_plot, &QCustomPlot::mouseWheel, this, &HeadView::onWheel);
     // Columns are aggregated for the axis rect's width in pixels: a resize (or the first layout)
-    // that changes it aggregates again, so a column stays one pixel wide.
+    // that changes it aggregates again, so a column stays one pixel wide. Inside a replot the
+    // layout comes before the drawing, which then uses the new columns: no second replot (a zoom
+    // step that widened the score axis's labels drew its frame twice).
+    connect(m_plot, &QCustomPlot::beforeReplot, this, [this] { m_replotting = true; });
+    connect(m_plot, &QCustomPlot::afterReplot, this, [this] { m_replotting = false; });
     connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
         if (m_heatRect->width() == m_renderedWidth) return;
         renderVisibleColumns();
-        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        if (!m_replotting) m_plot->replot(QCustomPlot::rpQueuedReplot);
     });
     connect(m_plot, &QCustomPlot::mouseMove, this,
             [this](QMouseEvent* e) { showTip(e->pos(), e->globalPosition().toPoint()); });
@@ -297,6 +308,20 @@ void HeadView::onXRangeChanged(const QCPRange& range) {
     // deferred to a timer of its own drew every frame twice, once with the old columns.
     renderVisibleColumns();
     m_plot->replot(QCustomPlot::rpQueuedReplot);  // (queued replots of one event-loop turn are one)
+}
+
+void HeadView::onWheel(QWheelEvent* e) {
+    if (!m_plot->interactions().testFlag(QCP::iRangeZoom)) return;
+    const QPointF pos = e->position();
+    QCPAxisRect* rect = m_heatRect->rect().contains(pos.toPoint())    ? m_heatRect
+                        : m_scoreRect->rect().contains(pos.toPoint()) ? m_scoreRect
+                                                                      : nullptr;
+    const double steps = e->angleDelta().y() / 120.0;  // one notch is 120 (as QCPAxisRect::wheelEvent)
+    if (!rect || steps == 0) return;
+    // QCustomPlot's zoom: its factor per notch about the key under the cursor; onXRangeChanged then
+    // syncs the other rect, aggregates and queues the one replot.
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    x->scaleRange(std::pow(rect->rangeZoomFactor(Qt::Horizontal), steps), x->pixelToCoord(pos.x()));
 }
 
 void HeadView::resetZoom() {
@@ -629,6 +654,9 @@ void HeadView::applyHighlight() {
     const bool dense = m_votes->dataCount() > 2 * std::max(1, m_scoreRect->width());
     m_votes->setAntialiased(!dense);
     m_pooled->setAntialiased(!dense);
+    // Dense lines wider than a pixel (pooled scores, the highlights) are drawn segment by segment:
+    // Qt strokes a wide polyline of thousands of vertices as one polygon, about 10 ms at 32K keys.
+    m_plot->setPlottingHint(QCP::phFastPolylines, dense);
 }
 
 }  // namespace studio

@@ -12,6 +12,7 @@
 class QLabel;
 class QPoint;
 class QSpinBox;
+class QWheelEvent;
 class QCustomPlot;
 class QCPAxisRect;
 class QCPColorMap;
@@ -57,6 +58,7 @@ private:
     void renderKeptMask(const QCPRange& range);
     void setClusterAlpha(int alpha);
     void onXRangeChanged(const QCPRange& range);
+    void onWheel(QWheelEvent* e);  // zoom the key axis about the cursor
     void applyHighlight();
     void syncFocusControls();
     void showTip(const QPoint& pos, const QPoint& global);
@@ -110,6 +112,7 @@ private:
     int64_t m_zoomL = -1;  // key count and sink hiding the current zoom was made for
     int m_zoomHide = -1;
     bool m_syncing = false;
+    bool m_replotting = false;  // between QCustomPlot's beforeReplot and afterReplot
 };
 
 }  // namespace studio

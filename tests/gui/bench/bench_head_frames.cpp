@@ -2,7 +2,8 @@
 // times while panning the head view at 32K"). Feeds the real HeadView through AnalysisState, as
 // the session worker would, and drives it with real wheel and mouse-drag events on the plot; a
 // frame is one event until the GUI thread is idle again (range change, column aggregation, replot
-// and paint). Prints median / p95 / max ms per gesture. Not a test: timings depend on the machine.
+// and paint). Prints median / p95 / max ms and replots per frame for each gesture. Not a test:
+// timings depend on the machine.
 //
 //   bench_head_frames [--tokens 32768] [--window 32] [--width 1600 --height 1000]
 //       synthetic rows of the real size (votes, pooled scores, kept positions, [W, L] attention)
@@ -187,10 +188,12 @@ double threadCpuMs() {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-// One frame: wall and GUI-thread CPU milliseconds.
+// One frame: wall and GUI-thread CPU milliseconds, and how many replots it took (one is right; two
+// means a gesture drew the same frame twice).
 struct Frame {
     double wall = 0;
     double cpu = 0;
+    int replots = 0;
 };
 
 // Counts what one frame does, so that "idle" means nothing more is queued.
@@ -225,13 +228,14 @@ Stats stats(std::vector<double> ms) {
 
 void report(const char* what, const std::vector<Frame>& frames, const HeadView& view, QCustomPlot* plot) {
     std::vector<double> wall, cpu;
-    for (const Frame& f : frames) wall.push_back(f.wall), cpu.push_back(f.cpu);
+    double replots = 0;
+    for (const Frame& f : frames) wall.push_back(f.wall), cpu.push_back(f.cpu), replots += f.replots;
     const Stats w = stats(wall), c = stats(cpu);
     const QCPRange r = plot->axisRect(0)->axis(QCPAxis::atBottom)->range();
     std::printf(
         "%-38s %3zu frames  wall median %5.1f p95 %5.1f max %5.1f ms  cpu median %5.1f p95 %5.1f max %5.1f ms"
-        "  (last: %lld keys, %d columns)\n",
-        what, frames.size(), w.median, w.p95, w.max, c.median, c.p95, c.max,
+        "  %.1f replots/frame  (last: %lld keys, %d columns)\n",
+        what, frames.size(), w.median, w.p95, w.max, c.median, c.p95, c.max, replots / double(frames.size()),
         static_cast<long long>(std::llround(r.size())), view.heatmapColumnsDrawn());
     std::fflush(stdout);
 }
@@ -301,9 +305,10 @@ int main(int argc, char** argv) {
         QElapsedTimer t;
         t.start();
         const double cpu0 = threadCpuMs();
+        const int replots0 = watch.replots;
         send();
         untilIdle(watch);
-        return Frame{t.nsecsElapsed() / 1e6, threadCpuMs() - cpu0};
+        return Frame{t.nsecsElapsed() / 1e6, threadCpuMs() - cpu0, watch.replots - replots0};
     };
     auto wheel = [&](int delta) {
         QWheelEvent e(QPointF(centre), QPointF(plot->mapToGlobal(centre)), QPoint(), QPoint(0, delta), Qt::NoButton,
