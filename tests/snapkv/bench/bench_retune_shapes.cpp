@@ -9,12 +9,14 @@
 //          smollm2 (SmolLM2-135M: H 9, Hkv 3, D 64)
 //   BENCH_VOTES_ONLY=1 in the environment: only votes(W) for every window 33..127 off the
 //   checkpoint stride, wall and CPU time per window over all layers (the rows a first retune
-//   recomputes, without selection).
+//   recomputes, without selection). BENCH_SELECT_ONLY=N: select() at the CLI's defaults N times
+//   after a first call (pooling, ranking and the kept mass over every layer).
 //   DISTINCT_LAYERS: captures with their own tensors (default: all); the other layers share
 //   those captures' tensors (each still its own scorer, cache and votes), so a 32-layer 8B stack
 //   at 32K fits next to a 4-layer one's keys.
 //
 // Dimensions: H = n_head, Hkv = n_head_kv, D = head_dim, L = prompt tokens, Wmax = captured window.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,7 @@
 #include "core/session/runtime.h"
 #include "core/snapkv/layer_scorer.h"
 #include "core/snapkv/retune_bench.h"
+#include "core/snapkv/selector.h"
 
 using namespace snapkv;
 
@@ -114,6 +117,15 @@ int main(int argc, char** argv) {
         return 0;
     }
     SelectionParams base;  // the CLI's defaults: snapkv, W 32, K 7, max, C 1024, kv-head
+    if (const char* n = std::getenv("BENCH_SELECT_ONLY")) {  // select(base) N times after a first call
+        select(scorers, base, true);
+        const int reps = std::max(1, std::atoi(n));
+        const auto t1 = std::chrono::steady_clock::now();
+        for (int i = 0; i < reps; ++i) select(scorers, base, true);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        std::printf("select: %.1f ms per call (%d calls)\n", ms / reps, reps);
+        return 0;
+    }
     std::printf("%s", run_retune_benchmark(scorers, base, repeats).c_str());
     return 0;
 }
