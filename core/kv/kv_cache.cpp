@@ -26,17 +26,32 @@ at::ScalarType storage_dtype(KvType t, at::ScalarType compute) {
     return compute;
 }
 
+// kv_rotate_rows on a tensor x [..., D] of any device (float32 result), with the same operations in
+// the same order (scale, then butterflies of span 1, 2, 4, ...), so CPU results are bit-identical.
+at::Tensor rotate(const at::Tensor& x, int64_t n) {
+    const int64_t D = x.size(-1);
+    const std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    at::Tensor y = x.to(at::kFloat).mul(1.0f / std::sqrt(static_cast<float>(n))).reshape({-1, D / n, n});
+    for (int64_t len = 1; len < n; len *= 2) {
+        at::Tensor p = y.view({y.size(0), D / n, n / (2 * len), 2, len});  // [rows, blocks, pairs, 2, len]
+        at::Tensor u = p.select(3, 0), v = p.select(3, 1);
+        y = at::stack({u.add(v), u.sub(v)}, 3).view({y.size(0), D / n, n});
+    }
+    return y.view(shape);
+}
+
 // q8_0 of x [..., D] (D a multiple of 32) as ggml's x86 quantize_row_q8_0 writes it: per block of
 // 32, d = amax / 127 stored as f16, quants round-to-nearest-even(x * (127 / amax)) (0 where amax is
-// 0). Returns {int8 quants [..., D], f16 scales [..., D / 32]}.
-std::pair<at::Tensor, at::Tensor> quantize_q8_0(const at::Tensor& x) {
+// 0); with rot > 0, of x rotated first (kv_rotation). Returns {int8 quants [..., D], f16 scales
+// [..., D / 32]}.
+std::pair<at::Tensor, at::Tensor> quantize_q8_0(const at::Tensor& x, int64_t rot) {
     const int64_t D = x.size(-1);
     std::vector<int64_t> blocks(x.sizes().begin(), x.sizes().end());
     blocks.back() = D / kQ8_0Block;
     blocks.push_back(kQ8_0Block);
-    at::Tensor xb = x.to(at::kFloat).reshape(blocks);        // [..., nb, 32]
-    at::Tensor amax = xb.abs().amax(-1, /*keepdim=*/true);   // [..., nb, 1]
-    at::Tensor id = at::full_like(amax, 127.0f).div_(amax);  // 127 / amax, as ggml divides
+    at::Tensor xb = (rot > 0 ? rotate(x, rot) : x.to(at::kFloat)).reshape(blocks);  // [..., nb, 32]
+    at::Tensor amax = xb.abs().amax(-1, /*keepdim=*/true);                          // [..., nb, 1]
+    at::Tensor id = at::full_like(amax, 127.0f).div_(amax);                         // 127 / amax, as ggml divides
     id.masked_fill_(amax.eq(0), 0.0f);
     at::Tensor q = xb.mul(id).round_().to(at::kChar).view(x.sizes());  // ties to even
     at::Tensor d = amax.div(127.0f).to(at::kHalf).squeeze(-1);         // [..., nb]
@@ -72,8 +87,16 @@ void convert_row(const float* x, int64_t D, T* out) {
 }
 
 // One row of D floats written at row index `row` of a plane ([Hc * cap] rows of data, + q8_0
-// scales), rounded to the type: the single-token decode path's write (no LibTorch calls).
-void store_row(KvType type, const float* x, int64_t D, const at::Tensor& data, const at::Tensor& scale, int64_t row) {
+// scales), rounded to the type (q8_0 after rotating a copy by rot, when rot > 0): the single-token
+// decode path's write (no LibTorch calls).
+void store_row(KvType type, const float* x, int64_t D, const at::Tensor& data, const at::Tensor& scale, int64_t row,
+               int64_t rot) {
+    if (rot > 0) {
+        thread_local std::vector<float> buf;
+        buf.assign(x, x + D);
+        kv_rotate_rows(buf.data(), 1, D, rot);
+        x = buf.data();
+    }
     switch (type) {
     case KvType::F32: std::memcpy(data.data_ptr<float>() + row * D, x, static_cast<size_t>(D) * sizeof(float)); return;
     case KvType::F16: convert_row(x, D, data.data_ptr<at::Half>() + row * D); return;
@@ -84,8 +107,10 @@ void store_row(KvType type, const float* x, int64_t D, const at::Tensor& data, c
     }
 }
 
-// Rows [Hc, n, D] of stored data (+ q8_0 scales) as float32 at out.
-void read_rows_f32(KvType type, const at::Tensor& data, const at::Tensor& scale, int64_t s0, int64_t n, float* out) {
+// Rows [Hc, n, D] of stored data (+ q8_0 scales) as float32 at out; rot > 0 rotates each row back
+// (the stored rows are rotated by rot).
+void read_rows_f32(KvType type, const at::Tensor& data, const at::Tensor& scale, int64_t s0, int64_t n, float* out,
+                   int64_t rot) {
     const int64_t Hc = data.size(0), cap = data.size(1), D = data.size(2);
     if (n <= 0) return;
     if (type == KvType::Q8_0) {
@@ -96,6 +121,7 @@ void read_rows_f32(KvType type, const at::Tensor& data, const at::Tensor& scale,
             for (int64_t r = r0; r < r1; ++r) {
                 const int64_t h = r / n, s = s0 + r % n;
                 dequant_q8_0_row(q + (h * cap + s) * D, d + (h * cap + s) * nb, D, out + r * D);
+                if (rot > 0) kv_rotate_rows(out + r * D, 1, D, rot);
             }
         });
         return;
@@ -105,8 +131,27 @@ void read_rows_f32(KvType type, const at::Tensor& data, const at::Tensor& scale,
 
 }  // namespace
 
+void kv_rotate_rows(float* x, int64_t rows, int64_t D, int64_t n) {
+    // ggml-cpu ops.cpp ggml_compute_forward_fwht (a mul_mat by llama.cpp's Hadamard matrix with
+    // GGML_HINT_SRC0_IS_HADAMARD): scale by 1 / sqrtf(n), then butterflies (u + v, u - v) of span
+    // 1, 2, 4, ... n / 2, in this order; its SIMD passes compute u - v as fma(v, -1, u), the same.
+    const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+    for (int64_t b = 0; b < rows * (D / n); ++b) {
+        float* p = x + b * n;
+        for (int64_t j = 0; j < n; ++j) p[j] *= scale;
+        for (int64_t len = 1; len < n; len *= 2)
+            for (int64_t i = 0; i < n; i += 2 * len)
+                for (int64_t j = i; j < i + len; ++j) {
+                    const float u = p[j], v = p[j + len];
+                    p[j] = u + v;
+                    p[j + len] = u - v;
+                }
+    }
+}
+
 LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values, KvType type)
-    : m_type(type), m_opts(opts), m_n_heads(n_heads), m_head_dim(head_dim) {
+    : m_type(type), m_opts(opts), m_n_heads(n_heads), m_head_dim(head_dim), m_k_rot(kv_rotation(type, head_dim, false)),
+      m_v_rot(kv_rotation(type, head_dim, true)) {
     if (!kv_type_fits(type, head_dim))
         throw InputError(std::string("kv: cache type ") + kv_type_name(type) + " stores blocks of " +
                          std::to_string(kQ8_0Block) + " values, but this model's head_dim is " +
@@ -169,8 +214,8 @@ void LayerKv::reserve(int64_t capacity) {
 void LayerKv::write_rows(int64_t s, const at::Tensor& k, const at::Tensor& v) {
     const int64_t t = k.size(1);
     if (m_type == KvType::Q8_0) {
-        auto [kq, kd] = quantize_q8_0(k);
-        auto [vq, vd] = quantize_q8_0(v);
+        auto [kq, kd] = quantize_q8_0(k, m_k_rot);
+        auto [vq, vd] = quantize_q8_0(v, m_v_rot);
         m_k.narrow(1, s, t).copy_(kq);
         m_ks.narrow(1, s, t).copy_(kd);
         m_v.narrow(1, s, t).copy_(vq);
@@ -244,8 +289,8 @@ void LayerKv::append_one(const float* k, int64_t k_head_stride, const float* v, 
         const float* ks = k + src * k_head_stride;
         const float* vs = v + src * v_head_stride;
         const int64_t row = h * cap + m_size;
-        store_row(m_type, ks, D, m_k, m_ks, row);
-        store_row(m_type, vs, D, m_v, m_vs, row);
+        store_row(m_type, ks, D, m_k, m_ks, row, m_k_rot);
+        store_row(m_type, vs, D, m_v, m_vs, row, m_v_rot);
         pd[row] = pos;
     }
     m_size += 1;
@@ -262,40 +307,45 @@ const float* LayerKv::value_data() const {
 const int64_t* LayerKv::position_data() const { return m_pos.data_ptr<int64_t>(); }
 int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }
 
-void LayerKv::read_keys_f32(int64_t s0, int64_t n, float* out) const {
+void LayerKv::read_keys_f32(int64_t s0, int64_t n, float* out, bool rotated) const {
     TORCH_CHECK(cpu_readable() && s0 >= 0 && s0 + n <= m_size, "kv: read_keys_f32 of slots outside the cache");
-    read_rows_f32(m_type, m_k, m_ks, s0, n, out);
+    read_rows_f32(m_type, m_k, m_ks, s0, n, out, rotated ? 0 : m_k_rot);
 }
 
-void LayerKv::read_values_f32(int64_t s0, int64_t n, float* out) const {
+void LayerKv::read_values_f32(int64_t s0, int64_t n, float* out, bool rotated) const {
     require_values();
     TORCH_CHECK(cpu_readable() && m_values == Values::Held && s0 >= 0 && s0 + n <= m_size,
                 "kv: read_values_f32 of slots outside the cache");
-    read_rows_f32(m_type, m_v, m_vs, s0, n, out);
+    read_rows_f32(m_type, m_v, m_vs, s0, n, out, rotated ? 0 : m_v_rot);
 }
 
 namespace {
 
-// [Hc, n, D] stored rows (+ scales) decoded to the compute dtype.
-at::Tensor decode_rows(KvType type, const at::Tensor& data, const at::Tensor& scale, at::ScalarType compute) {
+// [Hc, n, D] stored rows (+ scales) decoded to the compute dtype (rotated back by rot > 0).
+at::Tensor decode_rows(KvType type, const at::Tensor& data, const at::Tensor& scale, at::ScalarType compute,
+                       int64_t rot) {
     if (type == KvType::F32) return data;
     if (type != KvType::Q8_0) return data.to(compute);
     const int64_t Hc = data.size(0), n = data.size(1), D = data.size(2);
     at::Tensor x = data.to(at::kFloat).view({Hc, n, D / kQ8_0Block, kQ8_0Block});
-    return x.mul_(scale.to(at::kFloat).unsqueeze(-1)).view({Hc, n, D}).to(compute);
+    x = x.mul_(scale.to(at::kFloat).unsqueeze(-1)).view({Hc, n, D});
+    if (rot > 0) x = rotate(x, rot);
+    return x.to(compute);
 }
 
 }  // namespace
 
 at::Tensor LayerKv::keys() const {
     const at::ScalarType ct = m_opts.dtype().toScalarType();
-    return decode_rows(m_type, m_k.narrow(1, 0, m_size), m_ks.defined() ? m_ks.narrow(1, 0, m_size) : at::Tensor(), ct);
+    return decode_rows(m_type, m_k.narrow(1, 0, m_size), m_ks.defined() ? m_ks.narrow(1, 0, m_size) : at::Tensor(), ct,
+                       m_k_rot);
 }
 at::Tensor LayerKv::values() const {
     require_values();
     const at::ScalarType ct = m_opts.dtype().toScalarType();
     if (m_values == Values::Deferred) return at::zeros({m_n_heads, 0, m_head_dim}, m_opts);
-    return decode_rows(m_type, m_v.narrow(1, 0, m_size), m_vs.defined() ? m_vs.narrow(1, 0, m_size) : at::Tensor(), ct);
+    return decode_rows(m_type, m_v.narrow(1, 0, m_size), m_vs.defined() ? m_vs.narrow(1, 0, m_size) : at::Tensor(), ct,
+                       m_v_rot);
 }
 at::Tensor LayerKv::positions() const { return m_pos.narrow(1, 0, m_size); }
 

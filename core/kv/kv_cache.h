@@ -6,8 +6,9 @@
 //
 // Storage (kv_type.h): f32 keeps the model's compute dtype (float32 on the CPU) and gives raw float
 // rows to the CPU kernels; f16 / bf16 hold half tensors; q8_0 holds int8 quants [Hc, cap, D] and
-// one f16 scale per 32 values [Hc, cap, D / 32]. Every write rounds once, as llama.cpp's cache does;
-// keys() / values() and the read_*_f32 calls give the stored values back in float.
+// one f16 scale per 32 values [Hc, cap, D / 32] of rows rotated first as llama.cpp rotates them
+// (kv_rotation, when head_dim is a multiple of 64). Every write rounds once, as llama.cpp's cache
+// does; keys() / values() and the read_*_f32 calls give the stored values back in float, rotated back.
 //
 // Dimensions: Hc = heads stored in the cache (n_head_kv for a full cache, n_head after a
 // query-head SnapKV selection), S = slots in use, D = head_dim, T = tokens appended at once.
@@ -61,10 +62,14 @@ public:
     const float* key_data() const;
     const float* value_data() const;
     // Slots [s0, s0 + n) of every head as float32 rows, [Hc, n, D] contiguous at out (cpu_readable()):
-    // the stored values (dequantized); for an f32 cache a copy.
-    void read_keys_f32(int64_t s0, int64_t n, float* out) const;
-    void read_values_f32(int64_t s0, int64_t n, float* out) const;
+    // the stored values (dequantized, rotated back); for an f32 cache a copy. rotated: leave the rows
+    // as stored, in the basis of key_rotation() / value_rotation() (what llama.cpp's attention reads).
+    void read_keys_f32(int64_t s0, int64_t n, float* out, bool rotated = false) const;
+    void read_values_f32(int64_t s0, int64_t n, float* out, bool rotated = false) const;
     KvType type() const { return m_type; }
+    // Block size of the Walsh-Hadamard rotation the stored keys / values carry (kv_rotation; 0: none).
+    int64_t key_rotation() const { return m_k_rot; }
+    int64_t value_rotation() const { return m_v_rot; }
     const int64_t* position_data() const;
     int64_t capacity() const;
 
@@ -101,6 +106,8 @@ private:
     int64_t m_head_dim = 0;
     int64_t m_size = 0;
     int64_t m_padding = 0;  // padding slots (over all heads)
+    int64_t m_k_rot = 0;    // kv_rotation of the keys (q8_0 with head_dim a multiple of 64), 0: none
+    int64_t m_v_rot = 0;    // kv_rotation of the values
     at::Tensor m_k;         // [Hc, capacity, D] in the storage dtype (q8_0: int8 quants)
     at::Tensor m_v;         // [Hc, capacity, D]
     at::Tensor m_ks;        // q8_0 only: [Hc, capacity, D / 32] f16 scales of m_k
@@ -141,6 +148,11 @@ private:
 // n_slots slots of src (a whole layer keeps those; the result decodes from position n_slots): the
 // same cache as gathering from src.prefix(n_slots), without copying that prefix first.
 using LayerKeep = std::vector<std::vector<int64_t>>;  // [head][slot]
+
+// llama.cpp's cache rotation (kv_rotation), in place on rows [rows, D] at x: each block of n values
+// (n a power of two dividing D) multiplied by the orthonormal Walsh-Hadamard matrix of size n, as
+// ggml-cpu's fast transform computes it. Its own inverse (up to float rounding).
+void kv_rotate_rows(float* x, int64_t rows, int64_t D, int64_t n);
 KvCache gather_cache(const KvCache& src, const std::vector<LayerKeep>& keep, int64_t extra_capacity = 0,
                      int64_t n_slots = -1);
 

@@ -1,9 +1,11 @@
 // The types a KV cache can store its keys and values in, with llama.cpp's meaning (`-ctk/-ctv`):
 // f32 (exact, the default), f16 and bf16 (each value rounded to nearest-even) and q8_0 (blocks of
 // 32 values along head_dim: an f16 scale d = amax / 127 and 32 int8 quants round(x * 127 / amax),
-// ties to even, as ggml's x86 quantize_row_q8_0 writes them). Keys are stored after RoPE; a value
-// is rounded once, when it is written into the cache, and every later read (this call's attention
-// included) sees the stored value. Torch-free: the apps, the memory estimate and the CLI use it.
+// ties to even, as ggml's x86 quantize_row_q8_0 writes them; like llama.cpp, of rows first rotated
+// by kv_rotation's Walsh-Hadamard transform where head_dim allows). Keys are stored after RoPE; a
+// value is rounded once, when it is written into the cache, and every later read (this call's
+// attention included) sees the stored value. Torch-free: the apps, the memory estimate and the CLI
+// use it.
 #pragma once
 
 #include <cstdint>
@@ -49,5 +51,21 @@ inline int64_t kv_row_bytes(KvType t, int64_t head_dim) {
 
 // q8_0 needs head_dim a multiple of 32 (llama.cpp refuses the same); the others fit any head_dim.
 inline bool kv_type_fits(KvType t, int64_t head_dim) { return t != KvType::Q8_0 || head_dim % kQ8_0Block == 0; }
+
+// llama.cpp rotates what a quantized cache stores (src/llama-kv-cache.cpp attn_rot_k / attn_rot_v,
+// llama.cpp PR 21038): with head_dim a multiple of 64, each key row is multiplied by an orthonormal
+// Walsh-Hadamard matrix (Sylvester order, entries +-1/sqrt(n)) in blocks of n values before it is
+// quantized, spreading an outlier over its block; attention then works in the rotated basis (the
+// query is rotated the same way and the output rotated back), so only the rounding changes. Keys:
+// n = the largest power of two dividing head_dim; values: n = 64. Returns n, or 0 for no rotation
+// (f32, f16, bf16, or head_dim not a multiple of 64). llama.cpp turns it off with the environment
+// variable LLAMA_ATTN_ROT_DISABLE=1; we always follow its default.
+inline int64_t kv_rotation(KvType t, int64_t head_dim, bool values) {
+    if (t != KvType::Q8_0 || head_dim <= 0 || head_dim % 64 != 0) return 0;
+    if (values) return 64;
+    int64_t n = 64;
+    while (head_dim % (2 * n) == 0) n *= 2;
+    return n;
+}
 
 }  // namespace snapkv

@@ -46,28 +46,39 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
     const int64_t n = S - s0;
     // An f32 cache is read in place; any other storage type is decoded to float32 rows first
     // (slots [s0, S) of every head, n * D floats apart), the stored values as llama.cpp reads them.
+    // Rows a q8_0 cache stores rotated (kv_rotation) stay rotated, and so does the attention, as in
+    // llama.cpp: the query is rotated like the keys and the output rotated back like the values (one
+    // row per head instead of every slot's; the transform is orthonormal, so only float rounding
+    // differs from rotating the rows back).
     const float* keys = nullptr;
     const float* vals = nullptr;
     int64_t stride = head_stride;
+    const int64_t k_rot = kv.key_rotation(), v_rot = kv.value_rotation();
     if (kv.cpu_float()) {
         keys = kv.key_data() + s0 * D;
         vals = kv.value_data() + s0 * D;
     } else {
-        thread_local std::vector<float> kbuf, vbuf;
+        thread_local std::vector<float> kbuf, vbuf, qbuf;
         const auto need = static_cast<size_t>(Hc * n * D);
         if (kbuf.size() < need) kbuf.resize(need);
         if (vbuf.size() < need) vbuf.resize(need);
-        kv.read_keys_f32(s0, n, kbuf.data());
-        kv.read_values_f32(s0, n, vbuf.data());
+        kv.read_keys_f32(s0, n, kbuf.data(), /*rotated=*/true);
+        kv.read_values_f32(s0, n, vbuf.data(), /*rotated=*/true);
         keys = kbuf.data();
         vals = vbuf.data();
         stride = n * D;
+        if (k_rot > 0) {
+            qbuf.assign(q, q + H * D);
+            kv_rotate_rows(qbuf.data(), H, D, k_rot);
+            q = qbuf.data();
+        }
     }
     attention_scores(q, keys, stride, Hc, g, n, D, probs);
     decode_ops::scale_mask_rows(probs, Hc, g, n, kv.position_data() + s0, cap, 1, q_pos, m_config.attn_scale,
                                 m_config.attn_softcap, window);
     softmax_rows(probs, Hc * g, n);
     attention_values(probs, vals, stride, Hc, g, n, D, out);
+    if (v_rot > 0 && !kv.cpu_float()) kv_rotate_rows(out, H, D, v_rot);
     if (s0 > 0) {
         // Rows of n probabilities -> rows of S with zeros for the skipped slots, last row first
         // (each row moves to a higher address).
@@ -87,8 +98,6 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
     const int64_t S = kv.size();
     const int64_t window = m_config.layers[static_cast<size_t>(layer)].sliding_window;  // 0: none
     const double softcap = m_config.attn_softcap;
-    at::Tensor K = kv.keys();       // [Hc, S, D]
-    at::Tensor V = kv.values();     // [Hc, S, D]
     at::Tensor P = kv.positions();  // [Hc, S]
     at::Tensor qpos = q_pos.to(P.device());
     const double scale = m_config.attn_scale;
@@ -159,6 +168,10 @@ at::Tensor LlamaModel::attention(const at::Tensor& q, LayerKv& kv, const at::Ten
         if (h2o.defined()) opts.capture->h2o_scores[static_cast<size_t>(layer)] = h2o;
         return o;
     }
+    // Decoded here, not above: for a non-f32 cache keys() / values() are copies the CPU paths do
+    // not read.
+    at::Tensor K = kv.keys();    // [Hc, S, D]
+    at::Tensor V = kv.values();  // [Hc, S, D]
     at::Tensor qg = q.contiguous().view({Hc, g, T, D});
     at::Tensor out = at::empty({Hc, g, T, D}, q.options());
     const int64_t chunk = std::max<int64_t>(1, opts.attn_chunk);

@@ -50,17 +50,40 @@ std::vector<float> q8_0_roundtrip(const float* x, int64_t d) {
     return out;
 }
 
-at::Tensor expected_stored(const at::Tensor& x, KvType t) {
+// llama.cpp's rotation of a quantized cache's rows (src/llama-kv-cache.cpp attn_rot_k/attn_rot_v;
+// ggml-cpu ggml_compute_forward_fwht), written out here from that code: each block of n values
+// scaled by 1 / sqrtf(n), then butterflies (u + v, u - v) of span 1, 2, ... n / 2.
+void hadamard_blocks(float* x, int64_t d, int64_t n) {
+    for (int64_t b = 0; b < d; b += n) {
+        float* p = x + b;
+        const float scale = 1.0f / std::sqrt(float(n));
+        for (int64_t j = 0; j < n; ++j) p[j] *= scale;
+        for (int64_t len = 1; len < n; len *= 2)
+            for (int64_t i = 0; i < n; i += 2 * len)
+                for (int64_t j = i; j < i + len; ++j) {
+                    const float u = p[j], v = p[j + len];
+                    p[j] = u + v;
+                    p[j + len] = u - v;
+                }
+    }
+}
+
+// What the cache holds for rows x [..., D] of type t. rot: llama.cpp's rotation block (0: none);
+// stored_basis: the rows as stored (rotated), else rotated back (what keys() returns).
+at::Tensor expected_stored(const at::Tensor& x, KvType t, int64_t rot = 0, bool stored_basis = false) {
     switch (t) {
     case KvType::F32: return x;
     case KvType::F16: return x.to(at::kHalf).to(at::kFloat);
     case KvType::BF16: return x.to(at::kBFloat16).to(at::kFloat);
     case KvType::Q8_0: {
-        at::Tensor c = x.contiguous();
+        at::Tensor c = x.contiguous().clone();
         at::Tensor out = at::empty_like(c);
         const int64_t d = c.size(-1), rows = c.numel() / d;
         for (int64_t r = 0; r < rows; ++r) {
-            const std::vector<float> v = q8_0_roundtrip(c.data_ptr<float>() + r * d, d);
+            float* row = c.data_ptr<float>() + r * d;
+            if (rot > 0) hadamard_blocks(row, d, rot);
+            std::vector<float> v = q8_0_roundtrip(row, d);
+            if (rot > 0 && !stored_basis) hadamard_blocks(v.data(), d, rot);
             std::memcpy(out.data_ptr<float>() + r * d, v.data(), size_t(d) * sizeof(float));
         }
         return out;
@@ -91,12 +114,47 @@ TEST_CASE("kv types: names, row bytes and the head_dim q8_0 needs", "[kv]") {
                       Catch::Contains("q8_0") && Catch::Contains("head_dim is 16"));
 }
 
-TEST_CASE("kv types: stored values are rounded once, on write, by every write path", "[kv]") {
-    const int64_t H = 2, D = 64, T = 5;
+TEST_CASE("kv types: a q8_0 cache rotates its rows as llama.cpp does, where head_dim allows", "[kv]") {
+    // llama.cpp rotates a quantized type's keys in blocks of the largest power of two dividing
+    // head_dim and its values in blocks of 64, only for head_dim a multiple of 64.
+    CHECK(kv_rotation(KvType::Q8_0, 64, false) == 64);
+    CHECK(kv_rotation(KvType::Q8_0, 128, false) == 128);
+    CHECK(kv_rotation(KvType::Q8_0, 192, false) == 64);
+    CHECK(kv_rotation(KvType::Q8_0, 256, false) == 256);
+    CHECK(kv_rotation(KvType::Q8_0, 256, true) == 64);
+    CHECK(kv_rotation(KvType::Q8_0, 32, false) == 0);
+    CHECK(kv_rotation(KvType::Q8_0, 96, true) == 0);
+    for (KvType t : {KvType::F32, KvType::F16, KvType::BF16}) CHECK(kv_rotation(t, 64, false) == 0);
+    // The rotation is orthonormal and its own inverse, up to float rounding.
+    at::Tensor x = random_rows(3, 4, 256, 7).contiguous();
+    at::Tensor y = x.clone();
+    kv_rotate_rows(y.data_ptr<float>(), 12, 256, 256);
+    CHECK(y.norm().item<double>() == Approx(x.norm().item<double>()).epsilon(1e-5));
+    kv_rotate_rows(y.data_ptr<float>(), 12, 256, 256);
+    CHECK(at::allclose(y, x, 1e-5, 1e-5));
+    // Why llama.cpp rotates: one outlier in a block makes q8_0's step coarse for the other 31
+    // values; rotated, the outlier is spread over the block and the rows come back closer.
     const auto opts = at::TensorOptions().dtype(at::kFloat);
+    at::manual_seed(11);
+    at::Tensor k = at::randn({1, 16, 64});
+    k.select(2, 5).mul_(40.0);
+    LayerKv rotated(1, 64, 16, opts, true, KvType::Q8_0);
+    rotated.append(k, k, positions(16));
+    const double err_rotated = (rotated.keys() - k).pow(2).mean().item<double>();
+    const double err_plain = (expected_stored(k, KvType::Q8_0) - k).pow(2).mean().item<double>();
+    CHECK(err_rotated < 0.5 * err_plain);
+}
+
+TEST_CASE("kv types: stored values are rounded once, on write, by every write path", "[kv]") {
+    const auto opts = at::TensorOptions().dtype(at::kFloat);
+    // head_dim 64 (q8_0 rows rotated, keys and values in blocks of 64), 256 (keys in one block of
+    // 256) and 32 (no rotation).
+    const int64_t D = GENERATE(64, 256, 32);
+    const int64_t H = 2, T = 5;
     const at::Tensor k = random_rows(H, T, D, 1), v = random_rows(H, T, D, 2);
     for (KvType t : all_kv_types()) {
-        INFO(kv_type_name(t));
+        INFO(kv_type_name(t) << ", head_dim " << D);
+        const int64_t k_rot = kv_rotation(t, D, false), v_rot = kv_rotation(t, D, true);
         // Prefill's write (LibTorch ops) and decode's (one token at a time, plain loops) agree
         // bit for bit with the rounding as llama.cpp describes it.
         LayerKv bulk(H, D, 2, opts, true, t);
@@ -106,8 +164,10 @@ TEST_CASE("kv types: stored values are rounded once, on write, by every write pa
             const at::Tensor ks = k.narrow(1, s, 1).contiguous(), vs = v.narrow(1, s, 1).contiguous();
             steps.append_one(ks.data_ptr<float>(), ks.stride(0), vs.data_ptr<float>(), vs.stride(0), H, s);
         }
-        CHECK(same(bulk.keys(), expected_stored(k, t)));
-        CHECK(same(bulk.values(), expected_stored(v, t)));
+        CHECK(bulk.key_rotation() == k_rot);
+        CHECK(bulk.value_rotation() == v_rot);
+        CHECK(same(bulk.keys(), expected_stored(k, t, k_rot)));
+        CHECK(same(bulk.values(), expected_stored(v, t, v_rot)));
         CHECK(same(steps.keys(), bulk.keys()));
         CHECK(same(steps.values(), bulk.values()));
         if (t != KvType::F32) CHECK_FALSE(same(bulk.keys(), k));  // something was rounded
@@ -117,6 +177,11 @@ TEST_CASE("kv types: stored values are rounded once, on write, by every write pa
         CHECK(same(rows, bulk.keys().narrow(1, 1, T - 1)));
         bulk.read_values_f32(0, T - 1, rows.data_ptr<float>());
         CHECK(same(rows, bulk.values().narrow(1, 0, T - 1)));
+        // As stored (rotated), what llama.cpp's attention reads.
+        bulk.read_keys_f32(0, T, rows.resize_({H, T, D}).data_ptr<float>(), /*rotated=*/true);
+        CHECK(same(rows, expected_stored(k, t, k_rot, /*stored_basis=*/true)));
+        bulk.read_values_f32(0, T, rows.data_ptr<float>(), /*rotated=*/true);
+        CHECK(same(rows, expected_stored(v, t, v_rot, /*stored_basis=*/true)));
         // Real bytes: K and V rows of the type, per used slot.
         CHECK(bulk.bytes() == H * T * 2 * kv_row_bytes(t, D));
         CHECK(bulk.row_bytes() == kv_row_bytes(t, D));
@@ -202,4 +267,33 @@ TEST_CASE("kv types: a model's prefill, decode and generation read the stored ca
     q8.cache_type = KvType::Q8_0;
     const auto small = LlamaModel::load(*llama, q8);
     CHECK_THROWS_AS(small->new_cache(), InputError);
+}
+
+TEST_CASE("kv types: a head_dim-64 model reads its rotated q8_0 cache alike in prefill and decode", "[kv][model]") {
+    // The tiny models' head_dim (16, 32) is too small for llama.cpp's rotation; SmolLM2 (64) uses
+    // it for keys and values. The single-token step rotates the query and the output instead of
+    // every stored row (core/model/model_attention.cpp); prefill reads the rows rotated back.
+    const std::string path = snapkv::test::smollm2_path();
+    INFO("the model file comes with the setup step (datasets/fetch_model.sh); expected at " << path);
+    REQUIRE(snapkv::test::file_exists(path));
+    const auto file = ModelFile::open(path);
+    ModelOptions mo;
+    mo.cache_type = KvType::Q8_0;
+    const auto model = LlamaModel::load(*file, mo);
+    const ModelConfig& c = model->config();
+    REQUIRE(kv_rotation(KvType::Q8_0, c.head_dim, false) > 0);
+    const std::vector<int32_t> ids = random_ids(24, c.n_vocab, 9);
+    const std::vector<int32_t> head(ids.begin(), ids.end() - 1);
+    KvCache one = model->new_cache();
+    REQUIRE(one.layer(0).key_rotation() == 64);
+    const at::Tensor a = model->forward(ids, one, {}).reshape({-1}).narrow(0, 0, c.n_vocab);
+    KvCache two = model->new_cache(4);
+    model->forward(head, two, {});
+    const at::Tensor b = model->forward({ids.back()}, two, {}).reshape({-1});
+    KvCache three = model->new_cache(4);
+    model->forward(head, three, {});
+    const at::Tensor d = model->forward_batch({ids.back()}, {&three}, {}).reshape({-1});
+    // Float rounding only (the rotation's order), far below q8_0's own effect (0.1-0.5 here).
+    CHECK((a - b).abs().max().item<double>() < 2e-3);
+    CHECK((a - d).abs().max().item<double>() < 2e-3);
 }

@@ -5,9 +5,10 @@
 // prompt position's logits on a fixed set of 256 ids are within llama.cpp's own f32-vs-type spread,
 // and, with float32 weights (against llama.cpp's own F32 dequantization), the type moves our logits
 // by about as much as it moves llama.cpp's: the check that tells the types apart (an f32 cache
-// fails as q8_0, f16 fails as bf16; checked here too). Native weights (the default; llama.cpp's
-// native run quantizes activations, which drowns the type's effect) get the first two checks. Needs the two model files of the setup step; a
-// missing file fails the test.
+// fails as q8_0, f16 fails as bf16; checked here too). q8_0: ids and effect required, logits
+// reported (rounding-flip noise, see check_model); bf16: reported. Native weights (the default;
+// llama.cpp's native run quantizes activations, which drowns the type's effect) get the first two
+// checks. Needs the two model files of the setup step; a missing file fails the test.
 //
 // Dimensions: V = n_vocab, N = the fixed id set (256), G = generated ids (32).
 #include <algorithm>
@@ -184,12 +185,23 @@ void check_model(const std::string& model, const std::string& weights) {
             std::printf("kv_types %s %s %s %s: %s\n", model.c_str(), weights.c_str(),
                         c["prompt"].get<std::string>().c_str(), type.c_str(), v.str().c_str());
             CHECK(v.ids_ok);
-            if (type == "q8_0" || type == "bf16") {
-                // Known open differences (issue 31 notes): our q8_0 cache moves the logits more than
-                // llama.cpp's, growing with prompt length (0.455 vs 0.111 at 1,042 tokens on SmolLM2
-                // F32); bf16 sits outside on one Gemma 3 prompt (0.050 vs 0.029; llama.cpp also
-                // rounds the queries to bf16). Reported, not yet required; the issue's proof asks
-                // f16 (and q8_0, open).
+            if (type == "q8_0") {
+                // llama.cpp rotates what a quantized cache stores (kv_rotation; without it our
+                // q8_0 effect was 0.455 vs llama.cpp's 0.111 at 1,042 tokens on SmolLM2 F32, now
+                // 0.170). Required: the ids and the effect's size. The logits of one prompt
+                // position cannot be required within llama.cpp's spread: every flipped q8_0
+                // rounding moves a value by a full step and the flips cascade through the layers,
+                // so a 1e-6 relative change of the queries (4e-5 on f32-cache logits) moves
+                // q8_0-cache logits by 0.16-0.22, as much as the type itself, and our activations
+                // differ from llama.cpp's by 4e-6 before any rounding (README). Reported.
+                CHECK(v.effect_ok);
+                if (!v.logits_ok) WARN("q8_0 logits outside llama.cpp's spread (rounding-flip noise): " << v.str());
+                continue;
+            }
+            if (type == "bf16") {
+                // bf16 sits outside on one Gemma 3 prompt (0.050 vs 0.029): llama.cpp's flash
+                // attention also rounds the queries to bf16 (the K type's vec_dot type), which we
+                // do not. Reported, not yet required.
                 if (!v.logits_ok || !v.effect_ok) WARN(type << " outside llama.cpp's tolerance: " << v.str());
                 continue;
             }
