@@ -42,8 +42,8 @@ std::unique_ptr<Session> load(const GridOpts& o) {
 
 // A cell line names the document (needle: its length and depth) and shows per configuration whether
 // the needle was found, or how much of the answer agreed with the full cache.
-std::vector<Row> run_grid(Session& s, const EvalTask& task, const RunOptions& ro, const GridOpts& o,
-                          const std::atomic<bool>* cancel) {
+CliRun run_grid(Session& s, const EvalTask& task, const RunOptions& ro, const GridOpts& o, const GridPlan& plan,
+                const std::atomic<bool>* cancel) {
     CellLine line;
     if (task.name() == "needle")
         line.label = [](std::ostream& os, const Row& f) {
@@ -57,11 +57,30 @@ std::vector<Row> run_grid(Session& s, const EvalTask& task, const RunOptions& ro
         else os << " agree " << std::setprecision(2) << r["agree_full"].get<double>();
     };
     const std::string header = task.name() + ": " + std::to_string(task.n_cells()) + " cells";
-    CliRun run = run_and_write(s, task, ro, header, o.out, o.quiet, line, cancel);
+    CliRun run = run_and_write(s, task, ro, header, o, line, plan, cancel);
     if (run.stats.cells_run > 0)
         std::cout << "one prefill and one full decode per document served every configuration: saved ~"
                   << fmt_s(run.stats.saved_ms) << " against one `snapkv compare` per configuration\n";
-    return std::move(run.rows);
+    return run;
+}
+
+// The needle grid's plan: its prompts are sized to their length (depths do not change it), so the
+// first cell still to run at the longest length stands for them all; shorter prompts are --lengths.
+GridPlan needle_plan(const NeedleTask& task) {
+    GridPlan p;
+    const std::vector<int64_t> lengths = task.options().lengths;  // cell = length index x depths + depth index
+    const auto n_depths = static_cast<int64_t>(task.options().depths.size());
+    p.candidates = [lengths, n_depths](const std::vector<int64_t>& to_run) {
+        std::vector<int64_t> best;
+        int64_t longest = -1;
+        for (int64_t cell : to_run) {
+            const int64_t length = lengths[static_cast<size_t>(cell / n_depths)];
+            if (length > longest) best = {cell}, longest = length;
+        }
+        return best;
+    };
+    p.shorter = [](int64_t n) { return "--lengths (or --max-length) of at most " + std::to_string(n); };
+    return p;
 }
 
 // Per configuration: lengths down, depths across; '#' found, '.' missed, ' ' not run yet.
@@ -145,8 +164,8 @@ void cmd_needle(const GridOpts& o, const std::string& lengths, int64_t max_lengt
     no.lengths = !lengths.empty() ? parse_int_list(lengths, "lengths")
                                   : NeedleTask::default_lengths(*s, no, o.max_tokens, max_length);
     NeedleTask task(*s, no, o.max_tokens);
-    const std::vector<Row> rows = run_grid(*s, task, ro, o, cancel);
-    print_needle_maps(rows, task.options(), ro);
+    const CliRun run = run_grid(*s, task, ro, o, needle_plan(task), cancel);
+    if (!run.plan_only) print_needle_maps(run.rows, task.options(), ro);
 }
 
 void cmd_sweep(const GridOpts& o, const std::string& set_path, const std::atomic<bool>* cancel) {
@@ -156,8 +175,8 @@ void cmd_sweep(const GridOpts& o, const std::string& set_path, const std::atomic
     QaSet set = load_qa_set(set_path);
     auto s = load(o);
     SweepTask task(*s, std::move(set), grid_chat(o.chat), o.max_tokens);
-    const std::vector<Row> rows = run_grid(*s, task, ro, o, cancel);
-    print_sweep_table(rows, ro);
+    const CliRun run = run_grid(*s, task, ro, o, GridPlan{}, cancel);  // every item's prompt is a candidate
+    if (!run.plan_only) print_sweep_table(run.rows, ro);
 }
 
 void cmd_merge(const std::vector<std::string>& inputs, const std::string& out, bool allow_partial) {

@@ -85,6 +85,28 @@ void print_table(const std::vector<Row>& rows, const RunOptions& ro, const Ruler
     }
 }
 
+// RULER's plan: each task sizes its samples to the length, so the first sample still to run of each
+// task at the longest length stands for them all; a length counts the answer's tokens too.
+GridPlan ruler_plan(const RulerTask& task) {
+    GridPlan p;
+    p.candidates = [&task](const std::vector<int64_t>& to_run) {
+        int64_t longest = -1;
+        for (int64_t cell : to_run) longest = std::max(longest, task.cell_id(cell).length);
+        std::vector<int64_t> best;
+        std::vector<const RulerTaskSpec*> seen;
+        for (int64_t cell : to_run) {
+            const RulerTask::CellId id = task.cell_id(cell);
+            if (id.length != longest || std::find(seen.begin(), seen.end(), id.task) != seen.end()) continue;
+            seen.push_back(id.task);
+            best.push_back(cell);
+        }
+        return best;
+    };
+    const int64_t answer = task.max_answer_tokens();
+    p.shorter = [answer](int64_t n) { return "--lengths of at most " + std::to_string(n + answer); };
+    return p;
+}
+
 void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     // Everything that can be refused without the model is refused first.
     const GridOpts& g = o.grid;
@@ -126,8 +148,8 @@ void cmd_ruler(const RulerCliOpts& o, const std::atomic<bool>* cancel) {
     const std::string header = "ruler: " + std::to_string(ropt.tasks.size()) + " tasks x " +
                                std::to_string(ropt.lengths.size()) + " lengths x " + std::to_string(o.samples) +
                                " samples = " + std::to_string(task.n_cells()) + " cells,";
-    const std::vector<Row> rows = run_and_write(s, task, ro, header, g.out, g.quiet, line, cancel).rows;
-    print_table(rows, ro, task);
+    const CliRun run = run_and_write(s, task, ro, header, g, line, ruler_plan(task), cancel);
+    if (!run.plan_only) print_table(run.rows, ro, task);
 }
 
 }  // namespace

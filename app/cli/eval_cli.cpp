@@ -12,6 +12,7 @@
 
 #include "app/cli/cli_checks.h"
 #include "core/eval/results_file.h"
+#include "core/session/run_forecast.h"
 #include "core/tokenizer/chat_template.h"
 
 namespace snapkv::cli {
@@ -24,8 +25,71 @@ std::string fmt_s(double ms) {
     return ss.str();
 }
 
+namespace {
+
+// The cheaper choices of a largest cell that does not fit, in the command's flags.
+std::string grid_choices(const RunForecast& f, const GridPlan& plan) {
+    std::string s;
+    for (size_t i = 0; i < f.choices.size(); ++i) {
+        const CheaperChoice& c = f.choices[i];
+        if (i > 0) s += i + 1 == f.choices.size() ? " or " : ", ";
+        if (c.kind == CheaperChoice::Kind::CacheType) s += "--cache-type " + std::string(kv_type_name(c.cache_type));
+        else
+            s += plan.shorter ? plan.shorter(c.n_tokens)
+                              : "documents of at most " + group_thousands(c.n_tokens) + " tokens";
+        s += " (peak " + format_bytes(c.peak_bytes) + ")";
+    }
+    return s;
+}
+
+// Prints the plan line (forecast_grid over the cells of `run` still to run) unless quiet and not
+// plan_only, and refuses a largest cell that does not fit.
+void show_grid_plan(Session& s, const EvalTask& task, const EvalRun& run, const std::set<RowKey>& done,
+                    const GridPlan& plan, bool quiet, bool plan_only, const std::atomic<bool>* cancel) {
+    const auto n_configs = static_cast<int64_t>(run.options().configs.size());
+    std::vector<int64_t> to_run;
+    for (int64_t cell : run.shard_cells())
+        for (int64_t k = 0; k < n_configs; ++k)
+            if (!done.count({cell, k})) {
+                to_run.push_back(cell);
+                break;
+            }
+    const std::vector<int64_t> candidates = plan.candidates ? plan.candidates(to_run) : to_run;
+    std::vector<SelectionParams> selections;  // the configurations that select from the prefill
+    for (const EvalConfig& c : run.options().configs)
+        if (!c.full) selections.push_back(c.params);
+    const GridForecast g = forecast_grid(
+        s, candidates,
+        [&](int64_t cell) {
+            const CellPrompt cp = task.prepare(s, cell);
+            std::ostringstream label;
+            if (cp.fields.contains("length")) {
+                label << "length " << cp.fields["length"];
+                if (cp.fields.contains("depth")) label << " depth " << cp.fields["depth"].get<double>();
+                if (cp.fields.contains("ruler_task")) label << " " << cp.fields["ruler_task"].get<std::string>();
+            } else {
+                label << cp.fields.value("item_id", "cell " + std::to_string(cell));
+            }
+            return GridCell{cp.prompt, label.str()};
+        },
+        static_cast<int64_t>(to_run.size()), selections, run.options().generation.max_tokens, cancel);
+    if (!quiet || plan_only) std::cerr << "plan: " << g.summary() << "\n";
+    if (g.largest_cell < 0) return;
+    const std::string choices = grid_choices(g.largest, plan);
+    require_memory(
+        g.largest.memory, g.largest.available,
+        "the grid's largest cell (" + g.largest_label + ", " + group_thousands(g.largest.n_tokens) + " tokens)",
+        choices.empty() ? "; no cache type or shorter prompt fits: free memory or use a smaller model"
+                        : "; try " + choices);
+    if (plan_only) std::cerr << "plan: --plan stops here, before the first cell\n";
+}
+
+}  // namespace
+
 CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, const std::string& header,
-                     const std::string& out, bool quiet, const CellLine& line, const std::atomic<bool>* cancel) {
+                     const GridOpts& o, const CellLine& line, const GridPlan& plan, const std::atomic<bool>* cancel) {
+    const std::string& out = o.out;
+    const bool quiet = o.quiet;
     EvalRun run(s, task, ro);
     const std::set<RowKey> done = resume_rows(out, run.settings());
     const bool tty = isatty(fileno(stderr));
@@ -37,6 +101,12 @@ CliRun run_and_write(Session& s, const EvalTask& task, const RunOptions& ro, con
                           : std::string())
                   << (done.empty() ? "" : ", resuming: " + std::to_string(done.size()) + " rows already in " + out)
                   << "\n";
+    show_grid_plan(s, task, run, done, plan, quiet, o.plan, cancel);
+    if (o.plan) {
+        CliRun planned;
+        planned.plan_only = true;
+        return planned;
+    }
     RowWriter writer(out);
     std::vector<Row> cell_rows;
     const auto t0 = std::chrono::steady_clock::now();
@@ -134,7 +204,11 @@ void add_grid_options(CLI::App* c, GridOpts& o, const GridCommand& g) {
                   "The date a template prints (strftime_now), YYYY-MM-DD; default today, recorded in the rows");
     c->add_option("--shard", o.shard, "Run cells with index % N == i only (i/N, i from 0); merge the parts afterwards");
     c->add_option("--out,-o", o.out, "Results (JSON Lines); an existing file is resumed")->required();
-    c->add_flag("--quiet,-q", o.quiet, "No progress or per-cell lines on stderr");
+    c->add_flag("--quiet,-q", o.quiet, "No plan, progress or per-cell lines on stderr");
+    c->add_flag("--plan", o.plan,
+                "Print what the run will take (the largest cell's memory, peak vs free, and time per prefill from a "
+                "short calibration forward; the cells still to run and their total time) and the cheaper choices "
+                "when it does not fit, then stop before the first cell");
 }
 
 RunOptions grid_run_options(const GridOpts& o, const GridCommand& g) {

@@ -1,8 +1,10 @@
 // What `snapkv needle`, `snapkv sweep` and `snapkv ruler` share: their options, registered once
 // here with one help text each (what differs is a GridCommand parameter), the run options read from
 // them, core's parameter names turned into the flags, and the run loop: resume from --out, print the
-// header line, run the grid with one progress line per finished cell (its scores and an ETA), append
-// rows, print the totals. What a cell line says is the command's; the tables at the end are too.
+// header line and the plan line (the largest cell's memory and time, the cells to run; `--plan`
+// stops there, a largest cell that does not fit is refused), run the grid with one progress line per
+// finished cell (its scores and an ETA), append rows, print the totals. What a cell line says is the
+// command's; the tables at the end are too.
 #pragma once
 
 #include <atomic>
@@ -39,6 +41,17 @@ struct CellLine {
 struct CliRun {
     std::vector<eval::Row> rows;  // the rows of this run's settings now in `out`, sorted
     eval::RunStats stats;
+    bool plan_only = false;  // --plan: the plan was printed, no cell ran (rows and stats are empty)
+};
+
+// What the plan line of a grid needs from its command (core/session/run_forecast.h forecast_grid).
+struct GridPlan {
+    // Of the cells still to run (in order), those whose prompt may be the longest: the needle
+    // grid's longest length, one per task at RULER's longest; unset: all of them.
+    std::function<std::vector<int64_t>(const std::vector<int64_t>& to_run)> candidates;
+    // The shorter-prompt choice in the command's flags for prompts of at most n_tokens tokens
+    // ("--lengths of at most 12,000"); unset: "documents of at most 12,000 tokens".
+    std::function<std::string(int64_t n_tokens)> shorter;
 };
 
 // "64,128": a default list as the options' text.
@@ -86,11 +99,12 @@ struct GridOpts {
     GridChatOpts chat;
     std::string shard, out;
     bool quiet = false;
+    bool plan = false;  // --plan: print the plan line and stop before the first cell
 };
 
 // The one registration of the grid options, with one help text each: model, device, dtype,
 // weights, the axes (defaults from g.defaults), seed, answer tokens, KL steps, the hit threshold,
-// the chat options, --shard, --out and --quiet. The command adds its own options after them.
+// the chat options, --shard, --out, --quiet and --plan. The command adds its own options after them.
 void add_grid_options(CLI::App* c, GridOpts& o, const GridCommand& g);
 
 // The run options from the options' text: every axis parsed into configurations (expand_configs),
@@ -104,9 +118,13 @@ std::string grid_flag(const std::string& param, const GridCommand& g);
 // "budgets: ..." from core/eval reads "--budgets: ..." on the command line.
 void with_grid_flags(const GridCommand& g, const std::function<void()>& run);
 
-// `header` is the start of the first stderr line, up to " x N configurations". Progress goes to
-// stderr unless `quiet`; the totals go to stdout.
+// `header` is the start of the first stderr line, up to " x N configurations". Then, before any
+// cell, the plan line "plan: largest cell ..." (forecast_grid over the cells still to run); a
+// largest cell that does not fit is refused there (InputError naming the cheaper choices: another
+// --cache-type, shorter prompts), before --out is touched. o.plan: stop after the plan line (printed
+// even with --quiet). Progress and the plan line go to stderr unless o.quiet; the totals go to
+// stdout.
 CliRun run_and_write(Session& s, const eval::EvalTask& task, const eval::RunOptions& ro, const std::string& header,
-                     const std::string& out, bool quiet, const CellLine& line, const std::atomic<bool>* cancel);
+                     const GridOpts& o, const CellLine& line, const GridPlan& plan, const std::atomic<bool>* cancel);
 
 }  // namespace snapkv::cli

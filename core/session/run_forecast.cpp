@@ -51,6 +51,24 @@ struct SpeedKey {
 
 std::mutex g_speed_mutex;
 std::map<SpeedKey, PrefillSpeed> g_speeds;
+std::map<SpeedKey, DecodeSpeed> g_decode_speeds;
+
+SpeedKey speed_key(const ModelInfo& info, int64_t tokens) {
+    return {info.path, info.weights, info.device, info.dtype, runtime_info().intra_op_threads, tokens};
+}
+
+// FLOPs of one decode step's attention over a cache of n tokens: 4 * D per key and head, each
+// layer's sliding window applied.
+double decode_attention_flops(const ModelConfig& c, int64_t n) {
+    const double per_key = 4.0 * static_cast<double>(c.n_head) * static_cast<double>(c.head_dim);
+    double f = 0;
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+        const int64_t w = static_cast<size_t>(l) < c.layers.size() ? c.layers[static_cast<size_t>(l)].sliding_window
+                                                                   : 0;
+        f += per_key * static_cast<double>(w > 0 ? std::min(n, w) : n);
+    }
+    return f;
+}
 
 std::string percent(double share) {
     char buf[32];
@@ -83,7 +101,7 @@ PrefillSpeed measure_prefill_speed(Session& session, int64_t tokens, CancelFlag 
     const ModelInfo info = session.model_info();
     const int64_t n_ctx = info.config.n_ctx_train;
     tokens = std::max<int64_t>(8, n_ctx > 0 ? std::min(tokens, n_ctx) : tokens);
-    SpeedKey key{info.path, info.weights, info.device, info.dtype, runtime_info().intra_op_threads, tokens};
+    const SpeedKey key = speed_key(info, tokens);
     {
         std::lock_guard<std::mutex> lock(g_speed_mutex);
         if (auto it = g_speeds.find(key); it != g_speeds.end()) return it->second;
@@ -112,6 +130,35 @@ PrefillSpeed measure_prefill_speed(Session& session, int64_t tokens, CancelFlag 
     std::lock_guard<std::mutex> lock(g_speed_mutex);
     g_speeds[key] = speed;
     return speed;
+}
+
+DecodeSpeed measure_decode_speed(Session& session, int64_t tokens, int64_t steps, CancelFlag cancel) {
+    const ModelInfo info = session.model_info();
+    const int64_t n_ctx = info.config.n_ctx_train;
+    steps = std::max<int64_t>(1, steps);
+    tokens = std::max<int64_t>(8, n_ctx > 0 ? std::min(tokens, n_ctx - steps) : tokens);
+    const SpeedKey key = speed_key(info, tokens);
+    {
+        std::lock_guard<std::mutex> lock(g_speed_mutex);
+        if (auto it = g_decode_speeds.find(key); it != g_decode_speeds.end()) return it->second;
+    }
+    DecodeSpeed speed;
+    speed.tokens = tokens;
+    for (const BenchRow& r : session.bench({tokens}, steps, {}, cancel, false))
+        if (r.what.rfind("decode", 0) == 0 && r.tokens > 0) speed.step_ms = r.ms / static_cast<double>(r.tokens);
+    std::lock_guard<std::mutex> lock(g_speed_mutex);
+    g_decode_speeds[key] = speed;
+    return speed;
+}
+
+double modelled_decode_ms(const ModelConfig& c, const PrefillSpeed& prefill, const DecodeSpeed& decode,
+                          const std::vector<int64_t>& kept, int64_t steps) {
+    if (!prefill.measured() || !decode.measured()) return -1;
+    // The calibration step already attended over decode.tokens keys: only the keys beyond them add.
+    double attn = 0;
+    for (int64_t n : kept)
+        attn += std::max(decode_attention_flops(c, n) - decode_attention_flops(c, decode.tokens), 0.0);
+    return static_cast<double>(steps) * (decode.step_ms + attn / prefill.attention_flops_per_ms);
 }
 
 PrefillSpeed with_last_prefill(PrefillSpeed speed, const ModelConfig& config, const PrefillSummary& last,
@@ -180,6 +227,75 @@ RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt,
         f.choices.push_back(ch);
     }
     return f;
+}
+
+GridForecast forecast_grid(Session& session, const std::vector<int64_t>& candidates,
+                           const std::function<GridCell(int64_t cell)>& cell_of, int64_t cells,
+                           const std::vector<SelectionParams>& selections, int64_t answer_tokens, CancelFlag cancel) {
+    GridForecast g;
+    g.cells = cells;
+    g.answer_tokens = answer_tokens;
+    g.configs = static_cast<int64_t>(selections.size());
+    const PrefillSettings ps = plan_run(selections);
+    PromptTokens largest;
+    for (int64_t cell : candidates) {
+        if (cancel && cancel->load()) throw Cancelled();
+        GridCell gc = cell_of(cell);
+        PromptTokens p = session.build_prompt(gc.prompt);
+        if (g.largest_cell < 0 || p.ids.size() > largest.ids.size()) {
+            largest = std::move(p);
+            g.largest_cell = cell;
+            g.largest_label = std::move(gc.label);
+        }
+    }
+    if (g.largest_cell < 0 || largest.ids.empty()) return g;
+    // Memory first: a cell that does not fit needs no calibration to be refused.
+    g.largest = forecast_prefill(session, largest, ps, PrefillSpeed{});
+    if (!g.fits()) return g;
+    PrefillSpeed prefill;  // unmeasured: the forecast gives memory alone
+    DecodeSpeed decode;
+    try {
+        prefill = measure_prefill_speed(session, 128, cancel);
+        if (answer_tokens > 0) decode = measure_decode_speed(session, 128, 8, cancel);
+    } catch (const InputError&) {
+        // Not even the calibration forward fits: the memory forecast names what the run needs.
+    }
+    if (!prefill.measured()) return g;
+    g.largest = forecast_prefill(session, largest, ps, prefill);
+    // The full cache's answer, then the configurations' answers together over what each keeps.
+    const int64_t n = g.largest.n_tokens;
+    std::vector<int64_t> kept;
+    for (const SelectionParams& p : selections) kept.push_back(std::clamp<int64_t>(effective_budget(p, n), 1, n));
+    const double full_ms = modelled_decode_ms(session.model_info().config, prefill, decode, {n}, answer_tokens);
+    const double compressed_ms = kept.empty() ? 0.0
+                                              : modelled_decode_ms(session.model_info().config, prefill, decode, kept,
+                                                                   answer_tokens);
+    if (full_ms >= 0 && compressed_ms >= 0)
+        g.decode_seconds = (full_ms + compressed_ms) * prefill.last_prefill_scale / 1000.0;
+    return g;
+}
+
+double GridForecast::cell_seconds() const {
+    if (largest.seconds < 0) return -1;
+    return largest.seconds + std::max(decode_seconds, 0.0);
+}
+
+std::string GridForecast::summary() const {
+    if (largest_cell < 0) return "nothing to run: every cell of the grid is done";
+    RunForecast memory = largest;
+    memory.seconds = -1;  // the times follow, per prefill and per cell
+    std::string s = "largest cell " + largest_label + ": " + memory.summary();
+    const std::string n_cells = std::to_string(cells) + (cells == 1 ? " cell" : " cells") + " to run";
+    if (largest.seconds < 0) return s + "; " + n_cells + " (time not forecast)";
+    s += "; about " + format_seconds(largest.seconds) + " a prefill";
+    if (decode_seconds >= 0) {
+        s += " + " + format_seconds(decode_seconds) + " of decodes (" + std::to_string(answer_tokens) +
+             " tokens: full cache, then " + std::to_string(configs) +
+             (configs == 1 ? " configuration)" : " configurations together)");
+    }
+    s += "; " + n_cells + ", about " + format_seconds(total_seconds()) + " in all";
+    if (decode_seconds < 0) s += " (prefill only)";
+    return s;
 }
 
 std::string RunForecast::summary() const {

@@ -1,11 +1,14 @@
 // What a prefill will take before it starts: its memory (weights, KV cache in the model's cache
 // type, capture, scorers, activations; the peak against the free memory) and its time, from this
 // machine's measured speed, and when it does not fit the cheaper choices that would (another cache
-// type, a shorter document). Plain arithmetic over Session's estimates and one measurement; it runs
-// no prefill and refuses nothing itself (Session's own checks still do). Torch-free (the apps use it).
+// type, a shorter document); and the same for an evaluation grid, from its largest cell, with its
+// decodes and its cell count. Plain arithmetic over Session's estimates and short measurements; it
+// runs no prefill and refuses nothing itself (Session's own checks still do). Torch-free (the apps
+// use it).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,5 +97,67 @@ struct RunForecast {
 // (an unmeasured one leaves seconds < 0).
 RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt, const PrefillSettings& settings,
                              const PrefillSpeed& speed);
+
+// This machine's decode speed on the loaded model: one step at a short context (Session::bench's
+// decode row): the pass over the weights and all but a long cache's attention. A step over a cache
+// of n tokens adds its attention (4 * D FLOPs per key and head, each layer's sliding window
+// applied) at PrefillSpeed::attention_flops_per_ms.
+struct DecodeSpeed {
+    double step_ms = 0;  // one decode step at `tokens` of context
+    int64_t tokens = 0;
+    bool measured() const { return step_ms > 0; }
+};
+
+// Measures `steps` decode steps after a `tokens`-token prefill (no capture); cached for the process
+// as measure_prefill_speed is.
+DecodeSpeed measure_decode_speed(Session& session, int64_t tokens = 128, int64_t steps = 8,
+                                 CancelFlag cancel = nullptr);
+
+// Milliseconds of `steps` decode steps of sequences decoded together (one pass over the weights a
+// step, as Session::compare_many_to_reference does), each over a cache of kept[i] tokens; < 0 when
+// either speed is unmeasured.
+double modelled_decode_ms(const ModelConfig& config, const PrefillSpeed& prefill, const DecodeSpeed& decode,
+                          const std::vector<int64_t>& kept, int64_t steps);
+
+// One cell of a grid as the forecast sees it: its prompt and how the front end names it
+// ("length 32000 depth 0").
+struct GridCell {
+    PromptSpec prompt;
+    std::string label;
+};
+
+// What an evaluation grid (needle, sweep, RULER: per cell one prefill with capture, one full-cache
+// decode, then every configuration's compressed decode together) will take, from its largest cell:
+// each cell still to run is counted at that cell's cost, so the total is an upper bound.
+struct GridForecast {
+    RunForecast largest;         // the prefill of the longest prompt still to run
+    int64_t largest_cell = -1;   // which cell that is (-1: nothing to run)
+    std::string largest_label;   // GridCell::label of it
+    int64_t cells = 0;           // cells still to run (after resume)
+    int64_t answer_tokens = 0;   // decode steps per answer
+    int64_t configs = 0;         // compressed configurations decoded together after the full cache
+    double decode_seconds = -1;  // the largest cell's decodes; < 0: not forecast
+
+    bool fits() const { return largest.fits(); }
+    // The largest cell's prefill and decodes (the prefill alone when the decodes are not
+    // forecast); < 0: the prefill's speed was not measured.
+    double cell_seconds() const;
+    double total_seconds() const { return cell_seconds() < 0 ? -1 : cell_seconds() * static_cast<double>(cells); }
+    // "largest cell length 32000 depth 0: 32,000 tokens, KV f16 ..., peak 1.6 GiB (...), 90.1 GiB
+    // free; about 2 min 10 s a prefill + 4.1 s of decodes (32 tokens: full cache, then 2
+    // configurations together); 3 cells to run, about 6 min 42 s in all"
+    std::string summary() const;
+};
+
+// The forecast of a grid whose `cells` cells still to run include `candidates` (those whose prompt
+// may be the longest: cell_of builds each; the longest in tokens is forecast), prefilled with the
+// capture of `selections` (plan_run, as the runner) and answered in answer_tokens. Times come from
+// a short calibration (measure_prefill_speed, measure_decode_speed) unless the largest cell does not
+// fit or the calibration itself cannot run: the forecast then gives memory alone. No candidates:
+// largest_cell stays -1.
+GridForecast forecast_grid(Session& session, const std::vector<int64_t>& candidates,
+                           const std::function<GridCell(int64_t cell)>& cell_of, int64_t cells,
+                           const std::vector<SelectionParams>& selections, int64_t answer_tokens,
+                           CancelFlag cancel = nullptr);
 
 }  // namespace snapkv

@@ -185,3 +185,63 @@ TEST_CASE("result rows record the KV cache type, and a file of another type is n
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Contains("cache_type: \"f16\" here, \"f32\" there"));
 }
+
+TEST_CASE(
+    "needle prints a plan line for its largest cell, --plan stops before any cell, and a largest cell that "
+    "does not fit is refused before any row",
+    "[eval][cli][plan]") {
+    snapkv::test::TempDir dir;
+    const std::string out = dir.file("r.jsonl");
+    // kGrid without --quiet.
+    const std::string grid = " --model " + snapkv::test::data_path("stories260K.gguf") + " --haystack " +
+                             snapkv::test::data_path("reference/ppl-text.txt") +
+                             " --lengths 96,128 --depths 0,50,100 --policies snapkv,streaming --budgets 48"
+                             " --window 16 --kernel 5 --max-tokens 5";
+    SECTION("--plan names the largest length and the cells to run, and runs none") {
+        const Result r = run_shell(kCli + " needle" + grid + " --plan --out " + out);
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        CHECK_THAT(r.err, Contains("plan: largest cell length 128 depth 0: 128 tokens") && Contains("peak ") &&
+                              Contains(" free") && Contains("6 cells to run") && Contains("--plan stops here"));
+        CHECK(r.err.find("[1/6]") == std::string::npos);
+        CHECK(r.out.empty());
+        CHECK_FALSE(snapkv::test::file_exists(out));
+        // --plan asks for the line: --quiet does not hide it.
+        const Result q = run_shell(kCli + " needle" + grid + " --plan --quiet --out " + out);
+        CHECK(q.code == 0);
+        CHECK_THAT(q.err, Contains("plan: largest cell length 128"));
+        CHECK_FALSE(snapkv::test::file_exists(out));
+    }
+    SECTION("a run prints the plan before its first cell; --quiet prints no plan") {
+        Result r = run_shell(kCli + " needle" + grid + " --out " + out);
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        const size_t plan = r.err.find("plan: largest cell length 128");
+        REQUIRE(plan != std::string::npos);
+        CHECK(plan < r.err.find("[1/6]"));
+        r = run_shell(kCli + " needle" + grid + " --quiet --out " + dir.file("q.jsonl"));
+        REQUIRE(r.code == 0);
+        CHECK(r.err.find("plan:") == std::string::npos);
+    }
+    SECTION("the cell count is of the cells still to run after a resume") {
+        Result r = run_shell(kCli + " needle" + grid + " --quiet --shard 1/2 --out " + out);
+        REQUIRE(r.code == 0);
+        r = run_shell(kCli + " needle" + grid + " --plan --out " + out);
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        CHECK_THAT(r.err, Contains("3 cells to run"));
+        CHECK(rows_without_timing(out).size() == 9);  // --plan wrote nothing
+    }
+    SECTION("a largest cell that does not fit is refused before the shorter cells run") {
+        // 500 KiB: a length-96 cell's run (about 450 KiB) fits, a length-128 cell's (about 580 KiB)
+        // does not; without the plan the 96 cells would run and write rows first.
+        const Result r = run_shell("SNAPKV_MEMORY_LIMIT=500K " + kCli + " needle" + grid + " --out " + out);
+        INFO(r.err);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.err, Contains("the grid's largest cell (length 128 depth 0, 128 tokens) needs about") &&
+                              Contains("SNAPKV_MEMORY_LIMIT=500K") &&
+                              Contains("; try --lengths (or --max-length) of at most"));
+        CHECK(r.err.find("[1/6]") == std::string::npos);
+        CHECK_FALSE(snapkv::test::file_exists(out));
+    }
+}

@@ -95,3 +95,15 @@ TEST_CASE("ruler refuses an unknown task, a ratio outside [0, 1) and a length be
         CHECK_FALSE(snapkv::test::file_exists(out));  // refused before any prefill
     }
 }
+
+TEST_CASE("ruler --plan prints the plan of its longest length and runs no sample", "[ruler][cli][plan]") {
+    snapkv::test::TempDir dir;
+    const std::string out = dir.file("r.jsonl");
+    const Result r = run_shell(kCli + " ruler" + kGrid + " --plan --out " + out);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.err, Contains("plan: largest cell length 600 ") && Contains("6 cells to run") &&
+                          Contains("--plan stops here"));
+    CHECK(r.out.empty());
+    CHECK_FALSE(snapkv::test::file_exists(out));
+}

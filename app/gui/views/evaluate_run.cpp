@@ -1,6 +1,6 @@
 // EvaluateView's runner glue: starting a run from the form, and turning the worker's signals
-// (started, rows, progress, finished, failed, cancelled, a cell prepared) into the status line, the
-// progress bar and redraws. The worker itself is eval_worker.cpp; the drawing is elsewhere.
+// (planned, started, rows, progress, finished, failed, cancelled, a cell prepared) into the status
+// line, the progress bar and redraws. The worker itself is eval_worker.cpp; the drawing is elsewhere.
 #include <QFileInfo>
 
 #include <algorithm>
@@ -23,6 +23,10 @@ QString fmtDuration(double ms) {
 }  // namespace
 
 void EvaluateView::connectController() {
+    connect(m_controller, &EvalController::planned, this, [this](const QString& plan) {
+        m_plan = plan;
+        m_form->setStatus(plan);
+    });
     connect(m_controller, &EvalController::started, this, &EvaluateView::onStarted);
     connect(m_controller, &EvalController::rowFinished, this, &EvaluateView::onRow);
     connect(m_controller, &EvalController::cellsProgressed, this, &EvaluateView::onCellsProgressed);
@@ -100,6 +104,7 @@ bool EvaluateView::startRun(QString* error) {
     m_cellsDone = m_cellsTotal = m_cellsRun = 0;
     m_cellHadRows = false;
     m_stage = "loading model";
+    m_plan.clear();
     m_form->setStatus("Starting…");
     m_controller->run(job);
     fillMetricCombo();
@@ -115,7 +120,8 @@ void EvaluateView::onStarted(const QString& outPath, qint64 cells, qint64 presen
     m_form->setStatus(QString("Running %1 cells into %2%3.")
                           .arg(cells)
                           .arg(QFileInfo(outPath).fileName())
-                          .arg(present ? QString(" (%1 rows already there are kept)").arg(present) : QString()));
+                          .arg(present ? QString(" (%1 rows already there are kept)").arg(present) : QString()) +
+                      (m_plan.isEmpty() ? QString() : " " + m_plan));
 }
 
 void EvaluateView::onRow(const EvalRowPtr& row, const EvalSourcePtr& source) {
@@ -137,6 +143,7 @@ void EvaluateView::onCellsProgressed(qint64 done, qint64 total) {
     if (m_cellsRun > 0 && m_runClock.isValid() && done < total)
         s += " · about " + fmtDuration(m_runClock.elapsed() / double(m_cellsRun) * double(total - done)) + " left";
     if (!m_stage.isEmpty()) s += " · " + m_stage;
+    if (m_cellsRun == 0 && !m_plan.isEmpty()) s += " · " + m_plan;  // until a cell's own time is known
     m_form->setStatus(s);
     m_form->setProgress(done, total);
 }

@@ -103,6 +103,7 @@ private:
     bool m_cellHadRows = false;
     QString m_runTask;
     QString m_stage;
+    QString m_plan;  // the worker's plan of the running grid, shown until its first cell finishes
     QTimer m_redraw;
 };
 

@@ -3,7 +3,10 @@
 // results file and sends a copy to the GUI; it also rebuilds one cell's prompt when the user
 // clicks it. EvalController is
 // the GUI side: it owns the thread, queues jobs, and turns the worker's signals into its own.
-// Values cross threads (shared pointers to const copies); exceptions never do.
+// Before the first cell the worker forecasts the grid's largest cell (core/session/run_forecast.h,
+// as `snapkv needle` does) and sends the plan text; a largest cell that does not fit fails the run
+// with the cheaper choices instead of starting it. Values cross threads (shared pointers to const
+// copies); exceptions never do.
 #pragma once
 
 #include <QElapsedTimer>
@@ -112,6 +115,8 @@ public:
     void shutdown();
 
 Q_SIGNALS:
+    // The plan of the run (its largest cell's memory and time, the cells to run), before started().
+    void planned(const QString& plan);
     void started(const QString& outPath, qint64 cellsInShard, qint64 rowsPresent);
     void rowFinished(const studio::EvalRowPtr& row, const studio::EvalSourcePtr& source);
     void cellsProgressed(qint64 done, qint64 total);
@@ -144,6 +149,7 @@ public:
 
 Q_SIGNALS:
     void busyChanged(bool busy);
+    void planned(const QString& plan);
     void started(const QString& outPath, qint64 cellsInShard, qint64 rowsPresent);
     void rowFinished(const studio::EvalRowPtr& row, const studio::EvalSourcePtr& source);
     void cellsProgressed(qint64 done, qint64 total);
