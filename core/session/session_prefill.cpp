@@ -20,17 +20,10 @@ namespace snapkv {
 namespace {
 
 // Keys of the first n slots of a fresh cache: [Hkv, n, D], a view into the cache's buffer when it
-// stores float32, f16 or bf16 rows on the CPU (no copy: the prefill state keeps that cache
-// unchanged for as long as the scorers live; the scorer's kernel widens 16-bit rows as it reads
-// them), a float32 copy otherwise (q8_0, or a 16-bit model dtype on CUDA).
+// is float32 (no copy: the prefill state keeps that cache unchanged for as long as the scorers
+// live), a float32 copy otherwise.
 at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
-    const LayerKv& kv = cache.layer(layer);
-    if (kv.cpu_readable()) {
-        const at::Tensor stored = kv.stored_keys();
-        const at::ScalarType t = stored.scalar_type();
-        if (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) return stored.narrow(1, 0, n);
-    }
-    return kv.keys().narrow(1, 0, n).to(at::kFloat);
+    return cache.layer(layer).keys().narrow(1, 0, n).to(at::kFloat);
 }
 
 }  // namespace
@@ -40,9 +33,8 @@ at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
 int64_t capture_bytes(const PrefillState& st, const std::vector<LayerScorer>& scorers) {
     auto own = [&](const at::Tensor& t, int64_t layer) -> int64_t {
         if (!t.defined()) return 0;
-        if (t.is_alias_of(st.cache.layer(layer).stored_keys())) return 0;
-        // The query-agnostic capture's keys are a view of the aware capture's float32 copy.
-        if (&t != &st.aware[size_t(layer)].keys && t.is_alias_of(st.aware[size_t(layer)].keys)) return 0;
+        const at::Tensor cache_keys = st.cache.layer(layer).keys();
+        if (t.is_alias_of(cache_keys)) return 0;
         return t.numel() * static_cast<int64_t>(t.element_size());
     };
     int64_t bytes = 0;
@@ -158,9 +150,7 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             add_statistics_inputs(aware);
             LayerCapture agn;
             scoring(agn, l);
-            // The context's rows of the same keys: a view (a 16-bit or q8_0 cache's float32 copy
-            // is made once per layer, not once per part).
-            agn.keys = aware.keys.narrow(1, 0, Lc);  // [Hkv, Lc, D]
+            agn.keys = cache_keys(st.cache, l, Lc);  // [Hkv, Lc, D]
             agn.window_queries = ctx_cap.window_queries[li];
             if (column_sums) agn.h2o = ctx_cap.h2o_scores[li];
             if (query_stats) add_query_stats(agn, ctx_cap.queries[li]);

@@ -20,8 +20,7 @@ namespace snapkv {
 struct LayerCapture {
     at::Tensor window_queries;  // [H, Wmax, D] post-RoPE queries of the last Wmax prompt positions
     at::Tensor keys;            // [Hkv, L, D] post-RoPE keys of all L prompt positions (may be a
-                                // view into a KV cache buffer: only its rows are read; a 16-bit
-                                // cache's own rows are read as they are, widened exactly)
+                                // view into a KV cache buffer: only its rows are read)
     at::Tensor h2o;             // [H, L] attention each key received, summed over all L prompt
                                 // queries (causal): H2O's score; may be undefined
     // How the model scores this layer (transformers' eager attention, the order matters):
