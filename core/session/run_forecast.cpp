@@ -57,17 +57,20 @@ SpeedKey speed_key(const ModelInfo& info, int64_t tokens) {
     return {info.path, info.weights, info.device, info.dtype, runtime_info().intra_op_threads, tokens};
 }
 
+// sum over layers of f(sliding window of the layer; 0: the whole prefix).
+template <class F>
+double sum_over_layers(const ModelConfig& c, F&& f) {
+    double sum = 0;
+    for (int64_t l = 0; l < c.n_layer; ++l)
+        sum += f(static_cast<size_t>(l) < c.layers.size() ? c.layers[static_cast<size_t>(l)].sliding_window : 0);
+    return sum;
+}
+
 // FLOPs of one decode step's attention over a cache of n tokens: 4 * D per key and head, each
 // layer's sliding window applied.
 double decode_attention_flops(const ModelConfig& c, int64_t n) {
     const double per_key = 4.0 * static_cast<double>(c.n_head) * static_cast<double>(c.head_dim);
-    double f = 0;
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-        const int64_t w = static_cast<size_t>(l) < c.layers.size() ? c.layers[static_cast<size_t>(l)].sliding_window
-                                                                   : 0;
-        f += per_key * static_cast<double>(w > 0 ? std::min(n, w) : n);
-    }
-    return f;
+    return sum_over_layers(c, [&](int64_t w) { return per_key * static_cast<double>(w > 0 ? std::min(n, w) : n); });
 }
 
 std::string percent(double share) {
@@ -80,13 +83,7 @@ std::string percent(double share) {
 
 double attention_flops(const ModelConfig& c, int64_t n_tokens) {
     const double per_pair = 4.0 * static_cast<double>(c.n_head) * static_cast<double>(c.head_dim);
-    double f = 0;
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-        const int64_t w = static_cast<size_t>(l) < c.layers.size() ? c.layers[static_cast<size_t>(l)].sliding_window
-                                                                   : 0;
-        f += per_pair * causal_pairs(n_tokens, w);
-    }
-    return f;
+    return sum_over_layers(c, [&](int64_t w) { return per_pair * causal_pairs(n_tokens, w); });
 }
 
 double modelled_prefill_ms(const ModelConfig& c, const PrefillSpeed& speed, int64_t n_tokens,

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/views/head_view.h"
@@ -80,16 +81,23 @@ double cellAt(QCPColorMap* m, double key, double row) {
     return m->data()->cell(k, v);
 }
 
+// The head view of the 32K state (filled here), shown at 1200 x 800 and drawn once.
+std::unique_ptr<studio::HeadView> shownView(studio::AnalysisState& state) {
+    fill(state);
+    auto view = std::make_unique<studio::HeadView>(&state);
+    view->resize(1200, 800);
+    view->show();
+    settle();
+    view->refreshNow();
+    return view;
+}
+
 }  // namespace
 
 TEST_CASE("The head view reduces a 32K prefix to screen columns by maximum and shows every key zoomed in", "[gui]") {
     studio::AnalysisState state;
-    fill(state);
-    studio::HeadView view(&state);
-    view.resize(1200, 800);
-    view.show();
-    settle();
-    view.refreshNow();
+    const std::unique_ptr<studio::HeadView> shown = shownView(state);
+    studio::HeadView& view = *shown;
     QCustomPlot* plot = view.plot();
     QCPColorMap* heat = colorMap(plot, false);
     QCPColorMap* kept = colorMap(plot, true);
@@ -121,12 +129,8 @@ TEST_CASE("The head view reduces a 32K prefix to screen columns by maximum and s
 
 TEST_CASE("One wheel notch on the 32K head view zooms about the cursor and draws the frame once", "[gui]") {
     studio::AnalysisState state;
-    fill(state);
-    studio::HeadView view(&state);
-    view.resize(1200, 800);
-    view.show();
-    settle();
-    view.refreshNow();
+    const std::unique_ptr<studio::HeadView> shown = shownView(state);
+    studio::HeadView& view = *shown;
     settle();
     QCustomPlot* plot = view.plot();
     QCPAxisRect* heatRect = plot->axisRect(0);
