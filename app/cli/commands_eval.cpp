@@ -64,21 +64,10 @@ CliRun run_grid(Session& s, const EvalTask& task, const RunOptions& ro, const Gr
     return run;
 }
 
-// The needle grid's plan: its prompts are sized to their length (depths do not change it), so the
-// first cell still to run at the longest length stands for them all; shorter prompts are --lengths.
-GridPlan needle_plan(const NeedleTask& task) {
+// The needle grid's plan names a shorter prompt as --lengths (which cells it forecasts is
+// NeedleTask::plan_candidates).
+GridPlan needle_plan() {
     GridPlan p;
-    const std::vector<int64_t> lengths = task.options().lengths;  // cell = length index x depths + depth index
-    const auto n_depths = static_cast<int64_t>(task.options().depths.size());
-    p.candidates = [lengths, n_depths](const std::vector<int64_t>& to_run) {
-        std::vector<int64_t> best;
-        int64_t longest = -1;
-        for (int64_t cell : to_run) {
-            const int64_t length = lengths[static_cast<size_t>(cell / n_depths)];
-            if (length > longest) best = {cell}, longest = length;
-        }
-        return best;
-    };
     p.shorter = [](int64_t n) { return "--lengths (or --max-length) of at most " + std::to_string(n); };
     return p;
 }
@@ -164,7 +153,7 @@ void cmd_needle(const GridOpts& o, const std::string& lengths, int64_t max_lengt
     no.lengths = !lengths.empty() ? parse_int_list(lengths, "lengths")
                                   : NeedleTask::default_lengths(*s, no, o.max_tokens, max_length);
     NeedleTask task(*s, no, o.max_tokens);
-    const CliRun run = run_grid(*s, task, ro, o, needle_plan(task), cancel);
+    const CliRun run = run_grid(*s, task, ro, o, needle_plan(), cancel);
     if (!run.plan_only) print_needle_maps(run.rows, task.options(), ro);
 }
 

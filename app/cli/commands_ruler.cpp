@@ -85,23 +85,10 @@ void print_table(const std::vector<Row>& rows, const RunOptions& ro, const Ruler
     }
 }
 
-// RULER's plan: each task sizes its samples to the length, so the first sample still to run of each
-// task at the longest length stands for them all; a length counts the answer's tokens too.
+// RULER's plan names a shorter prompt as --lengths, which count the answer's tokens too (which
+// cells it forecasts is RulerTask::plan_candidates).
 GridPlan ruler_plan(const RulerTask& task) {
     GridPlan p;
-    p.candidates = [&task](const std::vector<int64_t>& to_run) {
-        int64_t longest = -1;
-        for (int64_t cell : to_run) longest = std::max(longest, task.cell_id(cell).length);
-        std::vector<int64_t> best;
-        std::vector<const RulerTaskSpec*> seen;
-        for (int64_t cell : to_run) {
-            const RulerTask::CellId id = task.cell_id(cell);
-            if (id.length != longest || std::find(seen.begin(), seen.end(), id.task) != seen.end()) continue;
-            seen.push_back(id.task);
-            best.push_back(cell);
-        }
-        return best;
-    };
     const int64_t answer = task.max_answer_tokens();
     p.shorter = [answer](int64_t n) { return "--lengths of at most " + std::to_string(n + answer); };
     return p;

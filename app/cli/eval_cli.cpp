@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "app/cli/cli_checks.h"
+#include "core/eval/eval_plan.h"
 #include "core/eval/results_file.h"
-#include "core/session/run_forecast.h"
 #include "core/tokenizer/chat_template.h"
 
 namespace snapkv::cli {
@@ -27,60 +27,19 @@ std::string fmt_s(double ms) {
 
 namespace {
 
-// The cheaper choices of a largest cell that does not fit, in the command's flags.
-std::string grid_choices(const RunForecast& f, const GridPlan& plan) {
-    std::string s;
-    for (size_t i = 0; i < f.choices.size(); ++i) {
-        const CheaperChoice& c = f.choices[i];
-        if (i > 0) s += i + 1 == f.choices.size() ? " or " : ", ";
-        if (c.kind == CheaperChoice::Kind::CacheType) s += "--cache-type " + std::string(kv_type_name(c.cache_type));
-        else
-            s += plan.shorter ? plan.shorter(c.n_tokens)
-                              : "documents of at most " + group_thousands(c.n_tokens) + " tokens";
-        s += " (peak " + format_bytes(c.peak_bytes) + ")";
-    }
-    return s;
-}
-
-// Prints the plan line (forecast_grid over the cells of `run` still to run) unless quiet and not
-// plan_only, and refuses a largest cell that does not fit.
+// Prints the plan line (core/eval/eval_plan.h: the forecast of the cells of `run` still to run)
+// unless quiet and not plan_only, and refuses a largest cell that does not fit, naming the cheaper
+// choices in the command's flags.
 void show_grid_plan(Session& s, const EvalTask& task, const EvalRun& run, const std::set<RowKey>& done,
                     const GridPlan& plan, bool quiet, bool plan_only, const std::atomic<bool>* cancel) {
-    const auto n_configs = static_cast<int64_t>(run.options().configs.size());
-    std::vector<int64_t> to_run;
-    for (int64_t cell : run.shard_cells())
-        for (int64_t k = 0; k < n_configs; ++k)
-            if (!done.count({cell, k})) {
-                to_run.push_back(cell);
-                break;
-            }
-    const std::vector<int64_t> candidates = plan.candidates ? plan.candidates(to_run) : to_run;
-    std::vector<SelectionParams> selections;  // the configurations that select from the prefill
-    for (const EvalConfig& c : run.options().configs)
-        if (!c.full) selections.push_back(c.params);
-    const GridForecast g = forecast_grid(
-        s, candidates,
-        [&](int64_t cell) {
-            const CellPrompt cp = task.prepare(s, cell);
-            std::ostringstream label;
-            if (cp.fields.contains("length")) {
-                label << "length " << cp.fields["length"];
-                if (cp.fields.contains("depth")) label << " depth " << cp.fields["depth"].get<double>();
-                if (cp.fields.contains("ruler_task")) label << " " << cp.fields["ruler_task"].get<std::string>();
-            } else {
-                label << cp.fields.value("item_id", "cell " + std::to_string(cell));
-            }
-            return GridCell{cp.prompt, label.str()};
-        },
-        static_cast<int64_t>(to_run.size()), selections, run.options().generation.max_tokens, cancel);
+    const GridForecast g = forecast_eval(s, task, run, done, cancel);
     if (!quiet || plan_only) std::cerr << "plan: " << g.summary() << "\n";
     if (g.largest_cell < 0) return;
-    const std::string choices = grid_choices(g.largest, plan);
-    require_memory(
-        g.largest.memory, g.largest.available,
-        "the grid's largest cell (" + g.largest_label + ", " + group_thousands(g.largest.n_tokens) + " tokens)",
-        choices.empty() ? "; no cache type or shorter prompt fits: free memory or use a smaller model"
-                        : "; try " + choices);
+    require_grid_fits(g, [&](const CheaperChoice& c) {
+        if (c.kind == CheaperChoice::Kind::CacheType) return "--cache-type " + std::string(kv_type_name(c.cache_type));
+        return plan.shorter ? plan.shorter(c.n_tokens)
+                            : "documents of at most " + group_thousands(c.n_tokens) + " tokens";
+    });
     if (plan_only) std::cerr << "plan: --plan stops here, before the first cell\n";
 }
 

@@ -44,11 +44,9 @@ struct CliRun {
     bool plan_only = false;  // --plan: the plan was printed, no cell ran (rows and stats are empty)
 };
 
-// What the plan line of a grid needs from its command (core/session/run_forecast.h forecast_grid).
+// What the plan line of a grid needs from its command: which cells it forecasts is the task's
+// (core/eval/eval_plan.h, EvalTask::plan_candidates), how a refusal names the choices is the command's.
 struct GridPlan {
-    // Of the cells still to run (in order), those whose prompt may be the longest: the needle
-    // grid's longest length, one per task at RULER's longest; unset: all of them.
-    std::function<std::vector<int64_t>(const std::vector<int64_t>& to_run)> candidates;
     // The shorter-prompt choice in the command's flags for prompts of at most n_tokens tokens
     // ("--lengths of at most 12,000"); unset: "documents of at most 12,000 tokens".
     std::function<std::string(int64_t n_tokens)> shorter;
@@ -119,7 +117,7 @@ std::string grid_flag(const std::string& param, const GridCommand& g);
 void with_grid_flags(const GridCommand& g, const std::function<void()>& run);
 
 // `header` is the start of the first stderr line, up to " x N configurations". Then, before any
-// cell, the plan line "plan: largest cell ..." (forecast_grid over the cells still to run); a
+// cell, the plan line "plan: largest cell ..." (forecast_eval over the cells still to run); a
 // largest cell that does not fit is refused there (InputError naming the cheaper choices: another
 // --cache-type, shorter prompts), before --out is touched. o.plan: stop after the plan line (printed
 // even with --quiet). Progress and the plan line go to stderr unless o.quiet; the totals go to

@@ -195,6 +195,13 @@ EvalConfig config_from_json(const nlohmann::json& j) {
     return c;
 }
 
+std::vector<SelectionParams> selection_params(const std::vector<EvalConfig>& configs) {
+    std::vector<SelectionParams> out;
+    for (const EvalConfig& c : configs)
+        if (!c.full) out.push_back(c.params);
+    return out;
+}
+
 std::string config_label(const EvalConfig& c) {
     if (c.full) return "full";
     // Labels name what is not the default.

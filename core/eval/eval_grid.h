@@ -52,6 +52,10 @@ struct GridAxes {
 // policy/pooling/GQA mode.
 std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 
+// The parameters of the configurations that select from a cell's prefill (all but the full cache),
+// in order: what the prefill captures for (plan_run) and what the grid's plan decodes.
+std::vector<SelectionParams> selection_params(const std::vector<EvalConfig>& configs);
+
 // Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations),
 // ratio (ratio configurations only), window, kernel, pooling, gqa, tie_break, query_agnostic (nulls
 // where they do not apply).

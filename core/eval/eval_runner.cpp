@@ -155,10 +155,7 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
     RunStats st;
     st.cells_in_shard = static_cast<int64_t>(cells.size());
 
-    std::vector<SelectionParams> selections;  // the configurations that select from the prefill
-    for (const auto& c : m_options.configs)
-        if (!c.full) selections.push_back(c.params);
-    const PrefillSettings ps = plan_run(selections);
+    const PrefillSettings ps = plan_run(selection_params(m_options.configs));
     CompareSettings cs;
     cs.generation = m_options.generation;
     cs.hit_threshold = m_options.hit_threshold;

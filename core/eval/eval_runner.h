@@ -62,6 +62,12 @@ public:
     virtual int64_t n_cells() const = 0;
     virtual nlohmann::json settings() const = 0;  // what defines the cells
     virtual CellPrompt prepare(const Session& s, int64_t cell) const = 0;
+    // Of the cells still to run (in order), those whose prompt may be the longest: the grid's plan
+    // (eval_plan.h) builds each and forecasts the longest. Default: every one of them.
+    virtual std::vector<int64_t> plan_candidates(const std::vector<int64_t>& to_run) const { return to_run; }
+    // How the plan names a cell ("length 2048 depth 50", "length 4096 niah_single_1", an item's
+    // id); default "cell 3".
+    virtual std::string cell_label(int64_t cell) const { return "cell " + std::to_string(cell); }
 };
 
 struct RunOptions {

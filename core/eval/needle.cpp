@@ -269,6 +269,25 @@ std::string NeedleTask::document(const Session& s, int64_t n_hay, double depth, 
     return text.substr(0, at) + needle_text + " " + text.substr(at);
 }
 
+std::vector<int64_t> NeedleTask::plan_candidates(const std::vector<int64_t>& to_run) const {
+    const auto n_depths = static_cast<int64_t>(m_opt.depths.size());
+    std::vector<int64_t> best;
+    int64_t longest = -1;
+    for (int64_t cell : to_run) {
+        const int64_t length = m_opt.lengths[static_cast<size_t>(cell / n_depths)];
+        if (length > longest) best = {cell}, longest = length;
+    }
+    return best;
+}
+
+std::string NeedleTask::cell_label(int64_t cell) const {
+    const auto n_depths = static_cast<int64_t>(m_opt.depths.size());
+    std::ostringstream label;
+    label << "length " << m_opt.lengths[static_cast<size_t>(cell / n_depths)] << " depth "
+          << m_opt.depths[static_cast<size_t>(cell % n_depths)];
+    return label.str();
+}
+
 CellPrompt NeedleTask::prepare(const Session& s, int64_t cell) const {
     const auto t0 = std::chrono::steady_clock::now();
     const auto n_depths = static_cast<int64_t>(m_opt.depths.size());

@@ -61,6 +61,10 @@ public:
     int64_t n_cells() const override;
     nlohmann::json settings() const override;
     CellPrompt prepare(const Session& s, int64_t cell) const override;
+    // A cell's prompt is sized to its length (its depth does not change it), so the first cell
+    // still to run at the longest length stands for them all.
+    std::vector<int64_t> plan_candidates(const std::vector<int64_t>& to_run) const override;
+    std::string cell_label(int64_t cell) const override;  // "length 2048 depth 50"
 
     const NeedleOptions& options() const { return m_opt; }
     // Default lengths: 5 lengths doubling up to the model's context less max_tokens, or up to `cap`

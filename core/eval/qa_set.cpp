@@ -126,6 +126,8 @@ PromptSpec SweepTask::prompt_for(const QaItem& item) const {
     return p;
 }
 
+std::string SweepTask::cell_label(int64_t cell) const { return m_set.items[static_cast<size_t>(cell)].id; }
+
 CellPrompt SweepTask::prepare(const Session&, int64_t cell) const {
     const QaItem& item = m_set.items[static_cast<size_t>(cell)];
     CellPrompt cp;

@@ -42,6 +42,7 @@ public:
     int64_t n_cells() const override { return static_cast<int64_t>(m_set.items.size()); }
     nlohmann::json settings() const override;
     CellPrompt prepare(const Session& s, int64_t cell) const override;
+    std::string cell_label(int64_t cell) const override;  // the item's id
 
     const QaSet& set() const { return m_set; }
 

@@ -85,6 +85,25 @@ RulerTask::CellId RulerTask::cell_id(int64_t cell) const {
     return id;
 }
 
+std::vector<int64_t> RulerTask::plan_candidates(const std::vector<int64_t>& to_run) const {
+    int64_t longest = -1;
+    for (int64_t cell : to_run) longest = std::max(longest, cell_id(cell).length);
+    std::vector<int64_t> best;
+    std::vector<const RulerTaskSpec*> seen;
+    for (int64_t cell : to_run) {
+        const CellId id = cell_id(cell);
+        if (id.length != longest || std::find(seen.begin(), seen.end(), id.task) != seen.end()) continue;
+        seen.push_back(id.task);
+        best.push_back(cell);
+    }
+    return best;
+}
+
+std::string RulerTask::cell_label(int64_t cell) const {
+    const CellId id = cell_id(cell);
+    return "length " + std::to_string(id.length) + " " + id.task->name;
+}
+
 int64_t RulerTask::max_answer_tokens() const {
     int64_t n = 1;
     for (const RulerTaskSpec* t : m_tasks) n = std::max(n, t->answer_tokens);
@@ -164,10 +183,7 @@ CellPrompt RulerTask::prepare(const Session& s, int64_t cell) const {
 }
 
 void check_ruler_memory(const Session& s, const RulerTask& task, const RunOptions& run, bool query_agnostic) {
-    std::vector<SelectionParams> selections;  // the configurations that select from the prefill
-    for (const auto& c : run.configs)
-        if (!c.full) selections.push_back(c.params);
-    const PrefillSettings ps = plan_run(selections);
+    const PrefillSettings ps = plan_run(selection_params(run.configs));
     const int64_t longest = *std::max_element(task.options().lengths.begin(), task.options().lengths.end());
     try {
         require_memory(s.estimate_prefill_memory(longest, ps, query_agnostic), s.available_memory(),

@@ -49,6 +49,10 @@ public:
     // spans of the sentences carrying the answer, in text order) and answer_spans (the span of each
     // reference, in the references' order; null where it is not inside a needle, as for cwe and fwe).
     CellPrompt prepare(const Session& s, int64_t cell) const override;
+    // Each task sizes its samples to the length, so the first sample still to run of each task at
+    // the longest length stands for them all (in the order of the cells).
+    std::vector<int64_t> plan_candidates(const std::vector<int64_t>& to_run) const override;
+    std::string cell_label(int64_t cell) const override;  // "length 4096 niah_single_1"
 
     struct CellId {
         int64_t length = 0;

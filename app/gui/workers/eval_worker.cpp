@@ -8,11 +8,11 @@
 
 #include "core/eval/chat_settings.h"
 #include "core/eval/datasets.h"
+#include "core/eval/eval_plan.h"
 #include "core/eval/needle.h"
 #include "core/eval/qa_set.h"
 #include "core/eval/results_file.h"
 #include "core/eval/ruler_runner.h"
-#include "core/session/run_forecast.h"
 
 #ifndef SNAPKV_SOURCE_DIR
 #define SNAPKV_SOURCE_DIR ""
@@ -83,6 +83,10 @@ public:
         m_last = std::make_shared<const se::CellPrompt>(cp);
         return cp;
     }
+    std::vector<int64_t> plan_candidates(const std::vector<int64_t>& toRun) const override {
+        return m_inner.plan_candidates(toRun);
+    }
+    std::string cell_label(int64_t cell) const override { return m_inner.cell_label(cell); }
     EvalSourcePtr last() const { return m_last; }
 
 private:
@@ -90,83 +94,17 @@ private:
     mutable EvalSourcePtr m_last;
 };
 
-// The cells whose prompt may be the longest of those still to run (`snapkv needle` and `snapkv ruler`
-// pick the same): a needle grid's prompts are sized to their length, RULER's samples to theirs, so
-// the first cell to run at the longest length (RULER: of each task) stands for the rest; a
-// question set's items are all candidates.
-std::vector<int64_t> planCandidates(const se::EvalTask& task, const std::vector<int64_t>& toRun) {
-    std::vector<int64_t> best;
-    int64_t longest = -1;
-    if (const auto* needle = dynamic_cast<const se::NeedleTask*>(&task)) {
-        const auto nDepths = static_cast<int64_t>(needle->options().depths.size());
-        for (int64_t cell : toRun) {
-            const int64_t length = needle->options().lengths[static_cast<size_t>(cell / nDepths)];
-            if (length > longest) best = {cell}, longest = length;
-        }
-        return best;
-    }
-    if (const auto* ruler = dynamic_cast<const se::RulerTask*>(&task)) {
-        for (int64_t cell : toRun) longest = std::max(longest, ruler->cell_id(cell).length);
-        std::vector<const se::RulerTaskSpec*> seen;
-        for (int64_t cell : toRun) {
-            const se::RulerTask::CellId id = ruler->cell_id(cell);
-            if (id.length != longest || std::find(seen.begin(), seen.end(), id.task) != seen.end()) continue;
-            seen.push_back(id.task);
-            best.push_back(cell);
-        }
-        return best;
-    }
-    return toRun;
-}
-
-// The run's plan text ("Plan: largest cell length 2048 depth 0: ..."); throws InputError, with the
-// cheaper choices, when its largest cell does not fit.
+// The run's plan text ("Plan: largest cell length 2048 depth 0: ...", core/eval/eval_plan.h as
+// `snapkv needle` and `snapkv ruler` plan); throws InputError, with the cheaper choices in the
+// form's words, when its largest cell does not fit.
 QString planRun(snapkv::Session& s, const se::EvalTask& task, const se::EvalRun& run, const std::set<se::RowKey>& done,
                 snapkv::CancelFlag cancel) {
-    const auto nConfigs = static_cast<int64_t>(run.options().configs.size());
-    std::vector<int64_t> toRun;
-    for (int64_t cell : run.shard_cells())
-        for (int64_t k = 0; k < nConfigs; ++k)
-            if (!done.count({cell, k})) {
-                toRun.push_back(cell);
-                break;
-            }
-    std::vector<snapkv::SelectionParams> selections;
-    for (const se::EvalConfig& c : run.options().configs)
-        if (!c.full) selections.push_back(c.params);
-    const snapkv::GridForecast g = snapkv::forecast_grid(
-        s, planCandidates(task, toRun),
-        [&](int64_t cell) {
-            const se::CellPrompt cp = task.prepare(s, cell);
-            std::string label;
-            if (cp.fields.contains("length")) {
-                label = "length " + std::to_string(cp.fields["length"].get<int64_t>());
-                if (cp.fields.contains("depth"))
-                    label += " depth " + QString::number(cp.fields["depth"].get<double>()).toStdString();
-                if (cp.fields.contains("ruler_task")) label += " " + cp.fields["ruler_task"].get<std::string>();
-            } else {
-                label = cp.fields.value("item_id", "cell " + std::to_string(cell));
-            }
-            return snapkv::GridCell{cp.prompt, label};
-        },
-        static_cast<int64_t>(toRun.size()), selections, run.options().generation.max_tokens, cancel);
-    if (g.largest_cell >= 0) {
-        std::string choices;
-        for (size_t i = 0; i < g.largest.choices.size(); ++i) {
-            const snapkv::CheaperChoice& c = g.largest.choices[i];
-            if (i > 0) choices += i + 1 == g.largest.choices.size() ? " or " : ", ";
-            choices += c.kind == snapkv::CheaperChoice::Kind::CacheType
-                           ? "KV cache type " + std::string(snapkv::kv_type_name(c.cache_type))
-                           : "prompts of at most " + snapkv::group_thousands(c.n_tokens) + " tokens (shorter lengths)";
-            choices += " (peak " + snapkv::format_bytes(c.peak_bytes) + ")";
-        }
-        snapkv::require_memory(g.largest.memory, g.largest.available,
-                               "the grid's largest cell (" + g.largest_label + ", " +
-                                   snapkv::group_thousands(g.largest.n_tokens) + " tokens)",
-                               choices.empty() ? "; no cache type or shorter prompt fits: free memory or use a "
-                                                 "smaller model"
-                                               : "; try " + choices);
-    }
+    const snapkv::GridForecast g = se::forecast_eval(s, task, run, done, cancel);
+    se::require_grid_fits(g, [](const snapkv::CheaperChoice& c) {
+        return c.kind == snapkv::CheaperChoice::Kind::CacheType
+                   ? "KV cache type " + std::string(snapkv::kv_type_name(c.cache_type))
+                   : "prompts of at most " + snapkv::group_thousands(c.n_tokens) + " tokens (shorter lengths)";
+    });
     return "Plan: " + QString::fromStdString(g.summary()) + ".";
 }
 

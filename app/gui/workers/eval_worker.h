@@ -3,7 +3,7 @@
 // results file and sends a copy to the GUI; it also rebuilds one cell's prompt when the user
 // clicks it. EvalController is
 // the GUI side: it owns the thread, queues jobs, and turns the worker's signals into its own.
-// Before the first cell the worker forecasts the grid's largest cell (core/session/run_forecast.h,
+// Before the first cell the worker forecasts the grid's largest cell (core/eval/eval_plan.h,
 // as `snapkv needle` does) and sends the plan text; a largest cell that does not fit fails the run
 // with the cheaper choices instead of starting it. Values cross threads (shared pointers to const
 // copies); exceptions never do.
