@@ -102,8 +102,11 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     m_lengths->setPlaceholderText("5 up to the context");
     m_depths = lineEdit("0,10,20,30,40,50,60,70,80,90,100", "Needle depths, percent of the document");
     m_needle = new QComboBox;
+    // The needles of the bundled needles file (datasets/needles.jsonl); a results file made with
+    // another needles file adds its own (fillFromSettings).
     m_needle->addItem("pass key (5 digits)", "passkey");
     m_needle->addItem("fact sentence", "fact");
+    m_needle->addItem("pass key, completed (base models)", "passkey_base");
     m_haystack = lineEdit("", "Haystack files or folders, comma separated; empty: the bundled essays");
     m_haystack->setPlaceholderText("bundled essays");
     nf->addRow("Lengths", m_lengths);
@@ -411,10 +414,12 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         } else if (!budgets.empty()) {
             m_budgets->setText(joined(budgets));
         }
-        m_windows->setText(joined(windows));
+        // Options no configuration reads (null in every one) keep the field's value: an empty
+        // field would refuse the Run that resumes the file.
+        if (!windows.empty()) m_windows->setText(joined(windows));
         if (!kernels.empty()) m_kernels->setText(joined(kernels));
         if (!poolings.empty()) m_poolings->setText(joined(poolings));
-        m_gqa->setText(joined(gqa));
+        if (!gqa.empty()) m_gqa->setText(joined(gqa));
     }
     m_maxTokens->setValue(st["generation"].value("max_tokens", 32));
     if (st.contains("needle")) {
@@ -423,8 +428,17 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         for (const auto& v : st["needle"]["depths"]) d.push_back(fmtNumber(v.get<double>()));
         m_lengths->setText(joined(l));
         m_depths->setText(joined(d));
-        const int i = m_needle->findData(QString::fromStdString(st["needle"]["needle"].value("name", std::string())));
-        if (i >= 0) m_needle->setCurrentIndex(i);
+        // The run's needle (settings "needle": {"needle": {"name": ...}}, NeedleTask::settings); one
+        // the combo does not list came from another needles file and is added under its name.
+        const QString name = QString::fromStdString(st["needle"]["needle"].value("name", std::string()));
+        if (!name.isEmpty()) {
+            int i = m_needle->findData(name);
+            if (i < 0) {
+                m_needle->addItem(name, name);
+                i = m_needle->count() - 1;
+            }
+            m_needle->setCurrentIndex(i);
+        }
     }
     if (ruler) {
         const json& r = st["ruler"];
