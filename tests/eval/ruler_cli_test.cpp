@@ -65,7 +65,7 @@ TEST_CASE("two ruler shards merged equal the unsharded run, and a rerun resumes"
     CHECK_THAT(r.out, Contains("0 rows written") && Contains("0 cells run, 6 already done"));
 }
 
-TEST_CASE("ruler refuses an unknown task, a ratio outside [0, 1) and a length beyond the context in one line",
+TEST_CASE("ruler refuses an unknown task, a ratio outside 0 to 1 and a length beyond the context in one line",
           "[ruler][cli]") {
     snapkv::test::TempDir dir;
     const std::string out = dir.file("r.jsonl");
