@@ -340,6 +340,11 @@ at::Tensor LayerKv::keys() const {
     return decode_rows(m_type, m_k.narrow(1, 0, m_size), m_ks.defined() ? m_ks.narrow(1, 0, m_size) : at::Tensor(), ct,
                        m_k_rot);
 }
+at::Tensor LayerKv::stored_keys() const {
+    if ((m_type == KvType::F32 || m_type == KvType::F16 || m_type == KvType::BF16) && m_k_rot == 0)
+        return m_k.narrow(1, 0, m_size);
+    return keys();
+}
 at::Tensor LayerKv::values() const {
     require_values();
     const at::ScalarType ct = m_opts.dtype().toScalarType();

@@ -76,6 +76,9 @@ public:
     // [Hc, S, D] in the compute dtype: a view for an f32 cache, else the stored values decoded (a copy).
     at::Tensor keys() const;
     at::Tensor values() const;
+    // [Hc, S, D]: a view of the stored key rows when they can be read as a LibTorch dtype as they
+    // are (f32, f16, bf16: no rotation, no block scales); otherwise keys() (q8_0 decoded, a copy).
+    at::Tensor stored_keys() const;
     at::Tensor positions() const;  // [Hc, S] view, int64
     int64_t n_heads() const { return m_n_heads; }
     int64_t size() const { return m_size; }

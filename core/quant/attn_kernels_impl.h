@@ -244,7 +244,7 @@ struct AttnKernels {
     // fall into an eighth of L1's sets and evict each other for D above 64.
     // scratch: row_scores_scratch(g, D) floats, 64-byte aligned.
     static constexpr int LD = BK + 16;
-    static int64_t row_scores_scratch(int64_t g, int64_t D) { return (D + g) * LD; }
+    static int64_t row_scores_scratch(int64_t g, int64_t D) { return (D + g) * LD + D; }
     template <int R>
     static inline void raw_tile(const float* q, const float* kt, int64_t D, int c0, float* s) {
         vec acc[R][CW];
@@ -261,14 +261,20 @@ struct AttnKernels {
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < CW; ++c) V::store(s + r * LD + c0 + c * N, acc[r][c]);
     }
-    static void row_scores(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t b0, float* scores,
-                           float* scratch) {
+    // k_format: 0 float32, 1 f16, 2 bf16 rows (16-bit rows are widened exactly as they are read).
+    static void row_scores(const float* q, const void* k, int k_format, int64_t g, int64_t S, int64_t D, int64_t b0,
+                           float* scores, float* scratch) {
         const int nb = static_cast<int>(S - b0 < BK ? S - b0 : BK);
         const int ncols = (nb + CW * N - 1) / (CW * N) * (CW * N);
-        float* kt = scratch;      // [D, LD]
-        float* sb = kt + D * LD;  // [g, LD]
+        float* kt = scratch;        // [D, LD]
+        float* sb = kt + D * LD;    // [g, LD]
+        float* wide = sb + g * LD;  // [D] one 16-bit row as float32
+        const auto* bytes = static_cast<const uint8_t*>(k);
         for (int j = 0; j < nb; ++j) {
-            const float* src = k + (b0 + j) * D;
+            const float* src = wide;
+            if (k_format == 0) src = static_cast<const float*>(k) + (b0 + j) * D;
+            else if (k_format == 1) K::deq_f16(bytes + (b0 + j) * D * 2, D, wide);
+            else K::deq_bf16(bytes + (b0 + j) * D * 2, D, wide);
             for (int64_t d = 0; d < D; ++d) kt[d * LD + j] = src[d];
         }
         for (int64_t d = 0; d < D; ++d)

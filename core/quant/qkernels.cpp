@@ -343,30 +343,32 @@ float* row_scores_scratch(const KernelTable& tab, int64_t g, int64_t D) {
     return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
 }
 
-void score_rows_items(const KernelTable& tab, const float* q, const float* k, int64_t k_head_stride, int64_t g,
-                      int64_t S, int64_t D, float* scores, int64_t n_blocks, int64_t begin, int64_t end) {
+void score_rows_items(const KernelTable& tab, const float* q, const void* k, RowFormat kf, int64_t k_head_stride,
+                      int64_t g, int64_t S, int64_t D, float* scores, int64_t n_blocks, int64_t begin, int64_t end) {
     float* scratch = row_scores_scratch(tab, g, D);
+    const size_t elem = kf == RowFormat::F32 ? 4 : 2;
     for (int64_t i = begin; i < end; ++i) {
         const int64_t h = i / n_blocks, b0 = (i % n_blocks) * kAttnKeyBlock;
-        tab.attn_row_scores(q + h * g * D, k + h * k_head_stride, g, S, D, b0, scores + h * g * S, scratch);
+        const void* kh = static_cast<const uint8_t*>(k) + static_cast<size_t>(h * k_head_stride) * elem;
+        tab.attn_row_scores(q + h * g * D, kh, static_cast<int>(kf), g, S, D, b0, scores + h * g * S, scratch);
     }
 }
 
 }  // namespace
 
-void attention_score_rows_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g,
-                             int64_t S, int64_t D, float* scores) {
+void attention_score_rows_on(CpuPath path, const float* q, const void* k, RowFormat k_format, int64_t k_head_stride,
+                             int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores) {
     const int64_t n_blocks = (S + kAttnKeyBlock - 1) / kAttnKeyBlock;
-    score_rows_items(table_for(path), q, k, k_head_stride, g, S, D, scores, n_blocks, 0, Hc * n_blocks);
+    score_rows_items(table_for(path), q, k, k_format, k_head_stride, g, S, D, scores, n_blocks, 0, Hc * n_blocks);
 }
 
-void attention_score_rows(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
-                          int64_t D, float* scores) {
+void attention_score_rows(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc,
+                          int64_t g, int64_t S, int64_t D, float* scores) {
     const KernelTable& tab = table_for(active_cpu_path());
     const int64_t n_blocks = (S + kAttnKeyBlock - 1) / kAttnKeyBlock;
     const int64_t items = Hc * n_blocks;
     for_chunks(items, small_work(Hc * g * S * D) ? items : 4, /*spin=*/false, [&](int64_t begin, int64_t end) {
-        score_rows_items(tab, q, k, k_head_stride, g, S, D, scores, n_blocks, begin, end);
+        score_rows_items(tab, q, k, k_format, k_head_stride, g, S, D, scores, n_blocks, begin, end);
     });
 }
 

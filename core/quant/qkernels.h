@@ -74,12 +74,14 @@ void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v
 // decode's few): scores[h, j, s] = q[h, j, :] . k[h, s, :] for Hc cache heads of g rows each over
 // S slots. Each key block is transposed once per item and scored in the prefill's register tiles;
 // items are (head, key blocks) pairs over the kernel threads. q [Hc, g, D] and scores [Hc, g, S]
-// contiguous; cache head h's row s at k + h * k_head_stride + s * D.
-void attention_score_rows(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
-                          int64_t D, float* scores);
+// contiguous float32; cache head h's row s at k + (h * k_head_stride + s * D) elements of
+// k_format (16-bit keys, a 16-bit KV cache's own rows, are widened exactly as they are read).
+enum class RowFormat { F32 = 0, F16 = 1, BF16 = 2 };
+void attention_score_rows(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc,
+                          int64_t g, int64_t S, int64_t D, float* scores);
 // Single-threaded on an explicit path (tests).
-void attention_score_rows_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g,
-                             int64_t S, int64_t D, float* scores);
+void attention_score_rows_on(CpuPath path, const float* q, const void* k, RowFormat k_format, int64_t k_head_stride,
+                             int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores);
 
 // Attention of T new queries (prefill) over a KV cache whose last T slots hold their own keys in
 // order, for Hc cache heads of g query heads each: out[hq, t] = softmax_s(mask((q[hq, t] . k[h, s])

@@ -73,8 +73,8 @@ using AttnH2oFn = void (*)(const PrefillAttention& a, int64_t h, int64_t b0, int
 
 // Raw scores of g query rows against the key block at slot b0 of one cache head
 // (attn_kernels_impl.h: row_scores), into scores [g, S]; scratch holds attn_row_scratch(g, D).
-using AttnRowScoresFn = void (*)(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t b0,
-                                 float* scores, float* scratch);
+using AttnRowScoresFn = void (*)(const float* q, const void* k, int k_format, int64_t g, int64_t S, int64_t D,
+                                 int64_t b0, float* scores, float* scratch);
 using AttnRowScratchFn = int64_t (*)(int64_t g, int64_t D);
 
 struct KernelTable {

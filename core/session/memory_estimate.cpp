@@ -142,9 +142,9 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         const int64_t W = std::min(run.max_window, T);
         const int64_t parts = run.two_parts ? 2 : 1;
         // Window queries [H, Wmax, D] per layer (and the context's own), H2O scores [H, L]
-        // (the whole prompt's and the context's); apart (key_copies), float32 key copies [Hkv, L, D]
-        // per layer and part for every cache that does not hold float32 (a 16-bit model dtype, or
-        // a stored type other than f32: the scorers read the stored keys decoded).
+        // (the whole prompt's and the context's); apart (key_copies), a float32 key copy [Hkv, L, D]
+        // per layer for a cache the scorers cannot read in place (a 16-bit model dtype, q8_0, or
+        // f16/bf16 off the CPU; the context's capture reads a view of the same copy).
         int64_t cap = prod({parts, n_layer, H, W, D, 4});
         if (run.captures & kCapturesColumnSums) cap = sat_add(cap, prod({parts + 1, n_layer, H, T, 4}));
         // Query statistics: [H, D, D] + [H, D] float64 and [H, 16, D] per layer and part; value
@@ -154,12 +154,17 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         if (run.captures & kCapturesValueNorms) cap = sat_add(cap, prod({parts, n_layer, Hkv, T, 4}));
         if (run.captures & kCapturesFutureRope) cap = sat_add(cap, prod({parts, n_layer, D, D, 4}));
         m.capture = cap;
-        if (elem_bytes != 4 || decoded) m.key_copies = prod({parts, n_layer, Hkv, T, D, 4});
+        // On the CPU the scorers read f16 and bf16 rows in place: only q8_0 needs the copy there.
+        const bool copies = elem_bytes != 4 || run.kv_type == KvType::Q8_0 || (decoded && !path.cpu_float32);
+        if (copies) m.key_copies = prod({n_layer, Hkv, T, D, 4});
         // Scorer (layer_scorer.h): checkpoints [H, Nc, L] + the last window's votes [H, L] per
         // layer; while one layer is built: rows [H, Sc, L], their scores and the running sum.
         const int64_t nc = LayerScorer::checkpoints_for(W, T);
         const int64_t stride = LayerScorer::block_rows_for(W);
         m.scorer = sat_add(prod({n_layer, H, nc + 1, T, 4}), prod({H, 2 * stride + 1, T, 4}));
+        // ExpectedAttention's scores for the default settings, made with the scorers (at most
+        // [Hkv, L] per layer in the default KV-head mode; Session::prefill, prepare_scores).
+        if (run.captures & kCapturesQueryStats) m.scorer = sat_add(m.scorer, prod({n_layer, Hkv, T, 4}));
         if (run.scorer_sets_in_forward > 0)
             m.activations = sat_add(m.activations, prod({run.scorer_sets_in_forward, m.scorer}));
     }

@@ -20,10 +20,17 @@ namespace snapkv {
 namespace {
 
 // Keys of the first n slots of a fresh cache: [Hkv, n, D], a view into the cache's buffer when it
-// is float32 (no copy: the prefill state keeps that cache unchanged for as long as the scorers
-// live), a float32 copy otherwise.
+// stores float32, f16 or bf16 rows on the CPU (no copy: the prefill state keeps that cache
+// unchanged for as long as the scorers live; the scorer's kernel widens 16-bit rows as it reads
+// them), a float32 copy otherwise (q8_0, or a 16-bit model dtype on CUDA).
 at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
-    return cache.layer(layer).keys().narrow(1, 0, n).to(at::kFloat);
+    const LayerKv& kv = cache.layer(layer);
+    if (kv.cpu_readable()) {
+        const at::Tensor stored = kv.stored_keys();
+        const at::ScalarType t = stored.scalar_type();
+        if (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) return stored.narrow(1, 0, n);
+    }
+    return kv.keys().narrow(1, 0, n).to(at::kFloat);
 }
 
 }  // namespace
@@ -33,8 +40,9 @@ at::Tensor cache_keys(const KvCache& cache, int64_t layer, int64_t n) {
 int64_t capture_bytes(const PrefillState& st, const std::vector<LayerScorer>& scorers) {
     auto own = [&](const at::Tensor& t, int64_t layer) -> int64_t {
         if (!t.defined()) return 0;
-        const at::Tensor cache_keys = st.cache.layer(layer).keys();
-        if (t.is_alias_of(cache_keys)) return 0;
+        if (t.is_alias_of(st.cache.layer(layer).stored_keys())) return 0;
+        // The query-agnostic capture's keys are a view of the aware capture's float32 copy.
+        if (&t != &st.aware[size_t(layer)].keys && t.is_alias_of(st.aware[size_t(layer)].keys)) return 0;
         return t.numel() * static_cast<int64_t>(t.element_size());
     };
     int64_t bytes = 0;
@@ -150,7 +158,9 @@ PrefillState Session::Impl::run_prefill(const PromptTokens& prompt, const Prefil
             add_statistics_inputs(aware);
             LayerCapture agn;
             scoring(agn, l);
-            agn.keys = cache_keys(st.cache, l, Lc);  // [Hkv, Lc, D]
+            // The context's rows of the same keys: a view (a 16-bit or q8_0 cache's float32 copy
+            // is made once per layer, not once per part).
+            agn.keys = aware.keys.narrow(1, 0, Lc);  // [Hkv, Lc, D]
             agn.window_queries = ctx_cap.window_queries[li];
             if (column_sums) agn.h2o = ctx_cap.h2o_scores[li];
             if (query_stats) add_query_stats(agn, ctx_cap.queries[li]);
@@ -231,6 +241,14 @@ PrefillSummary Session::prefill(const PromptSpec& prompt, const PrefillSettings&
         auto t0 = std::chrono::steady_clock::now();
         scorers = with_oom_report("scoring the window", [&] { return build_scorers(st.aware); });
         scorer_ms = ms_since(t0);
+    }
+    if (!scorers.empty()) {
+        // Scores that are products over every key, of policies whose captures this prefill
+        // recorded for them (ExpectedAttention: about 0.7 s a layer of an 8B model at 32K tokens),
+        // made now for the default settings: the first retune to the policy reads them.
+        auto t0 = std::chrono::steady_clock::now();
+        prepare_default_scores(scorers, settings.captures);
+        scorer_ms += ms_since(t0);
     }
     PrefillSummary s;
     s.scorer_ms = scorer_ms;

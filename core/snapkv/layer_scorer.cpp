@@ -233,6 +233,7 @@ at::Tensor LayerScorer::cached_scores(const std::string& key, const std::functio
         return cache.back().second;
     }
     at::Tensor t = make();
+    if (!t.defined()) return t;  // nothing to keep: the tensors kept stay (a policy scoring in score())
     if (cache.size() >= kCachedScores) cache.erase(cache.begin());
     cache.emplace_back(key, t);
     return t;
@@ -258,11 +259,17 @@ at::Tensor LayerScorer::cpu_rows(int64_t first, int64_t count) const {
     const int64_t group = m_n_head / m_n_head_kv;
     // Query head h = kv * G + g: [H, R, D] is [Hkv, G * R, D], each KV head's rows against its keys.
     const at::Tensor q = m_capture.window_queries.narrow(1, first, count).to(at::kFloat).contiguous();  // [H, R, D]
-    at::Tensor k = m_capture.keys;  // [Hkv, L, D], rows D contiguous floats (a cache view keeps its head stride)
-    if (k.scalar_type() != at::kFloat || k.stride(2) != 1 || k.stride(1) != m_head_dim)
-        k = k.to(at::kFloat).contiguous();
+    // [Hkv, L, D] with rows of D contiguous values (a cache view keeps its head stride); float32,
+    // or a 16-bit cache's own rows, widened by the kernel as it reads them.
+    at::Tensor k = m_capture.keys;
+    const at::ScalarType kt = k.scalar_type();
+    const bool readable = kt == at::kFloat || kt == at::kHalf || kt == at::kBFloat16;
+    if (!readable || k.stride(2) != 1 || k.stride(1) != m_head_dim) k = k.to(at::kFloat).contiguous();
+    const RowFormat kf = k.scalar_type() == at::kHalf       ? RowFormat::F16
+                         : k.scalar_type() == at::kBFloat16 ? RowFormat::BF16
+                                                            : RowFormat::F32;
     at::Tensor rows = at::empty({m_n_head, count, m_n_tokens}, q.options());  // [H, R, L]
-    attention_score_rows(q.data_ptr<float>(), k.data_ptr<float>(), k.stride(0), m_n_head_kv, group * count, m_n_tokens,
+    attention_score_rows(q.data_ptr<float>(), k.data_ptr(), kf, k.stride(0), m_n_head_kv, group * count, m_n_tokens,
                          m_head_dim, rows.data_ptr<float>());
     float* r = rows.data_ptr<float>();
     const int64_t first_pos = m_n_tokens - m_max_window + first;

@@ -20,7 +20,8 @@ namespace snapkv {
 struct LayerCapture {
     at::Tensor window_queries;  // [H, Wmax, D] post-RoPE queries of the last Wmax prompt positions
     at::Tensor keys;            // [Hkv, L, D] post-RoPE keys of all L prompt positions (may be a
-                                // view into a KV cache buffer: only its rows are read)
+                                // view into a KV cache buffer: only its rows are read; a 16-bit
+                                // cache's own rows are read as they are, widened exactly)
     at::Tensor h2o;             // [H, L] attention each key received, summed over all L prompt
                                 // queries (causal): H2O's score; may be undefined
     // How the model scores this layer (transformers' eager attention, the order matters):
@@ -118,9 +119,10 @@ public:
     int64_t cache_bytes() const;
 
     // A tensor derived from this layer's capture alone, computed by `make` the first time `key`
-    // is asked for and kept, the last four keys (key: what it depends on, e.g. the policy's name and settings). For
-    // policies whose scores are matrix products over all keys (score_tensor); the result must
-    // not be modified. Thread-safe; make runs under the scorer's lock.
+    // is asked for and kept, the last four keys (key: what it depends on, e.g. the policy's name
+    // and settings); an undefined result is not kept (make runs again next time). For policies
+    // whose scores are matrix products over all keys (score_tensor); the result must not be
+    // modified. Thread-safe; make runs under the scorer's lock.
     at::Tensor cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const;
 
     // B: query rows per GEMM while the checkpoints are built (max(32, Wmax / 4 rounded up)).

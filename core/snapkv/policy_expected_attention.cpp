@@ -59,15 +59,16 @@ public:
         // ([n, D] x [D, G D], in chunks of keys that stay in cache), instead of repeating the
         // keys G times: the same multiply-adds in a GEMM of a better shape.
         const int64_t nk = L - ns, G = H / Hkv;
-        const at::Tensor keys_all = c.keys.narrow(1, ns, nk).to(at::kCPU, at::kFloat);  // [Hkv, n, D]
-        at::Tensor s = at::empty({H, nk}, at::kFloat);                                  // [H, n]
+        // The keys as stored (float32, or a 16-bit cache's own rows), widened a chunk at a time.
+        const at::Tensor keys_all = c.keys.narrow(1, ns, nk).to(at::kCPU);  // [Hkv, n, D]
+        at::Tensor s = at::empty({H, nk}, at::kFloat);                      // [H, n]
         constexpr int64_t kChunk = 2048;
         for (int64_t kv = 0; kv < Hkv; ++kv) {
             const at::Tensor covs = cov.narrow(0, kv * G, G).permute({1, 0, 2}).reshape({D, G * D});  // [D, G D]
             const at::Tensor mus = mu.narrow(0, kv * G, G).t().contiguous();                          // [D, G]
             for (int64_t s0 = 0; s0 < nk; s0 += kChunk) {
                 const int64_t n = std::min(kChunk, nk - s0);
-                const at::Tensor kk = keys_all.select(0, kv).narrow(0, s0, n);                         // [n, D]
+                const at::Tensor kk = keys_all.select(0, kv).narrow(0, s0, n).to(at::kFloat);          // [n, D]
                 const at::Tensor quad = (at::mm(kk, covs).view({n, G, D}) * kk.unsqueeze(1)).sum(-1);  // [n, G]
                 const at::Tensor lin = at::mm(kk, mus);                                                // [n, G]
                 s.narrow(0, kv * G, G).narrow(1, s0, n).copy_((lin / std::sqrt(double(D)) + quad / double(D) / 2.0).t());

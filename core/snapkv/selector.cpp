@@ -155,16 +155,35 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p,
     return plan;
 }
 
-// What a policy's score_tensor may depend on (all but the budget), for LayerScorer::cached_scores.
+// What a policy's score_tensor may depend on, for LayerScorer::cached_scores: its window, the
+// heads selected, and the parameters its table row says it reads, but not the budget or the tie
+// rule (ranking applies both afterwards). So a retune of a setting the policy ignores (the kernel
+// under ExpectedAttention, whose scores cost seconds a layer at 32K) reuses its scores.
 std::string score_key(const Plan& plan) {
     const SelectionParams& p = plan.params;
-    char key[320];
-    std::snprintf(key, sizeof key, "%s w%lld hs%lld k%lld %s sink%lld seed%llu beta%lld alpha%.17g %s", plan.info->name,
-                  static_cast<long long>(plan.window), static_cast<long long>(plan.n_sel),
-                  static_cast<long long>(p.kernel), pooling_name(p.pooling).c_str(), static_cast<long long>(p.n_sink),
-                  static_cast<unsigned long long>(p.seed), static_cast<long long>(p.pyramid_beta), p.adakv_alpha,
-                  p.tie_break == TieBreak::Earlier ? "earlier" : "later");
+    const PolicyInfo& info = *plan.info;
+    std::string key = std::string(info.name) + " w" + std::to_string(plan.window) + " hs" + std::to_string(plan.n_sel);
+    if (info.reads_param(kReadsKernel)) key += " k" + std::to_string(p.kernel) + " " + pooling_name(p.pooling);
+    if (info.reads_param(kReadsSink)) key += " sink" + std::to_string(p.n_sink);
+    if (info.reads_param(kReadsSeed)) key += " seed" + std::to_string(p.seed);
+    if (info.reads_param(kReadsPyramidBeta)) key += " beta" + std::to_string(p.pyramid_beta);
+    if (info.reads_param(kReadsAdakvAlpha)) {
+        char alpha[40];
+        std::snprintf(alpha, sizeof alpha, " alpha%.17g", p.adakv_alpha);
+        key += alpha;
+    }
     return key;
+}
+
+// The rule's score_tensor of one layer as a CPU float tensor (undefined: it has none), kept with
+// the scorer: KeyDiff's and ExpectedAttention's scores are products over all L keys (seconds per
+// layer of an 8B model at 32K), and a retune back to the policy, or of its budget, needs the same
+// ones (score_key).
+at::Tensor policy_scores(const LayerScorer& s, const Plan& plan) {
+    return s.cached_scores(score_key(plan), [&] {
+        const at::Tensor made = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
+        return made.defined() ? cpu_float(made) : made;
+    });
 }
 
 // with_scores: the caller reports pooled rows; for_select: select() (CPU votes always needed for
@@ -206,14 +225,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
         }
     }
     if (plan.info->uses_ties() && (plan.layer_compressed[layer] || with_scores)) {
-        // Kept with the scorer: KeyDiff's and ExpectedAttention's scores are products over all L
-        // keys (seconds per layer of an 8B model at 32K), and a retune back to the policy, or of
-        // its budget, needs the same ones. Keyed by every setting but the budget, which ranking
-        // applies afterwards (no score_tensor reads it).
-        const at::Tensor t = s.cached_scores(score_key(plan), [&] {
-            const at::Tensor made = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
-            return made.defined() ? cpu_float(made) : made;
-        });
+        const at::Tensor t = policy_scores(s, plan);
         if (t.defined()) {
             in.scores_owner = t;  // [Hs, P] CPU float, read only
             TORCH_CHECK(in.scores_owner.dim() == 2 && in.scores_owner.size(0) == plan.n_sel &&
@@ -434,6 +446,29 @@ LayerSelection select_layer(const std::vector<LayerScorer>& layers, int64_t n_la
     LayerSelection out;
     run_layer(gather_input(layers[l], l, plan, with_scores, true), l, plan, with_scores, nullptr, &out);
     return out;
+}
+
+void prepare_scores(const std::vector<LayerScorer>& layers, const SelectionParams& p) {
+    c10::InferenceMode guard;
+    const Plan plan = make_plan(layers, p, static_cast<int64_t>(layers.size()));
+    if (!plan.info->uses_ties()) return;
+    // A rule without a score tensor (it scores in score()) has nothing worth keeping.
+    if (!plan.rule->score_tensor(layers.front(), plan.params, plan.window, plan.n_sel).defined()) return;
+    for (const LayerScorer& s : layers) policy_scores(s, plan);
+}
+
+void prepare_default_scores(const std::vector<LayerScorer>& layers, uint32_t captures) {
+    if (layers.empty()) return;
+    for (const PolicyInfo& info : kPolicyTable) {
+        if (info.captures == 0 || (captures & info.captures) != info.captures) continue;
+        SelectionParams p;
+        p.policy = info.id;
+        try {
+            prepare_scores(layers, p);
+        } catch (const InputError&) {
+            // The first retune computes what it asks for, or says why it cannot.
+        }
+    }
 }
 
 std::vector<at::Tensor> select_positions(const std::vector<LayerScorer>& layers, const SelectionParams& p) {

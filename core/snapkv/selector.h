@@ -45,6 +45,19 @@ Selection select(const std::vector<LayerScorer>& layers, const SelectionParams& 
 LayerSelection select_layer(const std::vector<LayerScorer>& layers, int64_t n_layer, const SelectionParams& p,
                             bool with_scores = true);
 
+// Computes and keeps with each layer's scorer (LayerScorer::cached_scores) the score tensor of
+// policy p.policy with p's settings, so that a later select() of that policy, with any budget or
+// tie rule, reads it instead of computing it: for scores that are products over every key
+// (ExpectedAttention's quadratic form costs seconds a layer at 32K tokens). Nothing for a policy
+// that ranks no score tensor. Throws as select() does.
+void prepare_scores(const std::vector<LayerScorer>& layers, const SelectionParams& p);
+
+// prepare_scores with the default settings (SelectionParams{}) of every policy whose table row
+// asks for captures beyond the keys and window queries, all of them in `captures` (CaptureBit
+// set): what a prefill does once its scorers are built, so the first retune to ExpectedAttention
+// reads its scores. Defaults this prompt cannot take (fewer tokens than the sinks) are skipped.
+void prepare_default_scores(const std::vector<LayerScorer>& layers, uint32_t captures);
+
 // The same selection as select(), straight to tensors for the cache gather: per layer a [Hs, k]
 // int64 tensor of sorted prefix positions on the capture's device, k = that layer's C - W (L - W
 // when the layer is not compressed); the window is not listed. AdaKV keeps a different count per

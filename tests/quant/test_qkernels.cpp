@@ -313,6 +313,20 @@ TEST_CASE("Weight views and CPU paths refuse what they cannot run, naming it", "
     }
 }
 
+namespace {
+
+// IEEE half bits of v, for values a half holds exactly (here multiples of 1/64 up to 1 in size).
+uint16_t exact_f16_bits(float v) {
+    if (v == 0.0f) return std::signbit(v) ? 0x8000 : 0;
+    int e = 0;
+    const float f = std::frexp(std::fabs(v), &e);  // |v| = f 2^e, f in [0.5, 1)
+    const auto frac = static_cast<uint16_t>(std::lround((2.0f * f - 1.0f) * 1024.0f));
+    const auto exp = static_cast<uint16_t>(e + 14);
+    return static_cast<uint16_t>((v < 0 ? 0x8000 : 0) | (exp << 10) | frac);
+}
+
+}  // namespace
+
 TEST_CASE("Single-query attention and many-row score kernels match float64 on every path, threaded or not", "[quant]") {
     report_missing_paths();
     PathGuard guard;
@@ -333,6 +347,20 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
         for (auto* buf : {&q, &k, &v, &p})
             for (auto& x : *buf) x = u(rng);
         for (size_t i = 0; i < p.size(); i += 3) p[i] = 0.0f;  // masked slots
+        // Keys on a grid of 1/64 so that f16 and bf16 hold them exactly: the 16-bit forms of the
+        // many-row kernel must then give the float32 form's scores.
+        for (auto& x : k) x = std::round(x * 64.0f) / 64.0f;
+        std::vector<uint16_t> k_f16(k.size()), k_bf16(k.size());
+        for (size_t i = 0; i < k.size(); ++i) {
+            k_f16[i] = exact_f16_bits(k[i]);
+            uint32_t bits = 0;
+            std::memcpy(&bits, &k[i], 4);
+            k_bf16[i] = static_cast<uint16_t>(bits >> 16);
+        }
+        bool exact = true;
+        for (size_t i = 0; i < k.size(); ++i)
+            exact = exact && half_to_float(k_f16[i]) == k[i] && bf16_to_float(k_bf16[i]) == k[i];
+        REQUIRE(exact);
         std::vector<double> want_s(p.size()), want_o(q.size()), mag_s(p.size()), mag_o(q.size());
         for (int64_t h = 0; h < Hc; ++h)
             for (int64_t j = 0; j < g; ++j)
@@ -356,9 +384,15 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
             std::vector<float> scores(p.size()), out(q.size(), 99.0f);
             attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores.data());
             check(scores, want_s, mag_s);
-            std::fill(scores.begin(), scores.end(), 0.0f);
-            attention_score_rows_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores.data());
-            check(scores, want_s, mag_s);
+            for (RowFormat f : {RowFormat::F32, RowFormat::F16, RowFormat::BF16}) {
+                INFO("key format " << static_cast<int>(f));
+                std::fill(scores.begin(), scores.end(), 0.0f);
+                const void* kp = f == RowFormat::F32   ? static_cast<const void*>(k.data())
+                                 : f == RowFormat::F16 ? static_cast<const void*>(k_f16.data())
+                                                       : static_cast<const void*>(k_bf16.data());
+                attention_score_rows_on(path, q.data(), kp, f, stride, Hc, g, S, D, scores.data());
+                check(scores, want_s, mag_s);
+            }
             attention_values_on(path, p.data(), v.data(), stride, Hc, g, S, D, out.data());
             check(out, want_o, mag_o);
             set_cpu_path(path);
@@ -369,7 +403,7 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 attention_scores(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
                 std::fill(scores.begin(), scores.end(), 0.0f);
-                attention_score_rows(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+                attention_score_rows(q.data(), k_f16.data(), RowFormat::F16, stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
                 attention_values(p.data(), v.data(), stride, Hc, g, S, D, out.data());
                 check(out, want_o, mag_o);

@@ -239,3 +239,19 @@ TEST_CASE("derived scores are made once per key and kept with the scorer", "[sna
     CHECK(made == 2);
     CHECK_FALSE(other.is_same(a));
 }
+
+TEST_CASE("a policy with no score tensor does not push kept scores out", "[snapkv]") {
+    const NaiveCapture c = random_capture(4, 2, 8, 40, 16, 9);
+    LayerScorer scorer(to_layer_capture(c));
+    int made = 0;
+    auto make = [&made] {
+        ++made;
+        return at::arange(10, at::kFloat);
+    };
+    scorer.cached_scores("expected_attention hs2 sink4", make);
+    // More keys with nothing to keep than the scorer keeps tensors: none of them evicts it.
+    for (int i = 0; i < 8; ++i)
+        CHECK_FALSE(scorer.cached_scores("snapkv w" + std::to_string(i), [] { return at::Tensor(); }).defined());
+    scorer.cached_scores("expected_attention hs2 sink4", make);
+    CHECK(made == 1);
+}

@@ -447,3 +447,44 @@ TEST_CASE("kvpress's presses score what kvpress scores, on random captures", "[s
         CHECK_THAT(error, Contains("expected_attention") && Contains("query statistics"));
     }
 }
+
+TEST_CASE("scores made ahead with the scorers are read by a later select of any budget, kernel or tie rule",
+          "[snapkv][policy]") {
+    const int64_t L = 150, H = 6, Hkv = 2, n_layer = 3;
+    const std::vector<LayerScorer> ahead = random_scorers(n_layer, H, Hkv, 32, L, 123);
+    const std::vector<LayerScorer> fresh = random_scorers(n_layer, H, Hkv, 32, L, 123);
+    auto bytes = [](const std::vector<LayerScorer>& s) {
+        int64_t b = 0;
+        for (const LayerScorer& x : s) b += x.cache_bytes();
+        return b;
+    };
+    // The last window's votes are kept with the scorer too (every select reads them): window 9's
+    // first, so that what follows adds scores alone.
+    SelectionParams snap;
+    snap.window = 9;
+    select(ahead, snap);
+    const int64_t before = bytes(ahead);
+    SelectionParams p;
+    p.policy = Policy::KeyDiff;  // a score tensor over every key (no window): [Hkv, L] a layer
+    prepare_scores(ahead, p);
+    CHECK(bytes(ahead) == before + n_layer * Hkv * L * 4);
+    // Settings KeyDiff does not read, and the budget and tie rule ranking applies afterwards: the
+    // kept scores serve them all (nothing more is kept), with the selection of fresh scorers.
+    p.kernel = 3;
+    p.pooling = Pooling::Avg;
+    p.window = 9;
+    p.budget = 40;
+    p.tie_break = TieBreak::Earlier;
+    const Selection a = select(ahead, p), b = select(fresh, p);
+    CHECK(bytes(ahead) == before + n_layer * Hkv * L * 4);
+    for (size_t l = 0; l < size_t(n_layer); ++l)
+        for (size_t h = 0; h < size_t(Hkv); ++h) CHECK(a.layers[l].heads[h].kept == b.layers[l].heads[h].kept);
+    // Another head grouping is another tensor.
+    p.gqa = GqaMode::QueryHead;
+    select(ahead, p);
+    CHECK(bytes(ahead) == before + n_layer * (Hkv + H) * L * 4);
+    // SnapKV's scores are pooled votes (score()), not a tensor: nothing to make ahead.
+    const int64_t now = bytes(ahead);
+    prepare_scores(ahead, snap);
+    CHECK(bytes(ahead) == now);
+}
