@@ -57,7 +57,7 @@ TEST_CASE("a needle results file shows its own needle in the Evaluate form", "[g
         INFO(error.toStdString());
         CHECK(ev->task() == "needle");
         CHECK(ev->field("needle") == "passkey_base");
-        CHECK(needleText(ev) == "pass key, completed (base models)");
+        CHECK(needleText(ev) == "pass key (base models)");
         CHECK(ev->field("lengths") == "96");
         CHECK(ev->field("depths") == "0,50");
         CHECK(ev->field("policies") == "snapkv");

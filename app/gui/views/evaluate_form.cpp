@@ -106,7 +106,11 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     // another needles file adds its own (fillFromSettings).
     m_needle->addItem("pass key (5 digits)", "passkey");
     m_needle->addItem("fact sentence", "fact");
-    m_needle->addItem("pass key, completed (base models)", "passkey_base");
+    m_needle->addItem("pass key (base models)", "passkey_base");
+    // Sized by a short name, not its longest item: a needle from another file must not widen the
+    // form (and with it the window's minimum width).
+    m_needle->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_needle->setMinimumContentsLength(10);
     m_haystack = lineEdit("", "Haystack files or folders, comma separated; empty: the bundled essays");
     m_haystack->setPlaceholderText("bundled essays");
     nf->addRow("Lengths", m_lengths);
