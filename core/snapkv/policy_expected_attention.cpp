@@ -23,7 +23,7 @@ namespace {
 
 class ExpectedAttentionRule : public PolicyRule {
 public:
-    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams& p, int64_t, int64_t n_sel) const override {
+    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams& p, int64_t) const override {
         const LayerCapture& c = layer.capture();
         if (!c.query_head.defined() || !c.future_rope.defined() || !c.value_norms.defined())
             throw InputError(
@@ -78,7 +78,7 @@ public:
         s = s * c.value_norms.narrow(1, ns, nk).to(at::kFloat);   // (scores + 0) * ||v||
         const float top = s.numel() > 0 ? s.max().item<float>() + 1.0f : 1.0f;
         const at::Tensor out = at::cat({at::full({Hkv, ns}, top, s.options()), s}, 1);  // [Hkv, L]
-        return rows_per_selected_head(out, n_sel);
+        return out;
     }
 };
 

@@ -37,7 +37,7 @@ constexpr int64_t kChunk = 1024;
 
 class KeyDiffRule : public PolicyRule {
 public:
-    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams&, int64_t, int64_t n_sel) const override {
+    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams&, int64_t) const override {
         at::Tensor keys = layer.capture().keys.narrow(1, 0, layer.n_tokens());  // [Hkv, L, D]
         if (keys.scalar_type() != at::kFloat || keys.is_cuda() || keys.stride(2) != 1 || keys.stride(1) != keys.size(2))
             keys = keys.to(at::kCPU, at::kFloat).contiguous();
@@ -88,7 +88,7 @@ public:
                 }
             }
         });
-        return rows_per_selected_head(scores.to(layer.capture().keys.device()), n_sel);
+        return scores.to(layer.capture().keys.device());  // [Hkv, L]
     }
 };
 

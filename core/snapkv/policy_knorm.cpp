@@ -12,10 +12,9 @@ namespace {
 
 class KnormRule : public PolicyRule {
 public:
-    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams&, int64_t, int64_t n_sel) const override {
+    at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams&, int64_t) const override {
         const at::Tensor keys = layer.capture().keys.narrow(1, 0, layer.n_tokens()).to(at::kFloat);  // [Hkv, L, D]
-        const at::Tensor s = -at::linalg_vector_norm(keys, 2, {-1}, false, c10::nullopt);            // [Hkv, L]
-        return rows_per_selected_head(s, n_sel);                                                     // [Hs, L]
+        return -at::linalg_vector_norm(keys, 2, {-1}, false, c10::nullopt);                          // [Hkv, L]
     }
 };
 

@@ -19,7 +19,7 @@ std::string PolicyRule::note(const SelectionParams&, int64_t, int64_t) const { r
 
 bool PolicyRule::score(const LayerRows&, const SelectionParams&, float*) const { return false; }
 
-at::Tensor PolicyRule::score_tensor(const LayerScorer&, const SelectionParams&, int64_t, int64_t) const { return {}; }
+at::Tensor PolicyRule::score_tensor(const LayerScorer&, const SelectionParams&, int64_t) const { return {}; }
 
 void PolicyRule::choose(const Choice& c, const SelectionParams& p, int64_t* out) const {
     const int64_t R = c.n_prefix - c.reach;

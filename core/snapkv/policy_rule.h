@@ -68,10 +68,12 @@ public:
     // top-k: then the CUDA kernel (kernels/pool_topk) may do both on the device.
     virtual bool pooled_votes_top_k() const { return false; }
     // Scores computed with LibTorch before the parallel region, from anything the layer's capture
-    // holds (keys, value norms, query statistics): [Hs, P] float32 on the CPU, row-major, or an
-    // undefined tensor to use score(). For presses whose scores are matrix products.
-    virtual at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams& p, int64_t window,
-                                    int64_t n_sel) const;
+    // holds (keys, value norms, query statistics): [Hkv, P], one row per KV head (kvpress's presses
+    // score the cache's heads), or an undefined tensor to use score(). For presses whose scores are
+    // matrix products. They are kept with the scorer (LayerScorer::cached_scores) and in QueryHead
+    // mode each query head reads its KV head's row (rows_per_selected_head, after the cache: a
+    // change of GQA mode reuses them).
+    virtual at::Tensor score_tensor(const LayerScorer& layer, const SelectionParams& p, int64_t window) const;
 
     // k sorted positions in [r, P) per head into out [Hs, k]. Default: per head the top k of the
     // scores over [r, P) (top_k_positions, params.tie_break).

@@ -155,14 +155,15 @@ Plan make_plan(const std::vector<LayerScorer>& layers, const SelectionParams& p,
     return plan;
 }
 
-// What a policy's score_tensor may depend on, for LayerScorer::cached_scores: its window, the
-// heads selected, and the parameters its table row says it reads, but not the budget or the tie
-// rule (ranking applies both afterwards). So a retune of a setting the policy ignores (the kernel
-// under ExpectedAttention, whose scores cost seconds a layer at 32K) reuses its scores.
+// What a policy's score_tensor may depend on, for LayerScorer::cached_scores: its window and the
+// parameters its table row says it reads, but not the budget, the tie rule (ranking applies both
+// afterwards) or the GQA mode (the rows are per KV head). So a retune of a setting the policy
+// ignores (the kernel under ExpectedAttention, whose scores cost seconds a layer at 32K) reuses
+// its scores.
 std::string score_key(const Plan& plan) {
     const SelectionParams& p = plan.params;
     const PolicyInfo& info = *plan.info;
-    std::string key = std::string(info.name) + " w" + std::to_string(plan.window) + " hs" + std::to_string(plan.n_sel);
+    std::string key = std::string(info.name) + " w" + std::to_string(plan.window);
     if (info.reads_param(kReadsKernel)) key += " k" + std::to_string(p.kernel) + " " + pooling_name(p.pooling);
     if (info.reads_param(kReadsSink)) key += " sink" + std::to_string(p.n_sink);
     if (info.reads_param(kReadsSeed)) key += " seed" + std::to_string(p.seed);
@@ -175,15 +176,19 @@ std::string score_key(const Plan& plan) {
     return key;
 }
 
-// The rule's score_tensor of one layer as a CPU float tensor (undefined: it has none), kept with
-// the scorer: KeyDiff's and ExpectedAttention's scores are products over all L keys (seconds per
-// layer of an 8B model at 32K), and a retune back to the policy, or of its budget, needs the same
-// ones (score_key).
+// The rule's score_tensor of one layer, [Hkv, P] as a CPU float tensor (undefined: it has none),
+// kept with the scorer: KeyDiff's and ExpectedAttention's scores are products over all L keys
+// (seconds per layer of an 8B model at 32K), and a retune back to the policy, or of its budget or
+// GQA mode, needs the same ones (score_key).
 at::Tensor policy_scores(const LayerScorer& s, const Plan& plan) {
-    return s.cached_scores(score_key(plan), [&] {
-        const at::Tensor made = plan.rule->score_tensor(s, plan.params, plan.window, plan.n_sel);
+    const at::Tensor t = s.cached_scores(score_key(plan), [&] {
+        const at::Tensor made = plan.rule->score_tensor(s, plan.params, plan.window);
         return made.defined() ? cpu_float(made) : made;
     });
+    if (t.defined())
+        TORCH_CHECK(t.dim() == 2 && t.size(0) == plan.n_head_kv && t.size(1) == plan.n_prefix, "policy ",
+                    plan.info->name, ": score_tensor must be [Hkv, P]");
+    return t;
 }
 
 // with_scores: the caller reports pooled rows; for_select: select() (CPU votes always needed for
@@ -227,10 +232,7 @@ LayerInput gather_input(const LayerScorer& s, size_t layer, const Plan& plan, bo
     if (plan.info->uses_ties() && (plan.layer_compressed[layer] || with_scores)) {
         const at::Tensor t = policy_scores(s, plan);
         if (t.defined()) {
-            in.scores_owner = t;  // [Hs, P] CPU float, read only
-            TORCH_CHECK(in.scores_owner.dim() == 2 && in.scores_owner.size(0) == plan.n_sel &&
-                            in.scores_owner.size(1) == plan.n_prefix,
-                        "policy ", plan.info->name, ": score_tensor must be [Hs, P]");
+            in.scores_owner = rows_per_selected_head(t, plan.n_sel).contiguous();  // [Hs, P] CPU float, read only
             in.scores = in.scores_owner.data_ptr<float>();
         }
     }
@@ -453,7 +455,7 @@ void prepare_scores(const std::vector<LayerScorer>& layers, const SelectionParam
     const Plan plan = make_plan(layers, p, static_cast<int64_t>(layers.size()));
     if (!plan.info->uses_ties()) return;
     // A rule without a score tensor (it scores in score()) has nothing worth keeping.
-    if (!plan.rule->score_tensor(layers.front(), plan.params, plan.window, plan.n_sel).defined()) return;
+    if (!plan.rule->score_tensor(layers.front(), plan.params, plan.window).defined()) return;
     for (const LayerScorer& s : layers) policy_scores(s, plan);
 }
 

@@ -479,10 +479,12 @@ TEST_CASE("scores made ahead with the scorers are read by a later select of any 
     CHECK(bytes(ahead) == before + n_layer * Hkv * L * 4);
     for (size_t l = 0; l < size_t(n_layer); ++l)
         for (size_t h = 0; h < size_t(Hkv); ++h) CHECK(a.layers[l].heads[h].kept == b.layers[l].heads[h].kept);
-    // Another head grouping is another tensor.
+    // Query-head mode gives each query head its KV head's row of the same scores.
     p.gqa = GqaMode::QueryHead;
-    select(ahead, p);
-    CHECK(bytes(ahead) == before + n_layer * (Hkv + H) * L * 4);
+    const Selection qa = select(ahead, p), qb = select(fresh, p);
+    CHECK(bytes(ahead) == before + n_layer * Hkv * L * 4);
+    for (size_t l = 0; l < size_t(n_layer); ++l)
+        for (size_t h = 0; h < size_t(H); ++h) CHECK(qa.layers[l].heads[h].kept == qb.layers[l].heads[h].kept);
     // SnapKV's scores are pooled votes (score()), not a tensor: nothing to make ahead.
     const int64_t now = bytes(ahead);
     prepare_scores(ahead, snap);
