@@ -12,19 +12,15 @@
 #include "core/eval/qa_set.h"
 #include "core/eval/results_file.h"
 #include "core/session/session.h"
+#include "eval/eval_stories.h"
 
 using namespace snapkv;
 using namespace snapkv::eval;
 using json = nlohmann::json;
 using Catch::Matchers::Contains;
+using snapkv::test::stories;
 
 namespace {
-
-Session& stories() {
-    static Session s;
-    if (!s.has_model()) s.load_model(test::data_path("stories260K.gguf"));
-    return s;
-}
 
 // TinyStories prose (the perplexity text) as the haystack: the model's own domain.
 Haystack story_haystack() {

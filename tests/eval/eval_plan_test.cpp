@@ -14,18 +14,14 @@
 #include "core/eval/qa_set.h"
 #include "core/eval/ruler_runner.h"
 #include "core/session/session.h"
+#include "eval/eval_stories.h"
 
 using namespace snapkv;
 using namespace snapkv::eval;
 using Catch::Matchers::Contains;
+using snapkv::test::stories;
 
 namespace {
-
-Session& stories() {
-    static Session s;
-    if (!s.has_model()) s.load_model(test::data_path("stories260K.gguf"));
-    return s;
-}
 
 NeedleTask needle_task(std::vector<int64_t> lengths, std::vector<double> depths) {
     NeedleOptions o;
