@@ -47,6 +47,9 @@ from kvpress import DecodingPress, KeyDiffPress, KnormPress, SnapKVPress, TOVAPr
 from kvpress.presses.base_press import is_prefilling  # noqa: E402
 from kvpress.utils import compute_n_kept, extract_keys_and_values  # noqa: E402
 
+# The prefill reference's encoding and file writer (scripts/ is on sys.path when run as a script).
+from kvpress_reference import bitmask_hex, write_json  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DOCUMENTS = ["glacier.md", "orchard.md", "salt_road.md"]
@@ -99,14 +102,6 @@ PRESSES = {
     "tova": (TOVAPress, {}, DecodingPress),
     "snapkv": (SnapKVPress, {"window_size": SNAPKV_WINDOW, "kernel_size": SNAPKV_KERNEL}, BufferedRopeDecodingPress),
 }
-
-
-def bitmask_hex(positions, n):
-    """Positions as hex: character i holds positions 4i..4i+3, position 4i+j in bit j."""
-    nibbles = [0] * ((n + 3) // 4)
-    for p in positions:
-        nibbles[p // 4] |= 1 << (p % 4)
-    return "".join("0123456789abcdef"[v] for v in nibbles)
 
 
 def run_case(model, prompt_len, prefill, base_press, decoding_cls, target):
@@ -262,9 +257,7 @@ def main():
         "documents": documents,
         "cases": cases,
     }
-    path = pathlib.Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    path = write_json(out, args.out)
     print(f"wrote {path} ({path.stat().st_size} bytes)")
 
 

@@ -56,6 +56,14 @@ def bitmask_hex(positions, n):
     return "".join("0123456789abcdef"[v] for v in nibbles)
 
 
+def write_json(out, path):
+    """The reference file: indented JSON and a final newline, its folder made."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
 def kept_sets(model, ids, press):
     """[layer][kv head] -> kept positions, recorded from the press's own scores."""
     recorded = {}
@@ -114,9 +122,7 @@ def main():
         "documents": documents,
         "cases": cases,
     }
-    path = pathlib.Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    path = write_json(out, args.out)
     print(f"wrote {path}")
 
 
