@@ -454,9 +454,10 @@ void prepare_scores(const std::vector<LayerScorer>& layers, const SelectionParam
     c10::InferenceMode guard;
     const Plan plan = make_plan(layers, p, static_cast<int64_t>(layers.size()));
     if (!plan.info->uses_ties()) return;
-    // A rule without a score tensor (it scores in score()) has nothing worth keeping.
-    if (!plan.rule->score_tensor(layers.front(), plan.params, plan.window).defined()) return;
-    for (const LayerScorer& s : layers) policy_scores(s, plan);
+    // A rule without a score tensor (it scores in score()) has nothing to keep: its first layer
+    // says so (an undefined tensor is not kept) and the rest are not asked.
+    for (const LayerScorer& s : layers)
+        if (!policy_scores(s, plan).defined()) return;
 }
 
 void prepare_default_scores(const std::vector<LayerScorer>& layers, uint32_t captures) {
