@@ -12,7 +12,7 @@
 #include "core/eval/qa_set.h"
 #include "core/eval/results_file.h"
 #include "core/session/session.h"
-#include "eval/eval_stories.h"
+#include "eval/eval_fixtures.h"
 
 using namespace snapkv;
 using namespace snapkv::eval;
@@ -36,19 +36,6 @@ NeedleOptions needle_options(std::vector<int64_t> lengths, std::vector<double> d
     o.depths = std::move(depths);
     o.chat.enabled = false;
     return o;
-}
-
-RunOptions small_run(std::vector<std::string> policies, std::vector<int64_t> budgets) {
-    GridAxes a;
-    a.policies = std::move(policies);
-    a.budgets = std::move(budgets);
-    a.windows = {16};
-    a.kernels = {5};
-    RunOptions r;
-    r.configs = expand_configs(a);
-    r.generation.max_tokens = 6;
-    r.kl_steps = 6;
-    return r;
 }
 
 std::vector<json> run_rows(const EvalTask& task, const RunOptions& ro, const std::set<RowKey>& done = {},
@@ -170,7 +157,7 @@ TEST_CASE("one full decode scored against many selections equals the lockstep co
 TEST_CASE("the needle runner writes one row per cell and configuration with the contract fields", "[eval]") {
     Session& s = stories();
     const NeedleTask task(s, needle_options({96, 160}, {0, 100}), 6);
-    const RunOptions ro = small_run({"snapkv", "streaming"}, {48});
+    const RunOptions ro = test::small_grid({"snapkv", "streaming"}, {48}, 6);
     RunStats st;
     const std::vector<json> rows = run_rows(task, ro, {}, &st);
     REQUIRE(rows.size() == 4 * 3);
@@ -214,7 +201,7 @@ TEST_CASE("resume skips finished rows and a cancelled run keeps its finished row
     Session& s = stories();
     test::TempDir dir;
     const NeedleTask task(s, needle_options({96, 128}, {0, 50, 100}), 6);
-    const RunOptions ro = small_run({"snapkv"}, {48, 64});
+    const RunOptions ro = test::small_grid({"snapkv"}, {48, 64}, 6);
     const std::vector<json> all = run_rows(task, ro);
     REQUIRE(all.size() == 6 * 3);
 
@@ -274,7 +261,7 @@ TEST_CASE("the sweep runner scores answers against the reference and the full ca
         << json({{"id", "a"}, {"document", story}, {"question", "Who was happy?"}, {"answer", "Lily"}}).dump() << "\n"
         << json({{"id", "b"}, {"document", story.substr(300)}, {"question", "What did they see?"}}).dump() << "\n";
     const SweepTask task(s, load_qa_set(dir.file("set.jsonl")), ChatSettings{}, 6);
-    const std::vector<json> rows = run_rows(task, small_run({"snapkv", "h2o"}, {48, 96}));
+    const std::vector<json> rows = run_rows(task, test::small_grid({"snapkv", "h2o"}, {48, 96}, 6));
     REQUIRE(rows.size() == 2 * 5);
     for (const json& r : rows) {
         INFO(r.dump());

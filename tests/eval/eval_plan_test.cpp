@@ -14,7 +14,7 @@
 #include "core/eval/qa_set.h"
 #include "core/eval/ruler_runner.h"
 #include "core/session/session.h"
-#include "eval/eval_stories.h"
+#include "eval/eval_fixtures.h"
 
 using namespace snapkv;
 using namespace snapkv::eval;
@@ -35,15 +35,7 @@ NeedleTask needle_task(std::vector<int64_t> lengths, std::vector<double> depths)
 
 // full, snapkv C48 and streaming C48: three rows a cell.
 RunOptions small_run(Shard shard = {}) {
-    GridAxes a;
-    a.policies = {"snapkv", "streaming"};
-    a.budgets = {48};
-    a.windows = {16};
-    a.kernels = {5};
-    RunOptions r;
-    r.configs = expand_configs(a);
-    r.generation.max_tokens = 4;
-    r.kl_steps = 4;
+    RunOptions r = test::small_grid({"snapkv", "streaming"}, {48}, 4);
     r.shard = shard;
     return r;
 }
