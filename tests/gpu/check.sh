@@ -10,6 +10,7 @@
 #   check.log          everything, step by step, with timings
 #   results.json       environment, each step's status and seconds, test counts, benchmark rows
 #   kernel_bench*.json the kernel benchmark's own rows (float32 and bfloat16 K/V)
+#   cache_types.json   KV cache types f32/f16/bf16/q8_0 on CUDA against the CPU (compare_devices.py)
 # Designed for under 8 minutes with 16 cores (each step has its own time limit). Installs nothing:
 # when build dependencies are missing it lists them and exits 2. Catch2 v2, CLI11, nlohmann-json
 # and PCRE2 are often absent from GPU images; `tests/gpu/fetch_deps.sh DIR` (on any Debian/Ubuntu
@@ -98,7 +99,7 @@ res = {
 }
 # Catch2 v2 console summaries of each test_gpu run, in order.
 res["test_gpu"] = re.findall(r"^(?:All tests passed.*|test cases:.*|assertions:.*)$", log, re.M)
-for name in ("kernel_bench.json", "kernel_bench_bf16.json"):
+for name in ("kernel_bench.json", "kernel_bench_bf16.json", "cache_types.json"):
     p = os.path.join(out, name)
     if os.path.exists(p):
         try:
@@ -231,7 +232,39 @@ run "kernel bench float32" 120 "$BUILD/tests/gpu/snapkv_kernel_bench" --json "$O
 run "kernel bench bfloat16" 90 "$BUILD/tests/gpu/snapkv_kernel_bench" --dtype bfloat16 --json "$OUT/kernel_bench_bf16.json" || failed=1
 CLI=$BUILD/app/cli/snapkv
 run "cli bench stories260K float32" 60 "$CLI" bench --model "$STORIES" --device cuda --lengths 128,512 --decode 32 || failed=1
+run "cli bench stories260K f16 cache" 60 "$CLI" bench --model "$STORIES" --device cuda --cache-type f16 --lengths 128,512 --decode 32 || failed=1
+# KV cache types on CUDA: analyze and compare of one prompt on the CPU and on CUDA for each type,
+# then compare_devices.py (kept sets, greedy tokens, KL side by side; fails past float rounding).
+CT=$BUILD/cache_types
+mkdir -p "$CT"
+story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her \
+friends. One day, she saw a big red ball under a tree. She ran to the ball and kicked it very hard. The ball \
+flew over the fence and into the garden of an old man. Lily was sad because she wanted to play with the ball. \
+She went to the old man and asked him nicely to give the ball back."
+printf '%s %s %s' "$story" "$story" "$story" >"$CT/prompt.txt"
+printf '%s' "$story" >"$CT/prompt_short.txt"
+# stories260K (head_dim 8: f32, f16, bf16) and the qtypes test model (llama, head_dim 64, context
+# 256: every type, q8_0 with llama.cpp's Hadamard rotation included).
+TINY64=$SRC/tests/data/qtypes/tiny-Q5_0.gguf
+labels=()
+for spec in "stories:$STORIES:prompt.txt:f32 f16 bf16" "tiny64:$TINY64:prompt_short.txt:f32 f16 bf16 q8_0"; do
+    IFS=: read -r tag model prompt types <<<"$spec"
+    for t in $types; do
+        labels+=("${tag}_$t")
+        for dev in cpu cuda; do
+            sel=(--window 16 --kernel 5 --pooling max --budget 48)
+            run "cache type $t $tag $dev analyze" 60 "$CLI" analyze --model "$model" --device $dev --cache-type $t \
+                --prompt-file "$CT/$prompt" "${sel[@]}" --json "$CT/analyze_${dev}_${tag}_$t.json" || failed=1
+            run "cache type $t $tag $dev compare" 60 "$CLI" compare --model "$model" --device $dev --cache-type $t \
+                --prompt-file "$CT/$prompt" "${sel[@]}" --max-tokens 48 --greedy \
+                --json "$CT/compare_${dev}_${tag}_$t.json" || failed=1
+        done
+    done
+done
+run "cache types cpu vs cuda" 60 python3 "$SRC/tests/gpu/compare_devices.py" "$CT" "${labels[@]}" || failed=1
+[[ -f $CT/cache_types.json ]] && cp "$CT/cache_types.json" "$OUT/cache_types.json"
 if [[ -n $SMOLLM2 ]]; then
+    run "cli bench SmolLM2 f16 cache" 90 "$CLI" bench --model "$SMOLLM2" --device cuda --cache-type f16 --lengths 512,2048,8192 --decode 32 || failed=1
     run "cli bench SmolLM2 float32" 90 "$CLI" bench --model "$SMOLLM2" --device cuda --lengths 512,2048,8192 --decode 32 || failed=1
     run "cli bench SmolLM2 bfloat16" 90 "$CLI" bench --model "$SMOLLM2" --device cuda --dtype bfloat16 --lengths 512,2048,8192 --decode 32 || failed=1
 else
