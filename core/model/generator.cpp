@@ -64,8 +64,11 @@ GenerateResult generate_from(const LlamaModel& model, const Tokenizer& tok, at::
         }
         ForwardOptions fo;
         fo.cancel = opts.cancel;
+        std::vector<at::Tensor> queries;
+        if (opts.want_queries) fo.last_queries = &queries;
         try {
             logits = model.forward({id}, cache, fo);
+            if (opts.after_forward) opts.after_forward(cache, queries);
         } catch (const Cancelled&) {
             r.stop_reason = "cancelled";
             break;

@@ -25,6 +25,10 @@ struct GenerateOptions {
     bool stop_at_eog = true;
     std::function<bool(int32_t id)> on_token;  // after each token; return false to stop
     const std::atomic<bool>* cancel = nullptr;
+    // After each fed-back token's forward, with the cache and that forward's last_queries (per
+    // layer [1, H, D]; empty unless want_queries): decoding-time compression hooks in here.
+    std::function<void(KvCache& cache, const std::vector<at::Tensor>& queries)> after_forward;
+    bool want_queries = false;
 };
 
 struct GenerateResult {

@@ -254,6 +254,7 @@ std::unique_ptr<LlamaModel::Pass> LlamaModel::begin_pass(const std::vector<int32
     p->pos0 = pos0;
     at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(m_opts.device);  // [T]
     p->pos = at::arange(pos0, pos0 + T, at::TensorOptions().dtype(at::kLong));  // [T] (CPU)
+    if (opts.last_queries) opts.last_queries->assign(static_cast<size_t>(c.n_layer), at::Tensor());
     if (opts.capture) {
         opts.capture->window_queries.assign(static_cast<size_t>(c.n_layer), at::Tensor());
         opts.capture->h2o_scores.assign(static_cast<size_t>(c.n_layer), at::Tensor());
@@ -326,6 +327,8 @@ void LlamaModel::run_layer(Pass& p, KvCache& cache, int64_t l) const {
     v = at::Tensor();
     h = at::Tensor();
     clk.lap(S::KvAppend);
+    if (opts.last_queries && static_cast<int64_t>(opts.last_queries->size()) == c.n_layer)
+        (*opts.last_queries)[static_cast<size_t>(l)] = q.select(1, T - 1).to(at::kFloat).unsqueeze(0).clone();
     if (opts.capture && opts.capture->max_window > 0) {
         const int64_t w = std::min(opts.capture->max_window, T);
         opts.capture->window_queries[static_cast<size_t>(l)] =

@@ -111,6 +111,10 @@ struct ForwardOptions {
     std::function<void(int64_t layer, int64_t n_layer)> on_layer;  // progress
     const std::atomic<bool>* cancel = nullptr;                     // polled twice per layer
     ForwardProfile* profile = nullptr;                             // when set, stage times are added to it
+    // When set, filled per layer with the post-RoPE query of each sequence's last token: [n, H, D]
+    // float32 on the model's device (n = 1 for forward(), the batch for forward_batch()). What
+    // decoding-time compression scores with (core/compare/decode_compression.h).
+    std::vector<at::Tensor>* last_queries = nullptr;
 };
 
 class LlamaModel {

@@ -64,6 +64,11 @@ at::Tensor LlamaModel::forward_steps(const int32_t* tokens, KvCache* const* cach
     const int64_t H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim, E = c.n_embd;
     TORCH_CHECK(!opts.probe || n == 1, "model: an attention probe needs a single sequence");
     if (opts.probe) opts.probe->probs.assign(static_cast<size_t>(c.n_layer), at::Tensor());
+    if (opts.last_queries) {
+        opts.last_queries->clear();
+        for (int64_t l = 0; l < c.n_layer; ++l)
+            opts.last_queries->push_back(at::empty({n, H, D}, at::TensorOptions().dtype(at::kFloat)));
+    }
     std::vector<int64_t> pos(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) {
         pos[static_cast<size_t>(j)] = caches[j]->n_past();
@@ -129,6 +134,9 @@ at::Tensor LlamaModel::forward_steps(const int32_t* tokens, KvCache* const* cach
             const decode_ops::RopeAngles& a = angles[static_cast<size_t>(j) * n_tables + L.rope];
             decode_ops::rope_rows(qj, H, D, a, rope.n_rot, rope.neox);
             decode_ops::rope_rows(kj, Hkv, D, a, rope.n_rot, rope.neox);
+            if (opts.last_queries)
+                std::memcpy((*opts.last_queries)[static_cast<size_t>(l)].data_ptr<float>() + j * H * D, qj,
+                            static_cast<size_t>(H * D) * sizeof(float));
 
             // Attention of the new token over its own cache.
             LayerKv& kv = caches[j]->layer(l);
@@ -194,10 +202,22 @@ at::Tensor LlamaModel::forward_batch(const std::vector<int32_t>& tokens, const s
     bool raw = true;
     for (const KvCache* cache : caches) raw = raw && can_step_raw(*cache);
     if (raw) return forward_steps(tokens.data(), caches.data(), n, opts);
-    // Other devices and storages: one forward() per sequence.
+    // Other devices and storages: one forward() per sequence (last queries stacked per layer).
     std::vector<at::Tensor> rows;
-    for (int64_t j = 0; j < n; ++j)
-        rows.push_back(forward({tokens[static_cast<size_t>(j)]}, *caches[static_cast<size_t>(j)], opts));
+    std::vector<std::vector<at::Tensor>> queries(static_cast<size_t>(n));
+    ForwardOptions one = opts;
+    for (int64_t j = 0; j < n; ++j) {
+        one.last_queries = opts.last_queries ? &queries[static_cast<size_t>(j)] : nullptr;
+        rows.push_back(forward({tokens[static_cast<size_t>(j)]}, *caches[static_cast<size_t>(j)], one));
+    }
+    if (opts.last_queries) {
+        opts.last_queries->clear();
+        for (int64_t l = 0; l < m_config.n_layer; ++l) {
+            std::vector<at::Tensor> per_seq;
+            for (int64_t j = 0; j < n; ++j) per_seq.push_back(queries[static_cast<size_t>(j)][static_cast<size_t>(l)]);
+            opts.last_queries->push_back(at::cat(per_seq, 0));
+        }
+    }
     return at::cat(rows, 0);
 }
 
