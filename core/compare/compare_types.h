@@ -32,6 +32,36 @@ struct RunOutput {
     int64_t batch = 1;  // runs decoded together (decode_ms is this run's share of their steps)
 };
 
+// Compression during generation (kvpress DecodingPress: compression_interval, target_size): every
+// `interval` decoding steps the selection's policy chooses again over the whole cache (the prompt
+// positions still kept plus the generated tokens) down to `budget` tokens per head, the last W
+// generated tokens as its observation window (core/compare/decode_compression.h). budget 0: off.
+struct DecodeCompressionSettings {
+    int64_t budget = 0;    // C: tokens per head after an event (window included); 0 = off
+    int64_t interval = 0;  // N: decoding steps (tokens fed back) between events, >= 1 when on
+    bool enabled() const { return budget > 0; }
+};
+
+// Empty when `policy` can compress during generation, else the reason it cannot
+// (decode_compression.cpp).
+std::string decode_policy_refusal(Policy policy);
+
+// The first problem with decoding compression settings for this selection, or "" when they are
+// off or fine: budget and interval >= 1, a policy that can, the window inside the budget and no
+// longer than the interval, the pooling kernel within budget - window, the sinks within the budget.
+std::string check_decode_settings(const SelectionParams& p, const DecodeCompressionSettings& d);
+
+// One compression event of a run: after decoding step `step` (1-based: the step-th token fed back
+// is in the cache), the cache went from positions_before to positions_after tokens per head.
+struct DecodeCompressionEvent {
+    int64_t step = 0;
+    int64_t positions_before = 0;  // the longest head of any layer, before
+    int64_t positions_after = 0;   // the longest head of any layer, after
+    int64_t evicted = 0;           // entries removed, summed over layers and heads
+    // [layer][cache head] the absolute positions each head holds after the event, sorted.
+    std::vector<std::vector<std::vector<int64_t>>> kept;
+};
+
 struct CompareStep {
     double kl = 0;  // KL(full || compressed) of the next-token distributions
     bool top1_agree = true;
@@ -48,6 +78,19 @@ struct CompareResult {
     int64_t first_divergence = -1;              // step index, -1 if none
     std::vector<std::vector<double>> hit_rate;  // [layer][query head], NaN-free: -1 when undefined
     std::string note;
+    // Decoding-time compression of the compressed run (settings off: none happened).
+    DecodeCompressionSettings decode;
+    bool compress_prefill = true;       // false: the compressed run started from the full cache
+    std::vector<int64_t> cache_tokens;  // per step: tokens per head in the compressed cache after it
+    std::vector<DecodeCompressionEvent> decode_events;
+    // With CompareSettings::record_timeline (the app's Timeline view): [layer][cache head] the
+    // positions the compressed cache held before the first generated token (after prefill
+    // compression), and per fed-back token i (step_attention[i], i = 0 .. steps - 2) the full run's
+    // attention of that token over positions 0 .. L + i, per layer and KV head (the largest over
+    // the head's query heads), as round(255 * sqrt(p)): [layer][kv head][position] flattened.
+    std::vector<std::vector<std::vector<int64_t>>> start_kept;
+    std::vector<std::vector<uint8_t>> step_attention;
+    int64_t prompt_tokens = 0;  // L
 };
 
 }  // namespace snapkv

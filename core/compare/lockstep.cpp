@@ -1,7 +1,9 @@
 // See lockstep.h.
 #include "core/compare/lockstep.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/common/errors.h"
 #include "core/model/sampler.h"
@@ -31,9 +33,47 @@ at::Tensor prefix_important(const at::Tensor& probs, const LayerKv& kv, int64_t 
     return by_pos.gt(threshold);
 }
 
+std::vector<std::vector<std::vector<int64_t>>> kept_positions_of(const KvCache& cache) {
+    std::vector<std::vector<std::vector<int64_t>>> out(static_cast<size_t>(cache.n_layer()));
+    for (int64_t l = 0; l < cache.n_layer(); ++l) {
+        const at::Tensor pos = cache.layer(l).positions().cpu().contiguous();  // [Hc, S]
+        const auto* p = pos.data_ptr<int64_t>();
+        auto& heads = out[static_cast<size_t>(l)];
+        heads.resize(static_cast<size_t>(pos.size(0)));
+        for (int64_t h = 0; h < pos.size(0); ++h)
+            for (int64_t i = 0; i < pos.size(1); ++i)
+                if (p[h * pos.size(1) + i] < kPadPosition)
+                    heads[static_cast<size_t>(h)].push_back(p[h * pos.size(1) + i]);
+    }
+    return out;
+}
+
+std::vector<uint8_t> attention_by_position(const AttentionProbe& probe, const KvCache& full, int64_t n_head_kv) {
+    const int64_t n_pos = full.n_past();  // the fed token's position + 1
+    const auto n_layer = static_cast<int64_t>(probe.probs.size());
+    std::vector<uint8_t> out(static_cast<size_t>(n_layer * n_head_kv * n_pos), 0);
+    for (int64_t l = 0; l < n_layer; ++l) {
+        const at::Tensor pr = probe.probs[static_cast<size_t>(l)].to(at::kFloat).cpu();  // [H, S]
+        const int64_t H = pr.size(0), S = pr.size(1), G = std::max<int64_t>(1, H / n_head_kv);
+        const at::Tensor byk = pr.view({n_head_kv, G, S}).amax(1).contiguous();                            // [Hkv, S]
+        const at::Tensor pos = full.layer(l).positions().select(0, 0).narrow(0, 0, S).cpu().contiguous();  // [S]
+        const auto* a = byk.data_ptr<float>();
+        const auto* p = pos.data_ptr<int64_t>();
+        for (int64_t g = 0; g < n_head_kv; ++g)
+            for (int64_t s = 0; s < S; ++s) {
+                if (p[s] < 0 || p[s] >= n_pos) continue;
+                const float v = std::sqrt(std::max(0.0f, a[g * S + s]));
+                out[static_cast<size_t>((l * n_head_kv + g) * n_pos + p[s])] = static_cast<uint8_t>(
+                    std::lround(std::min(1.0f, v) * 255.0f));
+            }
+    }
+    return out;
+}
+
 CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, LockstepRun full, LockstepRun comp,
                            const GenerationSettings& gen, const HitRateSpec& hits,
-                           const std::function<void(int64_t, int64_t)>& progress, const std::atomic<bool>* cancel) {
+                           const std::function<void(int64_t, int64_t)>& progress, const std::atomic<bool>* cancel,
+                           DecodeCompressor* decode, bool record_timeline) {
     using clock = std::chrono::steady_clock;
     const SamplingParams sp{gen.is_greedy(), gen.temperature, gen.top_k, gen.top_p, gen.seed};
     Sampler s_full(sp), s_comp(sp);
@@ -46,6 +86,11 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
                                             std::vector<int64_t>(static_cast<size_t>(H), 0));
     full.cache.reserve(gen.max_tokens);
     comp.cache.reserve(gen.max_tokens);
+    const int64_t Hkv = model.config().n_head_kv;
+    if (record_timeline) {
+        r.prompt_tokens = full.cache.n_past();
+        r.start_kept = kept_positions_of(comp.cache);
+    }
     double full_ms = 0, comp_ms = 0;
     for (int64_t step = 0; step < gen.max_tokens; ++step) {
         if (cancel && cancel->load()) throw Cancelled();
@@ -64,7 +109,10 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
         if (progress) progress(step + 1, gen.max_tokens);
         const bool stop = (gen.stop_at_eog && (tok.is_eog(tf) || tok.is_eog(tc))) || step + 1 == gen.max_tokens ||
                           (n_ctx > 0 && full.cache.n_past() >= n_ctx);
-        if (stop) break;
+        if (stop) {
+            r.cache_tokens.push_back(cache_tokens(comp.cache));
+            break;
+        }
         AttentionProbe probe;
         ForwardOptions fo;
         fo.cancel = cancel;
@@ -73,9 +121,14 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
         full.logits = model.forward({tf}, full.cache, fo);
         full_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
         fo.probe = nullptr;
+        std::vector<at::Tensor> queries;
+        if (decode) fo.last_queries = &queries;
         t0 = clock::now();
         comp.logits = model.forward({tc}, comp.cache, fo);
+        if (decode) decode->after_step(comp.cache, queries);
         comp_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+        r.cache_tokens.push_back(cache_tokens(comp.cache));
+        if (record_timeline) r.step_attention.push_back(attention_by_position(probe, full.cache, Hkv));
         // Hit rate of this generated token's attention over the prefix (full run).
         if (hits.prefix > 0) {
             for (int64_t l = 0; l < n_layer; ++l) {
@@ -103,6 +156,10 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
         o.decode_ms = ms;
         o.decode_tok_s = ms > 0 ? 1000.0 * decoded / ms : 0.0;
     };
+    if (decode) {
+        r.decode = decode->settings();
+        r.decode_events = decode->events();
+    }
     finish(r.full, full_ms);
     finish(r.compressed, comp_ms);
     r.hit_rate.assign(static_cast<size_t>(n_layer), std::vector<double>(static_cast<size_t>(H), -1.0));

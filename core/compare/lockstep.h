@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include "core/compare/compare_types.h"
+#include "core/compare/decode_compression.h"
 #include "core/kv/kv_cache.h"
 #include "core/model/llama_model.h"
 
@@ -41,10 +42,22 @@ at::Tensor prefix_important(const at::Tensor& probs, const LayerKv& kv, int64_t 
 
 // Returns steps, both runs' ids/text/pieces/decode timing, first divergence and hit rates
 // ([layer][query head], -1 where no position ever exceeded θ). kv_bytes are left to the caller.
+// decode: when set, the compressed run also compresses while it generates (decode_compression.h):
+// each fed-back token's queries go to it, and the result gets cache_tokens per step, the events
+// and the settings. The hit rate stays the prefill selection's. record_timeline: also
+// CompareResult::start_kept and step_attention (what the app's Timeline view draws).
 CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, LockstepRun full, LockstepRun comp,
                            const GenerationSettings& gen, const HitRateSpec& hits,
                            const std::function<void(int64_t, int64_t)>& progress = {},
-                           const std::atomic<bool>* cancel = nullptr);
+                           const std::atomic<bool>* cancel = nullptr, DecodeCompressor* decode = nullptr,
+                           bool record_timeline = false);
+
+// [layer][cache head] the positions a cache holds (padding left out), in slot order.
+std::vector<std::vector<std::vector<int64_t>>> kept_positions_of(const KvCache& cache);
+// The probed token's attention over the positions of the full cache (0 .. n_past - 1), per layer
+// and KV head (the largest over its query heads), as round(255 * sqrt(p)), flattened
+// [layer][kv head][position] (CompareResult::step_attention).
+std::vector<uint8_t> attention_by_position(const AttentionProbe& probe, const KvCache& full, int64_t n_head_kv);
 
 // KL(p || q) for p = softmax(full), q = softmax(comp), in double. logits: [V].
 double kl_divergence(const at::Tensor& full_logits, const at::Tensor& comp_logits);

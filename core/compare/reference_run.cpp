@@ -178,8 +178,10 @@ std::vector<CompareResult> runs_against_reference(const LlamaModel& model, const
             score_step(ref, step, logits, out[i]);
             out[i].compressed.ids.push_back(id);
             if ((gen.stop_at_eog && tok.is_eog(id)) || step + 1 == gen.max_tokens ||
-                (n_ctx > 0 && run.cache.n_past() >= n_ctx))
+                (n_ctx > 0 && run.cache.n_past() >= n_ctx)) {
+                if (runs[i].decode) out[i].cache_tokens.push_back(cache_tokens(run.cache));
                 continue;
+            }
             next.push_back(i);
             tokens.push_back(id);
             caches.push_back(&run.cache);
@@ -189,19 +191,35 @@ std::vector<CompareResult> runs_against_reference(const LlamaModel& model, const
         if (active.empty()) break;
         ForwardOptions fo;
         fo.cancel = cancel;
+        std::vector<at::Tensor> queries;  // per layer [active, H, D]
+        bool any_decode = false;
+        for (size_t i : active) any_decode = any_decode || runs[i].decode != nullptr;
+        if (any_decode) fo.last_queries = &queries;
         const auto t0 = Clock::now();
         const at::Tensor logits = model.forward_batch(tokens, caches, fo);  // [active, V]
-        // Each run is charged an equal share of the batched step.
+        // Each run is charged an equal share of the batched step, its own events on top.
         const double share = ms_since(t0) / static_cast<double>(active.size());
         for (size_t a = 0; a < active.size(); ++a) {
-            runs[active[a]].run.logits = logits.narrow(0, static_cast<int64_t>(a), 1);
+            AgainstReference& ar = runs[active[a]];
+            ar.run.logits = logits.narrow(0, static_cast<int64_t>(a), 1);
             ms[active[a]] += share;
+            if (!ar.decode) continue;
+            const auto t1 = Clock::now();
+            std::vector<at::Tensor> mine;
+            for (const at::Tensor& q : queries) mine.push_back(q.narrow(0, static_cast<int64_t>(a), 1));
+            ar.decode->after_step(ar.run.cache, mine);
+            ms[active[a]] += ms_since(t1);
+            out[active[a]].cache_tokens.push_back(cache_tokens(ar.run.cache));
         }
     }
     for (size_t i = 0; i < n; ++i) {
         finish_output(tok, out[i].compressed, ms[i]);
         out[i].compressed.batch = static_cast<int64_t>(n);
         finish_against_reference(model, ref, runs[i].prefix, runs[i].kept, out[i]);
+        if (runs[i].decode) {
+            out[i].decode = runs[i].decode->settings();
+            out[i].decode_events = runs[i].decode->events();
+        }
     }
     return out;
 }

@@ -11,11 +11,13 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <ATen/ATen.h>
 
 #include "core/compare/compare_types.h"
+#include "core/compare/decode_compression.h"
 #include "core/compare/lockstep.h"
 
 namespace snapkv {
@@ -50,6 +52,9 @@ struct AgainstReference {
     LockstepRun run;
     int64_t prefix = 0;
     std::vector<at::Tensor> kept;
+    // When set, the run compresses while it generates (decode_compression.h); its result gets
+    // cache_tokens, the events and the settings.
+    std::shared_ptr<DecodeCompressor> decode;
 };
 
 // run_against_reference for several compressed runs of the same prompt, decoded together: each

@@ -20,7 +20,22 @@ nlohmann::json run_json(const RunOutput& o) {
 nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, const std::string& cache_note) {
     using json = nlohmann::json;
     json steps = json::array();
-    for (const auto& st : r.steps) steps.push_back({{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}});
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+        const CompareStep& st = r.steps[i];
+        json j = {{"kl", st.kl}, {"top1_agree", st.top1_agree}, {"rank", st.rank}};
+        if (i < r.cache_tokens.size()) j["cache_tokens"] = r.cache_tokens[i];
+        steps.push_back(std::move(j));
+    }
+    json events = json::array();
+    for (const DecodeCompressionEvent& e : r.decode_events)
+        events.push_back({{"step", e.step},
+                          {"positions_before", e.positions_before},
+                          {"positions_after", e.positions_after},
+                          {"evicted", e.evicted}});
+    const json decode = {{"budget", r.decode.budget},
+                         {"interval", r.decode.interval},
+                         {"prefill_compression", r.compress_prefill},
+                         {"events", events}};
     return {{"full", run_json(r.full)},
             {"compressed", run_json(r.compressed)},
             {"steps", steps},
@@ -30,7 +45,8 @@ nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, con
             {"params", params_to_json(r.params, r.query_agnostic)},
             {"prefill_ms", r.prefill_ms},
             {"note", r.note},
-            {"cache_note", cache_note}};
+            {"cache_note", cache_note},
+            {"decode_compression", decode}};
 }
 
 }  // namespace snapkv

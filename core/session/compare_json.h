@@ -15,7 +15,10 @@ namespace snapkv {
 // {"full", "compressed": {"ids", "text", "kv_bytes", "decode_tok_s", "decode_ms"}, "steps": [{"kl",
 // "top1_agree", "rank"}], "first_divergence" (step index, or null), "hit_rate" ([layer][head], -1
 // where undefined), "hit_threshold", "params" (r.params, r.query_agnostic), "prefill_ms", "note",
-// "cache_note" (why the compressed cache is the larger, or "")}.
+// "cache_note" (why the compressed cache is the larger, or ""), "decode_compression": {"budget",
+// "interval" (0, 0: off), "prefill_compression", "events": [{"step", "positions_before",
+// "positions_after", "evicted"}]}}; each step also has "cache_tokens" (tokens per head in the
+// compressed cache after it).
 nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, const std::string& cache_note);
 
 }  // namespace snapkv

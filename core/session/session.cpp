@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/common/units.h"
+#include "core/compare/decode_compression.h"
 #include "core/kv/kv_type.h"
 #include "core/model/generator.h"
 #include "core/session/run_plan.h"
@@ -307,9 +308,12 @@ PromptTokens Session::build_prompt(const PromptSpec& spec) const {
 }
 
 GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSettings& s, const TokenFn& on_token,
-                                   CancelFlag cancel) {
+                                   CancelFlag cancel, const SelectionParams& decode_params,
+                                   const DecodeCompressionSettings& decode) {
     m->require_model();
     if (s.max_tokens < 0) throw InputError("generate: max tokens " + std::to_string(s.max_tokens) + " must be >= 0");
+    const std::string decode_problem = check_decode_settings(decode_params, decode);
+    if (!decode_problem.empty()) throw InputError("decoding compression: " + decode_problem);
     GenerationOutput out;
     out.prompt_ids = build_prompt(prompt).ids;
     const auto L = static_cast<int64_t>(out.prompt_ids.size());
@@ -318,10 +322,21 @@ GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSet
     const int64_t n_new = L <= n_ctx ? std::min(s.max_tokens, n_ctx - L) : 0;
     RunShape run;
     run.n_tokens = L;
-    run.cache_slots = L + n_new;
+    // The largest cache the run reaches: with decoding compression, the prompt or the budget
+    // (whichever is larger) plus one interval of new tokens.
+    run.cache_slots = decode.enabled() ? std::min(L + n_new, std::max(L, decode.budget) + decode.interval) : L + n_new;
     m->check_fits(L, -1, m->estimate(run), "the prompt", ": shorten it");
-    KvCache cache = with_oom_report("allocating the KV cache", [&] { return m->model->new_cache(L + n_new); });
+    KvCache cache = with_oom_report("allocating the KV cache", [&] { return m->model->new_cache(run.cache_slots); });
     GenerateOptions go;
+    std::unique_ptr<DecodeCompressor> decoder;
+    if (decode.enabled()) {
+        decoder = std::make_unique<DecodeCompressor>(*m->model, decode_params, decode);
+        go.want_queries = true;
+        go.after_forward = [&](KvCache& c, const std::vector<at::Tensor>& q) {
+            decoder->after_step(c, q);
+            out.cache_tokens.push_back(cache_tokens(c));
+        };
+    }
     go.max_tokens = s.max_tokens;
     go.sampling = {s.is_greedy(), s.temperature, s.top_k, s.top_p, s.seed};
     go.stop_at_eog = s.stop_at_eog;
@@ -337,6 +352,7 @@ GenerationOutput Session::generate(const PromptSpec& prompt, const GenerationSet
     out.prefill_ms = r.prefill_ms;
     out.decode_ms = r.decode_ms;
     out.decode_tok_s = r.decode_tok_s();
+    if (decoder) out.decode_events = decoder->events();
     return out;
 }
 

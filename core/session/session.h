@@ -111,6 +111,10 @@ struct GenerationOutput {
     double prefill_ms = 0;
     double decode_ms = 0;
     double decode_tok_s = 0;
+    // With decoding compression (generate's decode argument): tokens per head in the cache after
+    // each generated token was fed back, and the compression events.
+    std::vector<int64_t> cache_tokens;
+    std::vector<DecodeCompressionEvent> decode_events;
 };
 
 struct PerplexityOutput {
@@ -191,10 +195,22 @@ struct PrefillSummary {
     std::string template_source;      // PromptTokens::template_source
 };
 
+// One compressed run's decoding compression in an evaluation (compare_many_to_reference).
+struct DecodeRun {
+    DecodeCompressionSettings settings;  // off by default
+    bool compress_prefill = true;        // false: the run starts from the full cache
+};
+
 struct CompareSettings {
     GenerationSettings generation;
     bool query_agnostic = false;  // compress the context alone, then feed the question
     double hit_threshold = 0.05;  // θ for hit rates (paper §4)
+    // Compression while generating (compare_types.h), with the selection's policy and settings.
+    DecodeCompressionSettings decode;
+    // false: the compressed run starts from the full cache (decoding compression alone).
+    bool compress_prefill = true;
+    // Record what the Timeline view draws (CompareResult::start_kept, step_attention).
+    bool record_timeline = false;
 };
 
 struct BenchRow {
@@ -249,8 +265,11 @@ public:
 
     // ---- plain runtime ----
     // Stops at the model's context: the cache is sized for min(max_tokens, context - prompt).
+    // decode.enabled(): the cache is compressed while generating, with decode_params's policy and
+    // settings (core/compare/decode_compression.h); the prompt itself is never compressed here.
     GenerationOutput generate(const PromptSpec& prompt, const GenerationSettings& settings,
-                              const TokenFn& on_token = {}, CancelFlag cancel = nullptr);
+                              const TokenFn& on_token = {}, CancelFlag cancel = nullptr,
+                              const SelectionParams& decode_params = {}, const DecodeCompressionSettings& decode = {});
     PerplexityOutput perplexity(const std::string& text, int64_t ctx, const ProgressFn& progress = {},
                                 CancelFlag cancel = nullptr);
     // One forward pass over the prompt (ids verbatim, or text with the vocab's BOS), every position.
@@ -291,8 +310,10 @@ public:
     // together (runs_against_reference, in batches that fit a quarter of the free memory): each
     // result equals compare_to_reference's for that selection, but for decode_ms, its share of the
     // batched steps. Results in the order of sels.
+    // decode: per selection its decoding compression (empty: none for any).
     std::vector<CompareResult> compare_many_to_reference(const std::vector<Selection>& sels,
-                                                         const ProgressFn& progress = {}, CancelFlag cancel = nullptr);
+                                                         const ProgressFn& progress = {}, CancelFlag cancel = nullptr,
+                                                         const std::vector<DecodeRun>& decode = {});
     std::string retune_benchmark(const SelectionParams& base);
 
 private:

@@ -5,6 +5,7 @@
 // Dimensions: H = n_head, Hkv = n_head_kv, L = prompt tokens, Lc = context tokens, W = window,
 // S = cache slots, V = n_vocab, D = head_dim.
 #include <algorithm>
+#include <memory>
 
 #include "core/compare/lockstep.h"
 #include "core/session/session_impl.h"
@@ -46,6 +47,12 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     m->require_values();
     const PrefillState& st = *m->state;
     const bool agnostic = settings.query_agnostic && !st.agnostic.empty();
+    const std::string decode_problem = check_decode_settings(params, settings.decode);
+    if (!decode_problem.empty()) throw InputError("decoding compression: " + decode_problem);
+    if (!settings.compress_prefill && !settings.decode.enabled())
+        throw InputError(
+            "compare: with prefill compression off, a decoding budget is needed (else both runs are "
+            "the full cache)");
     Selection sel = select(params, agnostic, false);
     const auto L = static_cast<int64_t>(st.prompt.ids.size());
     const int64_t max_tokens = settings.generation.max_tokens;
@@ -53,7 +60,17 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
     // The full run holds what a sliding-window runtime would (sliding layers trimmed to their
     // window), so that its KV bytes are the honest baseline of the compressed run's.
     LockstepRun full{window_trimmed_cache(st.cache, m->model->config(), L, max_tokens), st.last_logits};
-    CompressedStart comp = m->start_compressed(sel, max_tokens, cancel);
+    CompressedStart comp;
+    if (settings.compress_prefill) {
+        comp = m->start_compressed(sel, max_tokens, cancel);
+    } else {
+        // Decoding compression alone: the full cache, every prompt position kept.
+        comp.run = LockstepRun{window_trimmed_cache(st.cache, m->model->config(), L, max_tokens), st.last_logits};
+        comp.kept.assign(static_cast<size_t>(m->model->config().n_layer), at::Tensor());
+        sel.note = "prefill compression off";
+    }
+    std::unique_ptr<DecodeCompressor> decoder;
+    if (settings.decode.enabled()) decoder = std::make_unique<DecodeCompressor>(*m->model, params, settings.decode);
     const int64_t full_bytes = full.cache.bytes();
     const int64_t comp_bytes = comp.run.cache.bytes();
     HitRateSpec hits;
@@ -66,10 +83,11 @@ CompareResult Session::compare(const SelectionParams& params, const CompareSetti
             [&](int64_t d, int64_t t) {
                 if (progress) progress("generate", d, t);
             },
-            cancel);
+            cancel, decoder.get(), settings.record_timeline);
     });
     r.params = params;
     r.query_agnostic = agnostic;
+    r.compress_prefill = settings.compress_prefill;
     r.prefill_ms = st.prefill_ms;
     r.full.kv_bytes = full_bytes;
     r.compressed.kv_bytes = comp_bytes;

@@ -41,7 +41,15 @@ CompareResult Session::compare_to_reference(const Selection& sel, const Progress
 }
 
 std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<Selection>& sels,
-                                                              const ProgressFn& progress, CancelFlag cancel) {
+                                                              const ProgressFn& progress, CancelFlag cancel,
+                                                              const std::vector<DecodeRun>& decode) {
+    if (!decode.empty() && decode.size() != sels.size())
+        throw InputError("compare_to_reference: " + std::to_string(decode.size()) + " decoding settings for " +
+                         std::to_string(sels.size()) + " selections");
+    for (size_t i = 0; i < decode.size(); ++i) {
+        const std::string problem = check_decode_settings(sels[i].params, decode[i].settings);
+        if (!problem.empty()) throw InputError("decoding compression: " + problem);
+    }
     m->require_prefill();
     if (!m->reference) throw InputError("compare_to_reference: decode the full-cache reference first");
     const FullReference& ref = *m->reference;
@@ -58,6 +66,7 @@ std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<
         const Selection* sel;
         int64_t kv_bytes;
         bool query_agnostic;
+        bool compress_prefill;
     };
     std::vector<AgainstReference> batch;
     std::vector<Pending> pending;
@@ -82,16 +91,28 @@ std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<
             r.prefill_ms = st.prefill_ms;
             r.full.kv_bytes = ref.run.kv_bytes;
             r.compressed.kv_bytes = pending[i].kv_bytes;
-            r.note = pending[i].sel->note;
+            r.note = pending[i].compress_prefill ? pending[i].sel->note : "prefill compression off";
+            r.compress_prefill = pending[i].compress_prefill;
             out.push_back(std::move(r));
         }
         batch.clear();
         pending.clear();
         held = 0;
     };
-    for (const Selection& sel : sels) {
+    for (size_t i = 0; i < sels.size(); ++i) {
+        const Selection& sel = sels[i];
         if (cancel && cancel->load()) throw Cancelled();
-        CompressedStart comp = m->start_compressed(sel, settings.generation.max_tokens, cancel);
+        const DecodeRun run = decode.empty() ? DecodeRun{} : decode[i];
+        CompressedStart comp;
+        if (run.compress_prefill) {
+            comp = m->start_compressed(sel, settings.generation.max_tokens, cancel);
+        } else {
+            // Decoding compression alone: the full cache, every prompt position kept.
+            const auto L = static_cast<int64_t>(st.prompt.ids.size());
+            comp.run = LockstepRun{window_trimmed_cache(st.cache, c, L, settings.generation.max_tokens),
+                                   st.last_logits};
+            comp.kept.assign(static_cast<size_t>(c.n_layer), at::Tensor());
+        }
         const int64_t bytes = comp.run.cache.bytes();
         const int64_t grown = bytes + token_bytes * settings.generation.max_tokens;
         if (!batch.empty() && held + grown > budget) flush();
@@ -101,8 +122,9 @@ std::vector<CompareResult> Session::compare_many_to_reference(const std::vector<
         // selection's hit rate counts only its own prefix (its window is always kept).
         a.prefix = sel.n_tokens - sel.window;
         a.kept = std::move(comp.kept);
+        if (run.settings.enabled()) a.decode = std::make_shared<DecodeCompressor>(*m->model, sel.params, run.settings);
         batch.push_back(std::move(a));
-        pending.push_back({&sel, bytes, comp.query_agnostic});
+        pending.push_back({&sel, bytes, comp.query_agnostic, run.compress_prefill});
         held += grown;
     }
     flush();
