@@ -155,6 +155,36 @@ void add_select(CLI::App* c, SelectOpts& o) {
         ->check(integer_in(1, kMaxLengthOption));
 }
 
+void add_decode(CLI::App* c, DecodeOpts& o, bool with_prefill_switch) {
+    c->add_option("--decode-budget", o.budget,
+                  "Compress while generating: tokens kept per head at each event, window included (0 = off; the "
+                  "policy and its settings are the selection's)")
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxBudgetOption));
+    c->add_option("--decode-interval", o.interval, "Generated tokens between decoding compression events")
+        ->capture_default_str()
+        ->check(integer_in(1, kMaxLengthOption));
+    if (with_prefill_switch)
+        c->add_flag("--no-prefill-compression", o.no_prefill,
+                    "The compressed run starts from the full cache (decoding compression alone; needs "
+                    "--decode-budget)");
+}
+
+DecodeCompressionSettings make_decode(const DecodeOpts& o) {
+    DecodeCompressionSettings d;
+    d.budget = o.budget;
+    d.interval = o.budget > 0 ? o.interval : 0;
+    return d;
+}
+
+void check_decode(const SelectOpts& so, const DecodeOpts& o) {
+    if (o.no_prefill && o.budget <= 0)
+        usage_error("--no-prefill-compression",
+                    "needs --decode-budget: without prefill and decoding compression both runs are the full cache");
+    const std::string problem = check_decode_settings(make_params(so), make_decode(o));
+    if (!problem.empty()) usage_error("--decode-budget", problem);
+}
+
 void add_gen(CLI::App* c, GenerationSettings& o, int64_t min_tokens) {
     c->add_option("--max-tokens,-n", o.max_tokens, "Tokens to generate (generation stops at the context)")
         ->capture_default_str()

@@ -57,6 +57,13 @@ struct SelectOpts {
     int64_t max_window = 0;  // 0: max(128, W)
 };
 
+// Compression while generating (--decode-budget, --decode-interval; compare also --no-prefill-compression).
+struct DecodeOpts {
+    int64_t budget = 0;     // 0: off
+    int64_t interval = 32;  // decoding steps between events
+    bool no_prefill = false;
+};
+
 // Upper bounds that only catch absurd values (a real setting is far below them).
 constexpr int64_t kMaxBudgetOption = int64_t(1) << 40;
 constexpr int64_t kMaxLengthOption = int64_t(1) << 26;  // the largest context arch_tensors allows
@@ -75,6 +82,11 @@ void add_cache_type(CLI::App* c, std::string& type);
 // with_doc: --doc and --question besides --prompt and --prompt-file.
 void add_prompt(CLI::App* c, PromptOpts& o, bool with_doc);
 void add_select(CLI::App* c, SelectOpts& o);
+// --decode-budget and --decode-interval; with_prefill_switch: --no-prefill-compression too.
+void add_decode(CLI::App* c, DecodeOpts& o, bool with_prefill_switch);
+DecodeCompressionSettings make_decode(const DecodeOpts& o);
+// core's check_decode_settings before the model is loaded (exit code 2), naming the options.
+void check_decode(const SelectOpts& so, const DecodeOpts& o);
 // min_tokens: 0 for generate (prompt only), 1 for compare (something to compare).
 void add_gen(CLI::App* c, GenerationSettings& o, int64_t min_tokens);
 // Sampling by default (the CLI's --greedy turns it off), 64 new tokens.

@@ -14,8 +14,9 @@
 namespace snapkv::cli {
 namespace {
 
-void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSettings& go, bool as_json, bool plan,
-                  const std::atomic<bool>* cancel) {
+void cmd_generate(const Common& c, const PromptOpts& po, const SelectOpts& so, const DecodeOpts& dopt,
+                  const GenerationSettings& go, bool as_json, bool plan, const std::atomic<bool>* cancel) {
+    check_decode(so, dopt);
     auto s = open_session(c, as_json);
     TokenFn stream;
     if (!as_json)
@@ -37,21 +38,41 @@ void cmd_generate(const Common& c, const PromptOpts& po, const GenerationSetting
     RunFlags flags;
     flags.new_tokens = go.max_tokens;
     if (show_plan(*s, spec, plan_run({}, flags), plan, cancel)) return;
-    GenerationOutput out = s->generate(spec, go, stream, cancel);
+    const DecodeCompressionSettings decode = make_decode(dopt);
+    const SelectionParams params = make_params(so);
+    GenerationOutput out = s->generate(spec, go, stream, cancel, params, decode);
     if (as_json) {
-        write_json({{"prompt_ids", out.prompt_ids},
-                    {"ids", out.ids},
-                    {"text", out.text},
-                    {"prefill_ms", out.prefill_ms},
-                    {"decode_ms", out.decode_ms},
-                    {"decode_tok_s", out.decode_tok_s},
-                    {"stop", out.stop_reason}},
-                   "");
+        json j = {{"prompt_ids", out.prompt_ids},
+                  {"ids", out.ids},
+                  {"text", out.text},
+                  {"prefill_ms", out.prefill_ms},
+                  {"decode_ms", out.decode_ms},
+                  {"decode_tok_s", out.decode_tok_s},
+                  {"stop", out.stop_reason}};
+        if (decode.enabled()) {
+            json events = json::array();
+            for (const DecodeCompressionEvent& e : out.decode_events)
+                events.push_back({{"step", e.step},
+                                  {"positions_before", e.positions_before},
+                                  {"positions_after", e.positions_after},
+                                  {"evicted", e.evicted}});
+            j["decode_compression"] = {{"budget", decode.budget},
+                                       {"interval", decode.interval},
+                                       {"params", params_to_json(params, false)},
+                                       {"cache_tokens", out.cache_tokens},
+                                       {"events", events}};
+        }
+        write_json(j, "");
     } else {
         std::cout << std::endl;
         std::cerr << "[" << out.prompt_ids.size() << " prompt tokens, " << out.ids.size() << " generated; prefill "
                   << std::fixed << std::setprecision(1) << out.prefill_ms << " ms, decode " << out.decode_tok_s
-                  << " tok/s; stop: " << out.stop_reason << "]\n";
+                  << " tok/s; stop: " << out.stop_reason;
+        if (decode.enabled())
+            std::cerr << "; " << out.decode_events.size() << " decoding compression events, cache "
+                      << (out.cache_tokens.empty() ? out.prompt_ids.size() : out.cache_tokens.back())
+                      << " tokens per head at the end";
+        std::cerr << "]\n";
     }
 }
 
@@ -106,14 +127,24 @@ void register_generate_commands(CLI::App& app, const std::atomic<bool>* cancel) 
         static Common c;
         static PromptOpts po;
         static GenerationSettings go = cli_generation_defaults();
+        static SelectOpts so;
+        static DecodeOpts dopt;
         static bool as_json = false, plan = false;
-        auto* cmd = app.add_subcommand("generate", "Generate text with the full cache");
+        auto* cmd = app.add_subcommand(
+            "generate", "Generate text with the full cache, or compressing it while generating (--decode-budget)");
         add_common(cmd, c);
         add_prompt(cmd, po, false);
         add_gen(cmd, go, 0);
-        cmd->add_flag("--json", as_json, "Print JSON with prompt_ids, ids, text, prefill_ms, decode_ms");
+        // The policy and its settings, for --decode-budget: the prompt itself is never compressed
+        // here, so the prefill's own budget options are left out.
+        add_select(cmd, so);
+        for (const char* name : {"--budget", "--ratio", "--query-agnostic", "--max-window"})
+            cmd->remove_option(cmd->get_option(name));
+        add_decode(cmd, dopt, false);
+        cmd->add_flag("--json", as_json,
+                      "Print JSON with prompt_ids, ids, text, prefill_ms, decode_ms (and decode_compression)");
         add_plan(cmd, plan);
-        cmd->callback([cancel] { cmd_generate(c, po, go, as_json, plan, cancel); });
+        cmd->callback([cancel] { cmd_generate(c, po, so, dopt, go, as_json, plan, cancel); });
     }
     {
         static Common c;

@@ -121,6 +121,8 @@ void add_grid_options(CLI::App* c, GridOpts& o, const GridCommand& g) {
     o.windows = comma_list(d.windows);
     o.kernels = comma_list(d.kernels);
     o.poolings = comma_list(d.poolings);
+    o.decode_budgets = comma_list(d.decode_budgets);
+    o.decode_intervals = comma_list(d.decode_intervals);
     o.tie_break = d.tie_break;
     o.sink = d.n_sink;
     o.seed = d.seed;
@@ -132,8 +134,15 @@ void add_grid_options(CLI::App* c, GridOpts& o, const GridCommand& g) {
                       "('' for none)")
             ->capture_default_str();
     c->add_option("--budgets", o.budgets,
-                  "Comma list of budgets C (tokens kept per head, window included)" +
+                  "Comma list of budgets C (tokens kept per head, window included; 0: no prefill compression, "
+                  "for decoding compression alone)" +
                       std::string(g.ratios ? "; '' for none" : ""))
+        ->capture_default_str();
+    c->add_option("--decode-budget", o.decode_budgets,
+                  "Comma list of decoding budgets: compress while generating, to this many tokens per head (0: off)")
+        ->capture_default_str();
+    c->add_option("--decode-interval", o.decode_intervals,
+                  "Comma list of generated tokens between decoding compression events")
         ->capture_default_str();
     c->add_option("--gqa", o.gqa,
                   "Comma list: kv-head (one selection per KV head, as kvpress: the cache shrinks), query-head "
@@ -179,6 +188,8 @@ RunOptions grid_run_options(const GridOpts& o, const GridCommand& g) {
     a.windows = parse_int_list(o.windows, "windows");
     a.kernels = parse_int_list(o.kernels, "kernels");
     a.poolings = parse_name_list(o.poolings, "poolings");
+    a.decode_budgets = parse_int_list(o.decode_budgets, "decode_budgets");
+    a.decode_intervals = parse_int_list(o.decode_intervals, "decode_intervals");
     a.query_agnostic = o.query_agnostic;
     a.n_sink = o.sink;
     a.seed = o.seed;
@@ -199,8 +210,12 @@ RunOptions grid_run_options(const GridOpts& o, const GridCommand& g) {
 std::string grid_flag(const std::string& param, const GridCommand& g) {
     if (const auto it = g.flags.find(param); it != g.flags.end()) return it->second;
     if (param.empty() || param[0] == '-') return param;  // already a flag
-    static const std::map<std::string, std::string> axes = {
-        {"windows", "--window"}, {"kernels", "--kernel"}, {"poolings", "--pooling"}, {"n_sink", "--sink"}};
+    static const std::map<std::string, std::string> axes = {{"windows", "--window"},
+                                                            {"kernels", "--kernel"},
+                                                            {"poolings", "--pooling"},
+                                                            {"n_sink", "--sink"},
+                                                            {"decode_budgets", "--decode-budget"},
+                                                            {"decode_intervals", "--decode-interval"}};
     if (const auto it = axes.find(param); it != axes.end()) return it->second;
     std::string flag = "--" + param;
     std::replace(flag.begin(), flag.end(), '_', '-');

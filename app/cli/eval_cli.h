@@ -88,6 +88,7 @@ struct GridCommand {
 struct GridOpts {
     Common common;
     std::string policies, budgets, ratios, gqa, windows, kernels, poolings, tie_break;
+    std::string decode_budgets, decode_intervals;  // --decode-budget, --decode-interval (lists)
     bool query_agnostic = false;
     int64_t sink = 0;
     uint64_t seed = 0;

@@ -261,3 +261,57 @@ TEST_CASE("snapkv analyze runs every policy, kvpress's presses with their own wi
     CHECK(bad.code == 2);
     CHECK(bad.err.find("expected_attention") != std::string::npos);
 }
+
+TEST_CASE("snapkv compare and generate compress while generating with --decode-budget", "[cli][decode]") {
+    const std::string prompt = q(snapkv::test::read_text(data_path("reference/ppl-text.txt")).substr(0, 400));
+    const std::string base = "--model " + q(kStories) + " --prompt " + prompt +
+                             " --window 4 --kernel 3 --greedy --no-stop --max-tokens 60 --decode-interval 8";
+    // Prefill and decoding compression together, then decoding compression alone.
+    for (const char* prefill : {"--budget 48", "--no-prefill-compression"}) {
+        INFO(prefill);
+        const Result r = run("compare " + base + " " + prefill + " --decode-budget 32 --json -");
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        const json j = json::parse(r.out);
+        const json& d = j["decode_compression"];
+        CHECK(d["budget"] == 32);
+        CHECK(d["interval"] == 8);
+        CHECK(d["prefill_compression"] == (std::string(prefill) == "--budget 48"));
+        REQUIRE(d["events"].size() >= 5);
+        for (const json& e : d["events"]) {
+            CHECK(e["step"].get<int64_t>() % 8 == 0);
+            CHECK(e["positions_after"] == 32);
+            CHECK(e["positions_before"].get<int64_t>() > 32);
+            CHECK(e["evicted"].get<int64_t>() > 0);
+        }
+        const auto first = d["events"][0]["step"].get<size_t>();
+        REQUIRE(j["steps"].size() == 60);
+        for (size_t i = first - 1; i < j["steps"].size(); ++i)
+            CHECK(j["steps"][i]["cache_tokens"].get<int64_t>() <= 40);
+    }
+    // Without --decode-budget nothing changes and no events are listed.
+    const Result off = run("compare " + base + " --budget 48 --json -");
+    REQUIRE(off.code == 0);
+    CHECK(json::parse(off.out)["decode_compression"]["events"].empty());
+
+    const Result g = run("generate " + base + " --policy knorm --decode-budget 24 --json");
+    INFO(g.err);
+    REQUIRE(g.code == 0);
+    const json gj = json::parse(g.out);
+    CHECK(gj["ids"].size() == 60);
+    CHECK(gj["decode_compression"]["params"]["policy"] == "knorm");
+    CHECK(gj["decode_compression"]["events"].size() == 7);  // after steps 8, 16, ..., 56
+
+    // Settings that cannot work are refused before the model is loaded, naming the option.
+    const Result h2o = run("compare " + base + " --policy h2o --decode-budget 32 --json -");
+    CHECK(h2o.code == 2);
+    CHECK_THAT(h2o.err, Catch::Contains("--decode-budget") && Catch::Contains("h2o"));
+    const Result alone = run("compare " + base + " --no-prefill-compression --json -");
+    CHECK(alone.code == 2);
+    CHECK_THAT(alone.err, Catch::Contains("--no-prefill-compression") && Catch::Contains("--decode-budget"));
+    std::string wide_base = base;
+    wide_base.replace(wide_base.find("--window 4"), 10, "--window 16");
+    const Result wide = run("compare " + wide_base + " --decode-budget 32 --json -");
+    CHECK(wide.code == 2);
+    CHECK_THAT(wide.err, Catch::Contains("interval 8"));
+}
