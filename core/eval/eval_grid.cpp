@@ -53,6 +53,12 @@ void check_config(const EvalConfig& c) {
         const bool list_of_many = param == "budgets" || param == "n_sink";
         throw ParamError(param, (list_of_many ? bad->field + " " : std::string()) + bad->sentence());
     }
+    const std::string problem = check_decode_settings(c.params, c.decode);
+    if (!problem.empty())
+        throw ParamError(problem.find("interval") != std::string::npos && problem.find("budget") == std::string::npos
+                             ? "decode_intervals"
+                             : "decode_budgets",
+                         problem);
 }
 
 }  // namespace
@@ -93,6 +99,13 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
     require_non_empty(a.windows, "windows");
     require_non_empty(a.kernels, "kernels");
     require_non_empty(a.poolings, "poolings");
+    require_non_empty(a.decode_budgets, "decode_budgets");
+    require_non_empty(a.decode_intervals, "decode_intervals");
+    for (int64_t b : a.decode_budgets)
+        if (b < 0)
+            throw ParamError("decode_budgets", std::to_string(b) + " is negative (0 turns decoding compression off)");
+    for (int64_t n : a.decode_intervals)
+        if (n < 1) throw ParamError("decode_intervals", std::to_string(n) + " must be at least 1");
     for (double r : a.ratios)
         if (!(r >= 0.0 && r < 1.0))
             throw ParamError("ratios", fmt_number(r) +
@@ -125,23 +138,30 @@ std::vector<EvalConfig> expand_configs(const GridAxes& a) {
             for (GqaMode g : gqa)
                 for (int64_t w : a.windows)
                     for (int64_t k : a.kernels)
-                        for (Pooling pool : poolings) {
-                            EvalConfig c;
-                            c.params.policy = pol;
-                            c.params.budget = budget;
-                            c.params.ratio = ratio;
-                            c.params.gqa = g;
-                            c.params.window = policy_info(pol).reads_param(kReadsWindow) ? w : a.windows.front();
-                            const bool pools = policy_info(pol).pools();
-                            c.params.kernel = pools ? k : a.kernels.front();
-                            c.params.pooling = pools ? pool : poolings.front();
-                            c.params.n_sink = a.n_sink;
-                            c.params.seed = a.seed;
-                            c.params.tie_break = tie;
-                            c.query_agnostic = a.query_agnostic;
-                            check_config(c);
-                            if (seen.insert(config_json(c).dump()).second) out.push_back(c);
-                        }
+                        for (Pooling pool : poolings)
+                            for (int64_t db : a.decode_budgets)
+                                for (int64_t di : a.decode_intervals) {
+                                    const bool prefill = budget != 0 || ratio >= 0;
+                                    if (!prefill && db == 0) continue;  // the full cache, run already
+                                    EvalConfig c;
+                                    c.compress_prefill = prefill;
+                                    c.decode = db > 0 ? DecodeCompressionSettings{db, di} : DecodeCompressionSettings{};
+                                    c.params.policy = pol;
+                                    c.params.budget = prefill ? budget : default_params().budget;
+                                    c.params.ratio = ratio;
+                                    c.params.gqa = g;
+                                    c.params.window = policy_info(pol).reads_param(kReadsWindow) ? w
+                                                                                                 : a.windows.front();
+                                    const bool pools = policy_info(pol).pools();
+                                    c.params.kernel = pools ? k : a.kernels.front();
+                                    c.params.pooling = pools ? pool : poolings.front();
+                                    c.params.n_sink = a.n_sink;
+                                    c.params.seed = a.seed;
+                                    c.params.tie_break = tie;
+                                    c.query_agnostic = a.query_agnostic;
+                                    check_config(c);
+                                    if (seen.insert(config_json(c).dump()).second) out.push_back(c);
+                                }
     return out;
 }
 
@@ -157,7 +177,7 @@ nlohmann::json config_json(const EvalConfig& c) {
     const PolicyInfo& info = policy_info(p.policy);
     json all = params_to_json(p, c.query_agnostic);
     json j = {{"policy", all["policy"]},
-              {"budget", p.ratio >= 0 ? json(nullptr) : all["budget"]},
+              {"budget", p.ratio >= 0 || !c.compress_prefill ? json(nullptr) : all["budget"]},
               {"window", info.reads_param(kReadsWindow) ? all["window"] : json(nullptr)},
               {"kernel", info.pools() ? all["kernel"] : json(nullptr)},
               {"pooling", info.pools() ? all["pooling"] : json(nullptr)},
@@ -167,6 +187,11 @@ nlohmann::json config_json(const EvalConfig& c) {
     if (p.ratio >= 0) j["ratio"] = p.ratio;
     if (info.reads_param(kReadsSink)) j["sink"] = all["sink"];
     if (info.reads_param(kReadsSeed)) j["seed"] = all["seed"];
+    if (c.decode.enabled()) {
+        j["decode_budget"] = c.decode.budget;
+        j["decode_interval"] = c.decode.interval;
+    }
+    if (!c.compress_prefill) j["prefill_compression"] = false;
     return j;
 }
 
@@ -179,16 +204,28 @@ EvalConfig config_from_json(const nlohmann::json& j) {
         return c;
     }
     const bool has_ratio = j.contains("ratio") && !j["ratio"].is_null();
+    c.compress_prefill = !(j.contains("prefill_compression") && j["prefill_compression"] == false);
     for (const char* key : {"budget", "window", "gqa"}) {
         const std::string k = key;
-        if (k == "budget" && has_ratio) continue;  // a ratio configuration's budget is null
+        if (k == "budget" && (has_ratio || !c.compress_prefill)) continue;  // null there
         if (!j.contains(key) || (j[key].is_null() && k != "window"))
             throw InputError("configuration " + j.dump() + " is incomplete: '" + key + "' is missing");
     }
     // Null marks a parameter the policy does not read: the default stands.
     nlohmann::json given = nlohmann::json::object();
     for (const auto& [key, value] : j.items())
-        if (!value.is_null()) given[key] = value;
+        if (!value.is_null() && key != "decode_budget" && key != "decode_interval" && key != "prefill_compression")
+            given[key] = value;
+    auto whole = [&](const char* key) -> int64_t {
+        if (!j.contains(key) || j[key].is_null()) return 0;
+        if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1)
+            throw InputError("configuration " + j.dump() + ": '" + key + "' must be a whole number of at least 1");
+        return j[key].get<int64_t>();
+    };
+    c.decode.budget = whole("decode_budget");
+    c.decode.interval = c.decode.budget > 0 ? whole("decode_interval") : 0;
+    if (c.decode.budget > 0 && c.decode.interval < 1)
+        throw InputError("configuration " + j.dump() + " is incomplete: 'decode_interval' is missing");
     const ParamsFromJson r = params_from_json(given, "configuration");
     c.params = r.params;
     c.query_agnostic = r.query_agnostic;
@@ -208,8 +245,10 @@ std::string config_label(const EvalConfig& c) {
     const SelectionParams& p = c.params;
     const SelectionParams d = default_params();
     const PolicyInfo& info = policy_info(p.policy);
-    std::string s = policy_name(p.policy) +
-                    (p.ratio >= 0 ? " r" + fmt_number(p.ratio) : " C" + std::to_string(p.budget));
+    std::string s = policy_name(p.policy) + (!c.compress_prefill ? " no-prefill"
+                                             : p.ratio >= 0      ? " r" + fmt_number(p.ratio)
+                                                                 : " C" + std::to_string(p.budget));
+    if (c.decode.enabled()) s += " D" + std::to_string(c.decode.budget) + "/" + std::to_string(c.decode.interval);
     if (p.window != d.window && info.reads_param(kReadsWindow)) s += " W" + std::to_string(p.window);
     if (info.pools()) {
         if (p.kernel != d.kernel) s += " K" + std::to_string(p.kernel);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/compare/compare_types.h"
 #include "core/eval/param_error.h"
 #include "core/snapkv/snapkv_params.h"
 
@@ -21,6 +22,10 @@ struct EvalConfig {
     bool full = false;
     SelectionParams params;
     bool query_agnostic = false;
+    // Compression while generating (core/compare/decode_compression.h) with params' policy; off
+    // by default. compress_prefill false: the run starts from the full cache (decoding alone).
+    DecodeCompressionSettings decode;
+    bool compress_prefill = true;
 };
 
 // What the user asked for; every list must be non-empty but budgets and ratios, of which one may
@@ -41,6 +46,11 @@ struct GridAxes {
     int64_t n_sink = default_params().n_sink;
     uint64_t seed = default_params().seed;
     std::string tie_break = tie_break_name(default_params().tie_break);  // one for the whole grid
+    // Decoding compression: budgets (0 = off) x intervals. A 0 in `budgets` means no prefill
+    // compression: with a decoding budget that is decoding compression alone (with none, the full
+    // cache, which every grid runs anyway, so that pair is left out).
+    std::vector<int64_t> decode_budgets{0};
+    std::vector<int64_t> decode_intervals{32};
 };
 
 // Full first, then the cross product in the order above (policy outermost; budgets, then ratios).
@@ -56,9 +66,11 @@ std::vector<EvalConfig> expand_configs(const GridAxes& axes);
 // in order: what the prefill captures for (plan_run) and what the grid's plan decodes.
 std::vector<SelectionParams> selection_params(const std::vector<EvalConfig>& configs);
 
-// Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations),
-// ratio (ratio configurations only), window, kernel, pooling, gqa, tie_break, query_agnostic (nulls
-// where they do not apply).
+// Row fields of a configuration: policy ("full"), budget (null for full and ratio configurations,
+// and with prefill compression off), ratio (ratio configurations only), window, kernel, pooling,
+// gqa, tie_break, query_agnostic (nulls where they do not apply); with decoding compression
+// decode_budget and decode_interval, with prefill compression off "prefill_compression": false
+// (absent otherwise, so that rows of earlier results files still match their configurations).
 nlohmann::json config_json(const EvalConfig& c);
 std::string config_label(const EvalConfig& c);
 // The configuration a row or the settings' "configs" entry describes (inverse of config_json).

@@ -188,6 +188,7 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
 
         // The compressed configurations' selections, then their answers decoded together.
         std::vector<Selection> sels;
+        std::vector<DecodeRun> decode;
         std::vector<double> select_ms;
         for (int64_t k : todo) {
             const EvalConfig& cfg = m_options.configs[static_cast<size_t>(k)];
@@ -196,9 +197,10 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
             t0 = Clock::now();
             sels.push_back(m_session.select(cfg.params, cfg.query_agnostic, false));
             select_ms.push_back(ms_since(t0));
+            decode.push_back({cfg.decode, cfg.compress_prefill});
         }
         t0 = Clock::now();
-        const std::vector<CompareResult> results = m_session.compare_many_to_reference(sels, progress, cancel);
+        const std::vector<CompareResult> results = m_session.compare_many_to_reference(sels, progress, cancel, decode);
         st.compressed_ms += ms_since(t0);
         for (double v : select_ms) st.compressed_ms += v;
 
@@ -231,8 +233,14 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
                 const CompareResult& r = results[next];
                 const double sel_ms = select_ms[next];
                 ++next;
-                row["compressed"] = sel.compressed;
-                row["budget_used"] = sel.budget;
+                row["compressed"] = (cfg.compress_prefill && sel.compressed) || !r.decode_events.empty();
+                row["budget_used"] = cfg.compress_prefill ? json(sel.budget) : json(nullptr);
+                if (cfg.decode.enabled()) {
+                    row["decode_events"] = r.decode_events.size();
+                    row["cache_tokens_max"] = r.cache_tokens.empty() ? json(nullptr)
+                                                                     : json(*std::max_element(r.cache_tokens.begin(),
+                                                                                              r.cache_tokens.end()));
+                }
                 add_answer_scores(row, cp, r.compressed.text, full.text);
                 double kl = 0, top1 = 0;
                 for (const auto& s : r.steps) {
@@ -242,9 +250,10 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
                 const double n_steps = static_cast<double>(r.steps.size());
                 double mass = 0, hit = 0;
                 int64_t n_mass = 0, n_hit = 0;
+                // Prefill compression off: every prompt position was kept at prefill.
                 for (const auto& ls : sel.layers)
                     for (const auto& h : ls.heads) {
-                        mass += h.kept_mass;
+                        mass += cfg.compress_prefill ? h.kept_mass : 1.0;
                         ++n_mass;
                     }
                 for (const auto& layer : r.hit_rate)
@@ -261,8 +270,8 @@ RunStats EvalRun::run(const std::set<RowKey>& done, const RowFn& on_row, const P
                             {"kv_bytes", r.compressed.kv_bytes},
                             {"kv_bytes_full", r.full.kv_bytes},
                             {"n_answer_tokens", r.compressed.ids.size()}});
-                if (!sel.note.empty()) row["note"] = sel.note;
-                add_span_stats(row, cp, &sel);
+                if (!r.note.empty()) row["note"] = r.note;
+                add_span_stats(row, cp, cfg.compress_prefill ? &sel : nullptr);
                 timing.update({{"select_ms", sel_ms},
                                {"decode_ms", r.compressed.decode_ms},
                                {"decode_tok_s", r.compressed.decode_tok_s},

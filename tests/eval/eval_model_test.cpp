@@ -280,3 +280,84 @@ TEST_CASE("the sweep runner scores answers against the reference and the full ca
                           Contains("item 1") && Contains("context of 2048"));
     }
 }
+
+TEST_CASE("decoding compression scored against the reference equals the lockstep comparison",
+          "[eval][session][decode]") {
+    Session& s = stories();
+    PromptSpec p;
+    p.document = test::read_text(test::data_path("reference/ppl-text.txt")).substr(0, 1200);
+    p.question = "Who was happy?";
+    s.prefill(p);
+    CompareSettings cs;
+    cs.generation.max_tokens = 40;
+    cs.generation.stop_at_eog = false;
+    s.decode_reference(cs, 40);
+    SelectionParams sp;
+    sp.window = 8;
+    sp.kernel = 5;
+    sp.budget = 80;
+    for (bool prefill : {true, false}) {
+        INFO((prefill ? "prefill and decoding compression" : "decoding compression alone"));
+        CompareSettings lc = cs;
+        lc.decode = {48, 8};
+        lc.compress_prefill = prefill;
+        const CompareResult lock = s.compare(sp, lc);
+        // Two selections decoded together, one without decoding compression: each its own.
+        const Selection sel = s.select(sp, false, false);
+        const std::vector<CompareResult> refs = s.compare_many_to_reference({sel, sel}, {}, nullptr,
+                                                                            {{{48, 8}, prefill}, {{}, true}});
+        const CompareResult& ref = refs[0];
+        CHECK(ref.compress_prefill == prefill);
+        CHECK(ref.compressed.ids == lock.compressed.ids);
+        CHECK(ref.cache_tokens == lock.cache_tokens);
+        REQUIRE(ref.decode_events.size() == lock.decode_events.size());
+        REQUIRE(ref.decode_events.size() == 4);  // after steps 8, 16, 24, 32
+        for (size_t i = 0; i < ref.decode_events.size(); ++i) {
+            CHECK(ref.decode_events[i].step == lock.decode_events[i].step);
+            CHECK(ref.decode_events[i].kept == lock.decode_events[i].kept);
+        }
+        CHECK(refs[1].decode_events.empty());
+        CHECK(refs[1].compressed.ids == s.compare_to_reference(sel).compressed.ids);
+    }
+}
+
+TEST_CASE("grid rows carry the decoding settings: prefill only, decoding only and both", "[eval][decode]") {
+    Session& s = stories();
+    const NeedleTask task(s, needle_options({160}, {50}), 24);
+    GridAxes a;
+    a.policies = {"snapkv"};
+    a.budgets = {0, 64};
+    a.windows = {8};
+    a.kernels = {5};
+    a.decode_budgets = {0, 40};
+    a.decode_intervals = {8};
+    RunOptions ro;
+    ro.configs = expand_configs(a);
+    ro.generation.max_tokens = 24;
+    ro.kl_steps = 24;
+    // full, then budget 0 (decoding alone: 0/0 is the full cache again, left out), then 64 and 64 + D40.
+    REQUIRE(ro.configs.size() == 4);
+    CHECK(config_label(ro.configs[1]) == "snapkv no-prefill D40/8 W8 K5");
+    CHECK(config_label(ro.configs[3]) == "snapkv C64 D40/8 W8 K5");
+    for (const EvalConfig& c : ro.configs) {
+        const EvalConfig back = config_from_json(config_json(c));
+        CHECK(config_json(back) == config_json(c));
+    }
+    const std::vector<json> rows = run_rows(task, ro);
+    REQUIRE(rows.size() == 4);
+    CHECK_FALSE(rows[0].contains("decode_budget"));
+    CHECK(rows[1]["prefill_compression"] == false);
+    CHECK(rows[1]["budget"].is_null());
+    CHECK(rows[1]["decode_budget"] == 40);
+    CHECK(rows[1]["decode_interval"] == 8);
+    CHECK(rows[1]["decode_events"].get<int64_t>() >= 2);
+    CHECK(rows[1]["cache_tokens_max"].get<int64_t>() <= 160 + 8);
+    CHECK(rows[2]["budget"] == 64);
+    CHECK_FALSE(rows[2].contains("decode_budget"));
+    CHECK(rows[3]["decode_budget"] == 40);
+    CHECK(rows[3]["cache_tokens_max"].get<int64_t>() <= 64 + 8);
+    for (size_t i = 1; i < 4; ++i) CHECK(rows[i]["compressed"] == true);
+    // A decoding budget the window does not fit in names the list.
+    a.decode_budgets = {8};
+    CHECK_THROWS_WITH(expand_configs(a), Contains("window"));
+}
