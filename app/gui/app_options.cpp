@@ -47,8 +47,8 @@ QString nameOption(const QCommandLineParser& p, const QString& name, const QStri
 }  // namespace
 
 bool AppOptions::overridesSettings() const {
-    return headless() || !session.isEmpty() || budget || window || kernel || !pooling.isEmpty() || !policy.isEmpty() ||
-           !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
+    return headless() || !session.isEmpty() || budget || window || kernel || decodeBudget || decodeInterval ||
+           !pooling.isEmpty() || !policy.isEmpty() || !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
 }
 
 QString applicationDescription() {
@@ -73,6 +73,8 @@ QList<QCommandLineOption> applicationOptions() {
         {"budget", "Budget C: tokens kept per head.", "n"},
         {"window", "Observation window W.", "n"},
         {"kernel", "Pooling kernel K (odd).", "n"},
+        {"decode-budget", "Compress while generating: tokens kept per head at each event (0: off).", "n"},
+        {"decode-interval", "Generated tokens between decoding compression events.", "n"},
         {"pooling", "Pooling: max, avg or none.", "name"},
         {"policy", QString("Policy: %1.").arg(QString::fromStdString(snapkv::policy_list_text())), "name"},
         {"gqa",
@@ -167,6 +169,8 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.window = intOption(p, "window", 1, wmax,
                          QString(" (the app captures the queries of the last %1 prompt tokens)").arg(wmax), &o.error);
     o.kernel = intOption(p, "kernel", 1, 1023, " (an odd pooling kernel)", &o.error);
+    o.decodeBudget = intOption(p, "decode-budget", 0, std::numeric_limits<int>::max(), " (0 turns it off)", &o.error);
+    o.decodeInterval = intOption(p, "decode-interval", 1, std::numeric_limits<int>::max(), QString(), &o.error);
     if (auto v = intOption(p, "bench-retune", 1, 100000, QString(), &o.error)) o.benchRetune = *v;
     const int steps = static_cast<int>(walkthroughSteps().size());
     if (auto v = intOption(p, "walkthrough", 1, steps, " (the walkthrough's steps)", &o.error)) o.walkthroughStep = *v;

@@ -28,6 +28,8 @@ struct AppOptions {
     std::optional<int> budget;
     std::optional<int> window;
     std::optional<int> kernel;
+    std::optional<int> decodeBudget;    // --decode-budget: compress while generating (0: off)
+    std::optional<int> decodeInterval;  // --decode-interval
     QString pooling;
     QString policy;
     QString gqa;              // query-head | kv-head

@@ -69,6 +69,8 @@ bool configureWindow(MainWindow& w, const AppOptions& o, QString* error) {
     if (o.budget) p.sel.budget = *o.budget, p.useRatio = false;
     if (o.window) p.sel.window = *o.window;
     if (o.kernel) p.sel.kernel = *o.kernel;
+    if (o.decodeBudget) p.decodeBudget = *o.decodeBudget;
+    if (o.decodeInterval) p.decodeInterval = *o.decodeInterval;
     if (!o.pooling.isEmpty()) p.sel.pooling = snapkv::parse_pooling(o.pooling.toStdString());
     if (!o.policy.isEmpty()) p.sel.policy = snapkv::parse_policy(o.policy.toStdString());
     if (!o.gqa.isEmpty()) p.sel.gqa = snapkv::parse_gqa_mode(o.gqa.toStdString());

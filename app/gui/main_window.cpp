@@ -32,6 +32,7 @@
 #include "app/gui/views/head_view.h"
 #include "app/gui/views/overview_view.h"
 #include "app/gui/views/prompt_text_view.h"
+#include "app/gui/views/timeline_view.h"
 #include "app/gui/workers/eval_worker.h"
 #include "app/gui/workers/run_controller.h"
 
@@ -184,6 +185,14 @@ void MainWindow::connectController() {
             [this](const ParamState& params) { m_controller->retuneEdit(params, m_params->msSinceFirstEdit()); });
     connect(m_state, &AnalysisState::prefillChanged, this, &MainWindow::onPrefillChanged);
     connect(compareView(), &CompareView::generateRequested, this, [this](int n) { generate(n); });
+    // The timeline's tokens: a prompt position opens in the document view, an answer token in Compare.
+    if (auto* timeline = m_views->view<TimelineView>()) {
+        connect(timeline, &TimelineView::promptTokenClicked, this, [this](qint64 position) {
+            m_views->showView("document");
+            documentView()->revealToken(static_cast<int>(position));
+        });
+        connect(timeline, &TimelineView::generatedTokenClicked, this, [this](qint64) { m_views->showView("compare"); });
+    }
     QList<LazyView*> runners = m_views->analysisViews();
     runners << m_promptText;
     for (LazyView* v : runners) connect(v, &LazyView::runRequested, this, [this] { run(); });

@@ -7,6 +7,7 @@
 #include "app/gui/views/evaluate_view.h"
 #include "app/gui/views/head_view.h"
 #include "app/gui/views/overview_view.h"
+#include "app/gui/views/timeline_view.h"
 
 namespace studio {
 
@@ -39,6 +40,9 @@ const std::vector<ViewSpec>& viewSpecs() {
          }},
         {"compare", "Compare full vs compressed", "&Compare", "Show the compare view", "Ctrl+4",
          QStyle::SP_FileDialogListView, true, true, &create<CompareView>, &exportViewPlot<CompareView>},
+        {"timeline", "Timeline (the cache while generating)", "&Timeline",
+         "Show which positions the compressed cache holds at each generation step", "Ctrl+6",
+         QStyle::SP_FileDialogListView, true, true, &create<TimelineView>, &exportViewPlot<TimelineView>},
         {"evaluate", "Evaluate (needle, sweeps, RULER)", "&Evaluate", "Needle-in-a-haystack grids and budget sweeps",
          "Ctrl+5", QStyle::SP_FileDialogContentsView, false, false,
          [](AnalysisState*) -> LazyView* { return new EvaluateView; },

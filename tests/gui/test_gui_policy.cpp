@@ -87,7 +87,8 @@ TEST_CASE("The CLI, the app and the evaluation grid start from the same selectio
     // The app: a fresh parameter panel, in core's JSON.
     studio::ParameterPanel panel;
     json app = studio::fromQtJson(panel.state().toJson());
-    app.erase("hit_threshold");  // the app's own setting, not a selection parameter
+    // The app's own settings, not selection parameters: θ and the decoding compression of Compare.
+    for (const char* own : {"hit_threshold", "decode_budget", "decode_interval", "prefill_compression"}) app.erase(own);
     // The evaluation grid: its one configuration besides the full cache.
     const auto configs = snapkv::eval::expand_configs(snapkv::eval::GridAxes{});
     REQUIRE(configs.size() == 2);
@@ -133,7 +134,8 @@ TEST_CASE("The app's data export and snapkv analyze write the same parameter and
     REQUIRE(cli["n_prompt_tokens"] == exported["prefill"]["n_tokens"]);
     std::string where;
     json params = exported["params"];
-    params.erase("hit_threshold");
+    for (const char* own : {"hit_threshold", "decode_budget", "decode_interval", "prefill_compression"})
+        params.erase(own);
     {
         const bool same = sameJson(params, cli["params"], where);
         INFO("params: " << where);

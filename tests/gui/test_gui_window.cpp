@@ -4,8 +4,10 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMessageBox>
@@ -20,6 +22,7 @@
 #include <QTextEdit>
 #include <QUrl>
 
+#include "app/gui/files/data_export.h"
 #include "app/gui/panels/parameter_panel.h"
 #include "app/gui/panels/prompt_panel.h"
 #include "app/gui/panels/shortcuts_dialog.h"
@@ -29,6 +32,7 @@
 #include "app/gui/views/document_view.h"
 #include "app/gui/views/head_view.h"
 #include "app/gui/views/overview_view.h"
+#include "app/gui/views/timeline_view.h"
 #include "app/gui/workers/run_controller.h"
 #include "gui_test_util.h"
 
@@ -359,7 +363,7 @@ TEST_CASE("Before the first Run every view says what to do instead of showing em
         w->views()->setCurrentWidget(v);
         settle();
         v->refreshNow();
-        if (v == w->compareView()) {
+        if (v == w->compareView() || qobject_cast<studio::TimelineView*>(v)) {
             CHECK(v->emptyStateShown());  // until Generate & compare
             CHECK(v->emptyStateText().contains("Generate & compare"));
         } else {
@@ -456,4 +460,53 @@ TEST_CASE("Settings never keep or restore parameters that no prompt can make val
         CHECK(savedParams()["window"].toInt() == 16);
     }
     QSettings().remove("params");
+}
+
+TEST_CASE("The timeline shows what the compressed cache holds at each step, events and needed tokens", "[gui]") {
+    auto w = makeWindow(64);  // per query head, C 64 (see makeWindow)
+    studio::ParamState p = w->parameterPanel()->state();
+    p.sel.window = 8;
+    p.sel.kernel = 5;
+    p.decodeBudget = 48;
+    p.decodeInterval = 8;
+    w->parameterPanel()->setState(p, false);
+    REQUIRE(runAndWait(*w).what == "finished");
+    REQUIRE(generateAndWait(*w, 40).ok);
+    auto* t = w->views()->view<studio::TimelineView>();
+    REQUIRE(t != nullptr);
+    REQUIRE(w->showView("timeline"));
+    settle();
+    t->refreshNow();
+    const snapkv::CompareResult* r = w->state()->comparison();
+    REQUIRE(r != nullptr);
+    REQUIRE(r->decode.budget == 48);
+    REQUIRE(r->decode_events.size() >= 3);
+    CHECK_FALSE(t->emptyStateShown());
+    REQUIRE(t->steps() == static_cast<int>(r->steps.size()));
+    REQUIRE(t->positions() == static_cast<int>(r->prompt_tokens) + t->steps());
+    // Each column holds at most the prefill's budget before the first event, and at most budget +
+    // interval after it; a position not generated yet is never drawn as held.
+    const int first = static_cast<int>(r->decode_events.front().step) - 1;
+    for (int i = 0; i < t->steps(); ++i) {
+        int held = 0;
+        for (int pos = 0; pos < t->positions(); ++pos) {
+            const auto c = t->cellState(i, pos);
+            if (pos > r->prompt_tokens + i) CHECK(c == studio::TimelineView::Future);
+            held += c == studio::TimelineView::Kept ? 1 : 0;
+        }
+        INFO("step " << i);
+        CHECK(held <= (i < first ? 64 + i + 1 : 48 + 8));
+        if (i >= first) CHECK(held == r->cache_tokens[static_cast<size_t>(i)]);
+    }
+    CHECK(t->tooltipFor(0, 0).contains("prompt token 0"));
+    // The share mode and every row.
+    t->setShareMode(true);
+    t->setCompactRows(false);
+    t->refreshNow();
+    CHECK(t->rows() == t->positions());
+    QString error;
+    const QString png = QDir::temp().filePath("snapkv_timeline_test.png");
+    CHECK(studio::exportPlot(t->plot(), png, &error));
+    CHECK(QFileInfo(png).size() > 1000);
+    QFile::remove(png);
 }

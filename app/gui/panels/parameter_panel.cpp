@@ -4,6 +4,7 @@
 #include "core/common/units.h"
 #include "core/snapkv/policy_table.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDoubleSpinBox>
@@ -186,6 +187,26 @@ void ParameterPanel::buildUi() {
     m_sink->setToolTip("Sink tokens at the start (StreamingLLM keeps them; the sink-mass statistic counts them)");
     form->addRow("Sink tokens", m_sink);
 
+    // Compression while generating: used by the next Compare (no new prefill needed).
+    m_decodeBudget = new QSpinBox;
+    m_decodeBudget->setObjectName("decodeBudgetSpin");
+    m_decodeBudget->setRange(0, 1 << 20);
+    m_decodeBudget->setSpecialValueText("off");
+    m_decodeBudget->setToolTip(
+        "Compress while generating: every interval, the policy chooses again over the whole cache (prompt "
+        "positions still kept and generated tokens) down to this many tokens per head, the last W generated "
+        "tokens as its window (kvpress DecodingPress). Used by the next Compare; 0 = off");
+    form->addRow("Decoding budget", m_decodeBudget);
+    m_decodeInterval = new QSpinBox;
+    m_decodeInterval->setObjectName("decodeIntervalSpin");
+    m_decodeInterval->setRange(1, 1 << 20);
+    m_decodeInterval->setToolTip("Generated tokens between decoding compression events (at least the window W)");
+    form->addRow("Decoding interval", m_decodeInterval);
+    m_prefill = new QCheckBox("Compress the prompt at prefill");
+    m_prefill->setObjectName("prefillCheck");
+    m_prefill->setToolTip("Off: the compressed run starts from the full cache and only decoding compression applies");
+    form->addRow("", m_prefill);
+
     auto* undoRow = new QHBoxLayout;
     auto* undoBtn = new QToolButton;
     undoBtn->setDefaultAction(m_undo->createUndoAction(this, "Undo"));
@@ -247,6 +268,10 @@ void ParameterPanel::buildUi() {
     connect(m_kernel, qOverload<int>(&QSpinBox::valueChanged), this, [this] { onWidgetEdited(FKernel); });
     connect(m_hit, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] { onWidgetEdited(FHit); });
     connect(m_sink, qOverload<int>(&QSpinBox::valueChanged), this, [this] { onWidgetEdited(FSink); });
+    connect(m_decodeBudget, qOverload<int>(&QSpinBox::valueChanged), this, [this] { onWidgetEdited(FDecodeBudget); });
+    connect(m_decodeInterval, qOverload<int>(&QSpinBox::valueChanged), this,
+            [this] { onWidgetEdited(FDecodeInterval); });
+    connect(m_prefill, &QCheckBox::toggled, this, [this] { onWidgetEdited(FPrefill); });
 }
 
 void ParameterPanel::setLimits(int64_t maxWindow, int64_t nTokens) {
@@ -277,14 +302,18 @@ ParamState ParameterPanel::readWidgets() const {
     s.queryAgnostic = m_query->currentIndex() == 1;
     s.hitThreshold = m_hit->value();
     s.sel.n_sink = m_sink->value();
+    s.decodeBudget = m_decodeBudget->value();
+    s.decodeInterval = m_decodeInterval->value();
+    s.compressPrefill = m_prefill->isChecked();
     return s;
 }
 
 void ParameterPanel::writeWidgets(const ParamState& s) {
     m_writing = true;
-    const QList<QWidget*> all = {m_policy,     m_windowSlider, m_window, m_kernel,      m_pooling,
-                                 m_budgetMode, m_budgetSlider, m_budget, m_ratioSlider, m_ratio,
-                                 m_gqa,        m_tieBreak,     m_query,  m_hit,         m_sink};
+    const QList<QWidget*> all = {m_policy,       m_windowSlider,   m_window, m_kernel,      m_pooling,
+                                 m_budgetMode,   m_budgetSlider,   m_budget, m_ratioSlider, m_ratio,
+                                 m_gqa,          m_tieBreak,       m_query,  m_hit,         m_sink,
+                                 m_decodeBudget, m_decodeInterval, m_prefill};
     for (QWidget* w : all) w->blockSignals(true);
     m_policy->setCurrentIndex(static_cast<int>(s.sel.policy));
     m_window->setValue(static_cast<int>(s.sel.window));
@@ -301,6 +330,9 @@ void ParameterPanel::writeWidgets(const ParamState& s) {
     m_query->setCurrentIndex(s.queryAgnostic ? 1 : 0);
     m_hit->setValue(s.hitThreshold);
     m_sink->setValue(static_cast<int>(s.sel.n_sink));
+    m_decodeBudget->setValue(static_cast<int>(s.decodeBudget));
+    m_decodeInterval->setValue(static_cast<int>(s.decodeInterval));
+    m_prefill->setChecked(s.compressPrefill);
     for (QWidget* w : all) w->blockSignals(false);
     m_writing = false;
 }
@@ -315,6 +347,9 @@ void ParameterPanel::showMatchingPreset() {
         p.hitThreshold = m_state.hitThreshold;
         p.sel.n_sink = m_state.sel.n_sink;
         p.sel.policy = m_state.sel.policy;
+        p.decodeBudget = m_state.decodeBudget;
+        p.decodeInterval = m_state.decodeInterval;
+        p.compressPrefill = m_state.compressPrefill;
         if (p == m_state && m_state.sel.policy == snapkv::Policy::SnapKV) match = i + 1;
     }
     m_preset->setCurrentIndex(match);
@@ -330,6 +365,7 @@ void ParameterPanel::updateEnabled() {
     m_windowSlider->setEnabled(info.reads_param(snapkv::kReadsWindow));
     m_form->setRowVisible(m_budgetRow, !m_state.useRatio);
     m_form->setRowVisible(m_ratioRow, m_state.useRatio);
+    m_decodeInterval->setEnabled(m_state.decodeBudget > 0);
     m_summary->setText(m_state.summary());
     showMatchingPreset();
 }
@@ -347,6 +383,9 @@ void ParameterPanel::onPreset(int index) {
     next.queryAgnostic = m_state.queryAgnostic;
     next.hitThreshold = m_state.hitThreshold;
     next.sel.n_sink = m_state.sel.n_sink;
+    next.decodeBudget = m_state.decodeBudget;
+    next.decodeInterval = m_state.decodeInterval;
+    next.compressPrefill = m_state.compressPrefill;
     if (next == m_state) return;
     m_undo->push(new ParamCommand(this, m_state, next, FPreset));
 }

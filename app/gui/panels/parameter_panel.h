@@ -11,6 +11,7 @@
 
 #include "app/gui/state/param_state.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -39,7 +40,10 @@ public:
         FHit,
         FSink,
         FPreset,
-        FTieBreak
+        FTieBreak,
+        FDecodeBudget,
+        FDecodeInterval,
+        FPrefill
     };
 
     explicit ParameterPanel(QWidget* parent = nullptr);
@@ -103,6 +107,9 @@ private:
     QComboBox* m_query;
     QDoubleSpinBox* m_hit;
     QSpinBox* m_sink;
+    QSpinBox* m_decodeBudget;  // 0 shows "off"
+    QSpinBox* m_decodeInterval;
+    QCheckBox* m_prefill;  // compress the prompt at prefill
     QLabel* m_summary;
     QLabel* m_cache;
     QFormLayout* m_form;

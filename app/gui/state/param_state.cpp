@@ -27,6 +27,9 @@ QJsonObject ParamState::toJson() const {
     // Core's one parameter JSON (the CLI writes the same), plus what only the app keeps.
     QJsonObject o = toQtJson(snapkv::params_to_json(toSelectionParams(), queryAgnostic));
     o["hit_threshold"] = hitThreshold;
+    o["decode_budget"] = static_cast<qint64>(decodeBudget);
+    o["decode_interval"] = static_cast<qint64>(decodeInterval);
+    o["prefill_compression"] = compressPrefill;
     return o;
 }
 
@@ -46,6 +49,9 @@ ParamState ParamState::fromJson(const QJsonObject& o, const QString& prefix) {
         s.ratio = f.number("ratio", s.ratio);
     }
     s.hitThreshold = f.number("hit_threshold", s.hitThreshold);
+    s.decodeBudget = static_cast<int64_t>(f.number("decode_budget", static_cast<double>(s.decodeBudget)));
+    s.decodeInterval = static_cast<int64_t>(f.number("decode_interval", static_cast<double>(s.decodeInterval)));
+    s.compressPrefill = f.boolean("prefill_compression", s.compressPrefill);
     if (const QString problem = s.check(); !problem.isEmpty())
         throw snapkv::InputError(((prefix.isEmpty() ? QString() : prefix + ".") + problem).toStdString());
     return s;
@@ -59,6 +65,12 @@ QString ParamState::check() const {
     if (!(ratio >= 0.0 && ratio < 1.0)) return QString("ratio: %1 is out of range; allowed 0 <= ratio < 1").arg(ratio);
     if (!(hitThreshold > 0.0 && hitThreshold <= 1.0))
         return QString("hit_threshold: %1 is out of range; allowed 0 < theta <= 1").arg(hitThreshold);
+    if (decodeBudget < 0) return QString("decode_budget: %1 is negative; 0 turns it off").arg(decodeBudget);
+    if (decodeInterval < 1) return QString("decode_interval: %1 must be at least 1").arg(decodeInterval);
+    if (const std::string d = snapkv::check_decode_settings(toSelectionParams(), decodeSettings()); !d.empty())
+        return "decode_budget: " + QString::fromStdString(d);
+    if (!compressPrefill && decodeBudget == 0)
+        return "prefill_compression: off needs a decoding budget (else both runs are the full cache)";
     constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
     for (const auto& [name, v] : {std::pair{"kernel", sel.kernel}, std::pair{"budget", sel.budget},
                                   std::pair{"n_sink", sel.n_sink}, std::pair{"pyramid_beta", sel.pyramid_beta}})
@@ -74,7 +86,8 @@ bool ParamState::operator==(const ParamState& o) const {
            a.budget == b.budget && a.gqa == b.gqa && a.n_sink == b.n_sink && a.seed == b.seed &&
            a.pyramid_beta == b.pyramid_beta && a.adakv_alpha == b.adakv_alpha && a.tie_break == b.tie_break &&
            useRatio == o.useRatio && ratio == o.ratio && queryAgnostic == o.queryAgnostic &&
-           hitThreshold == o.hitThreshold;
+           hitThreshold == o.hitThreshold && decodeBudget == o.decodeBudget && decodeInterval == o.decodeInterval &&
+           compressPrefill == o.compressPrefill;
 }
 
 QString ParamState::summary() const {

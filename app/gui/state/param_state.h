@@ -7,6 +7,7 @@
 #include <QString>
 #include <QStringList>
 
+#include "core/compare/compare_types.h"
 #include "core/snapkv/snapkv_params.h"
 
 namespace studio {
@@ -27,10 +28,21 @@ struct ParamState {
     double ratio = 0.5;          // share of tokens evicted when useRatio
     bool queryAgnostic = false;  // compress the context alone (question not seen)
     double hitThreshold = 0.05;  // theta for hit rates (paper section 4)
+    // Compression while generating (core/compare/decode_compression.h), with sel's policy: the
+    // tokens kept per head at each event (0: off) and the generated tokens between events.
+    int64_t decodeBudget = 0;
+    int64_t decodeInterval = 32;
+    bool compressPrefill = true;  // false: the compressed run starts from the full cache
+
+    snapkv::DecodeCompressionSettings decodeSettings() const {
+        return decodeBudget > 0 ? snapkv::DecodeCompressionSettings{decodeBudget, decodeInterval}
+                                : snapkv::DecodeCompressionSettings{};
+    }
 
     // The parameters core expects (ratio set or cleared according to useRatio).
     snapkv::SelectionParams toSelectionParams() const;
-    // Core's parameter JSON (params_json.h, the CLI's too) plus "hit_threshold".
+    // Core's parameter JSON (params_json.h, the CLI's too) plus "hit_threshold", "decode_budget",
+    // "decode_interval" and "prefill_compression".
     QJsonObject toJson() const;
     // Missing keys keep their defaults; a key of the wrong type, an unknown name or a value that is
     // never valid (check()) throws snapkv::InputError naming "<prefix>.<key>", the value and what is

@@ -289,6 +289,20 @@ int DocumentView::tokenAt(int charPos) const {
     return static_cast<int>(it - m_charStart.begin()) - 1;
 }
 
+void DocumentView::revealToken(int token) {
+    refreshNow();
+    if (token < 0 || static_cast<size_t>(token) >= m_charStart.size()) return;
+    const int from = m_charStart[static_cast<size_t>(token)];
+    const int to = static_cast<size_t>(token) + 1 < m_charStart.size() ? m_charStart[static_cast<size_t>(token) + 1]
+                                                                       : m_text->document()->characterCount() - 1;
+    QTextCursor c(m_text->document());
+    c.setPosition(from);
+    c.setPosition(std::max(from, to), QTextCursor::KeepAnchor);
+    m_text->setTextCursor(c);
+    m_text->ensureCursorVisible();
+    m_text->setFocus();
+}
+
 QString DocumentView::tooltipFor(int i) const {
     if (!m_state->hasPrefill() || i < 0 || i >= static_cast<int>(m_state->prefill().pieces.size())) return {};
     const auto& pre = m_state->prefill();

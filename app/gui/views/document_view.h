@@ -29,6 +29,8 @@ public:
     // Per prompt token, the heat drawn in the heat modes (0..1).
     const std::vector<float>& heat() const { return m_heat; }
     void setHighlightWindow(bool on);
+    // Selects prompt token `token` and scrolls it into view (the timeline's click).
+    void revealToken(int token);
     QString tooltipFor(int token) const;
 
 protected:

@@ -271,6 +271,9 @@ void SessionWorker::compare(const CompareJob& job) {
         cs.generation = job.generation;
         cs.query_agnostic = job.params.queryAgnostic;
         cs.hit_threshold = job.params.hitThreshold;
+        cs.decode = job.params.decodeSettings();
+        cs.compress_prefill = job.params.compressPrefill;
+        cs.record_timeline = true;  // the Timeline view draws it
         Q_EMIT progressed("generating", 0, job.generation.max_tokens);
         auto result = std::make_shared<snapkv::CompareResult>(
             session().compare(job.params.toSelectionParams(), cs, progressFn(), job.cancel.get()));
