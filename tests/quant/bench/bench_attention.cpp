@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/quant/cpu_features.h"
+#include "core/quant/machine_bounds.h"
 #include "core/quant/qkernels.h"
 #include "tests/quant/prefill_args.h"
 
@@ -24,67 +25,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Fused multiply-adds on 12 independent register chains (enough to cover the FMA latency on two
-// pipes), the loop's only work: FLOPs per second of one core at its best. Written once with GCC's
-// vector types and compiled into each width's function (target attributes), where a * b + c
-// becomes one FMA. Distinct starting values (equal chains would be merged), and b, c known only at
-// run time (with constants the compiler finds the fixed point and drops the loop).
-template <class Vec>
-__attribute__((always_inline)) inline float fma_chains(long iters, float bs, float cs) {
-    Vec a[12];
-#pragma GCC unroll 12
-    for (int k = 0; k < 12; ++k) a[k] = Vec{} + (1.0f + 0.01f * static_cast<float>(k));
-    const Vec b = Vec{} + bs, c = Vec{} + cs;
-    for (long i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-        for (int k = 0; k < 12; ++k) a[k] = a[k] * b + c;
-    }
-    float sum = 0.0f;
-#pragma GCC unroll 12
-    for (int k = 0; k < 12; ++k) sum += a[k][0];
-    return sum;
-}
-
-#if defined(__x86_64__)
-typedef float F32x16 __attribute__((vector_size(64)));
-typedef float F32x8 __attribute__((vector_size(32)));
-__attribute__((target("avx512f"))) float fma_loop_avx512(long iters, float b, float c) {
-    return fma_chains<F32x16>(iters, b, c);
-}
-__attribute__((target("avx2,fma"))) float fma_loop_avx2(long iters, float b, float c) {
-    return fma_chains<F32x8>(iters, b, c);
-}
-#else
-float fma_loop_avx512(long, float, float) { return 0.0f; }
-float fma_loop_avx2(long, float, float) { return 0.0f; }
-#endif
-
-// GFLOP/s of `threads` cores running the FMA loop of the path's vector width, best of 3 runs of
-// ~0.4 s (a shorter run reads low while the clock ramps up); 0 for scalar.
-double fma_peak(CpuPath path, int threads) {
-    if (path == CpuPath::Scalar) return 0.0;
-    const int lanes = path == CpuPath::Avx512 ? 16 : 8;
-    const long iters = path == CpuPath::Avx512 ? 400'000'000 : 800'000'000;
-    static volatile float b_src = 0.9999999f, c_src = 1e-7f;
-    const float b = b_src, c = c_src;
-    double best = 0.0;
-    for (int run = 0; run < 3; ++run) {
-        std::vector<float> sink(static_cast<size_t>(threads));
-        const auto t0 = std::chrono::steady_clock::now();
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] {
-                sink[static_cast<size_t>(t)] = path == CpuPath::Avx512 ? fma_loop_avx512(iters, b, c)
-                                                                       : fma_loop_avx2(iters, b, c);
-            });
-        for (auto& th : pool) th.join();
-        const double s = seconds_since(t0);
-        if (sink[0] == 12345.0f) std::printf(" ");  // keeps the loops' results alive
-        best = std::max(best, threads * double(iters) * 12 * lanes * 2 / s / 1e9);
-    }
-    return best;
 }
 
 struct Shape {
@@ -128,7 +68,7 @@ int main(int argc, char** argv) {
     if (lengths.empty()) lengths = {512, 2048, 8192};
     set_kernel_threads(std::max(1, threads));
     const CpuPath path = active_cpu_path();
-    const double peak = fma_peak(path, std::max(1, threads));
+    const double peak = measure_fma_peak(path, std::max(1, threads));
     std::printf("path %s, %d threads, float32 FMA peak %.0f GFLOP/s (12 chains of %s FMAs per core)\n",
                 cpu_path_name(path), threads, peak, path == CpuPath::Avx512 ? "512-bit" : "256-bit");
     std::printf("%-28s %7s %12s %10s %8s\n", "shape", "tokens", "ms / layer", "GFLOP/s", "of peak");
