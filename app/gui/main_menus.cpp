@@ -10,6 +10,7 @@
 
 #include "app/gui/action_util.h"
 #include "app/gui/file_actions.h"
+#include "app/gui/files/roofline_file.h"
 #include "app/gui/main_window.h"
 #include "app/gui/panels/model_menu.h"
 #include "app/gui/panels/parameter_panel.h"
@@ -18,6 +19,7 @@
 #include "app/gui/state/app_paths.h"
 #include "app/gui/view_tabs.h"
 #include "app/gui/views/head_view.h"
+#include "core/session/runtime.h"
 
 namespace studio {
 
@@ -72,7 +74,8 @@ void MainMenus::buildActions() {
                            "(Li et al. 2024, arXiv:2404.14469): per-head attention of the observation window, "
                            "votes, pooling, kept clusters, and full vs compressed generation.<br><br>"
                            "Attention is not explanation: the views show what the cache keeps, not why "
-                           "the model answers.");
+                           "the model answers.<br><br>" +
+                               rooflineSummaryHtml(QString::fromStdString(snapkv::roofline_state_path())));
     });
 }
 

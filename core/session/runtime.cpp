@@ -19,6 +19,7 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include "core/quant/machine_bounds.h"
 #include "core/quant/qkernels.h"
 #include "core/session/memory_estimate.h"
 
@@ -142,6 +143,27 @@ void init_runtime(int argc, char** argv) {
     auto set_blas_threads = blas_symbol<void (*)(int)>("openblas_set_num_threads");
     if (set_blas_threads) set_blas_threads(threads);
     set_kernel_threads(threads);
+}
+
+MachineBounds measure_machine_bounds() {
+    MachineBounds b;
+    b.threads = std::max(1, at::get_num_threads());
+    const CpuPath path = widest_cpu_path();
+    b.fma_path = cpu_path_name(path);
+    b.fma_gflops = measure_fma_peak(path, b.threads);
+    b.read_gbs = measure_read_bandwidth(b.threads);
+    return b;
+}
+
+std::string roofline_state_path() {
+    auto env = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v && *v ? std::string(v) : std::string();
+    };
+    if (const std::string d = env("SNAPKV_STATE_DIR"); !d.empty()) return d + "/roofline.json";
+    if (const std::string d = env("XDG_STATE_HOME"); !d.empty()) return d + "/snapkv/roofline.json";
+    if (const std::string d = env("HOME"); !d.empty()) return d + "/.local/state/snapkv/roofline.json";
+    return {};
 }
 
 RuntimeInfo runtime_info() {

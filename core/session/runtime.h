@@ -34,6 +34,22 @@ struct RuntimeInfo {
 };
 RuntimeInfo runtime_info();
 
+// This machine's roofline bounds, measured with every intra-op thread busy (core/quant's
+// machine_bounds.h): the float32 FMA peak of the widest vector path the CPU has, and the memory
+// read bandwidth over a 1 GiB buffer. Takes about 3 s.
+struct MachineBounds {
+    double fma_gflops = 0;  // GFLOP/s (0 where the CPU has no vector FMA)
+    std::string fma_path;   // "avx512", "avx2" (the width measured) or "scalar"
+    double read_gbs = 0;    // GB/s (1e9 bytes)
+    int threads = 0;
+};
+MachineBounds measure_machine_bounds();
+
+// Where `snapkv bench --roofline` keeps its last figures for the app's About box:
+// $SNAPKV_STATE_DIR/roofline.json, else $XDG_STATE_HOME/snapkv/roofline.json, else
+// $HOME/.local/state/snapkv/roofline.json ("" when none of them is set).
+std::string roofline_state_path();
+
 // Peak device memory allocated through LibTorch's CUDA caching allocator on the current device,
 // since the process started or the last reset_peak_device_memory(): tensors only, not the
 // allocator's cached free blocks or the CUDA context. 0 in CPU-only builds and before any CUDA use.

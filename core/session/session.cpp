@@ -146,7 +146,8 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     i.weights = mo.native_weights && mo.device.is_cpu() ? "native" : "f32";
     i.cache_type = kv_type_name(mo.cache_type);
     i.weight_bytes = m->model->weight_bytes();
-    for (const auto& t : m->file->tensors()) i.tensors.push_back({t.name, t.type, t.shape});
+    for (const auto& t : m->file->tensors())
+        i.tensors.push_back({t.name, t.type, t.shape, static_cast<int64_t>(t.nbytes)});
     i.metadata = m->file->metadata_summary();
 }
 

@@ -44,6 +44,7 @@ struct TensorSummary {
     std::string name;
     std::string type;
     std::vector<int64_t> shape;
+    int64_t bytes = 0;  // in the file, in its stored type
 };
 
 struct ModelInfo {

@@ -2,6 +2,11 @@
 // messages, and the SmolLM2 checks (the model is fetched by scripts/setup.sh).
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "cli/cli_run.h"
 #include "common/test_util.h"
 
@@ -314,4 +319,36 @@ TEST_CASE("snapkv compare and generate compress while generating with --decode-b
     const Result wide = run("compare " + wide_base + " --decode-budget 32 --json -");
     CHECK(wide.code == 2);
     CHECK_THAT(wide.err, Catch::Contains("interval 8"));
+}
+
+TEST_CASE("snapkv bench --roofline prints each phase against the measured bounds and keeps the figures",
+          "[cli][bench]") {
+    const std::string dir = "/tmp/snapkv_roofline_test_" + std::to_string(::getpid());
+    const std::string out = dir + "/r.json";
+    ::mkdir(dir.c_str(), 0755);
+    const Result r = snapkv::test::cli::run_with("SNAPKV_STATE_DIR=" + q(dir), "bench --model " + q(kStories) +
+                                                                                   " --lengths 64,128 --decode 8 "
+                                                                                   "--roofline --json " +
+                                                                                   q(out));
+    INFO(r.err << r.out);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("FMA peak") && Catch::Contains("prefill attention") &&
+                          Catch::Contains("decode 8 after 128"));
+    const json j = json::parse(snapkv::test::read_text(out));
+    CHECK(j["read_bandwidth_gbs"].get<double>() > 0.1);
+    CHECK(j["decode_weight_bytes"].get<double>() > 1e5);  // stories260K: about 1 MB of f32 weights
+    REQUIRE(j["rows"].size() == 6);                       // two lengths x (products, attention, decode)
+    for (const json& row : j["rows"]) {
+        INFO(row.dump());
+        CHECK(row["reached"].get<double>() > 0);
+        CHECK(row["ms"].get<double>() > 0);
+        if (j["fma_path"] != "scalar" || row["unit"] == "GB/s") CHECK(row["bound"].get<double>() > 0);
+    }
+    // The copy the app's About box reads.
+    CHECK(json::parse(snapkv::test::read_text(dir + "/roofline.json")) == j);
+    std::remove(out.c_str());
+    std::remove((dir + "/roofline.json").c_str());
+    ::rmdir(dir.c_str());
+    // --json belongs to --roofline.
+    CHECK(run("bench --model " + q(kStories) + " --json x.json").code != 0);
 }

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <functional>
 
+#include "app/gui/files/roofline_file.h"
 #include "app/gui/files/session_file.h"
 #include "app/gui/state/analysis_state.h"
 #include "app/gui/view_registry.h"
@@ -268,4 +269,27 @@ TEST_CASE("A session's format and version are quoted at most 100 characters", "[
                                               studio::viewNames(), &error));
     CHECK(error.contains("... (5000 characters)"));
     CHECK(error.size() < 300);
+}
+
+TEST_CASE("The About box shows the last roofline figures, or how to get them", "[gui]") {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("roofline.json");
+    CHECK(studio::rooflineSummaryHtml(path).contains("snapkv bench --roofline"));  // not measured yet
+    QFile f(path);
+    REQUIRE(f.open(QIODevice::WriteOnly));
+    f.write(R"({"measured_at": "2026-12-04 16:40", "model": "/m/SmolLM2.gguf", "kernel_path": "avx2",
+        "threads": 2, "fma_peak_gflops": 177.0, "fma_path": "avx2", "read_bandwidth_gbs": 18.2,
+        "rows": [{"phase": "prefill attention", "tokens": 512, "reached": 75.0, "unit": "GF/s", "share": 0.42},
+                 {"phase": "decode 32 after 512", "tokens": 32, "reached": 7.1, "unit": "GB/s", "share": 0.39}]})");
+    f.close();
+    const QString html = studio::rooflineSummaryHtml(path);
+    CHECK(html.contains("SmolLM2.gguf"));
+    CHECK(html.contains("FMA peak 177.0 GFLOP/s"));
+    CHECK(html.contains("prefill attention"));
+    CHECK(html.contains("<b>42%</b>"));
+    CHECK(html.contains("<b>39%</b>"));
+    REQUIRE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write("{not json");
+    f.close();
+    CHECK(studio::rooflineSummaryHtml(path).contains("not valid JSON"));
 }
