@@ -8,6 +8,7 @@
 #include "app/cli/cli_checks.h"
 #include "app/cli/command_options.h"
 #include "app/cli/plan_cli.h"
+#include "core/session/compare_json.h"
 #include "core/session/run_plan.h"
 #include "core/snapkv/params_json.h"
 
@@ -50,17 +51,11 @@ void cmd_generate(const Common& c, const PromptOpts& po, const SelectOpts& so, c
                   {"decode_tok_s", out.decode_tok_s},
                   {"stop", out.stop_reason}};
         if (decode.enabled()) {
-            json events = json::array();
-            for (const DecodeCompressionEvent& e : out.decode_events)
-                events.push_back({{"step", e.step},
-                                  {"positions_before", e.positions_before},
-                                  {"positions_after", e.positions_after},
-                                  {"evicted", e.evicted}});
             j["decode_compression"] = {{"budget", decode.budget},
                                        {"interval", decode.interval},
                                        {"params", params_to_json(params, false)},
                                        {"cache_tokens", out.cache_tokens},
-                                       {"events", events}};
+                                       {"events", decode_events_to_json(out.decode_events)}};
         }
         write_json(j, "");
     } else {

@@ -17,6 +17,16 @@ nlohmann::json run_json(const RunOutput& o) {
 
 }  // namespace
 
+nlohmann::json decode_events_to_json(const std::vector<DecodeCompressionEvent>& events) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const DecodeCompressionEvent& e : events)
+        out.push_back({{"step", e.step},
+                       {"positions_before", e.positions_before},
+                       {"positions_after", e.positions_after},
+                       {"evicted", e.evicted}});
+    return out;
+}
+
 nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, const std::string& cache_note) {
     using json = nlohmann::json;
     json steps = json::array();
@@ -26,16 +36,10 @@ nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, con
         if (i < r.cache_tokens.size()) j["cache_tokens"] = r.cache_tokens[i];
         steps.push_back(std::move(j));
     }
-    json events = json::array();
-    for (const DecodeCompressionEvent& e : r.decode_events)
-        events.push_back({{"step", e.step},
-                          {"positions_before", e.positions_before},
-                          {"positions_after", e.positions_after},
-                          {"evicted", e.evicted}});
     const json decode = {{"budget", r.decode.budget},
                          {"interval", r.decode.interval},
                          {"prefill_compression", r.compress_prefill},
-                         {"events", events}};
+                         {"events", decode_events_to_json(r.decode_events)}};
     return {{"full", run_json(r.full)},
             {"compressed", run_json(r.compressed)},
             {"steps", steps},

@@ -21,4 +21,8 @@ namespace snapkv {
 // compressed cache after it).
 nlohmann::json compare_to_json(const CompareResult& r, double hit_threshold, const std::string& cache_note);
 
+// Decoding compression events as both compare and generate write them: [{"step",
+// "positions_before", "positions_after", "evicted"}].
+nlohmann::json decode_events_to_json(const std::vector<DecodeCompressionEvent>& events);
+
 }  // namespace snapkv

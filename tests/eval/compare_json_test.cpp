@@ -26,9 +26,9 @@ snapkv::CompareResult two_steps(int64_t first_divergence) {
 TEST_CASE("a comparison's JSON carries both runs, the steps and the parameters", "[eval][compare]") {
     const nlohmann::json j = snapkv::compare_to_json(two_steps(1), 0.05, "grows");
     for (const char* key : {"full", "compressed", "steps", "first_divergence", "hit_rate", "hit_threshold", "params",
-                            "prefill_ms", "note", "cache_note"})
+                            "prefill_ms", "note", "cache_note", "decode_compression"})
         CHECK(j.contains(key));
-    CHECK(j.size() == 10);
+    CHECK(j.size() == 11);
     CHECK(j["full"]["ids"] == nlohmann::json::array({1, 2}));
     CHECK(j["compressed"]["text"] == "ac");
     for (const char* key : {"ids", "text", "kv_bytes", "decode_tok_s", "decode_ms"}) CHECK(j["full"].contains(key));
@@ -37,6 +37,34 @@ TEST_CASE("a comparison's JSON carries both runs, the steps and the parameters",
     CHECK(j["hit_threshold"] == 0.05);
     CHECK(j["params"]["policy"] == "snapkv");
     CHECK(j["cache_note"] == "grows");
+    // Without decoding compression: off, no events, no cache_tokens in the steps.
+    CHECK(j["decode_compression"] ==
+          nlohmann::json{
+              {"budget", 0}, {"interval", 0}, {"prefill_compression", true}, {"events", nlohmann::json::array()}});
+}
+
+TEST_CASE("a comparison with decoding compression lists its events and the cache per step", "[eval][compare][decode]") {
+    snapkv::CompareResult r = two_steps(1);
+    r.decode = {64, 16};
+    r.compress_prefill = false;
+    r.cache_tokens = {80, 64};
+    snapkv::DecodeCompressionEvent e;
+    e.step = 1;
+    e.positions_before = 80;
+    e.positions_after = 64;
+    e.evicted = 96;
+    e.kept = {{{1, 2, 3}}};  // not in the JSON: the app draws it
+    r.decode_events = {e};
+    const nlohmann::json j = snapkv::compare_to_json(r, 0.05, "");
+    CHECK(j["steps"][0]["cache_tokens"] == 80);
+    CHECK(j["steps"][1]["cache_tokens"] == 64);
+    const nlohmann::json& d = j["decode_compression"];
+    CHECK(d["budget"] == 64);
+    CHECK(d["interval"] == 16);
+    CHECK(d["prefill_compression"] == false);
+    REQUIRE(d["events"].size() == 1);
+    CHECK(d["events"][0] ==
+          nlohmann::json{{"step", 1}, {"positions_before", 80}, {"positions_after", 64}, {"evicted", 96}});
 }
 
 TEST_CASE("runs that never diverge have a null first divergence, as the CLI documents", "[eval][compare]") {

@@ -39,20 +39,12 @@
 // After the LibTorch headers: their logging defines a CHECK of its own.
 #include <catch2/catch.hpp>
 
+#include "session/kvpress_reference.h"
+
 using namespace snapkv;
 using json = nlohmann::json;
 
 namespace {
-
-std::set<int64_t> from_hex(const std::string& hex) {
-    std::set<int64_t> out;
-    for (size_t i = 0; i < hex.size(); ++i) {
-        const int v = hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10;
-        for (int b = 0; b < 4; ++b)
-            if (v & (1 << b)) out.insert(int64_t(i) * 4 + b);
-    }
-    return out;
-}
 
 SelectionParams press_params(const std::string& press) {
     SelectionParams p;
@@ -79,12 +71,8 @@ struct Tally {
 }  // namespace
 
 TEST_CASE("decoding compression keeps what kvpress's DecodingPress keeps on SmolLM2", "[session][kvpress][smollm2]") {
+    const json ref = test::smollm2_reference("reference/decoding_press/smollm2_decoding_press.json");
     const std::string path = test::smollm2_path();
-    INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << path);
-    REQUIRE(test::file_exists(path));
-    std::ifstream in(test::data_path("reference/decoding_press/smollm2_decoding_press.json"));
-    REQUIRE(in.good());
-    const json ref = json::parse(in);
     REQUIRE(ref["cases"].size() >= 24);
 
     const auto file = ModelFile::open(path);
@@ -140,7 +128,8 @@ TEST_CASE("decoding compression keeps what kvpress's DecodingPress keeps on Smol
                     const std::vector<int64_t> pos = slot_positions(cache, l, static_cast<int64_t>(h));
                     std::set<int64_t> mine;
                     for (int64_t slot : heads[h]) mine.insert(pos[static_cast<size_t>(slot)]);
-                    const std::set<int64_t> theirs = from_hex(ev["kept"][static_cast<size_t>(l)][h].get<std::string>());
+                    const std::set<int64_t> theirs = test::from_hex(
+                        ev["kept"][static_cast<size_t>(l)][h].get<std::string>());
                     // The reference's set, as slots, continues the run.
                     auto& f = forced[static_cast<size_t>(l)];
                     f.emplace_back();
@@ -283,4 +272,38 @@ TEST_CASE("decoding compression refuses what it cannot do, naming it", "[session
     CHECK_THAT(check_decode_settings(p, {64, 16}), Catch::Contains("kernel 63"));
     p.policy = Policy::Knorm;  // reads no window: any interval
     CHECK(check_decode_settings(p, {64, 1}).empty());
+}
+
+TEST_CASE("on SmolLM2 a decoding budget above the run's length leaves compare byte-identical",
+          "[session][decode][smollm2]") {
+    const std::string path = test::smollm2_path();
+    INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << path);
+    REQUIRE(test::file_exists(path));
+    Session s;
+    s.load_model(path);
+    PromptSpec spec;
+    spec.document = test::read_text(std::string(SNAPKV_DATASETS_DIR) + "/sample_document.md").substr(0, 3000);
+    spec.question = "What is the document about?";
+    spec.chat.enabled = true;
+    s.prefill(spec);
+    SelectionParams p;
+    p.window = 16;
+    p.budget = 256;
+    CompareSettings cs;
+    cs.generation.max_tokens = 48;
+    cs.generation.greedy = true;
+    cs.generation.stop_at_eog = false;
+    const CompareResult plain = s.compare(p, cs);
+    cs.decode = {1 << 16, 16};
+    const CompareResult big = s.compare(p, cs);
+    CHECK(big.compressed.ids == plain.compressed.ids);
+    CHECK(big.full.ids == plain.full.ids);
+    CHECK(big.decode_events.empty());
+    REQUIRE(big.steps.size() == plain.steps.size());
+    for (size_t i = 0; i < big.steps.size(); ++i) CHECK(big.steps[i].kl == plain.steps[i].kl);
+    // A budget that bites changes the run and bounds its cache.
+    cs.decode = {128, 16};
+    const CompareResult small = s.compare(p, cs);
+    REQUIRE(small.decode_events.size() == 2);  // after steps 16 and 32 (48 tokens: 47 fed back)
+    for (size_t i = 15; i < small.cache_tokens.size(); ++i) CHECK(small.cache_tokens[i] <= 128 + 16);
 }

@@ -21,6 +21,7 @@
 #include "common/test_util.h"
 #include "core/session/run_plan.h"
 #include "core/session/session.h"
+#include "session/kvpress_reference.h"
 
 using namespace snapkv;
 using json = nlohmann::json;
@@ -42,16 +43,6 @@ SelectionParams press_params(const std::string& press, double ratio) {
     return p;
 }
 
-std::set<int64_t> from_hex(const std::string& hex) {
-    std::set<int64_t> out;
-    for (size_t i = 0; i < hex.size(); ++i) {
-        const int v = hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10;
-        for (int b = 0; b < 4; ++b)
-            if (v & (1 << b)) out.insert(int64_t(i) * 4 + b);
-    }
-    return out;
-}
-
 struct Tally {
     int64_t heads = 0, equal = 0, tie_swaps = 0;
     double worst_gap = 0.0;  // largest relative distance to the boundary among tolerated swaps
@@ -60,12 +51,8 @@ struct Tally {
 }  // namespace
 
 TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2", "[session][kvpress][smollm2]") {
+    const json ref = test::smollm2_reference("kvpress/smollm2_presses.json");
     const std::string model = test::smollm2_path();
-    INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << model);
-    REQUIRE(test::file_exists(model));
-    std::ifstream in(test::data_path("kvpress/smollm2_presses.json"));
-    REQUIRE(in.good());
-    const json ref = json::parse(in);
     REQUIRE(ref["documents"].size() >= 3);
     REQUIRE(ref["ratios"].size() >= 2);
 
@@ -102,7 +89,7 @@ TEST_CASE("kvpress's score-based presses keep the positions ours keep on SmolLM2
                     const HeadSelection& hs = sel.layers[l].heads[h];
                     std::set<int64_t> ours(hs.kept.begin(), hs.kept.end());
                     for (int64_t w = L - W; w < L; ++w) ours.insert(w);  // the window is always kept
-                    const std::set<int64_t> theirs = from_hex(c["kept"][l][h].get<std::string>());
+                    const std::set<int64_t> theirs = test::from_hex(c["kept"][l][h].get<std::string>());
                     ++t.heads;
                     CHECK(ours.size() == theirs.size());
                     if (ours == theirs) {
