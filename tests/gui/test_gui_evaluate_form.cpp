@@ -95,6 +95,16 @@ TEST_CASE("a needle results file shows its own needle in the Evaluate form", "[g
         CHECK(ev->field("window") == "16");
         CHECK_FALSE(ev->field("gqa").isEmpty());
     }
+    SECTION("decoding compression and prefill compression off come back as the run had them") {
+        const QString out = dir.filePath("decode.jsonl");
+        runNeedle({"--policies", "snapkv", "--budgets", "0,48", "--decode-budget", "0,32", "--decode-interval", "16"},
+                  out);
+        REQUIRE(ev->loadResults(out, &error));
+        INFO(error.toStdString());
+        CHECK(ev->field("budgets") == "0,48");
+        CHECK(ev->field("decode_budget") == "0,32");
+        CHECK(ev->field("decode_interval") == "16");
+    }
 }
 
 TEST_CASE("a needle grid run from the form shows the plan of its largest cell, or refuses it", "[gui][eval][plan]") {

@@ -41,10 +41,18 @@ QString fmtNumber(double v) { return QString::number(v, 'g', 6); }
 // The form's label of a grid parameter core names (se::ParamError), so that a refused field reads
 // as the user sees it: "W: 'x' is not a whole number", "K: 4 must be odd ...".
 std::string fieldLabel(const std::string& param) {
-    static const std::map<std::string, std::string> labels = {
-        {"lengths", "Lengths"}, {"depths", "Depths"},   {"policies", "Policies"}, {"tasks", "Tasks"},
-        {"ratios", "Ratios"},   {"budgets", "Budgets"}, {"windows", "W"},         {"kernels", "K"},
-        {"poolings", "pool"},   {"gqa", "GQA"}};
+    static const std::map<std::string, std::string> labels = {{"lengths", "Lengths"},
+                                                              {"depths", "Depths"},
+                                                              {"policies", "Policies"},
+                                                              {"tasks", "Tasks"},
+                                                              {"ratios", "Ratios"},
+                                                              {"budgets", "Budgets"},
+                                                              {"windows", "W"},
+                                                              {"kernels", "K"},
+                                                              {"poolings", "pool"},
+                                                              {"gqa", "GQA"},
+                                                              {"decode_budgets", "decoding budgets"},
+                                                              {"decode_intervals", "every"}};
     const auto it = labels.find(param);
     return it != labels.end() ? it->second : param;
 }
@@ -172,6 +180,10 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     m_poolings = lineEdit(QString::fromStdString(snapkv::pooling_name(d.pooling)), "max, avg, none");
     m_gqa = lineEdit(QString::fromStdString(snapkv::gqa_mode_name(d.gqa)),
                      "kv-head (default: the cache shrinks), query-head (official)");
+    m_decodeBudgets = lineEdit("0",
+                               "Decoding budgets: compress while generating to this many tokens per head (0: off); "
+                               "a budget 0 above means decoding compression alone");
+    m_decodeIntervals = lineEdit("32", "Generated tokens between decoding compression events");
     auto* row1 = new QHBoxLayout;
     row1->addWidget(m_policies, 2);
     auto* budgetsLabel = new QLabel("budgets");
@@ -192,8 +204,14 @@ EvaluateForm::EvaluateForm(QWidget* parent) : QWidget(parent) {
     m_tokensLabel = new QLabel("tokens");
     row2->addWidget(m_tokensLabel);
     row2->addWidget(m_maxTokens);
+    auto* row3 = new QHBoxLayout;
+    row3->addWidget(m_decodeBudgets, 1);
+    row3->addWidget(new QLabel("every"));
+    row3->addWidget(m_decodeIntervals, 1);
+    row3->addWidget(new QLabel("tokens"));
     cf->addRow("Policies", row1);
     cf->addRow("Options", row2);
+    cf->addRow("Decoding", row3);
     auto* outBox = new QGroupBox("Results file");
     auto* of = new QFormLayout(outBox);
     m_out = lineEdit("",
@@ -295,6 +313,8 @@ QLineEdit* EvaluateForm::fieldEdit(const QString& name) const {
                                                  {"kernel", m_kernels},
                                                  {"pooling", m_poolings},
                                                  {"gqa", m_gqa},
+                                                 {"decode_budget", m_decodeBudgets},
+                                                 {"decode_interval", m_decodeIntervals},
                                                  {"haystack", m_haystack},
                                                  {"out", m_out},
                                                  {"tasks", m_rulerTasks},
@@ -386,6 +406,8 @@ void EvaluateForm::readGrid(EvalJob& job) const {
     job.axes.kernels = se::parse_int_list(m_kernels->text().toStdString(), "kernels");
     job.axes.poolings = se::parse_name_list(m_poolings->text().toStdString(), "poolings");
     job.axes.gqa = se::parse_name_list(m_gqa->text().toStdString(), "gqa");
+    job.axes.decode_budgets = se::parse_int_list(m_decodeBudgets->text().toStdString(), "decode_budgets");
+    job.axes.decode_intervals = se::parse_int_list(m_decodeIntervals->text().toStdString(), "decode_intervals");
     se::expand_configs(job.axes);  // validate now
 }
 
@@ -396,7 +418,7 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
             if (!l.contains(s)) l << s;
         return l.join(',');
     };
-    std::vector<QString> policies, budgets, ratios, windows, kernels, poolings, gqa;
+    std::vector<QString> policies, budgets, ratios, windows, kernels, poolings, gqa, dbudgets{"0"}, dintervals;
     for (const auto& c : st["configs"]) {
         if (c.value("policy", std::string()) == "full") continue;
         policies.push_back(QString::fromStdString(c["policy"].get<std::string>()));
@@ -408,6 +430,12 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         if (c["kernel"].is_number()) kernels.push_back(QString::number(c["kernel"].get<int64_t>()));
         if (c["pooling"].is_string()) poolings.push_back(QString::fromStdString(c["pooling"].get<std::string>()));
         if (c["gqa"].is_string()) gqa.push_back(QString::fromStdString(c["gqa"].get<std::string>()));
+        // Decoding compression: its budget and interval where on; prefill off is a budget 0.
+        if (c.contains("decode_budget") && c["decode_budget"].is_number()) {
+            dbudgets.push_back(QString::number(c["decode_budget"].get<int64_t>()));
+            dintervals.push_back(QString::number(c.value("decode_interval", int64_t(32))));
+        }
+        if (c.contains("prefill_compression") && c["prefill_compression"] == false) budgets.push_back("0");
     }
     const bool ruler = st.contains("ruler");
     if (!policies.empty()) {
@@ -424,6 +452,14 @@ void EvaluateForm::fillFromSettings(const json& st, const QString& path) {
         if (!kernels.empty()) m_kernels->setText(joined(kernels));
         if (!poolings.empty()) m_poolings->setText(joined(poolings));
         if (!gqa.empty()) m_gqa->setText(joined(gqa));
+        // Only configurations with decoding compression name it: "0" (off) stays first when the
+        // grid had configurations without it.
+        const bool mixed = std::any_of(st["configs"].begin(), st["configs"].end(), [](const auto& c) {
+            return c.value("policy", std::string()) != "full" && !c.contains("decode_budget");
+        });
+        if (!mixed && dbudgets.size() > 1) dbudgets.erase(dbudgets.begin());
+        m_decodeBudgets->setText(joined(dbudgets));
+        if (!dintervals.empty()) m_decodeIntervals->setText(joined(dintervals));
     }
     m_maxTokens->setValue(st["generation"].value("max_tokens", 32));
     if (st.contains("needle")) {

@@ -95,6 +95,8 @@ private:
     QLineEdit* m_kernels;
     QLineEdit* m_poolings;
     QLineEdit* m_gqa;
+    QLineEdit* m_decodeBudgets;  // decoding budgets (0: off)
+    QLineEdit* m_decodeIntervals;
     QSpinBox* m_maxTokens;
     QLineEdit* m_out;
     QPushButton* m_run;
