@@ -28,6 +28,20 @@ Haystack story_haystack() {
     return h;
 }
 
+// A story and a question prefilled, and the full-cache reference of max_tokens tokens decoded
+// (without stopping at the end of generation, so that lockstep and reference runs have the same
+// length and agree step by step). Returns the settings the reference ran with; p gets the prompt.
+CompareSettings prefill_with_reference(Session& s, PromptSpec& p, int64_t max_tokens) {
+    p.document = test::read_text(test::data_path("reference/ppl-text.txt")).substr(0, 1200);
+    p.question = "Who was happy?";
+    s.prefill(p);
+    CompareSettings cs;
+    cs.generation.max_tokens = max_tokens;
+    cs.generation.stop_at_eog = false;
+    s.decode_reference(cs, max_tokens);
+    return cs;
+}
+
 NeedleOptions needle_options(std::vector<int64_t> lengths, std::vector<double> depths) {
     NeedleOptions o;
     o.haystack = story_haystack();
@@ -110,13 +124,7 @@ TEST_CASE("bad needle grids are refused with the value and the allowed range", "
 TEST_CASE("one full decode scored against many selections equals the lockstep comparison", "[eval][session]") {
     Session& s = stories();
     PromptSpec p;
-    p.document = test::read_text(test::data_path("reference/ppl-text.txt")).substr(0, 1200);
-    p.question = "Who was happy?";
-    s.prefill(p);
-    CompareSettings cs;
-    cs.generation.max_tokens = 12;
-    cs.generation.stop_at_eog = false;  // both runs the same length: lockstep and reference agree step by step
-    s.decode_reference(cs, 12);
+    const CompareSettings cs = prefill_with_reference(s, p, 12);
     for (const char* policy : {"snapkv", "streaming"}) {
         for (bool agnostic : {false, true}) {
             SelectionParams sp;
@@ -285,13 +293,7 @@ TEST_CASE("decoding compression scored against the reference equals the lockstep
           "[eval][session][decode]") {
     Session& s = stories();
     PromptSpec p;
-    p.document = test::read_text(test::data_path("reference/ppl-text.txt")).substr(0, 1200);
-    p.question = "Who was happy?";
-    s.prefill(p);
-    CompareSettings cs;
-    cs.generation.max_tokens = 40;
-    cs.generation.stop_at_eog = false;
-    s.decode_reference(cs, 40);
+    const CompareSettings cs = prefill_with_reference(s, p, 40);
     SelectionParams sp;
     sp.window = 8;
     sp.kernel = 5;
