@@ -261,6 +261,19 @@ for spec in "stories:$STORIES:prompt.txt:f32 f16 bf16" "tiny64:$TINY64:prompt_sh
         done
     done
 done
+# Compression while generating on CUDA (the selection re-run on the device's cache every interval).
+for t in f32 f16; do
+    labels+=("stories_decode_$t")
+    for dev in cpu cuda; do
+        sel=(--window 16 --kernel 5 --pooling max --budget 48 --decode-budget 40 --decode-interval 16)
+        run "decoding compression $t $dev analyze" 60 "$CLI" analyze --model "$STORIES" --device $dev --cache-type $t \
+            --prompt-file "$CT/prompt.txt" --window 16 --kernel 5 --pooling max --budget 48 \
+            --json "$CT/analyze_${dev}_stories_decode_$t.json" || failed=1
+        run "decoding compression $t $dev compare" 60 "$CLI" compare --model "$STORIES" --device $dev --cache-type $t \
+            --prompt-file "$CT/prompt.txt" "${sel[@]}" --max-tokens 64 --greedy --no-stop \
+            --json "$CT/compare_${dev}_stories_decode_$t.json" || failed=1
+    done
+done
 run "cache types cpu vs cuda" 60 python3 "$SRC/tests/gpu/compare_devices.py" "$CT" "${labels[@]}" || failed=1
 [[ -f $CT/cache_types.json ]] && cp "$CT/cache_types.json" "$OUT/cache_types.json"
 if [[ -n $SMOLLM2 ]]; then

@@ -66,7 +66,19 @@ def main():
         fdiv = first_divergence(c_cpu["full"]["ids"], c_gpu["full"]["ids"])
         cdiv = first_divergence(c_cpu["compressed"]["ids"], c_gpu["compressed"]["ids"])
         kl = [sum(s["kl"] for s in c["steps"]) / max(len(c["steps"]), 1) for c in (c_cpu, c_gpu)]
-        row = {"label": t, "kept_equal": equal, "heads": total, "jaccard_mean": jmean, "jaccard_min": jmin,
+        # Compression while generating: the same events (step, sizes, evictions) and cache sizes.
+        dc = [c.get("decode_compression", {}) for c in (c_cpu, c_gpu)]
+        events = [[(e["step"], e["positions_before"], e["positions_after"], e["evicted"]) for e in d.get("events", [])]
+                  for d in dc]
+        caches = [[s.get("cache_tokens") for s in c["steps"]] for c in (c_cpu, c_gpu)]
+        if events[0] or events[1]:
+            print(f"{'':12} decoding compression: {len(events[0])} events on the CPU, {len(events[1])} on CUDA, "
+                  f"{'the same' if events[0] == events[1] else 'DIFFERENT'}; cache per step "
+                  f"{'the same' if caches[0] == caches[1] else 'DIFFERENT'}")
+            if events[0] != events[1] or caches[0] != caches[1]:
+                bad.append(f"{t}: decoding compression events or cache sizes differ between the CPU and CUDA")
+        row = {"label": t, "decode_events_cpu": len(events[0]), "decode_events_cuda": len(events[1]),
+               "decode_same": events[0] == events[1] and caches[0] == caches[1], "kept_equal": equal, "heads": total, "jaccard_mean": jmean, "jaccard_min": jmin,
                "max_vote_rel_diff": vdiff, "full_ids_first_divergence": fdiv,
                "compressed_ids_first_divergence": cdiv, "tokens": len(c_cpu["full"]["ids"]),
                "mean_kl_cpu": kl[0], "mean_kl_cuda": kl[1]}
