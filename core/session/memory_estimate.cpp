@@ -125,6 +125,10 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
             if (run.max_window > 0 && (run.captures & kCapturesQueryStats))
                 layer_act = sat_add(layer_act, prod({T, H, D, 4}));
         }
+        // The query statistics of a layer (llama_model.cpp query_stats, whole call): the centred
+        // queries [H, T, D] and the copy the batched product makes of their transpose, float32.
+        if (run.max_window > 0 && (run.captures & kCapturesQueryStats))
+            layer_act = sat_add(layer_act, prod({2, T, H, D, 4}));
         m.activations = sat_add(sat_add(sat_add(prod({T, c.n_embd, 4}), layer_act), logits), decode_scratch);
     } else {
         // One layer of the forward pass (llama_model.cpp): the residual, the norm, q/k/v and their
