@@ -71,6 +71,21 @@ std::string check_decode_settings(const SelectionParams& p, const DecodeCompress
     return "";
 }
 
+std::vector<std::vector<std::vector<int64_t>>> kept_positions_of(const KvCache& cache) {
+    std::vector<std::vector<std::vector<int64_t>>> out(static_cast<size_t>(cache.n_layer()));
+    for (int64_t l = 0; l < cache.n_layer(); ++l) {
+        const at::Tensor pos = cache.layer(l).positions().cpu().contiguous();  // [Hc, S]
+        const auto* p = pos.data_ptr<int64_t>();
+        auto& heads = out[static_cast<size_t>(l)];
+        heads.resize(static_cast<size_t>(pos.size(0)));
+        for (int64_t h = 0; h < pos.size(0); ++h)
+            for (int64_t i = 0; i < pos.size(1); ++i)
+                if (p[h * pos.size(1) + i] < kPadPosition)
+                    heads[static_cast<size_t>(h)].push_back(p[h * pos.size(1) + i]);
+    }
+    return out;
+}
+
 int64_t cache_tokens(const KvCache& cache) {
     int64_t n = 0;
     for (int64_t l = 0; l < cache.n_layer(); ++l) n = std::max(n, cache.layer(l).size());
@@ -182,19 +197,8 @@ void DecodeCompressor::apply(KvCache& cache, const std::vector<LayerKeep>& keep,
     cache = gather_cache(cache, keep, m_settings.interval + 1);
     ev.positions_after = cache_tokens(cache);
     int64_t after = 0;
-    ev.kept.resize(static_cast<size_t>(cache.n_layer()));
-    for (int64_t l = 0; l < cache.n_layer(); ++l) {
-        const LayerKv& kv = cache.layer(l);
-        after += kv.used_slots();
-        const at::Tensor pos = kv.positions().cpu().contiguous();  // [Hc, S]
-        const auto* p = pos.data_ptr<int64_t>();
-        auto& heads = ev.kept[static_cast<size_t>(l)];
-        heads.resize(static_cast<size_t>(pos.size(0)));
-        for (int64_t h = 0; h < pos.size(0); ++h)
-            for (int64_t i = 0; i < pos.size(1); ++i)
-                if (p[h * pos.size(1) + i] < kPadPosition)
-                    heads[static_cast<size_t>(h)].push_back(p[h * pos.size(1) + i]);
-    }
+    for (int64_t l = 0; l < cache.n_layer(); ++l) after += cache.layer(l).used_slots();
+    ev.kept = kept_positions_of(cache);
     ev.evicted = before - after;
     m_events.push_back(std::move(ev));
 }

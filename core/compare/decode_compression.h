@@ -38,6 +38,8 @@ namespace snapkv {
 
 // The longest head of any layer: the tokens per head a cache holds.
 int64_t cache_tokens(const KvCache& cache);
+// [layer][cache head] the positions a cache holds (padding left out), in slot order.
+std::vector<std::vector<std::vector<int64_t>>> kept_positions_of(const KvCache& cache);
 
 class DecodeCompressor {
 public:

@@ -33,21 +33,6 @@ at::Tensor prefix_important(const at::Tensor& probs, const LayerKv& kv, int64_t 
     return by_pos.gt(threshold);
 }
 
-std::vector<std::vector<std::vector<int64_t>>> kept_positions_of(const KvCache& cache) {
-    std::vector<std::vector<std::vector<int64_t>>> out(static_cast<size_t>(cache.n_layer()));
-    for (int64_t l = 0; l < cache.n_layer(); ++l) {
-        const at::Tensor pos = cache.layer(l).positions().cpu().contiguous();  // [Hc, S]
-        const auto* p = pos.data_ptr<int64_t>();
-        auto& heads = out[static_cast<size_t>(l)];
-        heads.resize(static_cast<size_t>(pos.size(0)));
-        for (int64_t h = 0; h < pos.size(0); ++h)
-            for (int64_t i = 0; i < pos.size(1); ++i)
-                if (p[h * pos.size(1) + i] < kPadPosition)
-                    heads[static_cast<size_t>(h)].push_back(p[h * pos.size(1) + i]);
-    }
-    return out;
-}
-
 std::vector<uint8_t> attention_by_position(const AttentionProbe& probe, const KvCache& full, int64_t n_head_kv) {
     const int64_t n_pos = full.n_past();  // the fed token's position + 1
     const auto n_layer = static_cast<int64_t>(probe.probs.size());

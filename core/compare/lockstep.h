@@ -52,8 +52,6 @@ CompareResult run_lockstep(const LlamaModel& model, const Tokenizer& tok, Lockst
                            const std::atomic<bool>* cancel = nullptr, DecodeCompressor* decode = nullptr,
                            bool record_timeline = false);
 
-// [layer][cache head] the positions a cache holds (padding left out), in slot order.
-std::vector<std::vector<std::vector<int64_t>>> kept_positions_of(const KvCache& cache);
 // The probed token's attention over the positions of the full cache (0 .. n_past - 1), per layer
 // and KV head (the largest over its query heads), as round(255 * sqrt(p)), flattened
 // [layer][kv head][position] (CompareResult::step_attention).

@@ -107,11 +107,6 @@ TimelineView::TimelineView(AnalysisState* state, QWidget* parent) : LazyView(par
     stylePlot(m_plot);
     m_plot->xAxis->setLabel("generation step");
     m_plot->yAxis->setLabel("cache position (prompt, then generated)");
-    m_pixmap = new QCPItemPixmap(m_plot);
-    m_pixmap->setScaled(true, Qt::IgnoreAspectRatio, Qt::FastTransformation);
-    m_pixmap->topLeft->setType(QCPItemPosition::ptPlotCoords);
-    m_pixmap->bottomRight->setType(QCPItemPosition::ptPlotCoords);
-    m_pixmap->setClipToAxisRect(true);
     // KL and top-1 agreement under the image, step by step on the same x range.
     m_metricRect = new QCPAxisRect(m_plot);
     m_plot->plotLayout()->addElement(1, 0, m_metricRect);
@@ -212,6 +207,15 @@ void TimelineView::rebuild() {
     const int thetaLevel = static_cast<int>(std::lround(255.0 * std::sqrt(m_state->params().hitThreshold)));
     m_neededGone = 0;
 
+    // The full run's attention of token i + 1 (what the cache after step i is read for) on
+    // position p, this layer's KV head: 0..255, or -1 where it was not recorded.
+    auto nextAttention = [&](int i, int p) -> int {
+        if (static_cast<size_t>(i + 1) >= r.step_attention.size()) return -1;
+        const std::vector<uint8_t>& att = r.step_attention[static_cast<size_t>(i + 1)];
+        const int64_t nPos = L + i + 2;  // positions step_attention[i + 1] covers
+        const auto at = static_cast<size_t>((l * nKvHeads + kv) * nPos + p);
+        return p < nPos && at < att.size() ? att[at] : -1;
+    };
     std::vector<uint8_t> mask;
     for (int i = 0; i < N; ++i) {
         const int present = static_cast<int>(std::min<int64_t>(L + i + 1, P - 1));  // positions in the cache
@@ -231,15 +235,9 @@ void TimelineView::rebuild() {
                                                               : 0.0f;
         }
         keptAfter(r, share ? 0 : l, share ? 0 : h, i, P, mask);
-        // The next token's attention in the full run, for this layer's KV head.
-        const std::vector<uint8_t>* att = static_cast<size_t>(i + 1) < r.step_attention.size()
-                                              ? &r.step_attention[static_cast<size_t>(i + 1)]
-                                              : nullptr;
-        const int64_t nPos = L + i + 2;  // positions step_attention[i + 1] covers
         for (int p = 0; p < present; ++p) {
             Cell c = mask[static_cast<size_t>(p)] ? Kept : Evicted;
-            if (!share && c == Evicted && att && att->size() >= static_cast<size_t>((l * nKvHeads + kv + 1) * nPos) &&
-                (*att)[static_cast<size_t>((l * nKvHeads + kv) * nPos + p)] > thetaLevel) {
+            if (!share && c == Evicted && nextAttention(i, p) > thetaLevel) {
                 c = NeededGone;
                 ++m_neededGone;
             }
@@ -264,10 +262,6 @@ void TimelineView::rebuild() {
     m_image = QImage(std::max(N, 1), std::max(R, 1), QImage::Format_RGB32);
     m_image.fill(kFuture);
     for (int i = 0; i < N; ++i) {
-        const std::vector<uint8_t>* att = overlay && !share && static_cast<size_t>(i + 1) < r.step_attention.size()
-                                              ? &r.step_attention[static_cast<size_t>(i + 1)]
-                                              : nullptr;
-        const int64_t nPos = L + i + 2;
         for (int row = 0; row < R; ++row) {
             const int p = m_rowPositions[static_cast<size_t>(row)];
             const Cell c = static_cast<Cell>(m_cells[static_cast<size_t>(p) * N + i]);
@@ -279,10 +273,8 @@ void TimelineView::rebuild() {
                 color = kNeededGone;
             } else {
                 color = c == Kept ? kKeptColor : kEvictedColor;
-                if (att && att->size() >= static_cast<size_t>((l * nKvHeads + kv + 1) * nPos) && p < nPos) {
-                    const double a = (*att)[static_cast<size_t>((l * nKvHeads + kv) * nPos + p)] / 255.0;
-                    color = mix(color, kAttention, std::min(1.0, 1.6 * a));
-                }
+                if (const int a = overlay ? nextAttention(i, p) : -1; a >= 0)
+                    color = mix(color, kAttention, std::min(1.0, 1.6 * a / 255.0));
             }
             m_image.setPixel(i, R - 1 - row, color.rgb());
         }
@@ -300,11 +292,11 @@ void TimelineView::rebuild() {
 
     // Events (vertical, from the first column after them) and the prompt's end (horizontal).
     m_plot->clearItems();
-    m_pixmap = new QCPItemPixmap(m_plot);
-    m_pixmap->setScaled(true, Qt::IgnoreAspectRatio, Qt::FastTransformation);
-    m_pixmap->setPixmap(QPixmap::fromImage(m_image));
-    m_pixmap->topLeft->setCoords(-0.5, R - 0.5);
-    m_pixmap->bottomRight->setCoords(N - 0.5, -0.5);
+    auto* pixmap = new QCPItemPixmap(m_plot);  // clearItems() took the last one
+    pixmap->setScaled(true, Qt::IgnoreAspectRatio, Qt::FastTransformation);
+    pixmap->setPixmap(QPixmap::fromImage(m_image));
+    pixmap->topLeft->setCoords(-0.5, R - 0.5);
+    pixmap->bottomRight->setCoords(N - 0.5, -0.5);
     for (const snapkv::DecodeCompressionEvent& e : r.decode_events) {
         auto* line = new QCPItemStraightLine(m_plot);
         line->setPen(QPen(kEventColor, 1.2, Qt::DashLine));

@@ -20,7 +20,6 @@ class QLabel;
 class QSpinBox;
 class QCustomPlot;
 class QCPAxisRect;
-class QCPItemPixmap;
 class QMouseEvent;
 
 namespace studio {
@@ -72,7 +71,6 @@ private:
     QLabel* m_summary;
     QCustomPlot* m_plot;
     QCPAxisRect* m_metricRect;
-    QCPItemPixmap* m_pixmap;
     QImage m_image;
     std::vector<uint8_t> m_cells;     // [position * steps + step]: Cell
     std::vector<float> m_share;       // share mode: [position * steps + step] kept share
