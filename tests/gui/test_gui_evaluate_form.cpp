@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 
+#include "app/gui/state/eval_results.h"
 #include "app/gui/views/evaluate_view.h"
 #include "gui_test_util.h"
 
@@ -104,6 +105,11 @@ TEST_CASE("a needle results file shows its own needle in the Evaluate form", "[g
         CHECK(ev->field("budgets") == "0,48");
         CHECK(ev->field("decode_budget") == "0,32");
         CHECK(ev->field("decode_interval") == "16");
+        // The plots name each configuration with its decoding settings, as core's labels do.
+        studio::EvalResults res;
+        res.load(out);
+        CHECK(res.configLabels() == QStringList({"full cache", "snapkv no-prefill D32/16 W16 K5", "snapkv C48 W16 K5",
+                                                 "snapkv C48 D32/16 W16 K5"}));
     }
 }
 

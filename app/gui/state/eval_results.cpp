@@ -56,6 +56,10 @@ QString configLabel(const json& c, bool withBudget) {
     // kvpress's compression ratio (the budget is null then), printed as core's config_label does.
     if (withBudget && c.contains("ratio") && c["ratio"].is_number())
         s += QString(" r%1").arg(c["ratio"].get<double>(), 0, 'g', 6);
+    // Decoding compression, as core's config_label writes it (prefill off, D<budget>/<interval>).
+    if (c.value("prefill_compression", true) == false) s += " no-prefill";
+    if (c.contains("decode_budget") && c["decode_budget"].is_number())
+        s += QString(" D%1/%2").arg(c["decode_budget"].get<int64_t>()).arg(c.value("decode_interval", int64_t(0)));
     if (c.contains("window") && c["window"].is_number() && c["window"].get<int64_t>() != d.window)
         s += QString(" W%1").arg(c["window"].get<int64_t>());
     if (c.contains("kernel") && c["kernel"].is_number() && c["kernel"].get<int64_t>() != d.kernel)
