@@ -1,6 +1,7 @@
 // The AVX2 + FMA + F16C kernel path: 8 float lanes; the Q4_0, Q4_1 and Q8_0 products have
-// versions of their own below (10-20% faster here than the generic ones; the same idea made
-// Q4_K slower). Built with -mavx2 -mfma -mf16c (this file only) and called only when
+// versions of their own below (10-20% faster here than the generic ones), and so have Q5_0, Q4_K
+// and Q6_K, which keep the generic arithmetic and order and unpack their values with fewer
+// shuffles (1.2-1.6x on a Zen 2 EPYC, one thread, weights in L2). Built with -mavx2 -mfma -mf16c (this file only) and called only when
 // cpu_features.h reports those features.
 #include <immintrin.h>
 
@@ -152,6 +153,156 @@ float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float*) {
     return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
+// Rows side by side, RowTile at a time (Rows<R>(row, row_bytes, n, x, xs, y) does R rows).
+template <int RowTile, void (*Rows1)(const uint8_t*, size_t, int64_t, const float*, const float*, float*),
+          void (*RowsT)(const uint8_t*, size_t, int64_t, const float*, const float*, float*)>
+void matvec_tiles(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x, const float* xs,
+                  float* y) {
+    int64_t r = 0;
+    for (; r + RowTile <= n_rows; r += RowTile) {
+        const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+        for (int a = 0; a < RowTile; ++a) prefetch_ahead(row + a * row_bytes, row_bytes);
+        RowsT(row, row_bytes, n_cols, x, xs, y + r);
+    }
+    for (; r < n_rows; ++r) {
+        const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+        prefetch_ahead(row, row_bytes);
+        Rows1(row, row_bytes, n_cols, x, xs, y + r);
+    }
+}
+
+// Q5_0 (22 bytes: f16 d, u32 qh, 16 nibble bytes) in the generic dot_d32's arithmetic and order,
+// so the batch kernel (generic) still equals it bit for bit, with its values built in 32-bit
+// lanes: each 8 nibble bytes zero-extended straight from memory give 16 values (low and high
+// nibbles), and each value's fifth bit is brought to bit 4 by a variable shift of the broadcast qh,
+// instead of byte masks widened by shuffles.
+inline void q5_0_values(const uint8_t* b, __m256 f[4]) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m15 = _mm256_set1_epi32(15), sixteen = _mm256_set1_epi32(16);
+    const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 6)));
+    const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 14)));
+    const __m256i qh = _mm256_set1_epi32(static_cast<int>(load_u32(b + 2)));
+    const __m256i qh4 = _mm256_slli_epi32(qh, 4);
+    // value v = nibble - 16 + 16 * (bit v of qh), with that bit at bit 4 of h >> (lane + shift)
+    auto value = [&](__m256i nibble, __m256i h, int shift) {
+        const __m256i bit = _mm256_srlv_epi32(h, _mm256_add_epi32(lane, _mm256_set1_epi32(shift)));
+        return to_f(_mm256_sub_epi32(nibble, _mm256_andnot_si256(bit, sixteen)));
+    };
+    f[0] = value(_mm256_and_si256(a, m15), qh4, 0);  // values 0..7: bit v of qh is bit v + 4 of qh4
+    f[1] = value(_mm256_and_si256(c, m15), qh4, 8);  // 8..15
+    f[2] = value(_mm256_srli_epi32(a, 4), qh4, 16);  // 16..23
+    f[3] = value(_mm256_srli_epi32(c, 4), qh, 20);   // 24..31, from qh itself (qh4 lost bits 28..31)
+}
+// R rows (row_bytes apart) against x, side by side: R accumulator chains in flight.
+template <int R>
+void q5_0_rows(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
+    __m256 acc[R];
+    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
+    for (int64_t i = 0, off = 0; i < n; i += 32, off += 22) {
+        const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        const __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
+        for (int a = 0; a < R; ++a) {
+            const uint8_t* b = row + a * row_bytes + off;
+            __m256 f[4];
+            q5_0_values(b, f);
+            // The generic order: s = fma(f0, x0, 0) (a product: the same value once summed), ...
+            __m256 s = _mm256_mul_ps(f[0], x0);
+            s = _mm256_fmadd_ps(f[1], x1, s);
+            s = _mm256_fmadd_ps(f[2], x2, s);
+            s = _mm256_fmadd_ps(f[3], x3, s);
+            acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(half_at(b)), s, acc[a]);
+        }
+    }
+    for (int a = 0; a < R; ++a) y[a] = hsum8(acc[a]);
+}
+// Q4_K (144-byte super-blocks of 256) in the generic dot_k's arithmetic and order (its scales
+// and its quad products are the generic ones, called here), with the values of each 64-value quad
+// built in 32-bit lanes: each 8 nibble bytes zero-extended straight from memory give 8 low-nibble
+// and 8 high-nibble values, in k_quad's groups (f[g][h]: values 16 g + 8 h + [0, 8) of the quad).
+using KAvx2 = Kernels<Avx2V>;
+inline void q4_k_quad_values(const uint8_t* qs, int k, __m256 f[4][2]) {
+    const __m256i m15 = _mm256_set1_epi32(15);
+    for (int u = 0; u < 4; ++u) {
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * k + 8 * u)));
+        f[u / 2][u % 2] = to_f(_mm256_and_si256(b, m15));     // values 8u + [0, 8)
+        f[2 + u / 2][u % 2] = to_f(_mm256_srli_epi32(b, 4));  // values 32 + 8u + [0, 8)
+    }
+}
+template <int R>
+void q4_k_rows(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
+    __m256 acc[R];
+    float mins[R];
+    for (int a = 0; a < R; ++a) {
+        acc[a] = _mm256_setzero_ps();
+        mins[a] = 0.0f;
+    }
+    for (int64_t i = 0, off = 0; i < n; i += 256, off += 144)
+        for (int k = 0; k < 4; ++k)
+            for (int a = 0; a < R; ++a) {
+                const uint8_t* p = row + a * row_bytes + off;
+                __m256 s1, s2;
+                float m1, m2;
+                KAvx2::k_quad_scales(p + 4, k, half_at(p), half_at(p + 2), &s1, &s2, &m1, &m2);
+                __m256 f[4][2];
+                q4_k_quad_values(p + 16, k, f);
+                KAvx2::k_quad_fma(f, s1, s2, m1, m2, x + i + 64 * k, xs + i / 32 + 2 * k, acc[a], mins[a]);
+            }
+    for (int a = 0; a < R; ++a) y[a] = hsum8(acc[a]) - mins[a];
+}
+// Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d) in the generic dot_q6_k's arithmetic
+// and order, with each 128-value half unpacked 32 bytes at a time (the generic kernel takes 16)
+// into a buffer of q - 32 in value order, whose bytes are then sign-extended 8 at a time straight
+// from memory; the half's eight d * scale are one vector product.
+inline void q6_k_half_values(const uint8_t* p, int h, int8_t* out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), k32 = _mm256_set1_epi8(32);
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
+    const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+    // The two high bits of group g at bits 4 and 5 (16-bit shifts carry into bits the mask drops).
+    const __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30);
+    const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30);
+    const __m256i h2 = _mm256_and_si256(hb, m30);
+    const __m256i h3 = _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30);
+    const __m256i lo_a = _mm256_and_si256(a, m4), lo_b = _mm256_and_si256(b, m4);
+    const __m256i hi_a = _mm256_and_si256(_mm256_srli_epi16(a, 4), m4);
+    const __m256i hi_b = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+    auto put = [&](int g, __m256i nib, __m256i high) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g), _mm256_sub_epi8(_mm256_or_si256(nib, high), k32));
+    };
+    put(0, lo_a, h0);
+    put(1, lo_b, h1);
+    put(2, hi_a, h2);
+    put(3, hi_b, h3);
+}
+template <int R>
+void q6_k_rows(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
+    alignas(32) int8_t q[R][128];
+    alignas(32) float sc[R][8];
+    __m256 acc[R];
+    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
+    for (int64_t i = 0, off = 0; i < n; i += 256, off += 210)
+        for (int h = 0; h < 2; ++h) {
+            for (int a = 0; a < R; ++a) {
+                const uint8_t* p = row + a * row_bytes + off;
+                q6_k_half_values(p, h, q[a]);
+                // d * scale, as the generic d * float(scale)
+                _mm256_store_ps(sc[a], _mm256_mul_ps(_mm256_set1_ps(half_at(p + 208)), q8_lane8(p + 192 + 8 * h)));
+            }
+            const float* xh = x + i + 128 * h;
+            for (int jj = 0; jj < 32; jj += 16)
+                for (int g = 0; g < 4; ++g) {
+                    const int at = 32 * g + jj;
+                    const __m256 x0 = _mm256_loadu_ps(xh + at), x1 = _mm256_loadu_ps(xh + at + 8);
+                    for (int a = 0; a < R; ++a) {
+                        const uint8_t* qg = reinterpret_cast<const uint8_t*>(q[a] + at);
+                        const __m256 t = _mm256_fmadd_ps(q8_lane8(qg + 8), x1, _mm256_mul_ps(q8_lane8(qg), x0));
+                        acc[a] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[a] + 2 * g + jj / 16), t, acc[a]);
+                    }
+                }
+        }
+    for (int a = 0; a < R; ++a) y[a] = hsum8(acc[a]);
+}
+
 template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
 void matvec_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x, const float* xs,
                  float* y) {
@@ -167,6 +318,10 @@ KernelTable make_table() {
     t.matvec[kQ4_0] = matvec_rows<dot_q4_0>;
     t.matvec[kQ4_1] = matvec_rows<dot_q4_1>;
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
+    // The generic kernels' arithmetic, so their batch kernels (generic) still equal them.
+    t.matvec[kQ5_0] = matvec_tiles<1, q5_0_rows<1>, q5_0_rows<1>>;
+    t.matvec[kQ4_K] = matvec_tiles<1, q4_k_rows<1>, q4_k_rows<1>>;
+    t.matvec[kQ6_K] = matvec_tiles<2, q6_k_rows<1>, q6_k_rows<2>>;
     // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
     t.matvec_batch[kQ4_0] = nullptr;
     t.matvec_batch[kQ4_1] = nullptr;

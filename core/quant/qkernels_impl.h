@@ -343,6 +343,26 @@ struct Kernels {
         for (int k = 0; k < P; ++k) acc = V::fmadd(f[k], V::load(x + k * N), acc);
         return acc;
     }
+    // One 64-value quad of a Q4_K / Q5_K row (f: its four 16-value groups as floats) against one
+    // input: xk its 64 values, xs2 their two per-32 sums; s1, s2 the two sub-blocks' d * scale and
+    // m1, m2 their dmin * min. The arithmetic of every K product, one input or many, one row or many.
+    static inline void k_quad_fma(const vec (*f)[P], vec s1, vec s2, float m1, float m2, const float* xk,
+                                  const float* xs2, vec& acc, float& mins) {
+        acc = V::fmadd(s1, fma16f(f[1], xk + 16, fma16f(f[0], xk, V::zero())), acc);
+        acc = V::fmadd(s2, fma16f(f[3], xk + 48, fma16f(f[2], xk + 32, V::zero())), acc);
+        mins += m1 * xs2[0] + m2 * xs2[1];
+    }
+    // Quad k's scales of a Q4_K / Q5_K super-block (scale bytes at `scales`) for k_quad_fma.
+    static inline void k_quad_scales(const uint8_t* scales, int k, float d, float dmin, vec* s1, vec* s2, float* m1,
+                                     float* m2) {
+        int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
+        k_scale_min(2 * k, scales, &sc1, &mn1);
+        k_scale_min(2 * k + 1, scales, &sc2, &mn2);
+        *s1 = V::set1(d * static_cast<float>(sc1));
+        *s2 = V::set1(d * static_cast<float>(sc2));
+        *m1 = dmin * static_cast<float>(mn1);
+        *m2 = dmin * static_cast<float>(mn2);
+    }
     // dot_k (Q4_K, Q5_K) of one row against G inputs (input j at x + j * n, its per-32 sums at
     // xs + j * xs_stride, its result into y[j * y_stride]): each input sees dot_k's arithmetic in
     // dot_k's order; a 64-value quad is unpacked and its scales taken once for the G inputs.
@@ -356,20 +376,14 @@ struct Kernels {
             mins[j] = 0.0f;
         }
         k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
-            int sc1 = 0, mn1 = 0, sc2 = 0, mn2 = 0;
-            k_scale_min(2 * k, scales, &sc1, &mn1);
-            k_scale_min(2 * k + 1, scales, &sc2, &mn2);
+            vec s1, s2;
+            float m1, m2;
+            k_quad_scales(scales, k, d, dmin, &s1, &s2, &m1, &m2);
             vec f[4][P];
             for (int g = 0; g < 4; ++g) V::to_f32(v[g], f[g]);
-            const vec s1 = V::set1(d * static_cast<float>(sc1)), s2 = V::set1(d * static_cast<float>(sc2));
-            for (int j = 0; j < G; ++j) {
-                const float* xk = x + j * n + i + 64 * k;
-                const float* xsj = xs + j * xs_stride;
-                acc[j] = V::fmadd(s1, fma16f(f[1], xk + 16, fma16f(f[0], xk, V::zero())), acc[j]);
-                acc[j] = V::fmadd(s2, fma16f(f[3], xk + 48, fma16f(f[2], xk + 32, V::zero())), acc[j]);
-                mins[j] += dmin * static_cast<float>(mn1) * xsj[i / 32 + 2 * k] +
-                           dmin * static_cast<float>(mn2) * xsj[i / 32 + 2 * k + 1];
-            }
+            for (int j = 0; j < G; ++j)
+                k_quad_fma(f, s1, s2, m1, m2, x + j * n + i + 64 * k, xs + j * xs_stride + i / 32 + 2 * k, acc[j],
+                           mins[j]);
         });
         for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]) - mins[j];
     }
