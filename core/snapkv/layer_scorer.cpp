@@ -134,6 +134,10 @@ struct LayerScorer::LastVotes {
     // cached_scores, most recently asked last; at most kCachedScores (a window slider dragged
     // over a policy with scores would otherwise keep one [Hs, P] tensor per window it passed).
     std::vector<std::pair<std::string, at::Tensor>> scores;
+    // cached_derived's tensors, under a lock of their own (they are made inside a cached_scores
+    // make, which holds `mutex`); never evicted.
+    std::mutex derived_mutex;
+    std::vector<std::pair<std::string, at::Tensor>> derived;
 };
 
 LayerScorer::LayerScorer(LayerCapture capture) : m_capture(std::move(capture)) {
@@ -221,7 +225,19 @@ int64_t LayerScorer::cache_bytes() const {
     if (m_last->votes.defined()) bytes += m_last->votes.numel() * 4;
     for (const auto& kv : m_last->scores)
         if (kv.second.defined()) bytes += kv.second.numel() * int64_t(kv.second.element_size());
+    std::lock_guard<std::mutex> derived_lock(m_last->derived_mutex);  // always taken after `mutex`
+    for (const auto& kv : m_last->derived) bytes += kv.second.numel() * int64_t(kv.second.element_size());
     return bytes;
+}
+
+at::Tensor LayerScorer::cached_derived(const std::string& key, const std::function<at::Tensor()>& make) const {
+    std::lock_guard<std::mutex> lock(m_last->derived_mutex);
+    auto& cache = m_last->derived;
+    auto it = std::find_if(cache.begin(), cache.end(), [&](const auto& e) { return e.first == key; });
+    if (it != cache.end()) return it->second;
+    at::Tensor t = make();
+    if (t.defined()) cache.emplace_back(key, t);
+    return t;
 }
 
 at::Tensor LayerScorer::cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const {

@@ -82,7 +82,8 @@ struct LayerCapture {
 //
 // Derived per-policy scores (a policy's score_tensor, e.g. KeyDiff's or ExpectedAttention's over
 // all keys) are computed once per layer and setting and kept with the scorer (cached_scores), so a
-// retune back to such a policy does not redo its matrix products.
+// retune back to such a policy does not redo its matrix products; what a policy's scores share
+// across its settings is kept apart, for the scorer's life (cached_derived).
 //
 // CUDA path: when the capture is on a CUDA device and core was built with the kernels
 // (gpu_kernels_available(), head_dim <= 256), no checkpoints are built and votes(W) runs
@@ -114,8 +115,8 @@ public:
     // S: windows that are multiples of it read a checkpoint without recomputing any row; 0 on the
     // CUDA path (no checkpoints).
     int64_t checkpoint_stride() const { return m_stride; }
-    // Bytes the scorer holds beyond its capture: checkpoints, the last window's votes and the
-    // cached policy scores.
+    // Bytes the scorer holds beyond its capture: checkpoints, the last window's votes, the
+    // cached policy scores and the derived tensors (cached_derived).
     int64_t cache_bytes() const;
 
     // A tensor derived from this layer's capture alone, computed by `make` the first time `key`
@@ -124,6 +125,13 @@ public:
     // whose scores are matrix products over all keys (score_tensor); the result must not be
     // modified. Thread-safe; make runs under the scorer's lock.
     at::Tensor cached_scores(const std::string& key, const std::function<at::Tensor()>& make) const;
+    // A tensor derived from this layer's capture alone that a policy's score_tensor reads under
+    // every setting of the policy (ExpectedAttention's quadratic forms of the query statistics at
+    // its anchor n_sinks, over every key), computed by `make` the first time `key` is asked
+    // for and kept as long as the scorer: not one of cached_scores' last four, which a walk
+    // through the settings that reuse it would push out. May be called from a cached_scores
+    // make (it takes a lock of its own). Counted in cache_bytes. Thread-safe.
+    at::Tensor cached_derived(const std::string& key, const std::function<at::Tensor()>& make) const;
 
     // B: query rows per GEMM while the checkpoints are built (max(32, Wmax / 4 rounded up)).
     static int64_t block_rows_for(int64_t max_window);

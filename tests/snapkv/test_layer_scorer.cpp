@@ -255,3 +255,25 @@ TEST_CASE("a policy with no score tensor does not push kept scores out", "[snapk
     scorer.cached_scores("expected_attention hs2 sink4", make);
     CHECK(made == 1);
 }
+
+TEST_CASE("derived tensors are made once, outlive the kept scores and may be asked for while scores are made",
+          "[snapkv]") {
+    const NaiveCapture c = random_capture(4, 2, 8, 40, 16, 9);
+    LayerScorer scorer(to_layer_capture(c));
+    const int64_t before = scorer.cache_bytes();
+    int derived = 0;
+    auto make_derived = [&derived] {
+        ++derived;
+        return at::ones({4, 40}, at::kFloat);
+    };
+    // Scores whose make reads a derived tensor (ExpectedAttention's anchors), under more keys than
+    // the scorer keeps scores for.
+    for (int i = 0; i < 6; ++i)
+        scorer.cached_scores("expected_attention sink" + std::to_string(i),
+                             [&] { return scorer.cached_derived("quadratic", make_derived).sum(0); });
+    CHECK(derived == 1);
+    CHECK(scorer.cache_bytes() == before + 4 * 40 * 4 + 4 * 40 * 4);  // the derived tensor + four kept scores
+    CHECK(scorer.cached_derived("quadratic", make_derived).sum().item<float>() == 160.0f);
+    CHECK(derived == 1);
+    CHECK_FALSE(scorer.cached_derived("nothing", [] { return at::Tensor(); }).defined());
+}
