@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/common/errors.h"
+#include "core/snapkv/policy_table.h"
 #include "core/snapkv/selector.h"
 
 namespace snapkv {
@@ -87,9 +88,20 @@ std::string run_retune_benchmark(const std::vector<LayerScorer>& layers, const S
         {"window 127", set_window(127)},  // 31 rows above one: the most recomputed
         {"window " + std::to_string(base.window) + " (base)", set_window(base.window)},
     };
-    // Every other policy of the table, then back to the base's.
-    for (Policy p : all_policies())
-        if (p != base.policy) steps.push_back({"policy " + policy_name(p), set_policy(p)});
+    // Every other policy of the table, then back to the base's. A policy whose scores prefill
+    // makes ahead (captures of its own) and that reads n_sink also retunes n_sink: those scores
+    // are made for the default n_sink only, so a new n_sink is a first call of its own
+    // (ExpectedAttention's: 10 is the farthest from both its anchors, 4 and 16).
+    auto set_sink = [](int64_t n) { return [n](SelectionParams& q) { q.n_sink = n; }; };
+    for (Policy p : all_policies()) {
+        if (p == base.policy) continue;
+        steps.push_back({"policy " + policy_name(p), set_policy(p)});
+        const PolicyInfo& info = policy_info(p);
+        if (info.captures == 0 || !info.reads_param(kReadsSink)) continue;
+        for (int64_t n : {int64_t(0), int64_t(2), int64_t(8), int64_t(10), int64_t(16)})
+            steps.push_back({"  n_sink " + std::to_string(n), set_sink(n)});
+        steps.push_back({"  n_sink " + std::to_string(base.n_sink) + " (base)", set_sink(base.n_sink)});
+    }
     steps.push_back({"policy " + policy_name(base.policy), set_policy(base.policy)});
     steps.push_back({"gqa kv-head", [](SelectionParams& q) { q.gqa = GqaMode::KvHead; }});
     steps.push_back({"gqa query-head", [](SelectionParams& q) { q.gqa = GqaMode::QueryHead; }});
