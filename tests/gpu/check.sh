@@ -6,7 +6,10 @@
 # (nvcc) and a Python `torch` with CUDA, without Qt and without network: configure core + CLI +
 # kernels + GPU tests against that torch's LibTorch (SNAPKV_CUDA=ON, no GUI), build, run test_gpu
 # (kernels vs the CPU references), the kernel benchmark (fused vs LibTorch ops, L = 4K..128K,
-# W = 32/64/128) and `snapkv bench --device cuda` on SmolLM2 and stories260K. Writes to OUTDIR:
+# W = 32/64/128) and `snapkv bench --device cuda` on SmolLM2 and stories260K. Then the CPU kernel
+# paths on this machine's CPU (GPU hosts often have AVX-512, which the 2-core development machines
+# lack): test_quant on every path it supports, the model-free llama.cpp / transformers reference
+# tests of test_model on each x86 path, bench_qkernels and bench_attention. Writes to OUTDIR:
 #   check.log          everything, step by step, with timings
 #   results.json       environment, each step's status and seconds, test counts, benchmark rows
 #   kernel_bench*.json the kernel benchmark's own rows (float32 and bfloat16 K/V)
@@ -205,7 +208,7 @@ if ! grep -q "core gets SNAPKV_HAVE_CUDA" "$LOG"; then
     record cuda-path failed 0 "SNAPKV_HAVE_CUDA is OFF"
     finish 1
 fi
-targets=(snapkv snapkv_kernel_bench)
+targets=(snapkv snapkv_kernel_bench test_quant test_model bench_qkernels bench_attention)
 if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^test_gpu:"; then
     targets+=(test_gpu)
 else
@@ -276,6 +279,22 @@ for t in f32 f16; do
 done
 run "cache types cpu vs cuda" 60 python3 "$SRC/tests/gpu/compare_devices.py" "$CT" "${labels[@]}" || failed=1
 [[ -f $CT/cache_types.json ]] && cp "$CT/cache_types.json" "$OUT/cache_types.json"
+# ---- CPU kernel paths on this CPU ----------------------------------------------------------------
+log "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); AVX-512F: $(grep -qw avx512f /proc/cpuinfo && echo yes || echo no)"
+run "test_quant every CPU path" 180 "$BUILD/tests/test_quant" || failed=1
+paths=(avx2)
+grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && paths+=(avx512)
+# Reference tests that need no bundled model (stories260K, the qtypes models, tiny transformers
+# models): logits and tokens against llama.cpp and transformers, on each path.
+ref_tests='[model][arch],[model][llamacpp],[model][golden],[model][quant],[model][kv],Models in Q5_0*'
+for p in "${paths[@]}"; do
+    run "test_model references on $p" 240 env SNAPKV_CPU_PATH=$p "$BUILD/tests/test_model" "$ref_tests" || failed=1
+done
+run "bench_qkernels" 240 "$BUILD/tests/bench_qkernels" Q8_0 Q4_0 Q4_1 Q5_0 Q4_K Q6_K F16 || failed=1
+for p in "${paths[@]}"; do
+    run "bench_attention $p 1 thread" 120 env SNAPKV_CPU_PATH=$p "$BUILD/tests/bench_attention" 1 512 2048 8192 || failed=1
+    run "bench_attention $p all threads" 120 env SNAPKV_CPU_PATH=$p "$BUILD/tests/bench_attention" "$JOBS" 512 2048 8192 || failed=1
+done
 if [[ -n $SMOLLM2 ]]; then
     run "cli bench SmolLM2 f16 cache" 90 "$CLI" bench --model "$SMOLLM2" --device cuda --cache-type f16 --lengths 512,2048,8192 --decode 32 || failed=1
     run "cli bench SmolLM2 float32" 90 "$CLI" bench --model "$SMOLLM2" --device cuda --lengths 512,2048,8192 --decode 32 || failed=1
