@@ -75,18 +75,12 @@ std::vector<at::Tensor> kept_masks(const Selection& sel, int64_t n_head, at::Dev
 
 KvCache window_trimmed_cache(const KvCache& cache, const ModelConfig& config, int64_t n_tokens,
                              int64_t extra_capacity) {
+    // A layer kept whole is copied with its room for extra_capacity at once (gather_cache's
+    // copy_prefix): a clone grown afterwards would hold each layer twice while it grows.
     std::vector<LayerKeep> keep(static_cast<size_t>(config.n_layer));
-    bool any = false;
     for (int64_t l = 0; l < config.n_layer; ++l) {
         const int64_t first = first_visible(config.layers[static_cast<size_t>(l)].sliding_window, n_tokens);
-        if (first == 0) continue;
-        keep[static_cast<size_t>(l)] = suffix_keep(config.n_head_kv, first, n_tokens);
-        any = true;
-    }
-    if (!any) {
-        KvCache out = cache.clone();
-        out.reserve(extra_capacity);
-        return out;
+        if (first > 0) keep[static_cast<size_t>(l)] = suffix_keep(config.n_head_kv, first, n_tokens);
     }
     return gather_cache(cache, keep, extra_capacity);
 }
