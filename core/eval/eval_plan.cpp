@@ -17,6 +17,15 @@ std::vector<int64_t> cells_to_run(const EvalRun& run, const std::set<RowKey>& do
     return to_run;
 }
 
+GridDecodes grid_decodes(const RunOptions& options) {
+    GridDecodes d;
+    for (const EvalConfig& c : options.configs)
+        if (!c.full) d.configs.push_back({c.params, c.query_agnostic, {c.decode, c.compress_prefill}});
+    d.answer_tokens = options.generation.max_tokens;
+    d.kl_steps = std::min(options.kl_steps, options.generation.max_tokens);
+    return d;
+}
+
 GridForecast forecast_eval(Session& session, const EvalTask& task, const EvalRun& run, const std::set<RowKey>& done,
                            CancelFlag cancel) {
     const std::vector<int64_t> to_run = cells_to_run(run, done);
@@ -25,8 +34,7 @@ GridForecast forecast_eval(Session& session, const EvalTask& task, const EvalRun
         [&](int64_t cell) {
             return GridCell{task.prepare(session, cell).prompt, task.cell_label(cell)};
         },
-        static_cast<int64_t>(to_run.size()), selection_params(run.options().configs),
-        run.options().generation.max_tokens, cancel);
+        static_cast<int64_t>(to_run.size()), grid_decodes(run.options()), cancel);
 }
 
 void require_grid_fits(const GridForecast& forecast,

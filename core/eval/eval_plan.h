@@ -22,10 +22,14 @@ namespace snapkv::eval {
 // already in the results file, resume_rows), in order.
 std::vector<int64_t> cells_to_run(const EvalRun& run, const std::set<RowKey>& done);
 
+// What the runner decodes in each cell of a run with these options after its prefill: its
+// compressed configurations (all but the full cache), its answer tokens and KL steps.
+GridDecodes grid_decodes(const RunOptions& options);
+
 // The forecast of the run's cells still to run: of task.plan_candidates(cells_to_run(run, done)),
 // each built with task.prepare and named with task.cell_label, the longest prompt, prefilled with
-// the capture of the run's selecting configurations (selection_params) and answered in its
-// max_tokens. `task` is the run's task (or one that forwards to it). Nothing to run: largest_cell
+// the capture of the run's selecting configurations and decoded as grid_decodes(run.options())
+// says (memory: the larger of the prefill's and the decodes' peaks). `task` is the run's task (or one that forwards to it). Nothing to run: largest_cell
 // stays -1. Throws Cancelled when `cancel` is set.
 GridForecast forecast_eval(Session& session, const EvalTask& task, const EvalRun& run, const std::set<RowKey>& done,
                            CancelFlag cancel = nullptr);

@@ -63,6 +63,58 @@ int64_t parse_size(const std::string& s) {
     return bytes >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(bytes);
 }
 
+// MemoryEstimate::decode of a grid cell (RunShape::answer_tokens > 0), with A = answer tokens,
+// N = A - 1 tokens fed back, L = T prompt tokens, row = bytes of one head's K or V row as stored.
+// Session::decode_reference: a copy of the full cache, each sliding layer trimmed to the w - 1
+// slots its window still reaches (window_trimmed_cache), with room for A more; while it decodes,
+// the attention marks [H, L] bool per layer and fed token, the first kl_steps logits [V], and a
+// step's logits and probed probabilities [H, S] per layer (+ a layer's K and V decoded to float32
+// for a cache type other than f32); at its end the marks are stacked to [N, H, L] (both alive).
+// Then compare_many_to_reference: the marks and logits stay (the reference), next to every
+// compressed cache (its kept tokens per head, each layer at most what its window reaches, + fed
+// + A slots), its kept masks [H, L] bool per layer, and a logits row per run of the batched step.
+// The batches are split at a quarter of the free memory; all runs at once is the bound counted.
+int64_t decode_bytes(const ModelConfig& c, const RunShape& run, int64_t L, int64_t row, bool decoded) {
+    const int64_t A = run.answer_tokens, n_layer = c.n_layer, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
+    const int64_t slot = sat_add(prod({2, row}), 8);  // K, V and the position of one head's slot
+    const auto reach = [&](int64_t l) {               // prompt slots layer l still reads
+        const int64_t w = static_cast<size_t>(l) < c.layers.size() ? c.layers[static_cast<size_t>(l)].sliding_window
+                                                                   : 0;
+        return w > 0 ? std::min(L, std::max<int64_t>(w - 1, 0)) : L;
+    };
+    // A cache of `heads` heads per layer starting from min(kept, reach) slots, with room for `more`.
+    const auto cache = [&](int64_t heads, int64_t kept, int64_t more, int64_t* longest) {
+        int64_t bytes = 0;
+        for (int64_t l = 0; l < n_layer; ++l) {
+            const int64_t s = sat_add(std::min(kept, reach(l)), more);
+            if (longest) *longest = std::max(*longest, s);
+            bytes = sat_add(bytes, prod({heads, s, slot}));
+        }
+        return bytes;
+    };
+    const int64_t logits_row = prod({c.n_vocab, 4});
+    const int64_t marks = prod({n_layer, H, std::max<int64_t>(A - 1, 0), L});
+    const int64_t kept_logits = prod({std::clamp<int64_t>(run.kl_steps, 0, A), logits_row});
+    int64_t full_slots = 0;
+    const int64_t full = cache(Hkv, L, A, &full_slots);
+    int64_t step = sat_add(logits_row, prod({n_layer, H, full_slots, 4}));
+    if (decoded) step = sat_add(step, prod({2, Hkv, full_slots, D, 4}));
+    const int64_t reference = std::max(sat_add(sat_add(full, marks), sat_add(kept_logits, step)),
+                                       sat_add(prod({2, marks}), kept_logits));
+
+    int64_t compressed = sat_add(marks, kept_logits), scratch = 0;
+    for (const DecodeCacheShape& r : run.compressed) {
+        const int64_t heads = r.query_heads ? H : Hkv;
+        int64_t slots = 0;
+        compressed = sat_add(compressed, cache(heads, r.kept, sat_add(r.fed, A), &slots));
+        if (r.kept < L) compressed = sat_add(compressed, prod({n_layer, H, L}));
+        compressed = sat_add(compressed, logits_row);
+        if (decoded) scratch = std::max(scratch, prod({2, heads, slots, D, 4}));
+    }
+    compressed = sat_add(compressed, scratch);
+    return run.compressed.empty() ? reference : std::max(reference, compressed);
+}
+
 }  // namespace
 
 std::string MemoryEstimate::breakdown() const {
@@ -73,6 +125,7 @@ std::string MemoryEstimate::breakdown() const {
     if (scorer > 0) s += ", scorer " + format_bytes(scorer);
     if (key_copies > 0) s += ", float32 key copies " + format_bytes(key_copies);
     s += ", activations " + format_bytes(activations);
+    if (decode > 0) s += ", decodes " + format_bytes(decode);
     return s;
 }
 
@@ -172,6 +225,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         if (run.scorer_sets_in_forward > 0)
             m.activations = sat_add(m.activations, prod({run.scorer_sets_in_forward, m.scorer}));
     }
+    if (run.answer_tokens > 0) m.decode = decode_bytes(c, run, T, row, decoded);
     return m;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/common/units.h"  // format_bytes, used with the estimates
 #include "core/io/model_config.h"
@@ -26,15 +27,28 @@ struct MemoryEstimate {
     // model dtype, or a cache type other than f32). Measured alive at the forward pass's peak
     // (test_memory_estimate, f16 and q8_0), so they count beside the activations.
     int64_t key_copies = 0;
-    int64_t activations = 0;       // the largest temporaries of one forward pass (a layer at a time)
+    int64_t activations = 0;  // the largest temporaries of one forward pass (a layer at a time)
+    // A grid cell's decodes after its prefill (RunShape::answer_tokens), at their peak: the full
+    // cache's copy grown by the answer with the reference's attention marks and logits, or the
+    // compressed caches decoded together; the prefill's cache, capture and scorers stay alive.
+    int64_t decode = 0;
     KvType kv_type = KvType::F32;  // what kv_cache was counted in (RunShape::kv_type)
     // Beyond the weights, at the peak: the scorers are built once the forward pass has returned
-    // and freed its temporaries, so only the larger of the two counts.
-    int64_t extra() const { return kv_cache + capture + key_copies + std::max(scorer, activations); }
+    // and freed its temporaries, so only the larger of the two counts; the decodes come after
+    // both, next to the scorers.
+    int64_t extra() const { return kv_cache + capture + key_copies + std::max(scorer + decode, activations); }
     int64_t total() const { return weights + extra(); }
     // "KV cache 377.0 MiB, capture 17.6 MiB, scorer 79.6 MiB, activations 702.3 MiB" (the cache
     // as "KV cache (q8_0) ..." when it is not f32)
     std::string breakdown() const;
+};
+
+// One compressed run of a grid cell's lockstep decode (Session::compare_many_to_reference).
+struct DecodeCacheShape {
+    int64_t kept = 0;          // prompt tokens per cache head it starts with (its budget, window
+                               // included; the whole prompt with prefill compression off)
+    int64_t fed = 0;           // tokens fed to it before the answer (query-agnostic: the question)
+    bool query_heads = false;  // one cache head per query head (GqaMode::QueryHead), else per KV head
 };
 
 // What a run allocates beyond the weights.
@@ -54,6 +68,14 @@ struct RunShape {
     // Scorer sets built during the forward pass, next to its temporaries (a prefill preview: 1, or 2
     // with the context's own); 0: built after it, when the temporaries are gone.
     int64_t scorer_sets_in_forward = 0;
+    // > 0: an evaluation grid's cell (core/eval): after the prefill, the full cache decodes this
+    // many answer tokens (a copy of it, sliding layers trimmed to their window, keeping the
+    // first kl_steps logits and the attention marks [N, H, L] bool per layer), then the
+    // `compressed` runs decode together (their caches with room for the answer, kept masks [H, L]
+    // per layer, a logits row each). MemoryEstimate::decode is the larger of the two phases.
+    int64_t answer_tokens = 0;
+    int64_t kl_steps = 0;
+    std::vector<DecodeCacheShape> compressed;
 };
 
 // How the loaded model runs a forward pass, which decides its temporaries.

@@ -167,15 +167,21 @@ PrefillSpeed with_last_prefill(PrefillSpeed speed, const ModelConfig& config, co
 }
 
 RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt, const PrefillSettings& settings,
-                             const PrefillSpeed& speed) {
+                             const PrefillSpeed& speed, const GridDecodes* decodes) {
     const ModelInfo info = session.model_info();
     const ModelConfig& c = info.config;
     RunForecast f;
     f.n_tokens = static_cast<int64_t>(prompt.ids.size());
     f.n_context = std::clamp<int64_t>(prompt.n_context, 1, std::max<int64_t>(f.n_tokens, 1));
-    const bool two_parts = f.n_context < f.n_tokens;
+    const int64_t question = f.n_tokens - f.n_context;
+    // The run's memory with `context` tokens of context (the question stays whole) in type t.
+    const auto estimate = [&](int64_t context, KvType t) {
+        const int64_t n = context + question;
+        if (decodes) return session.estimate_memory(grid_cell_run_shape(settings, n, question, *decodes), t);
+        return session.estimate_prefill_memory(n, settings, context < n, t);
+    };
     f.cache_type = kv_type_from_name(info.cache_type);
-    f.memory = session.estimate_prefill_memory(f.n_tokens, settings, two_parts, f.cache_type);
+    f.memory = estimate(f.n_context, f.cache_type);
     f.available = session.available_memory();
     const auto seconds = [&](int64_t n) {
         const double ms = modelled_prefill_ms(c, speed, n, settings);
@@ -187,7 +193,7 @@ RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt,
     const int64_t free_bytes = f.available.bytes;
     for (KvType t : all_kv_types()) {
         if (t == f.cache_type || !kv_type_fits(t, c.head_dim)) continue;
-        const MemoryEstimate e = session.estimate_prefill_memory(f.n_tokens, settings, two_parts, t);
+        const MemoryEstimate e = estimate(f.n_context, t);
         if (e.extra() > free_bytes) continue;
         CheaperChoice ch;
         ch.kind = CheaperChoice::Kind::CacheType;
@@ -202,11 +208,7 @@ RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt,
 
     // The longest prompt that fits, cutting the document only (the question stays whole): the
     // estimate grows with the tokens, so a bisection over the context's length finds it.
-    const int64_t question = f.n_tokens - f.n_context;
-    const auto fits_with = [&](int64_t context) {
-        const int64_t n = context + question;
-        return session.estimate_prefill_memory(n, settings, context < n, f.cache_type).extra() <= free_bytes;
-    };
+    const auto fits_with = [&](int64_t context) { return estimate(context, f.cache_type).extra() <= free_bytes; };
     if (f.n_context > 1 && fits_with(1)) {
         int64_t lo = 1, hi = f.n_context;  // fits_with(lo), !fits_with(hi)
         while (hi - lo > 1) {
@@ -219,7 +221,7 @@ RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt,
         ch.n_tokens = lo + question;
         ch.document_tokens = lo;
         ch.document_share = static_cast<double>(lo) / static_cast<double>(f.n_context);
-        ch.peak_bytes = session.estimate_prefill_memory(ch.n_tokens, settings, lo < ch.n_tokens, f.cache_type).total();
+        ch.peak_bytes = estimate(lo, f.cache_type).total();
         ch.seconds = seconds(ch.n_tokens);
         f.choices.push_back(ch);
     }
@@ -228,11 +230,14 @@ RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt,
 
 GridForecast forecast_grid(Session& session, const std::vector<int64_t>& candidates,
                            const std::function<GridCell(int64_t cell)>& cell_of, int64_t cells,
-                           const std::vector<SelectionParams>& selections, int64_t answer_tokens, CancelFlag cancel) {
+                           const GridDecodes& decodes, CancelFlag cancel) {
     GridForecast g;
     g.cells = cells;
+    const int64_t answer_tokens = decodes.answer_tokens;
     g.answer_tokens = answer_tokens;
-    g.configs = static_cast<int64_t>(selections.size());
+    g.configs = static_cast<int64_t>(decodes.configs.size());
+    std::vector<SelectionParams> selections;
+    for (const GridConfig& gc : decodes.configs) selections.push_back(gc.params);
     const PrefillSettings ps = plan_run(selections);
     PromptTokens largest;
     for (int64_t cell : candidates) {
@@ -247,7 +252,7 @@ GridForecast forecast_grid(Session& session, const std::vector<int64_t>& candida
     }
     if (g.largest_cell < 0 || largest.ids.empty()) return g;
     // Memory first: a cell that does not fit needs no calibration to be refused.
-    g.largest = forecast_prefill(session, largest, ps, PrefillSpeed{});
+    g.largest = forecast_prefill(session, largest, ps, PrefillSpeed{}, &decodes);
     if (!g.fits()) return g;
     PrefillSpeed prefill;  // unmeasured: the forecast gives memory alone
     DecodeSpeed decode;
@@ -258,11 +263,12 @@ GridForecast forecast_grid(Session& session, const std::vector<int64_t>& candida
         // Not even the calibration forward fits: the memory forecast names what the run needs.
     }
     if (!prefill.measured()) return g;
-    g.largest = forecast_prefill(session, largest, ps, prefill);
+    g.largest = forecast_prefill(session, largest, ps, prefill, &decodes);
     // The full cache's answer, then the configurations' answers together over what each keeps.
     const int64_t n = g.largest.n_tokens;
     std::vector<int64_t> kept;
-    for (const SelectionParams& p : selections) kept.push_back(std::clamp<int64_t>(effective_budget(p, n), 1, n));
+    for (const GridConfig& gc : decodes.configs)
+        kept.push_back(gc.decode.compress_prefill ? std::clamp<int64_t>(effective_budget(gc.params, n), 1, n) : n);
     const double full_ms = modelled_decode_ms(session.model_info().config, prefill, decode, {n}, answer_tokens);
     const double compressed_ms = kept.empty() ? 0.0
                                               : modelled_decode_ms(session.model_info().config, prefill, decode, kept,
@@ -302,6 +308,7 @@ std::string RunForecast::summary() const {
     if (memory.scorer > 0) s += ", scorers " + format_bytes(memory.scorer);
     if (memory.key_copies > 0) s += ", float32 key copies " + format_bytes(memory.key_copies);
     s += ", activations " + format_bytes(memory.activations);
+    if (memory.decode > 0) s += ", decodes " + format_bytes(memory.decode);
     s += ", peak " + format_bytes(peak()) + " (weights " + format_bytes(memory.weights) + " + run " +
          format_bytes(memory.extra()) + ")";
     if (available.bytes >= 0) s += ", " + format_bytes(available.bytes) + " free";

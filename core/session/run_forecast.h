@@ -15,6 +15,7 @@
 #include "core/common/units.h"  // group_thousands, format_seconds (the CLI and the app print them)
 #include "core/kv/kv_type.h"
 #include "core/session/memory_estimate.h"
+#include "core/session/run_plan.h"
 #include "core/session/session.h"
 
 namespace snapkv {
@@ -94,9 +95,11 @@ struct RunForecast {
 
 // The forecast of a prefill with capture of `prompt` with `settings` on the loaded model, in its
 // cache type; choices are filled only when it does not fit. speed: from measure_prefill_speed
-// (an unmeasured one leaves seconds < 0).
+// (an unmeasured one leaves seconds < 0). decodes: an evaluation grid's cell, whose memory (and
+// the choices') counts the decodes after the prefill (run_plan.h grid_cell_run_shape); its time
+// stays the prefill's (forecast_grid adds the decodes').
 RunForecast forecast_prefill(const Session& session, const PromptTokens& prompt, const PrefillSettings& settings,
-                             const PrefillSpeed& speed);
+                             const PrefillSpeed& speed, const GridDecodes* decodes = nullptr);
 
 // This machine's decode speed on the loaded model: one step at a short context (Session::bench's
 // decode row): the pass over the weights and all but a long cache's attention. A step over a cache
@@ -151,13 +154,13 @@ struct GridForecast {
 
 // The forecast of a grid whose `cells` cells still to run include `candidates` (those whose prompt
 // may be the longest: cell_of builds each; the longest in tokens is forecast), prefilled with the
-// capture of `selections` (plan_run, as the runner) and answered in answer_tokens. Times come from
+// capture of the decodes' configurations (plan_run, as the runner), then decoded as `decodes`
+// says (its memory at the larger of the prefill's and the decodes' peaks). Times come from
 // a short calibration (measure_prefill_speed, measure_decode_speed) unless the largest cell does not
 // fit or the calibration itself cannot run: the forecast then gives memory alone. No candidates:
 // largest_cell stays -1.
 GridForecast forecast_grid(Session& session, const std::vector<int64_t>& candidates,
                            const std::function<GridCell(int64_t cell)>& cell_of, int64_t cells,
-                           const std::vector<SelectionParams>& selections, int64_t answer_tokens,
-                           CancelFlag cancel = nullptr);
+                           const GridDecodes& decodes, CancelFlag cancel = nullptr);
 
 }  // namespace snapkv

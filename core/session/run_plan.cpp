@@ -48,4 +48,27 @@ RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bo
     return run;
 }
 
+RunShape grid_cell_run_shape(const PrefillSettings& settings, int64_t n_tokens, int64_t n_question,
+                             const GridDecodes& decodes) {
+    n_question = std::clamp<int64_t>(n_question, 0, std::max<int64_t>(n_tokens - 1, 0));
+    RunShape run = prefill_run_shape(settings, n_tokens, n_question > 0);
+    run.answer_tokens = std::max<int64_t>(decodes.answer_tokens, 0);
+    run.kl_steps = decodes.kl_steps;
+    for (const GridConfig& g : decodes.configs) {
+        DecodeCacheShape d;
+        d.query_heads = g.params.gqa == GqaMode::QueryHead;
+        const bool agnostic = g.query_agnostic && n_question > 0;
+        const int64_t selected = agnostic ? n_tokens - n_question : n_tokens;  // what the selection covers
+        if (!g.decode.compress_prefill) {
+            d.kept = n_tokens;  // the full cache (window_trimmed_cache)
+            d.query_heads = false;
+        } else {
+            d.kept = std::clamp<int64_t>(effective_budget(g.params, selected), 1, selected);
+            d.fed = n_tokens - selected;
+        }
+        run.compressed.push_back(d);
+    }
+    return run;
+}
+
 }  // namespace snapkv

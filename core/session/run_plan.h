@@ -36,4 +36,24 @@ PrefillSettings plan_all_policies(const RunFlags& flags = {});
 // type is the session's to fill in: Session::Impl::estimate).
 RunShape prefill_run_shape(const PrefillSettings& settings, int64_t n_tokens, bool two_parts);
 
+// One compressed configuration of an evaluation grid, as its cell decodes it.
+struct GridConfig {
+    SelectionParams params;
+    bool query_agnostic = false;  // selected from the context alone, the question fed after it
+    DecodeRun decode;             // its decoding compression; compress_prefill false: the full cache
+};
+
+// What a grid cell decodes after its prefill: the full cache's answer, then `configs` together.
+struct GridDecodes {
+    std::vector<GridConfig> configs;
+    int64_t answer_tokens = 0;  // decode steps per answer
+    int64_t kl_steps = 0;       // the reference's logits kept for KL
+};
+
+// prefill_run_shape of a grid cell's prompt of n_tokens tokens, n_question of them the question,
+// with the decodes of `decodes` (RunShape::answer_tokens and compressed: each configuration's
+// budget at this length, effective_budget, over the context when query-agnostic).
+RunShape grid_cell_run_shape(const PrefillSettings& settings, int64_t n_tokens, int64_t n_question,
+                             const GridDecodes& decodes);
+
 }  // namespace snapkv

@@ -73,7 +73,7 @@ MemoryEstimate Session::Impl::estimate(const RunShape& shape, std::optional<KvTy
     path.cpu_float32 = model->options().device.is_cpu() && model->options().dtype == at::kFloat;
     path.native_weights = info.weights == "native";
     path.tile_values = WeightMatrix::tile_values();
-    return estimate_memory(model->config(), model->weight_bytes(), elem, run, path);
+    return snapkv::estimate_memory(model->config(), model->weight_bytes(), elem, run, path);
 }
 
 void Session::Impl::check_fits(int64_t n_prompt, int64_t n_new, const MemoryEstimate& e, const std::string& what,
@@ -185,6 +185,10 @@ MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillS
 MemoryEstimate Session::estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings, bool two_parts,
                                                 KvType cache_type) const {
     return m->estimate(prefill_run_shape(settings, n_tokens, two_parts), cache_type);
+}
+
+MemoryEstimate Session::estimate_memory(const RunShape& shape, KvType cache_type) const {
+    return m->estimate(shape, cache_type);
 }
 
 AvailableMemory Session::available_memory() const {

@@ -262,6 +262,9 @@ public:
     // run would take after set_cache_type (the forecast's cheaper choices, run_forecast.h).
     MemoryEstimate estimate_prefill_memory(int64_t n_tokens, const PrefillSettings& settings, bool two_parts,
                                            KvType cache_type) const;
+    // Any run's estimate on the loaded model with its caches in cache_type (an evaluation grid's
+    // cell with its decodes: run_plan.h grid_cell_run_shape).
+    MemoryEstimate estimate_memory(const RunShape& shape, KvType cache_type) const;
     AvailableMemory available_memory() const;
 
     // ---- plain runtime ----

@@ -74,6 +74,10 @@ TEST_CASE("a needle grid plans from its first cell still to run at the longest l
         CHECK(g.cells == 5);
         CHECK(g.configs == 2);  // snapkv and streaming decode after the full cache
         CHECK(g.answer_tokens == 4);
+        // The cell's memory counts its decodes after the prefill (the full cache's copy, the
+        // compressed caches), which the refusal and the cheaper choices read through extra().
+        CHECK(g.largest.memory.decode > 0);
+        CHECK(g.largest.memory.extra() >= g.largest.memory.kv_cache * 2);
         CHECK(g.fits());
         CHECK_THAT(g.summary(),
                    Contains("largest cell length 128 depth 12.5: 128 tokens") && Contains("5 cells to run"));

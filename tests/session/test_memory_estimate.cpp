@@ -197,3 +197,60 @@ TEST_CASE(
         CHECK(s.estimate_prefill_memory(2000, ps, true).kv_cache <
               s.estimate_prefill_memory(2000, ps, true, KvType::F32).kv_cache);
 }
+
+TEST_CASE("a grid cell's estimate counts its decodes and is within 10 % of the peak a real cell adds",
+          "[session][memory][smollm2][grid]") {
+    const std::string model = snapkv::test::smollm2_path();
+    INFO("SmolLM2 is fetched by scripts/setup.sh; expected at " << model);
+    REQUIRE(snapkv::test::file_exists(model));
+    REQUIRE(mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1);
+    REQUIRE(mallopt(M_TRIM_THRESHOLD, 128 * 1024) == 1);
+
+    // What core/eval's runner does in a cell (eval_runner.cpp): prefill with capture, the full
+    // cache's answer, then the compressed configurations' answers together.
+    GridDecodes decodes;
+    SelectionParams kv_head, query_head;
+    kv_head.budget = 256;
+    query_head.budget = 512;
+    query_head.gqa = GqaMode::QueryHead;
+    decodes.configs = {{kv_head, false, {}}, {query_head, false, {}}};
+    decodes.answer_tokens = 16;
+    decodes.kl_steps = 16;
+    const PrefillSettings ps = plan_run({kv_head, query_head});
+    CompareSettings cs;
+    cs.generation.max_tokens = decodes.answer_tokens;
+    cs.generation.stop_at_eog = false;  // every answer token decoded: the estimate's bound
+    const auto cell = [&](Session& s) {
+        const PrefillSummary sum = s.prefill(sample_prompt(), ps);
+        s.decode_reference(cs, decodes.kl_steps);
+        std::vector<Selection> sels;
+        for (const GridConfig& g : decodes.configs) sels.push_back(s.select(g.params, false, false));
+        s.compare_many_to_reference(sels);
+        return sum;
+    };
+    {
+        // A warm-up cell in a session of its own, gone before the measurement (a second cell in the
+        // same session would free the first one's prefill while it runs): threads, the kernel
+        // pool, BLAS's buffers.
+        Session warm;
+        warm.load_model(model);
+        cell(warm);
+    }
+    Session s;
+    s.load_model(model);
+    const int64_t before = status_bytes("VmRSS");
+    REQUIRE(before > 0);
+    if (!reset_peak()) FAIL("cannot reset the peak RSS (/proc/self/clear_refs): the measurement needs Linux 4.0+");
+    const PrefillSummary sum = cell(s);
+    const int64_t grown = status_bytes("VmHWM") - before;
+    const int64_t question = sum.n_tokens - sum.n_context;
+    const MemoryEstimate est = s.estimate_memory(grid_cell_run_shape(ps, sum.n_tokens, question, decodes), KvType::F32);
+    const MemoryEstimate prefill = s.estimate_prefill_memory(sum.n_tokens, ps, /*two_parts=*/true);
+    INFO("L " << sum.n_tokens << ": estimate " << est.extra() << " (" << est.breakdown() << "), prefill alone "
+              << prefill.extra() << ", measured peak growth " << grown << " (VmRSS before " << before << ")");
+    // The decodes hold a copy of the full cache next to the prefill's: more than the prefill's peak.
+    CHECK(est.decode > 0);
+    CHECK(est.extra() > prefill.extra());
+    CHECK(double(est.extra()) >= 0.9 * double(grown));
+    CHECK(double(est.extra()) <= 1.1 * double(grown));
+}
