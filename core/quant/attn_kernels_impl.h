@@ -30,7 +30,7 @@ struct AttnKernels {
     static constexpr int BK = static_cast<int>(kAttnKeyBlock);  // slots per key block (a multiple of every N)
     static constexpr int CW = N == 8 ? 2 : 4;                   // score tile: 4 rows x CW vectors of slots
     static constexpr int DV = N == 8 ? 2 : 4;                   // value tile: 4 rows x DV vectors of head dims
-    static constexpr int RB = N == 16 ? 6 : 4;  // rows per register tile (32 vector registers with AVX-512)
+    static constexpr int RB = 6;  // rows per register tile: 12 (AVX2) or 24 (AVX-512) accumulators
 
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
     static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 4 * rows; }
