@@ -228,26 +228,35 @@ inline void q4_k_quad_values(const uint8_t* qs, int k, __m256 f[4][2]) {
         f[2 + u / 2][u % 2] = to_f(_mm256_srli_epi32(b, 4));  // values 32 + 8u + [0, 8)
     }
 }
-template <int R>
-void q4_k_rows(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    __m256 acc[R];
-    float mins[R];
-    for (int a = 0; a < R; ++a) {
-        acc[a] = _mm256_setzero_ps();
-        mins[a] = 0.0f;
+// A Q4_K / Q5_K super-block's eight d * scale (sc) and dmin * min (mn), the values k_quad_scales
+// gives one quad at a time: the 6-bit fields of k_scale_min taken from the 12 scale bytes as three
+// little-endian words (scales 0..3: bytes 0..3; mins 0..3: bytes 4..7; scales 4..7: low nibbles of
+// bytes 8..11 and the top two bits of bytes 0..3; mins 4..7: high nibbles of bytes 8..11 and the
+// top two bits of bytes 4..7), widened and scaled eight at a time.
+inline void k_super_scales(const uint8_t* scales, float d, float dmin, float* sc, float* mn) {
+    const uint32_t w0 = load_u32(scales), w1 = load_u32(scales + 4), w2 = load_u32(scales + 8);
+    const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+    const uint32_t sc_hi = (w2 & low4) | (((w0 >> 6) & low2) << 4);
+    const uint32_t mn_hi = ((w2 >> 4) & low4) | (((w1 >> 6) & low2) << 4);
+    const __m128i bytes = _mm_setr_epi32(static_cast<int>(w0 & low6), static_cast<int>(sc_hi),
+                                         static_cast<int>(w1 & low6), static_cast<int>(mn_hi));
+    _mm256_storeu_ps(sc, _mm256_mul_ps(_mm256_set1_ps(d), to_f(_mm256_cvtepu8_epi32(bytes))));
+    _mm256_storeu_ps(mn, _mm256_mul_ps(_mm256_set1_ps(dmin), to_f(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)))));
+}
+void q4_k_row(const uint8_t* p, size_t, int64_t n, const float* x, const float* xs, float* y) {
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    alignas(32) float sc[8], mn[8];
+    for (int64_t i = 0; i < n; i += 256, p += 144) {
+        k_super_scales(p + 4, half_at(p), half_at(p + 2), sc, mn);
+        for (int k = 0; k < 4; ++k) {
+            __m256 f[4][2];
+            q4_k_quad_values(p + 16, k, f);
+            KAvx2::k_quad_fma(f, _mm256_broadcast_ss(sc + 2 * k), _mm256_broadcast_ss(sc + 2 * k + 1), mn[2 * k],
+                              mn[2 * k + 1], x + i + 64 * k, xs + i / 32 + 2 * k, acc, mins);
+        }
     }
-    for (int64_t i = 0, off = 0; i < n; i += 256, off += 144)
-        for (int k = 0; k < 4; ++k)
-            for (int a = 0; a < R; ++a) {
-                const uint8_t* p = row + a * row_bytes + off;
-                __m256 s1, s2;
-                float m1, m2;
-                KAvx2::k_quad_scales(p + 4, k, half_at(p), half_at(p + 2), &s1, &s2, &m1, &m2);
-                __m256 f[4][2];
-                q4_k_quad_values(p + 16, k, f);
-                KAvx2::k_quad_fma(f, s1, s2, m1, m2, x + i + 64 * k, xs + i / 32 + 2 * k, acc[a], mins[a]);
-            }
-    for (int a = 0; a < R; ++a) y[a] = hsum8(acc[a]) - mins[a];
+    *y = hsum8(acc) - mins;
 }
 // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d) in the generic dot_q6_k's arithmetic
 // and order, with each 128-value half unpacked 32 bytes at a time (the generic kernel takes 16)
@@ -320,7 +329,7 @@ KernelTable make_table() {
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
     // The generic kernels' arithmetic, so their batch kernels (generic) still equal them.
     t.matvec[kQ5_0] = matvec_tiles<1, q5_0_rows<1>, q5_0_rows<1>>;
-    t.matvec[kQ4_K] = matvec_tiles<1, q4_k_rows<1>, q4_k_rows<1>>;
+    t.matvec[kQ4_K] = matvec_tiles<1, q4_k_row, q4_k_row>;
     t.matvec[kQ6_K] = matvec_tiles<2, q6_k_rows<1>, q6_k_rows<2>>;
     // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
     t.matvec_batch[kQ4_0] = nullptr;
