@@ -174,24 +174,27 @@ void matvec_tiles(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_
 // Q5_0 (22 bytes: f16 d, u32 qh, 16 nibble bytes) in the generic dot_d32's arithmetic and order,
 // so the batch kernel (generic) still equals it bit for bit, with its values built in 32-bit
 // lanes: each 8 nibble bytes zero-extended straight from memory give 16 values (low and high
-// nibbles), and each value's fifth bit is brought to bit 4 by a variable shift of the broadcast qh,
-// instead of byte masks widened by shuffles.
+// nibbles), and each 8 values' fifth bits (one byte of qh) select a row of kQ5Offsets, added as
+// a memory operand (where per-lane shifts of qh took three vector operations per 8 values).
+struct Q5Offsets {
+    alignas(32) int32_t row[256][8];  // row[b][j] = bit j of b ? 0 : -16
+    constexpr Q5Offsets() : row{} {
+        for (int b = 0; b < 256; ++b)
+            for (int j = 0; j < 8; ++j) row[b][j] = (b >> j) & 1 ? 0 : -16;
+    }
+};
+constexpr Q5Offsets kQ5Offsets{};
+inline __m256i q5_offsets(uint8_t bits) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ5Offsets.row[bits]));
+}
 inline void q5_0_values(const uint8_t* b, __m256 f[4]) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i m15 = _mm256_set1_epi32(15), sixteen = _mm256_set1_epi32(16);
+    const __m256i m15 = _mm256_set1_epi32(15);
     const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 6)));
     const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 14)));
-    const __m256i qh = _mm256_set1_epi32(static_cast<int>(load_u32(b + 2)));
-    const __m256i qh4 = _mm256_slli_epi32(qh, 4);
-    // value v = nibble - 16 + 16 * (bit v of qh), with that bit at bit 4 of h >> (lane + shift)
-    auto value = [&](__m256i nibble, __m256i h, int shift) {
-        const __m256i bit = _mm256_srlv_epi32(h, _mm256_add_epi32(lane, _mm256_set1_epi32(shift)));
-        return to_f(_mm256_sub_epi32(nibble, _mm256_andnot_si256(bit, sixteen)));
-    };
-    f[0] = value(_mm256_and_si256(a, m15), qh4, 0);  // values 0..7: bit v of qh is bit v + 4 of qh4
-    f[1] = value(_mm256_and_si256(c, m15), qh4, 8);  // 8..15
-    f[2] = value(_mm256_srli_epi32(a, 4), qh4, 16);  // 16..23
-    f[3] = value(_mm256_srli_epi32(c, 4), qh, 20);   // 24..31, from qh itself (qh4 lost bits 28..31)
+    f[0] = to_f(_mm256_add_epi32(_mm256_and_si256(a, m15), q5_offsets(b[2])));  // values 0..7
+    f[1] = to_f(_mm256_add_epi32(_mm256_and_si256(c, m15), q5_offsets(b[3])));  // 8..15
+    f[2] = to_f(_mm256_add_epi32(_mm256_srli_epi32(a, 4), q5_offsets(b[4])));   // 16..23
+    f[3] = to_f(_mm256_add_epi32(_mm256_srli_epi32(c, 4), q5_offsets(b[5])));   // 24..31
 }
 // R rows (row_bytes apart) against x, side by side: R accumulator chains in flight.
 template <int R>
