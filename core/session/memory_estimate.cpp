@@ -220,8 +220,11 @@ MemoryEstimate estimate_memory(const ModelConfig& c, int64_t weight_bytes, int64
         const int64_t stride = LayerScorer::block_rows_for(W);
         m.scorer = sat_add(prod({n_layer, H, nc + 1, T, 4}), prod({H, 2 * stride + 1, T, 4}));
         // ExpectedAttention's scores for the default settings, made with the scorers ([Hkv, L]
-        // per layer, kept per KV head; Session::prefill, prepare_default_scores).
-        if (run.captures & kCapturesQueryStats) m.scorer = sat_add(m.scorer, prod({n_layer, Hkv, T, 4}));
+        // per layer, kept per KV head; Session::prefill, prepare_default_scores), and the two
+        // cached quadratic forms its n_sink retunes start from ([H, L] each per layer,
+        // LayerScorer::cached_derived).
+        if (run.captures & kCapturesQueryStats)
+            m.scorer = sat_add(m.scorer, sat_add(prod({n_layer, Hkv, T, 4}), prod({n_layer, 2, H, T, 4})));
         if (run.scorer_sets_in_forward > 0)
             m.activations = sat_add(m.activations, prod({run.scorer_sets_in_forward, m.scorer}));
     }
