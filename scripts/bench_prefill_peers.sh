@@ -7,7 +7,7 @@
 #   scripts/bench_prefill_peers.sh MODEL.gguf [LENGTHS] [REPS] [THREADS]
 #
 # LENGTHS: comma separated (default 512,2048,8192); REPS: rounds (default 3); THREADS: default 2.
-# PYTHON: a python3 with torch, transformers and gguf (default: python3); LLAMA_BENCH: llama.cpp's
+# PYTHON: a python3 with torch, transformers, accelerate and gguf (default: python3); LLAMA_BENCH: llama.cpp's
 # llama-bench (built from llama.cpp's source; skipped when unset); SNAPKV_BIN overrides
 # build/app/cli/snapkv. Each snapkv run prefills 64 tokens first (page faults, thread start-up),
 # as the other two warm up.

@@ -28,10 +28,14 @@ namespace snapkv {
 // capture's extra passes and the scorers' build at that same rate.
 struct PrefillSpeed {
     double token_ms = 0;                // per prompt token, all but attention
-    double attention_flops_per_ms = 0;  // causal attention, as measured
-    int64_t tokens = 0;                 // the calibration forward's length
-    double calibration_ms = 0;          // what the calibration took
-    int threads = 0;                    // LibTorch intra-op threads when measured
+    double attention_flops_per_ms = 0;  // causal attention, as measured (decode's model uses it)
+    // On the CPU: the attention kernel's own rate on the model's shape at 1024 causal tokens
+    // (cpu_attention_flops_per_ms); when set, a prefill's attention is forecast at this rate and
+    // the calibration's attention stage beyond the kernel counts per token. 0: unmeasured.
+    double kernel_attention_flops_per_ms = 0;
+    int64_t tokens = 0;         // the calibration forward's length
+    double calibration_ms = 0;  // what the calibration took
+    int threads = 0;            // LibTorch intra-op threads when measured
     // Measured / modelled time of this session's last prefill (1: none yet); the forecast is
     // multiplied by it, so a second run at a similar length is forecast from the first.
     double last_prefill_scale = 1.0;
@@ -46,6 +50,11 @@ double attention_flops(const ModelConfig& config, int64_t n_tokens);
 // extra passes and the scorers' build), without last_prefill_scale; < 0 when speed is unmeasured.
 double modelled_prefill_ms(const ModelConfig& config, const PrefillSpeed& speed, int64_t n_tokens,
                            const PrefillSettings& settings);
+
+// The CPU prefill attention kernel's FLOPs per millisecond on this model's attention shape (query
+// heads, KV heads, head_dim) over `tokens` causal tokens: one timed call on synthetic data after a
+// warm-up (tens of milliseconds for an 8B shape); 0 for a shape it cannot run.
+double cpu_attention_flops_per_ms(const ModelConfig& config, int64_t tokens = 1024);
 
 // Measures the loaded model's speed with a forward of `tokens` tokens (Session::bench with its
 // stage profile: attention apart from the rest; a few seconds at most on the bundled models).

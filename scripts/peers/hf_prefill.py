@@ -8,7 +8,7 @@ pass first. Prints one line per length: "LENGTH TOK_PER_S".
 
     python3 hf_prefill.py MODEL.gguf --lengths 512,2048 [--threads 2] [--attn sdpa]
 
-Needs torch, transformers and gguf (pip). Used by scripts/bench_prefill_peers.sh; never by tests.
+Needs torch, transformers, accelerate and gguf (pip). Used by scripts/bench_prefill_peers.sh; never by tests.
 """
 import argparse
 import os

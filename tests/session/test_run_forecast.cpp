@@ -2,6 +2,7 @@
 // hand, the calibration cached per model, and on SmolLM2 under a memory limit (SNAPKV_MEMORY_LIMIT)
 // the cheaper choices it offers: each one fits, a longer document would not, and nothing is
 // offered when the run fits or when nothing helps.
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -57,6 +58,36 @@ TEST_CASE("the modelled prefill time grows with the tokens and is unknown withou
     CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(200.0));
     speed.attention_flops_per_ms = attention_flops(c, 100) + 100 * 4 * 4;  // attention + scorer rows: 1 ms
     CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(201.0));
+}
+
+TEST_CASE("the kernel's attention rate serves the prefill forecast when measured", "[session][forecast]") {
+    ModelConfig c;
+    c.n_layer = 1;
+    c.n_head = 1;
+    c.head_dim = 4;
+    c.layers.resize(1);
+    PrefillSettings ps;
+    ps.captures = 0;
+    ps.max_window = 1;
+    PrefillSpeed speed;
+    speed.token_ms = 2.0;
+    speed.attention_flops_per_ms = 1.0;                                           // the calibration stage's rate
+    speed.kernel_attention_flops_per_ms = attention_flops(c, 100) + 100 * 4 * 4;  // 1 ms at the kernel's
+    CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(201.0));
+    // SmolLM2's and Gemma 3's attention shapes: a positive rate, and none for a shape the kernel
+    // cannot run (query heads not a multiple of the KV heads).
+    c.n_head = 9;
+    c.n_head_kv = 3;
+    c.head_dim = 64;
+    const double smollm2 = cpu_attention_flops_per_ms(c, 256);
+    CHECK(smollm2 > 0);
+    CHECK(std::isfinite(smollm2));
+    c.n_head = 4;
+    c.n_head_kv = 1;
+    c.head_dim = 256;
+    CHECK(cpu_attention_flops_per_ms(c, 256) > 0);
+    c.n_head_kv = 3;
+    CHECK(cpu_attention_flops_per_ms(c, 256) == 0);
 }
 
 TEST_CASE("token counts and durations read as the plan line prints them", "[session][forecast]") {
