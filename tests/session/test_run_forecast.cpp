@@ -56,26 +56,19 @@ TEST_CASE("the modelled prefill time grows with the tokens and is unknown withou
     speed.token_ms = 2.0;
     speed.attention_flops_per_ms = 1e30;  // attention free: the token term alone
     CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(200.0));
-    speed.attention_flops_per_ms = attention_flops(c, 100) + 100 * 4 * 4;  // attention + scorer rows: 1 ms
+    const double one_ms = attention_flops(c, 100) + 100 * 4 * 4;  // attention + scorer rows
+    speed.attention_flops_per_ms = one_ms;
+    CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(201.0));
+    // The kernel's own rate, when measured, serves instead of the calibration stage's.
+    speed.attention_flops_per_ms = 1.0;
+    speed.kernel_attention_flops_per_ms = one_ms;
     CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(201.0));
 }
 
-TEST_CASE("the kernel's attention rate serves the prefill forecast when measured", "[session][forecast]") {
+TEST_CASE("the CPU attention kernel's rate is measured on SmolLM2's and Gemma 3's shapes", "[session][forecast]") {
     ModelConfig c;
-    c.n_layer = 1;
-    c.n_head = 1;
-    c.head_dim = 4;
-    c.layers.resize(1);
-    PrefillSettings ps;
-    ps.captures = 0;
-    ps.max_window = 1;
-    PrefillSpeed speed;
-    speed.token_ms = 2.0;
-    speed.attention_flops_per_ms = 1.0;                                           // the calibration stage's rate
-    speed.kernel_attention_flops_per_ms = attention_flops(c, 100) + 100 * 4 * 4;  // 1 ms at the kernel's
-    CHECK(modelled_prefill_ms(c, speed, 100, ps) == Approx(201.0));
-    // SmolLM2's and Gemma 3's attention shapes: a positive rate, and none for a shape the kernel
-    // cannot run (query heads not a multiple of the KV heads).
+    // A positive rate on both shapes, and none for a shape the kernel cannot run (query heads not a
+    // multiple of the KV heads).
     c.n_head = 9;
     c.n_head_kv = 3;
     c.head_dim = 64;

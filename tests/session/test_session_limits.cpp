@@ -116,13 +116,14 @@ TEST_CASE("SmolLM2 at 8K tokens: capture costs at most a quarter of weights + fu
     s.load_model(model);
     // The run plan of one policy records what that policy declares: window queries and the scorers'
     // caches for SnapKV, H2O's column sums besides for H2O. The app's plan (every policy, so also
-    // ExpectedAttention's query statistics, value norms and RoPE: about 27 MB more at 8K, counted
-    // since the estimate counts everything prefill records) may take up to 30 %.
+    // ExpectedAttention's query statistics, value norms and RoPE: about 27 MB more at 8K, and the
+    // two [H, L] quadratic forms per layer its n_sink retunes start from: 17 MB, counted since the
+    // estimate counts everything prefill records) may take up to 33 %.
     const auto [policy, most] = GENERATE(table<Policy, double>({{Policy::SnapKV, 0.25}, {Policy::H2O, 0.25}}));
     SelectionParams p;
     p.policy = policy;
     for (const auto& [ps, limit] : {std::pair<PrefillSettings, double>{plan_run({p}), most},
-                                    std::pair<PrefillSettings, double>{plan_all_policies(), 0.30}}) {
+                                    std::pair<PrefillSettings, double>{plan_all_policies(), 0.33}}) {
         const MemoryEstimate est = s.estimate_prefill_memory(8000, ps, /*two_parts=*/true);
         const double share = double(est.capture + est.scorer) / double(est.weights + est.kv_cache);
         INFO("captures " << ps.captures << ": capture " << est.capture << " + scorer " << est.scorer << " over weights "
