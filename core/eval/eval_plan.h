@@ -29,8 +29,9 @@ GridDecodes grid_decodes(const RunOptions& options);
 // The forecast of the run's cells still to run: of task.plan_candidates(cells_to_run(run, done)),
 // each built with task.prepare and named with task.cell_label, the longest prompt, prefilled with
 // the capture of the run's selecting configurations and decoded as grid_decodes(run.options())
-// says (memory: the larger of the prefill's and the decodes' peaks). `task` is the run's task (or one that forwards to it). Nothing to run: largest_cell
-// stays -1. Throws Cancelled when `cancel` is set.
+// says (memory: the larger of the prefill's and the decodes' peaks). `task` is the run's task (or
+// one that forwards to it). Nothing to run: largest_cell stays -1. Throws Cancelled when `cancel`
+// is set.
 GridForecast forecast_eval(Session& session, const EvalTask& task, const EvalRun& run, const std::set<RowKey>& done,
                            CancelFlag cancel = nullptr);
 

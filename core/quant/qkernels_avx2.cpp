@@ -153,24 +153,6 @@ float dot_q8_0(const uint8_t* p, int64_t n, const float* x, const float*) {
     return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
-// Rows side by side, RowTile at a time (Rows<R>(row, row_bytes, n, x, xs, y) does R rows).
-template <int RowTile, void (*Rows1)(const uint8_t*, size_t, int64_t, const float*, const float*, float*),
-          void (*RowsT)(const uint8_t*, size_t, int64_t, const float*, const float*, float*)>
-void matvec_tiles(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x, const float* xs,
-                  float* y) {
-    int64_t r = 0;
-    for (; r + RowTile <= n_rows; r += RowTile) {
-        const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
-        for (int a = 0; a < RowTile; ++a) prefetch_ahead(row + a * row_bytes, row_bytes);
-        RowsT(row, row_bytes, n_cols, x, xs, y + r);
-    }
-    for (; r < n_rows; ++r) {
-        const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
-        prefetch_ahead(row, row_bytes);
-        Rows1(row, row_bytes, n_cols, x, xs, y + r);
-    }
-}
-
 // Q5_0 (22 bytes: f16 d, u32 qh, 16 nibble bytes) in the generic dot_d32's arithmetic and order,
 // so the batch kernel (generic) still equals it bit for bit, with its values built in 32-bit
 // lanes: each 8 nibble bytes zero-extended straight from memory give 16 values (low and high
@@ -196,27 +178,19 @@ inline void q5_0_values(const uint8_t* b, __m256 f[4]) {
     f[2] = to_f(_mm256_add_epi32(_mm256_srli_epi32(a, 4), q5_offsets(b[4])));   // 16..23
     f[3] = to_f(_mm256_add_epi32(_mm256_srli_epi32(c, 4), q5_offsets(b[5])));   // 24..31
 }
-// R rows (row_bytes apart) against x, side by side: R accumulator chains in flight.
-template <int R>
-void q5_0_rows(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
-    __m256 acc[R];
-    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
-    for (int64_t i = 0, off = 0; i < n; i += 32, off += 22) {
-        const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-        const __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
-        for (int a = 0; a < R; ++a) {
-            const uint8_t* b = row + a * row_bytes + off;
-            __m256 f[4];
-            q5_0_values(b, f);
-            // The generic order: s = fma(f0, x0, 0) (a product: the same value once summed), ...
-            __m256 s = _mm256_mul_ps(f[0], x0);
-            s = _mm256_fmadd_ps(f[1], x1, s);
-            s = _mm256_fmadd_ps(f[2], x2, s);
-            s = _mm256_fmadd_ps(f[3], x3, s);
-            acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(half_at(b)), s, acc[a]);
-        }
+float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float*) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 32, p += 22) {
+        __m256 f[4];
+        q5_0_values(p, f);
+        // The generic order: s = fma(f0, x0, 0) (a product: the same value once summed), ...
+        __m256 s = _mm256_mul_ps(f[0], _mm256_loadu_ps(x + i));
+        s = _mm256_fmadd_ps(f[1], _mm256_loadu_ps(x + i + 8), s);
+        s = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + i + 16), s);
+        s = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + i + 24), s);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), s, acc);
     }
-    for (int a = 0; a < R; ++a) y[a] = hsum8(acc[a]);
+    return hsum8(acc);
 }
 // Q4_K (144-byte super-blocks of 256) in the generic dot_k's arithmetic and order (its scales
 // and its quad products are the generic ones, called here), with the values of each 64-value quad
@@ -246,7 +220,7 @@ inline void k_super_scales(const uint8_t* scales, float d, float dmin, float* sc
     _mm256_storeu_ps(sc, _mm256_mul_ps(_mm256_set1_ps(d), to_f(_mm256_cvtepu8_epi32(bytes))));
     _mm256_storeu_ps(mn, _mm256_mul_ps(_mm256_set1_ps(dmin), to_f(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)))));
 }
-void q4_k_row(const uint8_t* p, size_t, int64_t n, const float* x, const float* xs, float* y) {
+float dot_q4_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
     alignas(32) float sc[8], mn[8];
@@ -259,7 +233,7 @@ void q4_k_row(const uint8_t* p, size_t, int64_t n, const float* x, const float* 
                               mn[2 * k + 1], x + i + 64 * k, xs + i / 32 + 2 * k, acc, mins);
         }
     }
-    *y = hsum8(acc) - mins;
+    return hsum8(acc) - mins;
 }
 // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d) in the generic dot_q6_k's arithmetic
 // and order, with each 128-value half unpacked 32 bytes at a time (the generic kernel takes 16)
@@ -286,33 +260,26 @@ inline void q6_k_half_values(const uint8_t* p, int h, int8_t* out) {
     put(2, hi_a, h2);
     put(3, hi_b, h3);
 }
-template <int R>
-void q6_k_rows(const uint8_t* row, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
-    alignas(32) int8_t q[R][128];
-    alignas(32) float sc[R][8];
-    __m256 acc[R];
-    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
-    for (int64_t i = 0, off = 0; i < n; i += 256, off += 210)
+float dot_q6_k(const uint8_t* p, int64_t n, const float* x, const float*) {
+    alignas(32) int8_t q[128];
+    alignas(32) float sc[8];
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 256, p += 210)
         for (int h = 0; h < 2; ++h) {
-            for (int a = 0; a < R; ++a) {
-                const uint8_t* p = row + a * row_bytes + off;
-                q6_k_half_values(p, h, q[a]);
-                // d * scale, as the generic d * float(scale)
-                _mm256_store_ps(sc[a], _mm256_mul_ps(_mm256_set1_ps(half_at(p + 208)), q8_lane8(p + 192 + 8 * h)));
-            }
+            q6_k_half_values(p, h, q);
+            // d * scale, as the generic d * float(scale)
+            _mm256_store_ps(sc, _mm256_mul_ps(_mm256_set1_ps(half_at(p + 208)), q8_lane8(p + 192 + 8 * h)));
             const float* xh = x + i + 128 * h;
             for (int jj = 0; jj < 32; jj += 16)
                 for (int g = 0; g < 4; ++g) {
                     const int at = 32 * g + jj;
-                    const __m256 x0 = _mm256_loadu_ps(xh + at), x1 = _mm256_loadu_ps(xh + at + 8);
-                    for (int a = 0; a < R; ++a) {
-                        const uint8_t* qg = reinterpret_cast<const uint8_t*>(q[a] + at);
-                        const __m256 t = _mm256_fmadd_ps(q8_lane8(qg + 8), x1, _mm256_mul_ps(q8_lane8(qg), x0));
-                        acc[a] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[a] + 2 * g + jj / 16), t, acc[a]);
-                    }
+                    const uint8_t* qg = reinterpret_cast<const uint8_t*>(q + at);
+                    const __m256 t = _mm256_fmadd_ps(q8_lane8(qg + 8), _mm256_loadu_ps(xh + at + 8),
+                                                     _mm256_mul_ps(q8_lane8(qg), _mm256_loadu_ps(xh + at)));
+                    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + 2 * g + jj / 16), t, acc);
                 }
         }
-    for (int a = 0; a < R; ++a) y[a] = hsum8(acc[a]);
+    return hsum8(acc);
 }
 
 template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
@@ -331,9 +298,9 @@ KernelTable make_table() {
     t.matvec[kQ4_1] = matvec_rows<dot_q4_1>;
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
     // The generic kernels' arithmetic, so their batch kernels (generic) still equal them.
-    t.matvec[kQ5_0] = matvec_tiles<1, q5_0_rows<1>, q5_0_rows<1>>;
-    t.matvec[kQ4_K] = matvec_tiles<1, q4_k_row, q4_k_row>;
-    t.matvec[kQ6_K] = matvec_tiles<2, q6_k_rows<1>, q6_k_rows<2>>;
+    t.matvec[kQ5_0] = matvec_rows<dot_q5_0>;
+    t.matvec[kQ4_K] = matvec_rows<dot_q4_k>;
+    t.matvec[kQ6_K] = matvec_rows<dot_q6_k>;
     // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
     t.matvec_batch[kQ4_0] = nullptr;
     t.matvec_batch[kQ4_1] = nullptr;
