@@ -200,7 +200,7 @@ struct AttnKernels {
                 const vec sub = V::set1(mnew);
                 vec acc = V::zero();
                 for (int c = 0; c < ncols; c += N) {
-                    const vec e = K::exp_v(V::sub(V::load(s + c), sub));
+                    const vec e = K::exp_nonpos_v(V::sub(V::load(s + c), sub));
                     acc = V::add(acc, e);
                     V::store(s + c, e);
                 }
@@ -348,7 +348,8 @@ struct AttnKernels {
                 const vec mx = V::set1(a.row_max[row]), sum = V::set1(a.row_sum[row]);
                 float* col = cs + j * BK;
                 for (int c = 0; c < ncols; c += N)
-                    V::store(col + c, V::add(V::load(col + c), V::div(K::exp_v(V::sub(V::load(sr + c), mx)), sum)));
+                    V::store(col + c,
+                             V::add(V::load(col + c), V::div(K::exp_nonpos_v(V::sub(V::load(sr + c), mx)), sum)));
             }
         }
         for (int64_t j = 0; j < g; ++j) {

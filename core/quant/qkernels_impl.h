@@ -779,10 +779,16 @@ struct Kernels {
 
     // exp(x) within ~1 ulp: Cephes' expf (x = n ln2 + r, |r| <= ln2 / 2, a degree-6 polynomial
     // in r). 0 below -87.34 (no subnormal results), +inf above 88.38, NaN stays NaN.
-    static inline vec exp_v(vec x) {
+    static inline vec exp_v(vec x) { return exp_clamped<true>(x); }
+    // exp_v for x <= 0 (a softmax's x - max; -inf and NaN too), the same bits with fewer
+    // operations: the clamps it leaves out (x above 88.38, n above 127) never act there.
+    static inline vec exp_nonpos_v(vec x) { return exp_clamped<false>(x); }
+    template <bool Upper>
+    static inline vec exp_clamped(vec x) {
         const vec lo = V::set1(-87.33654f), hi = V::set1(88.37626f);
-        const vec xc = V::min(hi, V::max(lo, x));
-        const vec n = V::min(V::set1(127.0f), V::round(V::mul(xc, V::set1(1.44269504088896341f))));
+        const vec xc = Upper ? V::min(hi, V::max(lo, x)) : V::max(lo, x);
+        vec n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
+        if (Upper) n = V::min(V::set1(127.0f), n);
         vec r = V::fmadd(n, V::set1(-0.693359375f), xc);
         r = V::fmadd(n, V::set1(2.12194440e-4f), r);
         vec p = V::set1(1.9875691500e-4f);
@@ -792,8 +798,8 @@ struct Kernels {
         p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
         p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
         p = V::fmadd(V::mul(p, r), r, V::add(r, V::set1(1.0f)));
-        const vec y = V::mul(p, V::pow2i(n));
-        return V::above(x, hi, V::set1(__builtin_inff()), V::below(x, lo, V::zero(), y));
+        const vec y = V::below(x, lo, V::zero(), V::mul(p, V::pow2i(n)));
+        return Upper ? V::above(x, hi, V::set1(__builtin_inff()), y) : y;
     }
     // The count < N values at p, the other lanes pad.
     static inline vec load_part(const float* p, int64_t count, float pad) {
@@ -825,7 +831,7 @@ struct Kernels {
             const vec vm = V::set1(mx);
             vec acc = V::zero();
             map_inplace(x, n, ninf, [&](vec v, int64_t) {
-                const vec e = exp_v(V::sub(v, vm));
+                const vec e = exp_nonpos_v(V::sub(v, vm));
                 acc = V::add(acc, e);
                 return e;
             });
