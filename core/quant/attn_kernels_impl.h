@@ -102,6 +102,28 @@ struct AttnKernels {
             }
     }
 
+    static constexpr float kOnes[RB] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};  // an alpha that keeps o as it is
+    // Whether every one of the n floats at x is finite (neither inf nor NaN).
+    static inline bool block_finite(const float* x, int64_t n) {
+        uint32_t bad = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            uint32_t b;
+            __builtin_memcpy(&b, x + i, 4);
+            bad |= static_cast<uint32_t>((b & 0x7f800000u) == 0x7f800000u);
+        }
+        return bad == 0;
+    }
+    // Whether any of the n floats at x is -0.
+    static inline bool has_negative_zero(const float* x, int64_t n) {
+        uint32_t hit = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            uint32_t b;
+            __builtin_memcpy(&b, x + i, 4);
+            hit |= static_cast<uint32_t>(b == 0x80000000u);
+        }
+        return hit != 0;
+    }
+
     // s[j] = -inf for each of the nb slots at positions kp the query at qp may not see: later ones,
     // and with a window those at or before qp - window. Ascending positions hide a prefix and a
     // suffix, found by binary search.
@@ -177,29 +199,32 @@ struct AttnKernels {
             const bool tile_max = !need_mask && !(a.softcap > 0.0f) && ncols == nb;
             const float* kb = kt + (b0 / BK) * D * BK;  // [D, BK], 32 KB at D 64
             const float* vb = vh + b0 * D;
-            // Row r's block: exp(s - new max) in place, its sum into l, the output's rescale.
-            auto softmax_row = [&](int64_t r) {
+            // Row r's block: exp(s - new max) in place, its sum into l, the output's rescale. Only
+            // the first cols columns are scored (the rest are later slots every row of its group
+            // masks); their probabilities are stored as the +0 the full pass would give.
+            auto softmax_row = [&](int64_t r, int cols) {
                 float* s = sb + r * BK;
                 float mx = bm[r];
                 if (!tile_max) {
                     if (a.softcap > 0.0f)
                         for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
                     if (need_mask) mask_row(a, ph + b0, nb, qpos[r % tq], s);
-                    for (int j = nb; j < ncols; ++j) s[j] = ninf;
+                    for (int j = nb; j < cols; ++j) s[j] = ninf;
                     vec vm = V::set1(ninf);
-                    for (int c = 0; c < ncols; c += N) vm = V::max(vm, V::load(s + c));
+                    for (int c = 0; c < cols; c += N) vm = V::max(vm, V::load(s + c));
                     mx = V::hmax(vm);
                 }
+                for (int c = cols; c < ncols; c += N) V::store(s + c, V::zero());
                 const float mnew = mx > m[r] ? mx : m[r];
                 alpha[r] = 1.0f;
                 if (mnew == ninf) {  // nothing visible yet: the block adds zeros
-                    for (int c = 0; c < ncols; c += N) V::store(s + c, V::zero());
+                    for (int c = 0; c < cols; c += N) V::store(s + c, V::zero());
                     return;
                 }
                 alpha[r] = m[r] == ninf ? 0.0f : m[r] == mnew ? 1.0f : std::exp(m[r] - mnew);  // exp(0) is 1
                 const vec sub = V::set1(mnew);
                 vec acc = V::zero();
-                for (int c = 0; c < ncols; c += N) {
+                for (int c = 0; c < cols; c += N) {
                     const vec e = K::exp_nonpos_v(V::sub(V::load(s + c), sub));
                     acc = V::add(acc, e);
                     V::store(s + c, e);
@@ -207,12 +232,41 @@ struct AttnKernels {
                 l[r] = l[r] * alpha[r] + V::hsum(acc);
                 m[r] = mnew;
             };
+            // Slots [end, nb) of this block are later than every query of rows [r, r + n): with
+            // ascending positions, the largest first_above over the rows' positions. Their scores
+            // are masked to -inf, their probabilities are +0: leaving them out of the row maximum
+            // and of the sums of exps (lanes of non-negative terms) changes no bit.
+            auto visible_end = [&](int64_t r, int n) {
+                if (!need_mask || !a.kpos_ascending) return nb;
+                const int64_t* kp = ph + b0;
+                int end = 0;
+                for (int i = 0; i < n; ++i) {
+                    const int64_t qp = qpos[(r + i) % tq];
+                    int lo = end, hi = nb;  // first j with kp[j] > qp, at least end
+                    while (lo < hi) {
+                        const int mid = (lo + hi) / 2;
+                        if (kp[mid] > qp) hi = mid;
+                        else lo = mid + 1;
+                    }
+                    end = lo;
+                }
+                return end;
+            };
+            // Values: the +0 probabilities of slots [end, nb) add +-0 to each output lane, which
+            // changes it only where the lane is -0 (it becomes +0 unless the slot's value is
+            // negative) or the value is not finite. Such a group (rare: an exact -0 needs every
+            // product so far to underflow) takes those slots too, in the same order as before.
+            const bool v_finite = need_mask && block_finite(vb, int64_t{nb} * D);
             // A group of rows runs scores, softmax and values back to back while its scores sit in L1.
             auto group = [&](auto rows, int64_t r) {
                 constexpr int n = decltype(rows)::value;
-                score_rows<n>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, bm + r);
-                for (int i = 0; i < n; ++i) softmax_row(r + i);
-                value_rows<n>(sb + r * BK, vb, D, nb, alpha + r, ob + r * D);
+                const int end = visible_end(r, n);
+                const int cols = end == nb ? ncols : (end + CW * N - 1) / (CW * N) * (CW * N);
+                score_rows<n>(qb + r * D, kb, BK, D, cols, vscale, sb + r * BK, bm + r);
+                for (int i = 0; i < n; ++i) softmax_row(r + i, cols);
+                value_rows<n>(sb + r * BK, vb, D, end, alpha + r, ob + r * D);
+                if (end < nb && (!v_finite || has_negative_zero(ob + r * D, n * D)))
+                    value_rows<n>(sb + r * BK + end, vb + int64_t{end} * D, D, nb - end, kOnes, ob + r * D);
             };
             int64_t r = 0;
             for (; r + RB <= R; r += RB) group(std::integral_constant<int, RB>(), r);

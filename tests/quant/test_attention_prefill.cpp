@@ -169,3 +169,56 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
     set_kernel_threads(threads_before);
     set_cpu_path(path_before);
 }
+
+// The causal mask's later slots have probability +0; the kernel leaves them out of a row group's
+// scores and value sums, which must change no bit. Adding +0 * v changes an output lane only where
+// the lane is -0 (an underflowed product: here exp(-70) * -1e-16) and the value is not negative, or
+// where the value is not finite: those lanes come out as the full pass gives them.
+TEST_CASE("Prefill attention leaves later slots out without changing a zero's sign or a NaN", "[quant]") {
+    const int64_t T = 40, D = 16;
+    const int threads_before = kernel_threads();
+    for (bool with_inf : {false, true}) {
+        std::mt19937 rng(5);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> q(T * D), k(T * D), v(T * D);
+        for (auto& x : q) x = nd(rng);
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng);
+        // Rows 0 .. 2: q = e0; key 0 scores 0, key 1 scores -70 (p = exp(-70) ~ 4e-31).
+        for (int64_t t = 0; t < 3; ++t)
+            for (int64_t d = 0; d < D; ++d) q[t * D + d] = d == 0 ? 1.0f : 0.0f;
+        for (int64_t j = 0; j < 2; ++j)
+            for (int64_t d = 0; d < D; ++d) k[j * D + d] = d == 0 && j == 1 ? -70.0f : 0.0f;
+        // Lane 0: +0, -1e-16 (underflows to -0 in row 1), later values negative but +1 at slot 8,
+        // past the slots rows 0 .. 5 (a register group) see: the full pass gives +0. Lane 2: the
+        // same with every later value negative: -0 stays. Lane 1: +inf at slot 8 (with_inf).
+        for (int64_t d : {0, 2}) {
+            v[0 * D + d] = 0.0f, v[1 * D + d] = -1e-16f;
+            for (int64_t j = 2; j < T; ++j) v[j * D + d] = -1.0f - std::abs(v[j * D + d]);
+        }
+        v[8 * D + 0] = 1.0f;
+        if (with_inf) v[8 * D + 1] = std::numeric_limits<float>::infinity();
+        std::vector<int64_t> pos(T);
+        for (int64_t t = 0; t < T; ++t) pos[t] = t;
+        std::vector<float> out(T * D);
+        PrefillAttention a = test::prefill_args(q.data(), k.data(), v.data(), pos.data(), pos.data(), 1, 1, T, T, D,
+                                                out.data());
+        a.kpos_ascending = true;
+        a.scale = 1.0f;
+        set_kernel_threads(1);
+        for (CpuPath path : supported_cpu_paths()) {
+            INFO("path " << cpu_path_name(path) << (with_inf ? ", +inf at slot 8" : ""));
+            std::fill(out.begin(), out.end(), 99.0f);
+            attention_prefill_on(path, a);
+            CHECK(out[1 * D + 0] == 0.0f);
+            CHECK_FALSE(std::signbit(out[1 * D + 0]));
+            // The scalar path multiplies, then adds: its product is -0 and -0 + +0 is +0 already.
+            const bool fused = path != CpuPath::Scalar;
+            CHECK(out[1 * D + 2] == 0.0f);
+            CHECK(std::signbit(out[1 * D + 2]) == fused);
+            CHECK(std::isnan(out[0 * D + 1]) == with_inf);
+            CHECK(std::isnan(out[1 * D + 1]) == with_inf);
+        }
+    }
+    set_kernel_threads(threads_before);
+}
