@@ -293,7 +293,11 @@ TEST_CASE("kv types: a head_dim-64 model reads its rotated q8_0 cache alike in p
     KvCache three = model->new_cache(4);
     model->forward(head, three, {});
     const at::Tensor d = model->forward_batch({ids.back()}, {&three}, {}).reshape({-1});
-    // Float rounding only (the rotation's order), far below q8_0's own effect (0.1-0.5 here).
-    CHECK((a - b).abs().max().item<double>() < 2e-3);
-    CHECK((a - d).abs().max().item<double>() < 2e-3);
+    // The rotation's float rounding, and one more: the last token's own key and value rows come from
+    // the batched and from the single-token computation, which differ in the last bits (~4e-6), and
+    // q8_0's rounding on write can turn that into a whole quantum (0.016 in these logits on the
+    // AVX-512 path of a Zen 4 EPYC, 2e-5 on AVX2). A rotation left out of the query or the output
+    // moves them by 25-36.
+    CHECK((a - b).abs().max().item<double>() < 0.1);
+    CHECK((a - d).abs().max().item<double>() < 0.1);
 }
