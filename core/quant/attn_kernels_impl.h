@@ -35,36 +35,40 @@ struct AttnKernels {
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
     static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 4 * rows; }
 
-    // s[r, c0 .. c0 + CW N) = (q[r] . kt[:, c]) * scale for R rows: q [R, D] (rows D apart), kt
-    // [D, ld]; mx[r] takes the lane-wise maximum of the row's scaled scores.
-    template <int R>
+    // s[r, c0 .. c0 + W N) = (q[r] . kt[:, c]) * scale for R rows: q [R, D] (rows D apart), kt
+    // [D, ld]; mx[r] takes the lane-wise maximum of the row's scaled scores. Each score is its own
+    // sum over d in order, so the tile's width changes no bit of it.
+    template <int R, int W = CW>
     static inline void score_tile(const float* q, const float* kt, int64_t ld, int64_t D, int c0, vec scale, float* s,
                                   vec* mx) {
-        vec acc[R][CW];
+        vec acc[R][W];
         for (int r = 0; r < R; ++r)
-            for (int c = 0; c < CW; ++c) acc[r][c] = V::zero();
+            for (int c = 0; c < W; ++c) acc[r][c] = V::zero();
         for (int64_t d = 0; d < D; ++d) {
-            vec kv[CW];
-            for (int c = 0; c < CW; ++c) kv[c] = V::load(kt + d * ld + c0 + c * N);
+            vec kv[W];
+            for (int c = 0; c < W; ++c) kv[c] = V::load(kt + d * ld + c0 + c * N);
             for (int r = 0; r < R; ++r) {
                 const vec qb = V::set1(q[r * D + d]);
-                for (int c = 0; c < CW; ++c) acc[r][c] = V::fmadd(qb, kv[c], acc[r][c]);
+                for (int c = 0; c < W; ++c) acc[r][c] = V::fmadd(qb, kv[c], acc[r][c]);
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int c = 0; c < CW; ++c) {
+            for (int c = 0; c < W; ++c) {
                 const vec x = V::mul(acc[r][c], scale);
                 V::store(s + r * BK + c0 + c * N, x);
                 mx[r] = V::max(mx[r], x);
             }
     }
-    // Scaled scores of R rows over ncols slots; rmax[r] = the row's largest (padding included).
+    // Scaled scores of R rows over ncols slots (a multiple of N): tiles of CW vectors, then single
+    // vectors; rmax[r] = the row's largest (padding included).
     template <int R>
     static inline void score_rows(const float* q, const float* kt, int64_t ld, int64_t D, int ncols, vec scale,
                                   float* s, float* rmax) {
         vec mx[R];
         for (int r = 0; r < R; ++r) mx[r] = V::set1(-__builtin_inff());
-        for (int c0 = 0; c0 < ncols; c0 += CW * N) score_tile<R>(q, kt, ld, D, c0, scale, s, mx);
+        int c0 = 0;
+        for (; c0 + CW * N <= ncols; c0 += CW * N) score_tile<R>(q, kt, ld, D, c0, scale, s, mx);
+        for (; c0 < ncols; c0 += N) score_tile<R, 1>(q, kt, ld, D, c0, scale, s, mx);
         for (int r = 0; r < R; ++r) rmax[r] = V::hmax(mx[r]);
     }
 
@@ -185,7 +189,10 @@ struct AttnKernels {
         const vec vscale = V::set1(a.scale);
         for (int64_t b0 = s0; b0 < s1; b0 += BK) {
             const int nb = static_cast<int>(s1 - b0 < BK ? s1 - b0 : BK);
-            const int ncols = (nb + CW * N - 1) / (CW * N) * (CW * N);
+            // Slots scored: whole vectors. The softmax's row maximum ran over whole tiles (-inf
+            // padding to ncols_tiles), which softmax_row keeps in effect.
+            const int ncols = (nb + N - 1) / N * N;
+            const int ncols_tiles = (nb + CW * N - 1) / (CW * N) * (CW * N);
             int64_t kmin = ph[b0], kmax = ph[b0];
             for (int j = 1; j < nb; ++j) {
                 kmin = ph[b0 + j] < kmin ? ph[b0 + j] : kmin;
@@ -196,7 +203,7 @@ struct AttnKernels {
             const bool need_mask = !(kmax <= qmin && (a.window <= 0 || kmin > qmax - a.window));
             // The tiles' row maximum is the block's when no score changes after scaling: no mask,
             // no soft-cap, no padding columns.
-            const bool tile_max = !need_mask && !(a.softcap > 0.0f) && ncols == nb;
+            const bool tile_max = !need_mask && !(a.softcap > 0.0f) && ncols_tiles == nb;
             const float* kb = kt + (b0 / BK) * D * BK;  // [D, BK], 32 KB at D 64
             const float* vb = vh + b0 * D;
             // Row r's block: exp(s - new max) in place, its sum into l, the output's rescale. Only
@@ -212,6 +219,9 @@ struct AttnKernels {
                     for (int j = nb; j < cols; ++j) s[j] = ninf;
                     vec vm = V::set1(ninf);
                     for (int c = 0; c < cols; c += N) vm = V::max(vm, V::load(s + c));
+                    // The -inf columns up to ncols_tiles it no longer reads, in one step: max
+                    // takes its second operand where either is NaN, so a NaN lane becomes -inf.
+                    if (cols < ncols_tiles) vm = V::max(vm, V::set1(ninf));
                     mx = V::hmax(vm);
                 }
                 for (int c = cols; c < ncols; c += N) V::store(s + c, V::zero());
@@ -235,7 +245,8 @@ struct AttnKernels {
             // Slots [end, nb) of this block are later than every query of rows [r, r + n): with
             // ascending positions, the largest first_above over the rows' positions. Their scores
             // are masked to -inf, their probabilities are +0: leaving them out of the row maximum
-            // and of the sums of exps (lanes of non-negative terms) changes no bit.
+            // (softmax_row keeps their effect on a NaN lane) and of the sums of exps (lanes of
+            // non-negative terms) changes no bit.
             auto visible_end = [&](int64_t r, int n) {
                 if (!need_mask || !a.kpos_ascending) return nb;
                 const int64_t* kp = ph + b0;
@@ -261,7 +272,7 @@ struct AttnKernels {
             auto group = [&](auto rows, int64_t r) {
                 constexpr int n = decltype(rows)::value;
                 const int end = visible_end(r, n);
-                const int cols = end == nb ? ncols : (end + CW * N - 1) / (CW * N) * (CW * N);
+                const int cols = end == nb ? ncols : (end + N - 1) / N * N;
                 score_rows<n>(qb + r * D, kb, BK, D, cols, vscale, sb + r * BK, bm + r);
                 for (int i = 0; i < n; ++i) softmax_row(r + i, cols);
                 value_rows<n>(sb + r * BK, vb, D, end, alpha + r, ob + r * D);

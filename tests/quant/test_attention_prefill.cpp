@@ -6,6 +6,7 @@
 // order; with and without H2O's per-slot sums of the probabilities.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -218,6 +219,58 @@ TEST_CASE("Prefill attention leaves later slots out without changing a zero's si
             CHECK(std::signbit(out[1 * D + 2]) == fused);
             CHECK(std::isnan(out[0 * D + 1]) == with_inf);
             CHECK(std::isnan(out[1 * D + 1]) == with_inf);
+        }
+    }
+    set_kernel_threads(threads_before);
+}
+
+// With ascending positions the kernel scores and sums only the slots a row group can see; told
+// the positions are in no order, it masks every slot of every block it reads instead. Both must
+// give the same bits, including from non-finite queries, keys and values and underflowing sums.
+TEST_CASE("Prefill attention gives the same bits with and without the ordered-position shortcuts", "[quant]") {
+    const int threads_before = kernel_threads();
+    set_kernel_threads(1);
+    std::mt19937 rng(23);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    struct Shape {
+        int64_t Hc, g, T, D, window;
+    };
+    for (const Shape sh : {Shape{2, 3, 200, 64, 0}, Shape{1, 4, 150, 80, 0}, Shape{1, 2, 260, 32, 70}}) {
+        const int64_t H = sh.Hc * sh.g, S = sh.T;
+        std::vector<float> q(H * sh.T * sh.D), k(sh.Hc * S * sh.D), v(k.size());
+        for (auto& x : q) x = 3.0f * nd(rng);
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng) * (rng() % 5 == 0 ? 1e-30f : 1.0f);  // some products underflow
+        const float inf = std::numeric_limits<float>::infinity();
+        q[(1 * sh.T + 40) * sh.D + 3] = std::numeric_limits<float>::quiet_NaN();  // a NaN query row
+        k[(0 * S + 77) * sh.D + 5] = inf;                                         // +-inf scores
+        k[(0 * S + 130) * sh.D + 1] = -inf;
+        k[((sh.Hc - 1) * S + 45) * sh.D + 2] = inf;  // NaN scores where q[2] and q[3] share a sign
+        k[((sh.Hc - 1) * S + 45) * sh.D + 3] = -inf;
+        v[(0 * S + 99) * sh.D + 7] = inf;  // an infinite value: 0 * inf in the rows before it
+        std::vector<int64_t> kpos(sh.Hc * S), qpos(sh.T);
+        for (int64_t i = 0; i < sh.Hc * S; ++i) kpos[i] = i % S;
+        for (int64_t t = 0; t < sh.T; ++t) qpos[t] = t;
+        std::vector<float> fast(q.size()), full(q.size());
+        PrefillAttention a = test::prefill_args(q.data(), k.data(), v.data(), kpos.data(), qpos.data(), sh.Hc, sh.g,
+                                                sh.T, S, sh.D, fast.data());
+        a.scale = 1.0f / std::sqrt(float(sh.D));
+        a.window = sh.window;
+        for (CpuPath path : supported_cpu_paths()) {
+            INFO("path " << cpu_path_name(path) << ", D " << sh.D << ", window " << sh.window);
+            a.kpos_ascending = true;
+            a.out = fast.data();
+            attention_prefill_on(path, a);
+            a.kpos_ascending = false;
+            a.out = full.data();
+            attention_prefill_on(path, a);
+            int64_t differ = 0, nonfinite = 0;
+            for (size_t i = 0; i < fast.size(); ++i) {
+                differ += std::memcmp(&fast[i], &full[i], sizeof(float)) != 0;
+                nonfinite += !std::isfinite(full[i]);
+            }
+            CHECK(nonfinite > 0);  // the case reaches the non-finite paths
+            CHECK(differ == 0);
         }
     }
     set_kernel_threads(threads_before);
