@@ -395,18 +395,27 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
             }
             attention_values_on(path, p.data(), v.data(), stride, Hc, g, S, D, out.data());
             check(out, want_o, mag_o);
+            std::vector<float> scores_one(p.size());
+            attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores_one.data());
             set_cpu_path(path);
+            std::vector<float> out_one;  // the threaded sums with one thread
             for (int threads : {1, 2, 3}) {
+                INFO(threads << " threads");
                 set_kernel_threads(threads);
                 std::fill(scores.begin(), scores.end(), 0.0f);
                 std::fill(out.begin(), out.end(), 99.0f);
                 attention_scores(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
+                // Each score is one dot product, whichever thread and slot range computed it; the
+                // value sums are per fixed slot range, added in range order, on any threads.
+                CHECK(std::memcmp(scores.data(), scores_one.data(), scores.size() * sizeof(float)) == 0);
                 std::fill(scores.begin(), scores.end(), 0.0f);
                 attention_score_rows(q.data(), k_f16.data(), RowFormat::F16, stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
                 attention_values(p.data(), v.data(), stride, Hc, g, S, D, out.data());
                 check(out, want_o, mag_o);
+                if (out_one.empty()) out_one = out;
+                CHECK(std::memcmp(out.data(), out_one.data(), out.size() * sizeof(float)) == 0);
             }
         }
     }
