@@ -32,6 +32,14 @@ struct AttnKernels {
     static constexpr int DV = N == 8 ? 2 : 4;                   // value tile: 4 rows x DV vectors of head dims
     static constexpr int RB = 6;  // rows per register tile: 12 (AVX2) or 24 (AVX-512) accumulators
 
+    // This path's attention entries of a kernel table.
+    static void fill(KernelTable& t) {
+        t.attn_block = block;
+        t.attn_scratch = scratch_floats;
+        t.attn_h2o = h2o_block;
+        t.attn_row_scores = row_scores;
+        t.attn_row_scratch = row_scores_scratch;
+    }
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
     static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 4 * rows; }
 

@@ -194,86 +194,44 @@ float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float*) {
 // built in 32-bit lanes: each 8 nibble bytes zero-extended straight from memory give 8 low-nibble
 // and 8 high-nibble values, in k_quad's groups (f[g][h]: values 16 g + 8 h + [0, 8) of the quad).
 using KAvx2 = Kernels<Avx2V>;
-inline void q4_k_quad_values(const uint8_t* qs, int k, __m256 f[4][2]) {
+inline void q4_k_quad_values(const uint8_t* qs, __m256 f[4][2]) {  // qs: the quad's 32 bytes
     const __m256i m15 = _mm256_set1_epi32(15);
     for (int u = 0; u < 4; ++u) {
-        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * k + 8 * u)));
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * u)));
         f[u / 2][u % 2] = to_f(_mm256_and_si256(b, m15));     // values 8u + [0, 8)
         f[2 + u / 2][u % 2] = to_f(_mm256_srli_epi32(b, 4));  // values 32 + 8u + [0, 8)
     }
 }
-// R rows of a matrix (row r at p + r * row_bytes) in one pass over x, each row in dot_k's
-// arithmetic and order with its own accumulators: R times the independent FMA chains in flight.
-// Each super-block step also prefetches the same super-block of the rows R further on (the next
-// tile), so the reads ahead are spread through the pass. The minimum terms m1 * xs0 + m2 * xs1 of
-// k_quad_fma: a super-block's eight products in one vector product, the pairs summed by one
-// horizontal add, then added to the row's sum quad by quad as there.
+// R rows of a matrix in one pass (q4_k_tile_loop: each row its own accumulator, the next tile
+// read ahead through the pass), a quad's two sub-block sums as k_quad_fma takes them.
 template <int R>
 void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    __m256 acc[R];
-    float mins[R];
-    alignas(32) float sc[R][8], mn[R][8];
-    for (int r = 0; r < R; ++r) {
-        acc[r] = _mm256_setzero_ps();
-        mins[r] = 0.0f;
-    }
-    for (int64_t i = 0; i < n; i += 256, p0 += 144) {
-        alignas(16) float pairs[R][4];
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* p = p0 + r * row_bytes;
-            prefetch_lines<3>(p + R * row_bytes);
-            k_super_scales(p + 4, half_at(p), half_at(p + 2), sc[r], mn[r]);
-            const __m256 prod = _mm256_mul_ps(_mm256_load_ps(mn[r]), _mm256_loadu_ps(xs + i / 32));
-            _mm_store_ps(pairs[r], _mm_hadd_ps(_mm256_castps256_ps128(prod), _mm256_extractf128_ps(prod, 1)));
-        }
-        for (int k = 0; k < 4; ++k) {
-            const float* xk = x + i + 64 * k;
-            for (int r = 0; r < R; ++r) {
-                __m256 f[4][2];
-                q4_k_quad_values(p0 + r * row_bytes + 16, k, f);
-                const __m256 lo = KAvx2::fma16f(f[1], xk + 16, KAvx2::fma16f(f[0], xk, _mm256_setzero_ps()));
-                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[r] + 2 * k), lo, acc[r]);
-                const __m256 hi = KAvx2::fma16f(f[3], xk + 48, KAvx2::fma16f(f[2], xk + 32, _mm256_setzero_ps()));
-                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[r] + 2 * k + 1), hi, acc[r]);
-            }
-        }
-        for (int r = 0; r < R; ++r)
-            for (int k = 0; k < 4; ++k) mins[r] += pairs[r][k];
-    }
-    for (int r = 0; r < R; ++r) y[r] = hsum8(acc[r]) - mins[r];
+    q4_k_tile_loop<R>(
+        p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(), [](const float* xk) { return xk; },
+        [](__m256& acc, const uint8_t* qs, const float* xk, float s1, float s2) {
+            __m256 f[4][2];
+            q4_k_quad_values(qs, f);
+            const __m256 lo = KAvx2::fma16f(f[1], xk + 16, KAvx2::fma16f(f[0], xk, _mm256_setzero_ps()));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s1), lo, acc);
+            const __m256 hi = KAvx2::fma16f(f[3], xk + 48, KAvx2::fma16f(f[2], xk + 32, _mm256_setzero_ps()));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s2), hi, acc);
+        },
+        hsum8);
 }
 // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): R rows of a matrix in the generic
-// dot_q6_k's arithmetic and order, as q4_k_tile (each row its own accumulator, the next tile's
-// super-block prefetched at each step); each half unpacked by q6_k_half_values, its bytes
+// dot_q6_k's arithmetic and order, as q4_k_tile; each half unpacked by q6_k_half_values, its bytes
 // sign-extended 8 at a time, its eight d * scale one vector product.
 template <int R>
 void q6_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
-    alignas(32) int8_t q[R][128];
-    alignas(32) float sc[R][8];
-    __m256 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n; i += 256, p0 += 210)
-        for (int h = 0; h < 2; ++h) {
-            for (int r = 0; r < R; ++r) {
-                const uint8_t* p = p0 + r * row_bytes;
-                prefetch_lines<2>(p + R * row_bytes + 128 * h);  // lines 0, 1 and 2, 3 of the 210 bytes
-                q6_k_half_values(p, h, q[r]);
-                // d * scale, as the generic d * float(scale)
-                _mm256_store_ps(sc[r], _mm256_mul_ps(_mm256_set1_ps(half_at(p + 208)), q8_lane8(p + 192 + 8 * h)));
-            }
-            const float* xh = x + i + 128 * h;
-            for (int jj = 0; jj < 32; jj += 16)
-                for (int g = 0; g < 4; ++g) {
-                    const int at = 32 * g + jj;
-                    for (int r = 0; r < R; ++r) {
-                        const uint8_t* qg = reinterpret_cast<const uint8_t*>(q[r] + at);
-                        const __m256 t = _mm256_fmadd_ps(q8_lane8(qg + 8), _mm256_loadu_ps(xh + at + 8),
-                                                         _mm256_mul_ps(q8_lane8(qg), _mm256_loadu_ps(xh + at)));
-                        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[r] + 2 * g + jj / 16), t, acc[r]);
-                    }
-                }
-        }
-    for (int r = 0; r < R; ++r) y[r] = hsum8(acc[r]);
+    q6_k_tile_loop<R>(
+        p0, row_bytes, n, x, y, _mm256_setzero_ps(), [](const float* xg) { return xg; },
+        [](__m256& acc, const int8_t* q, const float* xg, float s) {
+            const auto* qg = reinterpret_cast<const uint8_t*>(q);
+            const __m256 t = _mm256_fmadd_ps(q8_lane8(qg + 8), _mm256_loadu_ps(xg + 8),
+                                             _mm256_mul_ps(q8_lane8(qg), _mm256_loadu_ps(xg)));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s), t, acc);
+        },
+        hsum8);
 }
 
 KernelTable make_table() {
@@ -290,11 +248,7 @@ KernelTable make_table() {
     t.matvec_batch[kQ4_0] = nullptr;
     t.matvec_batch[kQ4_1] = nullptr;
     t.matvec_batch[kQ8_0] = nullptr;
-    t.attn_block = AttnKernels<Avx2V>::block;
-    t.attn_scratch = AttnKernels<Avx2V>::scratch_floats;
-    t.attn_h2o = AttnKernels<Avx2V>::h2o_block;
-    t.attn_row_scores = AttnKernels<Avx2V>::row_scores;
-    t.attn_row_scratch = AttnKernels<Avx2V>::row_scores_scratch;
+    AttnKernels<Avx2V>::fill(t);
     return t;
 }
 

@@ -120,44 +120,28 @@ float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
 // accumulator, the next tile's super-block read ahead at each step.
 template <int R>
 void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    const __m512i m15 = _mm512_set1_epi32(15);
-    __m512 acc[R];
-    float mins[R];
-    alignas(32) float sc[R][8], mn[R][8];
-    for (int r = 0; r < R; ++r) {
-        acc[r] = _mm512_setzero_ps();
-        mins[r] = 0.0f;
-    }
-    for (int64_t i = 0; i < n; i += 256, p0 += 144) {
-        alignas(16) float pairs[R][4];
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* p = p0 + r * row_bytes;
-            prefetch_lines<3>(p + R * row_bytes);
-            k_super_scales(p + 4, half_at(p), half_at(p + 2), sc[r], mn[r]);
-            const __m256 prod = _mm256_mul_ps(_mm256_load_ps(mn[r]), _mm256_loadu_ps(xs + i / 32));
-            _mm_store_ps(pairs[r], _mm_hadd_ps(_mm256_castps256_ps128(prod), _mm256_extractf128_ps(prod, 1)));
-        }
-        for (int k = 0; k < 4; ++k) {
-            const float* xk = x + i + 64 * k;
-            const __m512 x0 = _mm512_loadu_ps(xk), x1 = _mm512_loadu_ps(xk + 16);
-            const __m512 x2 = _mm512_loadu_ps(xk + 32), x3 = _mm512_loadu_ps(xk + 48);
-            for (int r = 0; r < R; ++r) {
-                const uint8_t* qs = p0 + r * row_bytes + 16 + 32 * k;
-                const __m512i b0 = widen_u8(qs), b1 = widen_u8(qs + 16);  // values 0..15 | 32..47, 16..31 | 48..63
-                const __m512 lo = _mm512_fmadd_ps(
-                    to_f16x(_mm512_and_si512(b1, m15)), x1,
-                    _mm512_fmadd_ps(to_f16x(_mm512_and_si512(b0, m15)), x0, _mm512_setzero_ps()));
-                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(sc[r][2 * k]), lo, acc[r]);
-                const __m512 hi = _mm512_fmadd_ps(
-                    to_f16x(_mm512_srli_epi32(b1, 4)), x3,
-                    _mm512_fmadd_ps(to_f16x(_mm512_srli_epi32(b0, 4)), x2, _mm512_setzero_ps()));
-                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(sc[r][2 * k + 1]), hi, acc[r]);
-            }
-        }
-        for (int r = 0; r < R; ++r)
-            for (int k = 0; k < 4; ++k) mins[r] += pairs[r][k];
-    }
-    for (int r = 0; r < R; ++r) y[r] = Avx512V::hsum(acc[r]) - mins[r];
+    struct Quad {
+        __m512 x0, x1, x2, x3;
+    };
+    q4_k_tile_loop<R>(
+        p0, row_bytes, n, x, xs, y, _mm512_setzero_ps(),
+        [](const float* xk) {
+            return Quad{_mm512_loadu_ps(xk), _mm512_loadu_ps(xk + 16), _mm512_loadu_ps(xk + 32),
+                        _mm512_loadu_ps(xk + 48)};
+        },
+        [](__m512& acc, const uint8_t* qs, const Quad& xq, float s1, float s2) {
+            const __m512i m15 = _mm512_set1_epi32(15);
+            const __m512i b0 = widen_u8(qs), b1 = widen_u8(qs + 16);  // values 0..15 | 32..47, 16..31 | 48..63
+            const __m512 lo = _mm512_fmadd_ps(
+                to_f16x(_mm512_and_si512(b1, m15)), xq.x1,
+                _mm512_fmadd_ps(to_f16x(_mm512_and_si512(b0, m15)), xq.x0, _mm512_setzero_ps()));
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(s1), lo, acc);
+            const __m512 hi = _mm512_fmadd_ps(
+                to_f16x(_mm512_srli_epi32(b1, 4)), xq.x3,
+                _mm512_fmadd_ps(to_f16x(_mm512_srli_epi32(b0, 4)), xq.x2, _mm512_setzero_ps()));
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(s2), hi, acc);
+        },
+        Avx512V::hsum);
 }
 
 // Q6_K: R rows in the generic dot_q6_k's arithmetic and order for 16 lanes (per 16-value group
@@ -165,30 +149,13 @@ void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, c
 // q6_k_half_values and its bytes sign-extended 16 at a time straight from memory.
 template <int R>
 void q6_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
-    alignas(32) int8_t q[R][128];
-    alignas(32) float sc[R][8];
-    __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += 256, p0 += 210)
-        for (int h = 0; h < 2; ++h) {
-            for (int r = 0; r < R; ++r) {
-                const uint8_t* p = p0 + r * row_bytes;
-                prefetch_lines<2>(p + R * row_bytes + 128 * h);
-                q6_k_half_values(p, h, q[r]);
-                _mm256_store_ps(sc[r], _mm256_mul_ps(_mm256_set1_ps(half_at(p + 208)), q8_lane8(p + 192 + 8 * h)));
-            }
-            const float* xh = x + i + 128 * h;
-            for (int jj = 0; jj < 32; jj += 16)
-                for (int g = 0; g < 4; ++g) {
-                    const int at = 32 * g + jj;
-                    const __m512 xv = _mm512_loadu_ps(xh + at);
-                    for (int r = 0; r < R; ++r) {
-                        const __m512 t = _mm512_fmadd_ps(i8_to_f(q[r] + at), xv, _mm512_setzero_ps());
-                        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(sc[r][2 * g + jj / 16]), t, acc[r]);
-                    }
-                }
-        }
-    for (int r = 0; r < R; ++r) y[r] = Avx512V::hsum(acc[r]);
+    q6_k_tile_loop<R>(
+        p0, row_bytes, n, x, y, _mm512_setzero_ps(), [](const float* xg) { return _mm512_loadu_ps(xg); },
+        [](__m512& acc, const int8_t* q, __m512 xv, float s) {
+            const __m512 t = _mm512_fmadd_ps(i8_to_f(q), xv, _mm512_setzero_ps());
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(s), t, acc);
+        },
+        Avx512V::hsum);
 }
 
 KernelTable make_table() {
@@ -201,11 +168,7 @@ KernelTable make_table() {
     // rows 0.074 / 0.077 / 0.060 / 0.061 / 0.066).
     t.matvec[kQ4_K] = matvec_tiles<8, q4_k_tile<8>, q4_k_tile<1>>;
     t.matvec[kQ6_K] = matvec_tiles<8, q6_k_tile<8>, q6_k_tile<1>>;
-    t.attn_block = AttnKernels<Avx512V>::block;
-    t.attn_scratch = AttnKernels<Avx512V>::scratch_floats;
-    t.attn_h2o = AttnKernels<Avx512V>::h2o_block;
-    t.attn_row_scores = AttnKernels<Avx512V>::row_scores;
-    t.attn_row_scratch = AttnKernels<Avx512V>::row_scores_scratch;
+    AttnKernels<Avx512V>::fill(t);
     return t;
 }
 

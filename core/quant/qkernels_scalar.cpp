@@ -150,11 +150,7 @@ struct ScalarV {
 const KernelTable& scalar_kernels() {
     static const KernelTable table = [] {
         KernelTable t = Kernels<ScalarV>::table();
-        t.attn_block = AttnKernels<ScalarV>::block;
-        t.attn_scratch = AttnKernels<ScalarV>::scratch_floats;
-        t.attn_h2o = AttnKernels<ScalarV>::h2o_block;
-        t.attn_row_scores = AttnKernels<ScalarV>::row_scores;
-        t.attn_row_scratch = AttnKernels<ScalarV>::row_scores_scratch;
+        AttnKernels<ScalarV>::fill(t);
         return t;
     }();
     return table;

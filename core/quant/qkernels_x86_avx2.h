@@ -64,6 +64,86 @@ inline void q6_k_half_values(const uint8_t* p, int h, int8_t* out) {
     put(2, hi_a, h2);
     put(3, hi_b, h3);
 }
+// The super-block step of the Q4_K row tiles: for each of the R rows from p0 (row_bytes apart),
+// its super-block's eight d * scale into sc[r] and its four quads' minimum terms m1 * xs0 + m2 *
+// xs1 of k_quad_fma into pairs[r] (the eight products in one vector product, the pairs summed by
+// one horizontal add, as the scalar m1 * xs0 + m2 * xs1); the next tile's super-block read ahead.
+template <int R>
+inline void q4_k_super_step(const uint8_t* p0, size_t row_bytes, const float* xs, float (*sc)[8], float (*pairs)[4]) {
+    for (int r = 0; r < R; ++r) {
+        const uint8_t* p = p0 + r * row_bytes;
+        prefetch_lines<3>(p + R * row_bytes);
+        alignas(32) float mn[8];
+        k_super_scales(p + 4, half_at(p), half_at(p + 2), sc[r], mn);
+        const __m256 prod = _mm256_mul_ps(_mm256_load_ps(mn), _mm256_loadu_ps(xs));
+        _mm_store_ps(pairs[r], _mm_hadd_ps(_mm256_castps256_ps128(prod), _mm256_extractf128_ps(prod, 1)));
+    }
+}
+// The half step of the Q6_K row tiles: half h of each of the R rows from p0 unpacked into q[r]
+// (q6_k_half_values) and its eight d * scale (as the generic d * float(scale)) into sc[r]; the
+// next tile's lines of that half read ahead.
+template <int R>
+inline void q6_k_half_step(const uint8_t* p0, size_t row_bytes, int h, int8_t (*q)[128], float (*sc)[8]) {
+    for (int r = 0; r < R; ++r) {
+        const uint8_t* p = p0 + r * row_bytes;
+        prefetch_lines<2>(p + R * row_bytes + 128 * h);  // lines 0, 1 and 2, 3 of the 210 bytes
+        q6_k_half_values(p, h, q[r]);
+        _mm256_store_ps(sc[r], _mm256_mul_ps(_mm256_set1_ps(half_at(p + 208)), q8_lane8(p + 192 + 8 * h)));
+    }
+}
+
+// The Q4_K row-tile loop of both x86 paths: R rows from p0 (row_bytes apart) in one pass over x,
+// each row in the generic dot_k's order with its own accumulator (R times the independent FMA
+// chains in flight). Per super-block q4_k_super_step; per 64-value quad k, xq = load_x(x + the
+// quad) once for the R rows, then quad(acc[r], the row's 32 quad bytes, xq, d sc1, d sc2) adds
+// the quad's two scaled sub-block sums; then the minimum terms quad by quad as k_quad_fma adds
+// them. y[r] = hsum(acc[r]) - mins.
+template <int R, class Vec, class LoadX, class Quad, class Hsum>
+inline void q4_k_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y,
+                           Vec zero, LoadX load_x, Quad quad, Hsum hsum) {
+    Vec acc[R];
+    float mins[R];
+    alignas(32) float sc[R][8];
+    for (int r = 0; r < R; ++r) {
+        acc[r] = zero;
+        mins[r] = 0.0f;
+    }
+    for (int64_t i = 0; i < n; i += 256, p0 += 144) {
+        alignas(16) float pairs[R][4];
+        q4_k_super_step<R>(p0, row_bytes, xs + i / 32, sc, pairs);
+        for (int k = 0; k < 4; ++k) {
+            const auto xq = load_x(x + i + 64 * k);
+            for (int r = 0; r < R; ++r)
+                quad(acc[r], p0 + r * row_bytes + 16 + 32 * k, xq, sc[r][2 * k], sc[r][2 * k + 1]);
+        }
+        for (int r = 0; r < R; ++r)
+            for (int k = 0; k < 4; ++k) mins[r] += pairs[r][k];
+    }
+    for (int r = 0; r < R; ++r) y[r] = hsum(acc[r]) - mins[r];
+}
+// The Q6_K row-tile loop of both x86 paths, as q4_k_tile_loop: per half q6_k_half_step, then per
+// 16-value group in the generic dot_q6_k's order, xg = load_x(x + the group) once for the R rows
+// and group(acc[r], the row's 16 values q - 32, xg, d sc). y[r] = hsum(acc[r]).
+template <int R, class Vec, class LoadX, class Group, class Hsum>
+inline void q6_k_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, float* y, Vec zero,
+                           LoadX load_x, Group group, Hsum hsum) {
+    alignas(32) int8_t q[R][128];
+    alignas(32) float sc[R][8];
+    Vec acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = zero;
+    for (int64_t i = 0; i < n; i += 256, p0 += 210)
+        for (int h = 0; h < 2; ++h) {
+            q6_k_half_step<R>(p0, row_bytes, h, q, sc);
+            for (int jj = 0; jj < 32; jj += 16)
+                for (int g = 0; g < 4; ++g) {
+                    const int at = 32 * g + jj;
+                    const auto xg = load_x(x + i + 128 * h + at);
+                    for (int r = 0; r < R; ++r) group(acc[r], q[r] + at, xg, sc[r][2 * g + jj / 16]);
+                }
+        }
+    for (int r = 0; r < R; ++r) y[r] = hsum(acc[r]);
+}
+
 // One row at a time with Dot, reading ahead as the generic matvec does.
 template <float (*Dot)(const uint8_t*, int64_t, const float*, const float*)>
 void matvec_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x, const float* xs,
