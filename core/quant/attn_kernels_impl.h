@@ -114,26 +114,32 @@ struct AttnKernels {
             }
     }
 
-    static constexpr float kOnes[RB] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};  // an alpha that keeps o as it is
-    // Whether every one of the n floats at x is finite (neither inf nor NaN).
-    static inline bool block_finite(const float* x, int64_t n) {
-        uint32_t bad = 0;
+    // An alpha of 1 for every row of a register tile: value rows that keep o as it is.
+    static constexpr struct Ones {
+        float v[RB];
+        constexpr Ones() : v{} {
+            for (float& x : v) x = 1.0f;
+        }
+    } kOnes{};
+    // Whether the bits of any of the n floats at x satisfy hit (no branch per float).
+    template <class Hit>
+    static inline bool any_bits(const float* x, int64_t n, Hit hit) {
+        uint32_t any = 0;
         for (int64_t i = 0; i < n; ++i) {
             uint32_t b;
             __builtin_memcpy(&b, x + i, 4);
-            bad |= static_cast<uint32_t>((b & 0x7f800000u) == 0x7f800000u);
+            any |= static_cast<uint32_t>(hit(b));
         }
-        return bad == 0;
+        return any != 0;
     }
-    // Whether any of the n floats at x is -0.
-    static inline bool has_negative_zero(const float* x, int64_t n) {
-        uint32_t hit = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            uint32_t b;
-            __builtin_memcpy(&b, x + i, 4);
-            hit |= static_cast<uint32_t>(b == 0x80000000u);
+    // The first j in [lo, hi) with kp[j] > x (hi if none), kp ascending.
+    static inline int first_above(const int64_t* kp, int lo, int hi, int64_t x) {
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (kp[mid] > x) hi = mid;
+            else lo = mid + 1;
         }
-        return hit != 0;
+        return lo;
     }
 
     // s[j] = -inf for each of the nb slots at positions kp the query at qp may not see: later ones,
@@ -146,16 +152,7 @@ struct AttnKernels {
                 if (kp[j] > qp || (a.window > 0 && kp[j] <= qp - a.window)) s[j] = ninf;
             return;
         }
-        auto first_above = [&](int64_t x) {  // first j with kp[j] > x
-            int lo = 0, hi = nb;
-            while (lo < hi) {
-                const int mid = (lo + hi) / 2;
-                if (kp[mid] > x) hi = mid;
-                else lo = mid + 1;
-            }
-            return lo;
-        };
-        const int end = first_above(qp), begin = a.window > 0 ? first_above(qp - a.window) : 0;
+        const int end = first_above(kp, 0, nb, qp), begin = a.window > 0 ? first_above(kp, 0, nb, qp - a.window) : 0;
         for (int j = 0; j < begin; ++j) s[j] = ninf;
         for (int j = end > begin ? end : begin; j < nb; ++j) s[j] = ninf;
     }
@@ -257,35 +254,29 @@ struct AttnKernels {
             // non-negative terms) changes no bit.
             auto visible_end = [&](int64_t r, int n) {
                 if (!need_mask || !a.kpos_ascending) return nb;
-                const int64_t* kp = ph + b0;
                 int end = 0;
-                for (int i = 0; i < n; ++i) {
-                    const int64_t qp = qpos[(r + i) % tq];
-                    int lo = end, hi = nb;  // first j with kp[j] > qp, at least end
-                    while (lo < hi) {
-                        const int mid = (lo + hi) / 2;
-                        if (kp[mid] > qp) hi = mid;
-                        else lo = mid + 1;
-                    }
-                    end = lo;
-                }
+                for (int i = 0; i < n; ++i) end = first_above(ph + b0, end, nb, qpos[(r + i) % tq]);
                 return end;
             };
             // Values: the +0 probabilities of slots [end, nb) add +-0 to each output lane, which
             // changes it only where the lane is -0 (it becomes +0 unless the slot's value is
             // negative) or the value is not finite. Such a group (rare: an exact -0 needs every
             // product so far to underflow) takes those slots too, in the same order as before.
-            const bool v_finite = need_mask && block_finite(vb, int64_t{nb} * D);
+            int v_finite = -1;  // whether the block's values are all finite, found when a group first asks
             // A group of rows runs scores, softmax and values back to back while its scores sit in L1.
             auto group = [&](auto rows, int64_t r) {
                 constexpr int n = decltype(rows)::value;
                 const int end = visible_end(r, n);
-                const int cols = end == nb ? ncols : (end + N - 1) / N * N;
+                const int cols = (end + N - 1) / N * N;
                 score_rows<n>(qb + r * D, kb, BK, D, cols, vscale, sb + r * BK, bm + r);
                 for (int i = 0; i < n; ++i) softmax_row(r + i, cols);
                 value_rows<n>(sb + r * BK, vb, D, end, alpha + r, ob + r * D);
-                if (end < nb && (!v_finite || has_negative_zero(ob + r * D, n * D)))
-                    value_rows<n>(sb + r * BK + end, vb + int64_t{end} * D, D, nb - end, kOnes, ob + r * D);
+                if (end == nb) return;
+                if (v_finite < 0)
+                    v_finite = !any_bits(vb, int64_t{nb} * D,
+                                         [](uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; });
+                if (!v_finite || any_bits(ob + r * D, n * D, [](uint32_t b) { return b == 0x80000000u; }))
+                    value_rows<n>(sb + r * BK + end, vb + int64_t{end} * D, D, nb - end, kOnes.v, ob + r * D);
             };
             int64_t r = 0;
             for (; r + RB <= R; r += RB) group(std::integral_constant<int, RB>(), r);

@@ -165,11 +165,16 @@ void for_guided(int64_t n, int64_t min_chunk, bool spin, const Body& body) {
 // Below this many multiply-adds a job is not worth waking the other threads for.
 bool small_work(int64_t macs) { return macs < 65536; }
 
-// Rows per chunk: a few chunks per thread so a slow thread can be helped, never tiny ones.
+// A chunk of n work units that gives each kernel thread about four, so a slow thread can be helped.
+int64_t quarter_share(int64_t n) {
+    const int64_t threads = std::max(1, kernel_threads());
+    return (n + 4 * threads - 1) / (4 * threads);
+}
+
+// Rows per chunk: a few chunks per thread, never tiny ones.
 int64_t row_chunk(int64_t n_rows, int64_t n_cols) {
-    const int64_t threads = kernel_threads();
     const int64_t min_rows = std::max<int64_t>(1, 16384 / std::max<int64_t>(n_cols, 1));
-    return std::max(min_rows, (n_rows + 4 * threads - 1) / (4 * threads));
+    return std::max(min_rows, quarter_share(n_rows));
 }
 
 }  // namespace
@@ -325,8 +330,7 @@ void attention_scores(const float* q, const float* k, int64_t k_head_stride, int
     // about four items a thread) keep each thread's reads one long stream: ranges of 64 slots left
     // a 1B-shape decode's key pass at 15 GB/s on a Zen 4 EPYC, 1024 reach 27 (each score is its own
     // dot product: the ranges change no result).
-    const int64_t threads = std::max(1, kernel_threads());
-    const int64_t chunk = std::clamp<int64_t>((Hc * S + 4 * threads - 1) / (4 * threads), 64, 1024);
+    const int64_t chunk = std::clamp<int64_t>(quarter_share(Hc * S), 64, 1024);
     const int64_t per_head = (S + chunk - 1) / chunk;
     const int64_t items = Hc * per_head;
     for_chunks(items, small_work(Hc * g * S * D) ? items : 1, /*spin=*/true, [&](int64_t begin, int64_t end) {
@@ -390,9 +394,7 @@ void attention_values(const float* p, const float* v, int64_t v_head_stride, int
     // A thread takes runs of consecutive ranges (up to 1024 slots, about four takes a thread) and
     // walks them head by head, so that it reads each head's values as one stream; which thread
     // computes a (range, head) partial, and when, changes none of them.
-    const int64_t threads = std::max(1, kernel_threads());
-    const int64_t take = std::clamp<int64_t>((n_ranges + 4 * threads - 1) / (4 * threads), 1,
-                                             std::max<int64_t>(1, 1024 / chunk));
+    const int64_t take = std::clamp<int64_t>(quarter_share(n_ranges), 1, std::max<int64_t>(1, 1024 / chunk));
     for_chunks(n_ranges, small_work(Hc * g * S * D) ? n_ranges : take, /*spin=*/true, [&](int64_t begin, int64_t end) {
         for (int64_t h = 0; h < Hc; ++h)
             for (int64_t r = begin; r < end; ++r) {
