@@ -28,6 +28,7 @@ struct AttnKernels {
     using K = Kernels<V>;
     static constexpr int N = V::N;
     static constexpr int BK = static_cast<int>(kAttnKeyBlock);  // slots per key block (a multiple of every N)
+    static constexpr int KLD = static_cast<int>(kAttnKeyLd);    // floats between a transposed key block's rows
     static constexpr int CW = N == 8 ? 2 : 4;                   // score tile: 4 rows x CW vectors of slots
     static constexpr int DV = N == 8 ? 2 : 4;                   // value tile: 4 rows x DV vectors of head dims
     static constexpr int RB = 6;  // rows per register tile: 12 (AVX2) or 24 (AVX-512) accumulators
@@ -209,7 +210,7 @@ struct AttnKernels {
             // The tiles' row maximum is the block's when no score changes after scaling: no mask,
             // no soft-cap, no padding columns.
             const bool tile_max = !need_mask && !(a.softcap > 0.0f) && ncols_tiles == nb;
-            const float* kb = kt + (b0 / BK) * D * BK;  // [D, BK], 32 KB at D 64
+            const float* kb = kt + (b0 / BK) * D * KLD;  // [D, KLD], 36 KB at D 64
             const float* vb = vh + b0 * D;
             // Row r's block: exp(s - new max) in place, its sum into l, the output's rescale. Only
             // the first cols columns are scored (the rest are later slots every row of its group
@@ -268,7 +269,7 @@ struct AttnKernels {
                 constexpr int n = decltype(rows)::value;
                 const int end = visible_end(r, n);
                 const int cols = (end + N - 1) / N * N;
-                score_rows<n>(qb + r * D, kb, BK, D, cols, vscale, sb + r * BK, bm + r);
+                score_rows<n>(qb + r * D, kb, KLD, D, cols, vscale, sb + r * BK, bm + r);
                 for (int i = 0; i < n; ++i) softmax_row(r + i, cols);
                 value_rows<n>(sb + r * BK, vb, D, end, alpha + r, ob + r * D);
                 if (end == nb) return;
@@ -366,7 +367,7 @@ struct AttnKernels {
         const int64_t g = a.g, D = a.D, T = a.T, S = a.S;
         const int nb = static_cast<int>(S - b0 < BK ? S - b0 : BK);
         const int ncols = (nb + CW * N - 1) / (CW * N) * (CW * N);
-        const float* kb = kt + (b0 / BK) * D * BK;
+        const float* kb = kt + (b0 / BK) * D * KLD;
         const int64_t* ph = a.kpos + h * a.kpos_head_stride;
         int64_t kmin = ph[b0], kmax = ph[b0];
         for (int j = 1; j < nb; ++j) {
@@ -399,9 +400,9 @@ struct AttnKernels {
                 }
             int64_t r = 0;
             float unused[RB];
-            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, unused);
-            for (; r + 2 <= R; r += 2) score_rows<2>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, unused);
-            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, BK, D, ncols, vscale, sb + r * BK, unused);
+            for (; r + RB <= R; r += RB) score_rows<RB>(qb + r * D, kb, KLD, D, ncols, vscale, sb + r * BK, unused);
+            for (; r + 2 <= R; r += 2) score_rows<2>(qb + r * D, kb, KLD, D, ncols, vscale, sb + r * BK, unused);
+            for (; r < R; ++r) score_rows<1>(qb + r * D, kb, KLD, D, ncols, vscale, sb + r * BK, unused);
             for (r = 0; r < R; ++r) {
                 const int64_t j = r / tq, t = r % tq, row = (h * g + j) * T + t0 + t;
                 float* sr = sb + r * BK;

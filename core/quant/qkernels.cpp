@@ -438,28 +438,29 @@ float* prefill_scratch(const KernelTable& tab, int64_t rows, int64_t D) {
     return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
 }
 
-// Every cache head's keys transposed once per call, per key block: kt [Hc, S / B, D, B] with
-// B = kAttnKeyBlock, slot s of head h at block s / B, column s % B; zeros past the last slot. A
-// query block then reads a key block's columns straight into vectors from 16 KB (at D 64) of
-// contiguous memory, instead of transposing it again for every item.
+// Every cache head's keys transposed once per call, per key block: kt [Hc, S / B, D, LD] with
+// B = kAttnKeyBlock and LD = kAttnKeyLd, slot s of head h at block s / B, column s % B; zeros past
+// the last slot and in the padding columns. A query block then reads a key block's columns straight
+// into vectors from 36 KB (at D 64) of contiguous memory, instead of transposing it again for every
+// item.
 struct TransposedKeys {
     std::vector<float> kt;
-    int64_t head_floats = 0;  // S / B * D * B
+    int64_t head_floats = 0;  // S / B * D * LD
 };
 
 TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
-    constexpr int64_t B = kAttnKeyBlock;
+    constexpr int64_t B = kAttnKeyBlock, LD = kAttnKeyLd;
     TransposedKeys t;
     const int64_t n_blocks = (a.S + B - 1) / B;
-    t.head_floats = n_blocks * a.D * B;
+    t.head_floats = n_blocks * a.D * LD;
     t.kt.assign(static_cast<size_t>(a.Hc * t.head_floats), 0.0f);
     auto body = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i / n_blocks, b = i % n_blocks, s0 = b * B, s1 = std::min(a.S, s0 + B);
             const float* kh = a.k + h * a.kv_head_stride;
-            float* dst = t.kt.data() + h * t.head_floats + b * a.D * B;
+            float* dst = t.kt.data() + h * t.head_floats + b * a.D * LD;
             for (int64_t s = s0; s < s1; ++s)
-                for (int64_t d = 0; d < a.D; ++d) dst[d * B + (s - s0)] = kh[s * a.D + d];
+                for (int64_t d = 0; d < a.D; ++d) dst[d * LD + (s - s0)] = kh[s * a.D + d];
         }
     };
     if (threads) for_chunks(a.Hc * n_blocks, 4, /*spin=*/false, body);

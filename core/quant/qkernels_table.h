@@ -60,9 +60,12 @@ using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 
 // Prefill attention (attn_kernels_impl.h): queries [t0, t1) of the g heads of cache head h over
 // slots [s0, s1) (s0 a multiple of kAttnKeyBlock), into a.out; kt: the head's keys transposed per
-// block of kAttnKeyBlock slots, [blocks, D, kAttnKeyBlock], zero-padded; scratch holds
-// attn_scratch(g * (t1 - t0), D) floats.
+// block of kAttnKeyBlock slots, [blocks, D, kAttnKeyLd] (slot s of a block in column s; zeros past
+// the last slot and in the 16 padding columns); scratch holds attn_scratch(g * (t1 - t0), D) floats.
+// The padding: rows 512 bytes apart would put a block's D rows into an eighth of L1's sets, where
+// a score tile's lines (one per row) evict each other at D 64 and above.
 constexpr int64_t kAttnKeyBlock = 128;
+constexpr int64_t kAttnKeyLd = kAttnKeyBlock + 16;
 using AttnBlockFn = void (*)(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1, int64_t s0, int64_t s1,
                              const float* kt, float* scratch);
 using AttnScratchFn = int64_t (*)(int64_t rows, int64_t D);
