@@ -208,9 +208,39 @@ template <int R>
 void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
     q4_k_tile_loop<R>(
         p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(), [](const float* xk) { return xk; },
-        [](__m256& acc, const uint8_t* qs, const float* xk, float s1, float s2) {
+        [](__m256& acc, const uint8_t* qs, const uint8_t*, int, const float* xk, float s1, float s2) {
             __m256 f[4][2];
             q4_k_quad_values(qs, f);
+            const __m256 lo = KAvx2::fma16f(f[1], xk + 16, KAvx2::fma16f(f[0], xk, _mm256_setzero_ps()));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s1), lo, acc);
+            const __m256 hi = KAvx2::fma16f(f[3], xk + 48, KAvx2::fma16f(f[2], xk + 32, _mm256_setzero_ps()));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s2), hi, acc);
+        },
+        hsum8);
+}
+// Q5_K (176 bytes: Q4_K's fields with the 32 fifth-bit bytes qh before the nibbles): q4_k_tile with
+// each value's fifth bit, bit 2k (low nibbles) or 2k + 1 (high) of qh byte j for the quad's
+// value j, shifted to bit 4.
+inline void q5_k_quad_values(const uint8_t* qs, const uint8_t* qh, int k, __m256 f[4][2]) {
+    const __m256i m15 = _mm256_set1_epi32(15), k16 = _mm256_set1_epi32(16);
+    const __m128i down = _mm_cvtsi32_si128(2 * k);
+    for (int u = 0; u < 4; ++u) {
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * u)));
+        const __m256i h = _mm256_srl_epi32(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + 8 * u))), down);
+        f[u / 2][u % 2] = to_f(
+            _mm256_or_si256(_mm256_and_si256(b, m15), _mm256_and_si256(_mm256_slli_epi32(h, 4), k16)));
+        f[2 + u / 2][u % 2] = to_f(
+            _mm256_or_si256(_mm256_srli_epi32(b, 4), _mm256_and_si256(_mm256_slli_epi32(h, 3), k16)));
+    }
+}
+template <int R>
+void q5_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
+    q4_k_tile_loop<R, true>(
+        p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(), [](const float* xk) { return xk; },
+        [](__m256& acc, const uint8_t* qs, const uint8_t* qh, int k, const float* xk, float s1, float s2) {
+            __m256 f[4][2];
+            q5_k_quad_values(qs, qh, k, f);
             const __m256 lo = KAvx2::fma16f(f[1], xk + 16, KAvx2::fma16f(f[0], xk, _mm256_setzero_ps()));
             acc = _mm256_fmadd_ps(_mm256_set1_ps(s1), lo, acc);
             const __m256 hi = KAvx2::fma16f(f[3], xk + 48, KAvx2::fma16f(f[2], xk + 32, _mm256_setzero_ps()));
@@ -244,6 +274,7 @@ KernelTable make_table() {
     // Tiles of 2 and 4 rows: measured best here (Q4_K 3 and 4 rows and Q6_K 2 rows were slower).
     t.matvec[kQ4_K] = matvec_tiles<2, q4_k_tile<2>, q4_k_tile<1>>;
     t.matvec[kQ6_K] = matvec_tiles<4, q6_k_tile<4>, q6_k_tile<1>>;
+    t.matvec[kQ5_K] = matvec_tiles<2, q5_k_tile<2>, q5_k_tile<1>>;
     // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
     t.matvec_batch[kQ4_0] = nullptr;
     t.matvec_batch[kQ4_1] = nullptr;

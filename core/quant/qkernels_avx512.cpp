@@ -139,7 +139,7 @@ void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, c
             return Quad{_mm512_loadu_ps(xk), _mm512_loadu_ps(xk + 16), _mm512_loadu_ps(xk + 32),
                         _mm512_loadu_ps(xk + 48)};
         },
-        [](__m512& acc, const uint8_t* qs, const Quad& xq, float s1, float s2) {
+        [](__m512& acc, const uint8_t* qs, const uint8_t*, int, const Quad& xq, float s1, float s2) {
             const __m512i m15 = _mm512_set1_epi32(15);
             const __m512i b0 = widen_u8(qs), b1 = widen_u8(qs + 16);  // values 0..15 | 32..47, 16..31 | 48..63
             const __m512 lo = _mm512_fmadd_ps(
@@ -149,6 +149,39 @@ void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, c
             const __m512 hi = _mm512_fmadd_ps(
                 to_f16x(_mm512_srli_epi32(b1, 4)), xq.x3,
                 _mm512_fmadd_ps(to_f16x(_mm512_srli_epi32(b0, 4)), xq.x2, _mm512_setzero_ps()));
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(s2), hi, acc);
+        },
+        Avx512V::hsum);
+}
+
+// Q5_K: q4_k_tile with each value's fifth bit: bit 2k (low nibbles) or 2k + 1 (high nibbles) of
+// qh byte j for the quad's value j (low / high nibbles of its byte j and 16 + j, as k_quad
+// takes them), set as 16 in the lanes whose byte tests it.
+template <int R>
+void q5_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
+    struct Quad {
+        __m512 x0, x1, x2, x3;
+    };
+    q4_k_tile_loop<R, true>(
+        p0, row_bytes, n, x, xs, y, _mm512_setzero_ps(),
+        [](const float* xk) {
+            return Quad{_mm512_loadu_ps(xk), _mm512_loadu_ps(xk + 16), _mm512_loadu_ps(xk + 32),
+                        _mm512_loadu_ps(xk + 48)};
+        },
+        [](__m512& acc, const uint8_t* qs, const uint8_t* qh, int k, const Quad& xq, float s1, float s2) {
+            const __m512i m15 = _mm512_set1_epi32(15), k16 = _mm512_set1_epi32(16);
+            const __m512i lo_bit = _mm512_set1_epi32(1 << (2 * k)), hi_bit = _mm512_set1_epi32(2 << (2 * k));
+            const __m512i b0 = widen_u8(qs), b1 = widen_u8(qs + 16), h0 = widen_u8(qh), h1 = widen_u8(qh + 16);
+            auto fifth = [&](__m512i v, __m512i h, __m512i bit) {
+                return to_f16x(_mm512_mask_or_epi32(v, _mm512_test_epi32_mask(h, bit), v, k16));
+            };
+            const __m512 lo = _mm512_fmadd_ps(
+                fifth(_mm512_and_si512(b1, m15), h1, lo_bit), xq.x1,
+                _mm512_fmadd_ps(fifth(_mm512_and_si512(b0, m15), h0, lo_bit), xq.x0, _mm512_setzero_ps()));
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(s1), lo, acc);
+            const __m512 hi = _mm512_fmadd_ps(
+                fifth(_mm512_srli_epi32(b1, 4), h1, hi_bit), xq.x3,
+                _mm512_fmadd_ps(fifth(_mm512_srli_epi32(b0, 4), h0, hi_bit), xq.x2, _mm512_setzero_ps()));
             acc = _mm512_fmadd_ps(_mm512_set1_ps(s2), hi, acc);
         },
         Avx512V::hsum);
@@ -178,6 +211,7 @@ KernelTable make_table() {
     // rows 0.074 / 0.077 / 0.060 / 0.061 / 0.066).
     t.matvec[kQ4_K] = matvec_tiles<8, q4_k_tile<8>, q4_k_tile<1>>;
     t.matvec[kQ6_K] = matvec_tiles<8, q6_k_tile<8>, q6_k_tile<1>>;
+    t.matvec[kQ5_K] = matvec_tiles<8, q5_k_tile<8>, q5_k_tile<1>>;
     AttnKernels<Avx512V>::fill(t);
     return t;
 }

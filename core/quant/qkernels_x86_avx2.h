@@ -64,7 +64,7 @@ inline void q6_k_half_values(const uint8_t* p, int h, int8_t* out) {
     put(2, hi_a, h2);
     put(3, hi_b, h3);
 }
-// The super-block step of the Q4_K row tiles: for each of the R rows from p0 (row_bytes apart),
+// The super-block step of the Q4_K / Q5_K row tiles: for each of the R rows from p0 (row_bytes apart),
 // its super-block's eight d * scale into sc[r] and its four quads' minimum terms m1 * xs0 + m2 *
 // xs1 of k_quad_fma into pairs[r] (the eight products in one vector product, the pairs summed by
 // one horizontal add, as the scalar m1 * xs0 + m2 * xs1); the next tile's super-block read ahead.
@@ -92,15 +92,17 @@ inline void q6_k_half_step(const uint8_t* p0, size_t row_bytes, int h, int8_t (*
     }
 }
 
-// The Q4_K row-tile loop of both x86 paths: R rows from p0 (row_bytes apart) in one pass over x,
-// each row in the generic dot_k's order with its own accumulator (R times the independent FMA
-// chains in flight). Per super-block q4_k_super_step; per 64-value quad k, xq = load_x(x + the
-// quad) once for the R rows, then quad(acc[r], the row's 32 quad bytes, xq, d sc1, d sc2) adds
-// the quad's two scaled sub-block sums; then the minimum terms quad by quad as k_quad_fma adds
-// them. y[r] = hsum(acc[r]) - mins.
-template <int R, class Vec, class LoadX, class Quad, class Hsum>
+// The Q4_K (Five: Q5_K) row-tile loop of both x86 paths: R rows from p0 (row_bytes apart) in one
+// pass over x, each row in the generic dot_k's order with its own accumulator (R times the
+// independent FMA chains in flight). Per super-block q4_k_super_step (a Q5_K super-block starts
+// the same way); per 64-value quad k, xq = load_x(x + the quad) once for the R rows, then
+// quad(acc[r], the row's 32 quad bytes, its 32 fifth-bit bytes qh (Q5_K), k, xq, d sc1, d sc2)
+// adds the quad's two scaled sub-block sums; then the minimum terms quad by quad as k_quad_fma
+// adds them. y[r] = hsum(acc[r]) - mins.
+template <int R, bool Five = false, class Vec, class LoadX, class Quad, class Hsum>
 inline void q4_k_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y,
                            Vec zero, LoadX load_x, Quad quad, Hsum hsum) {
+    constexpr size_t block_bytes = Five ? 176 : 144, qs_at = Five ? 48 : 16;
     Vec acc[R];
     float mins[R];
     alignas(32) float sc[R][8];
@@ -108,13 +110,15 @@ inline void q4_k_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const
         acc[r] = zero;
         mins[r] = 0.0f;
     }
-    for (int64_t i = 0; i < n; i += 256, p0 += 144) {
+    for (int64_t i = 0; i < n; i += 256, p0 += block_bytes) {
         alignas(16) float pairs[R][4];
         q4_k_super_step<R>(p0, row_bytes, xs + i / 32, sc, pairs);
         for (int k = 0; k < 4; ++k) {
             const auto xq = load_x(x + i + 64 * k);
-            for (int r = 0; r < R; ++r)
-                quad(acc[r], p0 + r * row_bytes + 16 + 32 * k, xq, sc[r][2 * k], sc[r][2 * k + 1]);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* p = p0 + r * row_bytes;
+                quad(acc[r], p + qs_at + 32 * k, p + 16, k, xq, sc[r][2 * k], sc[r][2 * k + 1]);
+            }
         }
         for (int r = 0; r < R; ++r)
             for (int k = 0; k < 4; ++k) mins[r] += pairs[r][k];
