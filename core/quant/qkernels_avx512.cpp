@@ -187,6 +187,56 @@ void q5_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, c
         Avx512V::hsum);
 }
 
+// Q3_K (110 bytes: hmask[32], 2-bit quants[64], 12 bytes of 6-bit scales, f16 d): R rows in the
+// generic dot_q3_k's arithmetic and order for 16 lanes (per 16-value group at = 128 half + 32 j +
+// 16 g: t = fma(q, x, 0), acc = fma(d * (sc - 32), t, acc)), each row its own accumulator; a
+// group's values (2 bits of its quant bytes at bit 2j, minus 4 where bit 4 half + j of its hmask
+// bytes is clear) built in 32-bit lanes from bytes widened straight from memory.
+template <int R>
+void q3_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
+    const __m512i k3 = _mm512_set1_epi32(3), k4 = _mm512_set1_epi32(4), k15 = _mm512_set1_epi32(15),
+                  k32 = _mm512_set1_epi32(32);
+    const __m512i kScaleLowShift = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+    const __m512i kScaleTopShift = _mm512_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26, 4, 12, 20, 28, 6, 14, 22, 30);
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 256, p0 += 110) {
+        alignas(64) float sc[R][16];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = p0 + r * row_bytes;
+            prefetch_lines<2>(p + R * row_bytes);
+            // q3_k_scale for the 16 groups at once: low 4 bits from byte k % 8 (high nibble for
+            // k >= 8), top 2 bits from byte 8 + k % 4 at bit 2 (k / 4); d * (scale - 32).
+            const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 96));
+            const __m512i low = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(s8, s8)), kScaleLowShift), k15);
+            const __m512i top = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(load_u32(p + 104))), kScaleTopShift), k3);
+            const __m512i scale = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(top, 4)), k32);
+            _mm512_store_ps(sc[r], _mm512_mul_ps(_mm512_set1_ps(half_at(p + 108)), to_f16x(scale)));
+        }
+        for (int half = 0; half < 2; ++half)
+            for (int j = 0; j < 4; ++j) {
+                const __m128i down = _mm_cvtsi32_si128(2 * j);
+                const __m512i high = _mm512_set1_epi32(1 << (4 * half + j));
+                for (int g = 0; g < 2; ++g) {
+                    const int at = 128 * half + 32 * j + 16 * g;
+                    const __m512 xv = _mm512_loadu_ps(x + i + at);
+                    for (int r = 0; r < R; ++r) {
+                        const uint8_t* p = p0 + r * row_bytes;
+                        const __m512i low = _mm512_and_si512(
+                            _mm512_srl_epi32(widen_u8(p + 32 + 32 * half + 16 * g), down), k3);
+                        const __m512i q = _mm512_mask_sub_epi32(
+                            low, _mm512_testn_epi32_mask(widen_u8(p + 16 * g), high), low, k4);
+                        const __m512 t = _mm512_fmadd_ps(to_f16x(q), xv, _mm512_setzero_ps());
+                        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(sc[r][at / 16]), t, acc[r]);
+                    }
+                }
+            }
+    }
+    for (int r = 0; r < R; ++r) y[r] = Avx512V::hsum(acc[r]);
+}
+
 // Q6_K: R rows in the generic dot_q6_k's arithmetic and order for 16 lanes (per 16-value group
 // t = fma(q, x, 0), acc = fma(d sc, t, acc), groups in the generic order), each half unpacked by
 // q6_k_half_values and its bytes sign-extended 16 at a time straight from memory.
@@ -212,6 +262,7 @@ KernelTable make_table() {
     t.matvec[kQ4_K] = matvec_tiles<8, q4_k_tile<8>, q4_k_tile<1>>;
     t.matvec[kQ6_K] = matvec_tiles<8, q6_k_tile<8>, q6_k_tile<1>>;
     t.matvec[kQ5_K] = matvec_tiles<8, q5_k_tile<8>, q5_k_tile<1>>;
+    t.matvec[kQ3_K] = matvec_tiles<8, q3_k_tile<8>, q3_k_tile<1>>;
     AttnKernels<Avx512V>::fill(t);
     return t;
 }
