@@ -189,58 +189,42 @@ float dot_q5_0(const uint8_t* p, int64_t n, const float* x, const float*) {
     }
     return hsum8(acc);
 }
-// Q4_K (144-byte super-blocks of 256) in the generic dot_k's arithmetic and order (k_quad_fma's
-// operations, written out below for tiles of rows), with the values of each 64-value quad
-// built in 32-bit lanes: each 8 nibble bytes zero-extended straight from memory give 8 low-nibble
-// and 8 high-nibble values, in k_quad's groups (f[g][h]: values 16 g + 8 h + [0, 8) of the quad).
+// Q4_K (144-byte super-blocks of 256; Five: Q5_K, 176 bytes, Q4_K's fields with the 32 fifth-bit
+// bytes qh before the nibbles) in the generic dot_k's arithmetic and order (k_quad_fma's
+// operations, written out below for tiles of rows), with the values of each 64-value quad built in
+// 32-bit lanes: each 8 nibble bytes zero-extended straight from memory give 8 low-nibble and 8
+// high-nibble values, in k_quad's groups (f[g][h]: values 16 g + 8 h + [0, 8) of the quad). Q5_K
+// adds each value's fifth bit, bit 2k (low nibbles) or 2k + 1 (high) of qh byte j for the quad's
+// value j, shifted to bit 4.
 using KAvx2 = Kernels<Avx2V>;
-inline void q4_k_quad_values(const uint8_t* qs, __m256 f[4][2]) {  // qs: the quad's 32 bytes
+template <bool Five>
+inline void k_quad_values(const uint8_t* qs, [[maybe_unused]] const uint8_t* qh, [[maybe_unused]] int k,
+                          __m256 f[4][2]) {  // qs: the quad's 32 bytes
     const __m256i m15 = _mm256_set1_epi32(15);
     for (int u = 0; u < 4; ++u) {
         const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * u)));
-        f[u / 2][u % 2] = to_f(_mm256_and_si256(b, m15));     // values 8u + [0, 8)
-        f[2 + u / 2][u % 2] = to_f(_mm256_srli_epi32(b, 4));  // values 32 + 8u + [0, 8)
+        __m256i lo = _mm256_and_si256(b, m15), hi = _mm256_srli_epi32(b, 4);  // values 8u + [0, 8), 32 + 8u + [0, 8)
+        if constexpr (Five) {
+            const __m256i k16 = _mm256_set1_epi32(16);
+            const __m256i h = _mm256_srl_epi32(
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + 8 * u))),
+                _mm_cvtsi32_si128(2 * k));
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(h, 4), k16));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi32(h, 3), k16));
+        }
+        f[u / 2][u % 2] = to_f(lo);
+        f[2 + u / 2][u % 2] = to_f(hi);
     }
 }
 // R rows of a matrix in one pass (q4_k_tile_loop: each row its own accumulator, the next tile
 // read ahead through the pass), a quad's two sub-block sums as k_quad_fma takes them.
-template <int R>
-void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    q4_k_tile_loop<R>(
-        p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(), [](const float* xk) { return xk; },
-        [](__m256& acc, const uint8_t* qs, const uint8_t*, int, const float* xk, float s1, float s2) {
-            __m256 f[4][2];
-            q4_k_quad_values(qs, f);
-            const __m256 lo = KAvx2::fma16f(f[1], xk + 16, KAvx2::fma16f(f[0], xk, _mm256_setzero_ps()));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s1), lo, acc);
-            const __m256 hi = KAvx2::fma16f(f[3], xk + 48, KAvx2::fma16f(f[2], xk + 32, _mm256_setzero_ps()));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s2), hi, acc);
-        },
-        hsum8);
-}
-// Q5_K (176 bytes: Q4_K's fields with the 32 fifth-bit bytes qh before the nibbles): q4_k_tile with
-// each value's fifth bit, bit 2k (low nibbles) or 2k + 1 (high) of qh byte j for the quad's
-// value j, shifted to bit 4.
-inline void q5_k_quad_values(const uint8_t* qs, const uint8_t* qh, int k, __m256 f[4][2]) {
-    const __m256i m15 = _mm256_set1_epi32(15), k16 = _mm256_set1_epi32(16);
-    const __m128i down = _mm_cvtsi32_si128(2 * k);
-    for (int u = 0; u < 4; ++u) {
-        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * u)));
-        const __m256i h = _mm256_srl_epi32(
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + 8 * u))), down);
-        f[u / 2][u % 2] = to_f(
-            _mm256_or_si256(_mm256_and_si256(b, m15), _mm256_and_si256(_mm256_slli_epi32(h, 4), k16)));
-        f[2 + u / 2][u % 2] = to_f(
-            _mm256_or_si256(_mm256_srli_epi32(b, 4), _mm256_and_si256(_mm256_slli_epi32(h, 3), k16)));
-    }
-}
-template <int R>
-void q5_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    q4_k_tile_loop<R, true>(
+template <int R, bool Five>
+void k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
+    q4_k_tile_loop<R, Five>(
         p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(), [](const float* xk) { return xk; },
         [](__m256& acc, const uint8_t* qs, const uint8_t* qh, int k, const float* xk, float s1, float s2) {
             __m256 f[4][2];
-            q5_k_quad_values(qs, qh, k, f);
+            k_quad_values<Five>(qs, qh, k, f);
             const __m256 lo = KAvx2::fma16f(f[1], xk + 16, KAvx2::fma16f(f[0], xk, _mm256_setzero_ps()));
             acc = _mm256_fmadd_ps(_mm256_set1_ps(s1), lo, acc);
             const __m256 hi = KAvx2::fma16f(f[3], xk + 48, KAvx2::fma16f(f[2], xk + 32, _mm256_setzero_ps()));
@@ -249,7 +233,7 @@ void q5_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, c
         hsum8);
 }
 // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): R rows of a matrix in the generic
-// dot_q6_k's arithmetic and order, as q4_k_tile; each half unpacked by q6_k_half_values, its bytes
+// dot_q6_k's arithmetic and order, as k_tile; each half unpacked by q6_k_half_values, its bytes
 // sign-extended 8 at a time, its eight d * scale one vector product.
 template <int R>
 void q6_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float*, float* y) {
@@ -272,9 +256,9 @@ KernelTable make_table() {
     // The generic kernels' arithmetic, so their batch kernels (generic) still equal them.
     t.matvec[kQ5_0] = matvec_rows<dot_q5_0>;
     // Tiles of 2 and 4 rows: measured best here (Q4_K 3 and 4 rows and Q6_K 2 rows were slower).
-    t.matvec[kQ4_K] = matvec_tiles<2, q4_k_tile<2>, q4_k_tile<1>>;
+    t.matvec[kQ4_K] = matvec_tiles<2, k_tile<2, false>, k_tile<1, false>>;
     t.matvec[kQ6_K] = matvec_tiles<4, q6_k_tile<4>, q6_k_tile<1>>;
-    t.matvec[kQ5_K] = matvec_tiles<2, q5_k_tile<2>, q5_k_tile<1>>;
+    t.matvec[kQ5_K] = matvec_tiles<2, k_tile<2, true>, k_tile<1, true>>;
     // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
     t.matvec_batch[kQ4_0] = nullptr;
     t.matvec_batch[kQ4_1] = nullptr;

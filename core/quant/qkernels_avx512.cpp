@@ -90,8 +90,6 @@ float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
     constexpr size_t bytes = F == Nib::Q4_0 ? 18 : F == Nib::Q4_1 ? 20 : 22;
     constexpr int qs_at = F == Nib::Q4_0 ? 2 : F == Nib::Q4_1 ? 4 : 6;
     const __m512i m15 = _mm512_set1_epi32(15);
-    const __m512i lane_bit = _mm512_sllv_epi32(_mm512_set1_epi32(1),
-                                               _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     __m512 acc = _mm512_setzero_ps();
     float mins = 0.0f;
     for (int64_t i = 0; i < n; i += 32, p += bytes) {
@@ -104,6 +102,8 @@ float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
         if constexpr (F == Nib::Q5_0) {
             // Lane j's fifth bit tested in a broadcast of qh against bit j (bit 16 + j for the
             // high values): 10 % faster on Zen 4 than masks moved from shifted general registers.
+            const __m512i lane_bit = _mm512_sllv_epi32(
+                _mm512_set1_epi32(1), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
             const __m512i qh = _mm512_set1_epi32(static_cast<int>(load_u32(p + 2)));
             const __m512i k16 = _mm512_set1_epi32(16);
             lo = _mm512_mask_sub_epi32(lo, _mm512_testn_epi32_mask(qh, lane_bit), lo, k16);
@@ -124,64 +124,47 @@ float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
     return Avx512V::hsum(acc);
 }
 
-// Q4_K: R rows in the generic dot_k's arithmetic and order for 16 lanes (k_quad_fma: per 64-value
-// quad, lo = fma(f1, x[16, 32), fma(f0, x[0, 16), 0)), acc = fma(d sc1, lo, acc), the same for the
-// high nibbles with d sc2; the minimums as the AVX2 q4_k_tile takes them), each row its own
-// accumulator, the next tile's super-block read ahead at each step.
-template <int R>
-void q4_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
+// Q4_K (Five: Q5_K): R rows in the generic dot_k's arithmetic and order for 16 lanes (k_quad_fma:
+// per 64-value quad, lo = fma(f1, x[16, 32), fma(f0, x[0, 16), 0)), acc = fma(d sc1, lo, acc), the
+// same for the high nibbles with d sc2; the minimums as the AVX2 k_tile takes them), each row its
+// own accumulator, the next tile's super-block read ahead at each step. Q5_K adds each value's
+// fifth bit: bit 2k (low nibbles) or 2k + 1 (high nibbles) of qh byte j for the quad's value j
+// (low / high nibbles of its byte j and 16 + j, as k_quad takes them), set as 16 in the lanes whose
+// byte tests it.
+template <int R, bool Five>
+void k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
     struct Quad {
         __m512 x0, x1, x2, x3;
     };
-    q4_k_tile_loop<R>(
+    q4_k_tile_loop<R, Five>(
         p0, row_bytes, n, x, xs, y, _mm512_setzero_ps(),
         [](const float* xk) {
             return Quad{_mm512_loadu_ps(xk), _mm512_loadu_ps(xk + 16), _mm512_loadu_ps(xk + 32),
                         _mm512_loadu_ps(xk + 48)};
         },
-        [](__m512& acc, const uint8_t* qs, const uint8_t*, int, const Quad& xq, float s1, float s2) {
+        [](__m512& acc, const uint8_t* qs, [[maybe_unused]] const uint8_t* qh, [[maybe_unused]] int k, const Quad& xq,
+           float s1, float s2) {
             const __m512i m15 = _mm512_set1_epi32(15);
             const __m512i b0 = widen_u8(qs), b1 = widen_u8(qs + 16);  // values 0..15 | 32..47, 16..31 | 48..63
-            const __m512 lo = _mm512_fmadd_ps(
-                to_f16x(_mm512_and_si512(b1, m15)), xq.x1,
-                _mm512_fmadd_ps(to_f16x(_mm512_and_si512(b0, m15)), xq.x0, _mm512_setzero_ps()));
+            __m512i v0 = _mm512_and_si512(b0, m15), v1 = _mm512_and_si512(b1, m15), v2 = _mm512_srli_epi32(b0, 4),
+                    v3 = _mm512_srli_epi32(b1, 4);
+            if constexpr (Five) {
+                const __m512i k16 = _mm512_set1_epi32(16), lo_bit = _mm512_set1_epi32(1 << (2 * k)),
+                              hi_bit = _mm512_set1_epi32(2 << (2 * k));
+                const __m512i h0 = widen_u8(qh), h1 = widen_u8(qh + 16);
+                auto fifth = [&](__m512i v, __m512i h, __m512i bit) {
+                    return _mm512_mask_or_epi32(v, _mm512_test_epi32_mask(h, bit), v, k16);
+                };
+                v0 = fifth(v0, h0, lo_bit);
+                v1 = fifth(v1, h1, lo_bit);
+                v2 = fifth(v2, h0, hi_bit);
+                v3 = fifth(v3, h1, hi_bit);
+            }
+            const __m512 lo = _mm512_fmadd_ps(to_f16x(v1), xq.x1,
+                                              _mm512_fmadd_ps(to_f16x(v0), xq.x0, _mm512_setzero_ps()));
             acc = _mm512_fmadd_ps(_mm512_set1_ps(s1), lo, acc);
-            const __m512 hi = _mm512_fmadd_ps(
-                to_f16x(_mm512_srli_epi32(b1, 4)), xq.x3,
-                _mm512_fmadd_ps(to_f16x(_mm512_srli_epi32(b0, 4)), xq.x2, _mm512_setzero_ps()));
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(s2), hi, acc);
-        },
-        Avx512V::hsum);
-}
-
-// Q5_K: q4_k_tile with each value's fifth bit: bit 2k (low nibbles) or 2k + 1 (high nibbles) of
-// qh byte j for the quad's value j (low / high nibbles of its byte j and 16 + j, as k_quad
-// takes them), set as 16 in the lanes whose byte tests it.
-template <int R>
-void q5_k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    struct Quad {
-        __m512 x0, x1, x2, x3;
-    };
-    q4_k_tile_loop<R, true>(
-        p0, row_bytes, n, x, xs, y, _mm512_setzero_ps(),
-        [](const float* xk) {
-            return Quad{_mm512_loadu_ps(xk), _mm512_loadu_ps(xk + 16), _mm512_loadu_ps(xk + 32),
-                        _mm512_loadu_ps(xk + 48)};
-        },
-        [](__m512& acc, const uint8_t* qs, const uint8_t* qh, int k, const Quad& xq, float s1, float s2) {
-            const __m512i m15 = _mm512_set1_epi32(15), k16 = _mm512_set1_epi32(16);
-            const __m512i lo_bit = _mm512_set1_epi32(1 << (2 * k)), hi_bit = _mm512_set1_epi32(2 << (2 * k));
-            const __m512i b0 = widen_u8(qs), b1 = widen_u8(qs + 16), h0 = widen_u8(qh), h1 = widen_u8(qh + 16);
-            auto fifth = [&](__m512i v, __m512i h, __m512i bit) {
-                return to_f16x(_mm512_mask_or_epi32(v, _mm512_test_epi32_mask(h, bit), v, k16));
-            };
-            const __m512 lo = _mm512_fmadd_ps(
-                fifth(_mm512_and_si512(b1, m15), h1, lo_bit), xq.x1,
-                _mm512_fmadd_ps(fifth(_mm512_and_si512(b0, m15), h0, lo_bit), xq.x0, _mm512_setzero_ps()));
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(s1), lo, acc);
-            const __m512 hi = _mm512_fmadd_ps(
-                fifth(_mm512_srli_epi32(b1, 4), h1, hi_bit), xq.x3,
-                _mm512_fmadd_ps(fifth(_mm512_srli_epi32(b0, 4), h0, hi_bit), xq.x2, _mm512_setzero_ps()));
+            const __m512 hi = _mm512_fmadd_ps(to_f16x(v3), xq.x3,
+                                              _mm512_fmadd_ps(to_f16x(v2), xq.x2, _mm512_setzero_ps()));
             acc = _mm512_fmadd_ps(_mm512_set1_ps(s2), hi, acc);
         },
         Avx512V::hsum);
@@ -259,9 +242,9 @@ KernelTable make_table() {
     // Tiles of 8 rows: measured best on a Zen 4 EPYC (bench_qkernels, one thread, weights in L2:
     // Q4_K 2 / 4 / 6 / 8 rows 0.064 / 0.058 / 0.059 / 0.057 ns per weight, Q6_K 2 / 4 / 6 / 8 / 12
     // rows 0.074 / 0.077 / 0.060 / 0.061 / 0.066).
-    t.matvec[kQ4_K] = matvec_tiles<8, q4_k_tile<8>, q4_k_tile<1>>;
+    t.matvec[kQ4_K] = matvec_tiles<8, k_tile<8, false>, k_tile<1, false>>;
     t.matvec[kQ6_K] = matvec_tiles<8, q6_k_tile<8>, q6_k_tile<1>>;
-    t.matvec[kQ5_K] = matvec_tiles<8, q5_k_tile<8>, q5_k_tile<1>>;
+    t.matvec[kQ5_K] = matvec_tiles<8, k_tile<8, true>, k_tile<1, true>>;
     t.matvec[kQ3_K] = matvec_tiles<8, q3_k_tile<8>, q3_k_tile<1>>;
     AttnKernels<Avx512V>::fill(t);
     return t;
