@@ -437,6 +437,20 @@ struct Kernels {
             dot_k_tile<G, Five>(p, n, x, xs, xs_stride, y, y_stride);
         }
     };
+    struct Q2Tiles {
+        template <int G>
+        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
+                        int64_t y_stride) {
+            dot_q2_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
+        }
+    };
+    struct Q3Tiles {
+        template <int G>
+        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
+                        int64_t y_stride) {
+            dot_q3_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
+        }
+    };
     struct Q6Tiles {
         template <int G>
         static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
@@ -453,45 +467,73 @@ struct Kernels {
 
     // Q2_K (84 bytes): 16 scale/min nibble pairs, 64 bytes of 2-bit quants, f16 d, f16 dmin; each
     // 16 values have their own pair: w = d * sc * q - dmin * mn (the minimums use the per-16 sums
-    // that follow the per-32 ones in xs).
-    static float dot_q2_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-        const float* xs16 = xs + n / 32;
-        vec acc = V::zero();
-        float mins = 0.0f;
+    // that follow the per-32 ones in xs). One row against G inputs as dot_k_tile (input j at
+    // x + j * n, its sums at xs + j * xs_stride, its result into y[j * y_stride]): each input sees
+    // the same arithmetic in the same order, a 16-value group unpacked once for the G inputs.
+    template <int G>
+    static inline void dot_q2_k_tile(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride,
+                                     float* y, int64_t y_stride) {
+        vec acc[G];
+        float mins[G];
+        for (int j = 0; j < G; ++j) {
+            acc[j] = V::zero();
+            mins[j] = 0.0f;
+        }
         for (int64_t i = 0; i < n; i += 256, p += 84) {
             const float d = V::h2f(load_u16(p + 80)), dmin = V::h2f(load_u16(p + 82));
             for (int half = 0; half < 2; ++half) {
-                for (int j = 0; j < 4; ++j) {
+                for (int jq = 0; jq < 4; ++jq) {
                     for (int g = 0; g < 2; ++g) {
-                        const int at = 128 * half + 32 * j + 16 * g;
+                        const int at = 128 * half + 32 * jq + 16 * g;
                         const uint8_t sc = p[at / 16];
-                        acc = V::fmadd(V::set1(d * static_cast<float>(sc & 0x0F)),
-                                       fma16(k2_group(p + 16, nullptr, half, j, g), x + i + at, V::zero()), acc);
-                        mins += dmin * static_cast<float>(sc >> 4) * xs16[(i + at) / 16];
+                        vec f[P];
+                        V::to_f32(k2_group(p + 16, nullptr, half, jq, g), f);
+                        const vec s = V::set1(d * static_cast<float>(sc & 0x0F));
+                        const float m = dmin * static_cast<float>(sc >> 4);
+                        for (int j = 0; j < G; ++j) {
+                            acc[j] = V::fmadd(s, fma16f(f, x + j * n + i + at, V::zero()), acc[j]);
+                            mins[j] += m * xs[j * xs_stride + n / 32 + (i + at) / 16];
+                        }
                     }
                 }
             }
         }
-        return V::hsum(acc) - mins;
+        for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]) - mins[j];
+    }
+    static float dot_q2_k(const uint8_t* p, int64_t n, const float* x, const float* xs) {
+        float y = 0.0f;
+        dot_q2_k_tile<1>(p, n, x, xs, 0, &y, 0);
+        return y;
     }
 
     // Q3_K (110 bytes): hmask[32], 2-bit quants[64], 12 bytes of 6-bit scales, f16 d;
-    // w = d * (sc - 32) * q with q in -4..3.
-    static float dot_q3_k(const uint8_t* p, int64_t n, const float* x, const float*) {
-        vec acc = V::zero();
+    // w = d * (sc - 32) * q with q in -4..3. One row against G inputs as dot_q2_k_tile.
+    template <int G>
+    static inline void dot_q3_k_tile(const uint8_t* p, int64_t n, const float* x, const float*, int64_t, float* y,
+                                     int64_t y_stride) {
+        vec acc[G];
+        for (int j = 0; j < G; ++j) acc[j] = V::zero();
         for (int64_t i = 0; i < n; i += 256, p += 110) {
             const float d = V::h2f(load_u16(p + 108));
             for (int half = 0; half < 2; ++half) {
-                for (int j = 0; j < 4; ++j) {
+                for (int jq = 0; jq < 4; ++jq) {
                     for (int g = 0; g < 2; ++g) {
-                        const int at = 128 * half + 32 * j + 16 * g;
-                        acc = V::fmadd(V::set1(d * static_cast<float>(q3_k_scale(p + 96, at / 16))),
-                                       fma16(k2_group(p + 32, p, half, j, g), x + i + at, V::zero()), acc);
+                        const int at = 128 * half + 32 * jq + 16 * g;
+                        vec f[P];
+                        V::to_f32(k2_group(p + 32, p, half, jq, g), f);
+                        const vec s = V::set1(d * static_cast<float>(q3_k_scale(p + 96, at / 16)));
+                        for (int j = 0; j < G; ++j)
+                            acc[j] = V::fmadd(s, fma16f(f, x + j * n + i + at, V::zero()), acc[j]);
                     }
                 }
             }
         }
-        return V::hsum(acc);
+        for (int j = 0; j < G; ++j) y[j * y_stride] = V::hsum(acc[j]);
+    }
+    static float dot_q3_k(const uint8_t* p, int64_t n, const float* x, const float*) {
+        float y = 0.0f;
+        dot_q3_k_tile<1>(p, n, x, nullptr, 0, &y, 0);
+        return y;
     }
 
     // IQ4_XS (136 bytes): f16 d, u16 scales_h, scales_l[4], 128 bytes of level indices; each 32
@@ -885,6 +927,8 @@ struct Kernels {
         t.matvec_batch[kQ4_K] = matvec_batch_rows<KTiles<false>>;
         t.matvec_batch[kQ5_K] = matvec_batch_rows<KTiles<true>>;
         t.matvec_batch[kQ6_K] = matvec_batch_rows<Q6Tiles>;
+        t.matvec_batch[kQ2_K] = matvec_batch_rows<Q2Tiles>;
+        t.matvec_batch[kQ3_K] = matvec_batch_rows<Q3Tiles>;
         t.dequant[kF32] = dequant<deq_f32>;
         t.dequant[kF16] = dequant<deq_f16>;
         t.dequant[kBF16] = dequant<deq_bf16>;
