@@ -1,10 +1,10 @@
 // The AVX2 + FMA + F16C kernel path: 8 float lanes; the Q4_0, Q4_1 and Q8_0 products have
 // versions of their own below (10-20% faster here than the generic ones), and so have Q5_0, Q4_K
 // and Q6_K, which keep the generic arithmetic and order and unpack their values with fewer
-// shuffles (1.2-1.6x on a Zen 2 EPYC, one thread, weights in L2); Q4_K and Q6_K also run tiles
-// of rows with reads ahead spread through the pass (Q6_K 0.115 -> 0.074 ns/weight; a 1B-shape
-// Q4_K_M decode 18.0 -> 20.5 tok/s on 2 threads). Built with -mavx2 -mfma -mf16c (this file
-// only) and called only when cpu_features.h reports those features.
+// shuffles (1.2-1.6x on a Zen 2 EPYC, one thread, weights in L2), as do Q2_K, Q3_K and Q5_K.
+// The K-quants run tiles of rows with reads ahead spread through the pass (Q6_K 0.115 -> 0.074
+// ns/weight; a 1B-shape Q4_K_M decode 18.0 -> 20.5 tok/s on 2 threads). Built with -mavx2 -mfma
+// -mf16c (this file only) and called only when cpu_features.h reports those features.
 #include <immintrin.h>
 
 #include <cstring>
@@ -232,6 +232,65 @@ void k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, cons
         },
         hsum8);
 }
+// Q2_K and Q3_K (Three): R rows in the generic dot_q2_k / dot_q3_k's arithmetic and order
+// (k23_tile_loop; per 16-value group t = fma(q[8, 16), x[8, 16), fma(q[0, 8), x[0, 8), 0)),
+// acc = fma(d sc, t, acc)), as the AVX-512 k23_tile with 8 bytes widened at a time.
+template <int R, bool Three>
+void k23_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
+    auto widen8 = [](const uint8_t* b) {
+        return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+    };
+    k23_tile_loop<R, Three>(
+        p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(),
+        [widen8](const uint8_t* p, [[maybe_unused]] const float* xs16, float* sc, [[maybe_unused]] float& mins) {
+            const __m256i k15 = _mm256_set1_epi32(15);
+            if constexpr (Three) {
+                // q3_k_scale as the AVX-512 path decodes it, eight groups at a time.
+                const __m256i bytes = widen8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
+                const __m256i k3 = _mm256_set1_epi32(3), k32 = _mm256_set1_epi32(32);
+                const __m256i top0 = _mm256_and_si256(
+                    _mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)), k3);
+                const __m256i top1 = _mm256_and_si256(
+                    _mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)), k3);
+                const __m256 d = _mm256_set1_ps(half_at(p + 108));
+                const __m256i s0 = _mm256_sub_epi32(
+                    _mm256_or_si256(_mm256_and_si256(bytes, k15), _mm256_slli_epi32(top0, 4)), k32);
+                const __m256i s1 = _mm256_sub_epi32(
+                    _mm256_or_si256(_mm256_srli_epi32(bytes, 4), _mm256_slli_epi32(top1, 4)), k32);
+                _mm256_store_ps(sc, _mm256_mul_ps(d, to_f(s0)));
+                _mm256_store_ps(sc + 8, _mm256_mul_ps(d, to_f(s1)));
+            } else {
+                const __m256 d = _mm256_set1_ps(half_at(p + 80)), dmin = _mm256_set1_ps(half_at(p + 82));
+                alignas(32) float terms[16];
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i b = widen8(p + 8 * h);
+                    _mm256_store_ps(sc + 8 * h, _mm256_mul_ps(d, to_f(_mm256_and_si256(b, k15))));
+                    _mm256_store_ps(terms + 8 * h, _mm256_mul_ps(_mm256_mul_ps(dmin, to_f(_mm256_srli_epi32(b, 4))),
+                                                                 _mm256_loadu_ps(xs16 + 8 * h)));
+                }
+                for (int k = 0; k < 16; ++k) mins += terms[k];
+            }
+        },
+        [](const float* xg) { return xg; },
+        [widen8](__m256& acc, const uint8_t* q, [[maybe_unused]] const uint8_t* hmask, int j, [[maybe_unused]] int bit,
+                 const float* xg, float s) {
+            const __m128i down = _mm_cvtsi32_si128(2 * j);
+            const __m256i k3 = _mm256_set1_epi32(3);
+            __m256i v[2];
+            for (int h = 0; h < 2; ++h) {
+                v[h] = _mm256_and_si256(_mm256_srl_epi32(widen8(q + 8 * h), down), k3);
+                if constexpr (Three) {
+                    const __m256i clear = _mm256_cmpeq_epi32(
+                        _mm256_and_si256(widen8(hmask + 8 * h), _mm256_set1_epi32(1 << bit)), _mm256_setzero_si256());
+                    v[h] = _mm256_sub_epi32(v[h], _mm256_and_si256(clear, _mm256_set1_epi32(4)));
+                }
+            }
+            const __m256 t = _mm256_fmadd_ps(to_f(v[1]), _mm256_loadu_ps(xg + 8),
+                                             _mm256_fmadd_ps(to_f(v[0]), _mm256_loadu_ps(xg), _mm256_setzero_ps()));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s), t, acc);
+        },
+        hsum8);
+}
 // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): R rows of a matrix in the generic
 // dot_q6_k's arithmetic and order, as k_tile; each half unpacked by q6_k_half_values, its bytes
 // sign-extended 8 at a time, its eight d * scale one vector product.
@@ -255,10 +314,13 @@ KernelTable make_table() {
     t.matvec[kQ8_0] = matvec_rows<dot_q8_0>;
     // The generic kernels' arithmetic, so their batch kernels (generic) still equal them.
     t.matvec[kQ5_0] = matvec_rows<dot_q5_0>;
-    // Tiles of 2 and 4 rows: measured best here (Q4_K 3 and 4 rows and Q6_K 2 rows were slower).
+    // Tiles of 2 and 4 rows: measured best here (Q4_K 3 and 4 rows and Q6_K 2 rows were slower;
+    // on a Zen 4 EPYC Q2_K 4 rows 0.089 ns/weight against 2 rows' 0.083, Q3_K equal).
     t.matvec[kQ4_K] = matvec_tiles<2, k_tile<2, false>, k_tile<1, false>>;
     t.matvec[kQ6_K] = matvec_tiles<4, q6_k_tile<4>, q6_k_tile<1>>;
     t.matvec[kQ5_K] = matvec_tiles<2, k_tile<2, true>, k_tile<1, true>>;
+    t.matvec[kQ3_K] = matvec_tiles<2, k23_tile<2, true>, k23_tile<1, true>>;
+    t.matvec[kQ2_K] = matvec_tiles<2, k23_tile<2, false>, k23_tile<1, false>>;
     // Their batch kernels follow the shared dot_d32's order, not these: a batch loops over them.
     t.matvec_batch[kQ4_0] = nullptr;
     t.matvec_batch[kQ4_1] = nullptr;

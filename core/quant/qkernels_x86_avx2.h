@@ -125,6 +125,47 @@ inline void q4_k_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const
     }
     for (int r = 0; r < R; ++r) y[r] = hsum(acc[r]) - mins[r];
 }
+// The Q2_K / Q3_K (Three) row-tile loop of both x86 paths: R rows from p0 (row_bytes apart), each
+// in the generic dot_q2_k / dot_q3_k's order with its own accumulator. Per super-block and row,
+// scales(the row's block, its per-16 sums xs16 (Q2_K), sc, mins) writes the 16 groups' d * scale
+// into sc and adds Q2_K's minimum terms to mins in group order; per 16-value group at = 128 half +
+// 32 j + 16 g, xg = load_x(x + at) once for the R rows, then group(acc[r], the row's 16 quant
+// bytes (bits 2j), its 16 hmask bytes (Q3_K: bit 4 half + j), j, 4 half + j, xg, the group's
+// d * scale). y[r] = hsum(acc[r]) - mins (Q2_K).
+template <int R, bool Three, class Vec, class Scales, class LoadX, class Group, class Hsum>
+inline void k23_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y,
+                          Vec zero, Scales scales, LoadX load_x, Group group, Hsum hsum) {
+    constexpr size_t block_bytes = Three ? 110 : 84, qs_at = Three ? 32 : 16;
+    const float* xs16 = Three ? nullptr : xs + n / 32;
+    Vec acc[R];
+    float mins[R];
+    for (int r = 0; r < R; ++r) {
+        acc[r] = zero;
+        mins[r] = 0.0f;
+    }
+    for (int64_t i = 0; i < n; i += 256, p0 += block_bytes) {
+        alignas(64) float sc[R][16];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* p = p0 + r * row_bytes;
+            prefetch_lines<2>(p + R * row_bytes);
+            scales(p, Three ? nullptr : xs16 + i / 16, sc[r], mins[r]);
+        }
+        for (int half = 0; half < 2; ++half)
+            for (int j = 0; j < 4; ++j)
+                for (int g = 0; g < 2; ++g) {
+                    const int at = 128 * half + 32 * j + 16 * g;
+                    const auto xg = load_x(x + i + at);
+                    for (int r = 0; r < R; ++r) {
+                        const uint8_t* p = p0 + r * row_bytes;
+                        group(acc[r], p + qs_at + 32 * half + 16 * g, p + 16 * g, j, 4 * half + j, xg, sc[r][at / 16]);
+                    }
+                }
+    }
+    for (int r = 0; r < R; ++r) {
+        if constexpr (Three) y[r] = hsum(acc[r]);
+        else y[r] = hsum(acc[r]) - mins[r];
+    }
+}
 // The Q6_K row-tile loop of both x86 paths, as q4_k_tile_loop: per half q6_k_half_step, then per
 // 16-value group in the generic dot_q6_k's order, xg = load_x(x + the group) once for the R rows
 // and group(acc[r], the row's 16 values q - 32, xg, d sc). y[r] = hsum(acc[r]).
