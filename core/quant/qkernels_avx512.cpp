@@ -1,9 +1,9 @@
 // The AVX-512 kernel path: 16 float lanes, AVX-512F instructions only (plus AVX2/FMA/F16C).
 // Built with -mavx512f -mavx2 -mfma -mf16c (this file only) and called only when cpu_features.h
-// reports AVX-512F. The Q4_0, Q4_1, Q5_0 and K-quant products have versions of their own below
-// in the generic kernels' arithmetic and order for 16 lanes (so results are unchanged and the
-// generic batch kernels still equal them bit for bit), with their values built in 32-bit lanes
-// from bytes widened straight from memory, as the AVX2 path's are.
+// reports AVX-512F. The 32-value nibble formats' and the K-quants' products have versions of their
+// own below in the generic kernels' arithmetic and order for 16 lanes (so results are unchanged
+// and the generic batch kernels still equal them bit for bit), with their values built in 32-bit
+// lanes from bytes widened straight from memory, as the AVX2 path's are.
 #include <immintrin.h>
 
 #include "core/quant/attn_kernels_impl.h"
@@ -81,14 +81,15 @@ inline __m512 i8_to_f(const int8_t* p) {
 
 // The 32-value nibble formats in dot_d32's arithmetic and order for 16 lanes: per block
 // s = fma(lo, x[0, 16), 0), s = fma(hi, x[16, 32), s), acc = fma(d, s, acc), then hsum(acc) (+ the
-// minimums m * xs summed in block order for Q4_1). Byte j of the 16 nibble bytes holds value j
-// (low nibble) and j + 16 (high); Q4_0 takes 8 off each, Q5_0 16 where the value's fifth bit (bit
-// j of qh) is clear.
-enum class Nib { Q4_0, Q4_1, Q5_0 };
+// minimums m * xs summed in block order for Q4_1 and Q5_1). Byte j of the 16 nibble bytes holds
+// value j (low nibble) and j + 16 (high); Q4_0 takes 8 off each; the value's fifth bit (bit j of
+// qh) adds 16 (Q5_1), or Q5_0 takes 16 off where it is clear.
+enum class Nib { Q4_0, Q4_1, Q5_0, Q5_1 };
 template <Nib F>
 float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
-    constexpr size_t bytes = F == Nib::Q4_0 ? 18 : F == Nib::Q4_1 ? 20 : 22;
-    constexpr int qs_at = F == Nib::Q4_0 ? 2 : F == Nib::Q4_1 ? 4 : 6;
+    constexpr bool five = F == Nib::Q5_0 || F == Nib::Q5_1, min = F == Nib::Q4_1 || F == Nib::Q5_1;
+    constexpr size_t bytes = F == Nib::Q4_0 ? 18 : F == Nib::Q4_1 ? 20 : F == Nib::Q5_0 ? 22 : 24;
+    constexpr int qs_at = static_cast<int>(bytes) - 16, qh_at = min ? 4 : 2;
     const __m512i m15 = _mm512_set1_epi32(15);
     __m512 acc = _mm512_setzero_ps();
     float mins = 0.0f;
@@ -99,19 +100,24 @@ float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
             lo = _mm512_sub_epi32(lo, _mm512_set1_epi32(8));
             hi = _mm512_sub_epi32(hi, _mm512_set1_epi32(8));
         }
-        if constexpr (F == Nib::Q5_0) {
+        if constexpr (five) {
             // Lane j's fifth bit tested in a broadcast of qh against bit j (bit 16 + j for the
             // high values): 10 % faster on Zen 4 than masks moved from shifted general registers.
             const __m512i lane_bit = _mm512_sllv_epi32(
                 _mm512_set1_epi32(1), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-            const __m512i qh = _mm512_set1_epi32(static_cast<int>(load_u32(p + 2)));
-            const __m512i k16 = _mm512_set1_epi32(16);
-            lo = _mm512_mask_sub_epi32(lo, _mm512_testn_epi32_mask(qh, lane_bit), lo, k16);
-            hi = _mm512_mask_sub_epi32(hi, _mm512_testn_epi32_mask(qh, _mm512_slli_epi32(lane_bit, 16)), hi, k16);
+            const __m512i qh = _mm512_set1_epi32(static_cast<int>(load_u32(p + qh_at)));
+            const __m512i k16 = _mm512_set1_epi32(16), hi_bit = _mm512_slli_epi32(lane_bit, 16);
+            if constexpr (F == Nib::Q5_0) {
+                lo = _mm512_mask_sub_epi32(lo, _mm512_testn_epi32_mask(qh, lane_bit), lo, k16);
+                hi = _mm512_mask_sub_epi32(hi, _mm512_testn_epi32_mask(qh, hi_bit), hi, k16);
+            } else {
+                lo = _mm512_mask_or_epi32(lo, _mm512_test_epi32_mask(qh, lane_bit), lo, k16);
+                hi = _mm512_mask_or_epi32(hi, _mm512_test_epi32_mask(qh, hi_bit), hi, k16);
+            }
         }
         __m512 s = _mm512_fmadd_ps(to_f16x(lo), _mm512_loadu_ps(x + i), _mm512_setzero_ps());
         s = _mm512_fmadd_ps(to_f16x(hi), _mm512_loadu_ps(x + i + 16), s);
-        if constexpr (F == Nib::Q4_1) {
+        if constexpr (min) {
             // d and m converted by one F16C operation (4-6 % faster here than two).
             const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(p))));
             acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dm), s, acc);
@@ -120,7 +126,7 @@ float dot_nib32(const uint8_t* p, int64_t n, const float* x, const float* xs) {
             acc = _mm512_fmadd_ps(_mm512_set1_ps(half_at(p)), s, acc);
         }
     }
-    if constexpr (F == Nib::Q4_1) return Avx512V::hsum(acc) + mins;
+    if constexpr (min) return Avx512V::hsum(acc) + mins;
     return Avx512V::hsum(acc);
 }
 
@@ -239,6 +245,7 @@ KernelTable make_table() {
     t.matvec[kQ4_0] = matvec_rows<dot_nib32<Nib::Q4_0>>;
     t.matvec[kQ4_1] = matvec_rows<dot_nib32<Nib::Q4_1>>;
     t.matvec[kQ5_0] = matvec_rows<dot_nib32<Nib::Q5_0>>;
+    t.matvec[kQ5_1] = matvec_rows<dot_nib32<Nib::Q5_1>>;
     // Tiles of 8 rows: measured best on a Zen 4 EPYC (bench_qkernels, one thread, weights in L2:
     // Q4_K 2 / 4 / 6 / 8 rows 0.064 / 0.058 / 0.059 / 0.057 ns per weight, Q6_K 2 / 4 / 6 / 8 / 12
     // rows 0.074 / 0.077 / 0.060 / 0.061 / 0.066).
