@@ -331,10 +331,13 @@ KernelTable make_table() {
     // The generic kernels' arithmetic, so their batch kernels (generic) still equal them.
     t.matvec[kQ5_0] = matvec_rows<dot_q5<false>>;
     t.matvec[kQ5_1] = matvec_rows<dot_q5<true>>;
-    // Tiles of 2 and 4 rows: measured best here (Q4_K 3 and 4 rows and Q6_K 2 rows were slower;
-    // on a Zen 4 EPYC Q2_K 4 rows 0.089 ns/weight against 2 rows' 0.083, Q3_K equal).
+    // Tiles of 2 rows: measured best (on a Zen 2 EPYC Q4_K 3 and 4 rows were slower; on a Zen 4
+    // EPYC, ns/weight streamed, 2 / 4 / 8 rows: Q4_K 0.060 / 0.068 / 0.061, Q5_K 0.092 / 0.111 /
+    // 0.101, Q3_K 0.110 / 0.112 / 0.122, Q2_K 0.080 / 0.085 / 0.090). Q6_K in tiles of 8 rows
+    // (Zen 4, streamed: 4 / 6 / 8 rows 0.080 / 0.079 / 0.068; a 1B-shape Q4_K_M decode 25.1 ->
+    // 25.4 tok/s over 6 interleaved pairs; on Zen 2, 2 rows were slower than 4).
     t.matvec[kQ4_K] = matvec_tiles<2, k_tile<2, false>, k_tile<1, false>>;
-    t.matvec[kQ6_K] = matvec_tiles<4, q6_k_tile<4>, q6_k_tile<1>>;
+    t.matvec[kQ6_K] = matvec_tiles<8, q6_k_tile<8>, q6_k_tile<1>>;
     t.matvec[kQ5_K] = matvec_tiles<2, k_tile<2, true>, k_tile<1, true>>;
     t.matvec[kQ3_K] = matvec_tiles<2, k23_tile<2, true>, k23_tile<1, true>>;
     t.matvec[kQ2_K] = matvec_tiles<2, k23_tile<2, false>, k23_tile<1, false>>;
