@@ -77,8 +77,8 @@ inline float hsum8(__m256 a) { return Avx2V::hsum(a); }
 // is read in its own order. Sum of q . x for one 32-value block (q in 0..15).
 inline __m256 dot_q4_block(const uint8_t* qs, const float* x) {
     const __m256i m4 = _mm256_set1_epi32(0x0F);
-    const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs)));
-    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8)));
+    const __m256i a = u8_lane8(qs);
+    const __m256i b = u8_lane8(qs + 8);
     __m256 s0 = _mm256_mul_ps(to_f(_mm256_and_si256(a, m4)), _mm256_loadu_ps(x));
     __m256 s1 = _mm256_mul_ps(to_f(_mm256_and_si256(b, m4)), _mm256_loadu_ps(x + 8));
     s0 = _mm256_fmadd_ps(to_f(_mm256_srli_epi32(a, 4)), _mm256_loadu_ps(x + 16), s0);
@@ -174,8 +174,8 @@ template <bool One>
 inline void q5_values(const uint8_t* b, __m256 f[4]) {
     constexpr int qh_at = One ? 4 : 2, qs_at = One ? 8 : 6;
     const __m256i m15 = _mm256_set1_epi32(15);
-    const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + qs_at)));
-    const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + qs_at + 8)));
+    const __m256i a = u8_lane8(b + qs_at);
+    const __m256i c = u8_lane8(b + qs_at + 8);
     const __m256i lo[2] = {_mm256_and_si256(a, m15), _mm256_and_si256(c, m15)};
     const __m256i hi[2] = {_mm256_srli_epi32(a, 4), _mm256_srli_epi32(c, 4)};
     const __m256i v[4] = {lo[0], lo[1], hi[0], hi[1]};  // values 0..7, 8..15, 16..23, 24..31
@@ -194,10 +194,9 @@ float dot_q5(const uint8_t* p, int64_t n, const float* x, const float* xs) {
         s = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + i + 16), s);
         s = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + i + 24), s);
         if constexpr (One) {
-            // d and m converted by one F16C operation, as the AVX-512 path does.
-            const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(p))));
+            const __m128 dm = half_pair(p);
             acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dm), s, acc);
-            mins += _mm_cvtss_f32(_mm_movehdup_ps(dm)) * xs[i / 32];
+            mins += lane1(dm) * xs[i / 32];
         } else {
             acc = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p)), s, acc);
         }
@@ -218,13 +217,11 @@ inline void k_quad_values(const uint8_t* qs, [[maybe_unused]] const uint8_t* qh,
                           __m256 f[4][2]) {  // qs: the quad's 32 bytes
     const __m256i m15 = _mm256_set1_epi32(15);
     for (int u = 0; u < 4; ++u) {
-        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * u)));
+        const __m256i b = u8_lane8(qs + 8 * u);
         __m256i lo = _mm256_and_si256(b, m15), hi = _mm256_srli_epi32(b, 4);  // values 8u + [0, 8), 32 + 8u + [0, 8)
         if constexpr (Five) {
             const __m256i k16 = _mm256_set1_epi32(16);
-            const __m256i h = _mm256_srl_epi32(
-                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + 8 * u))),
-                _mm_cvtsi32_si128(2 * k));
+            const __m256i h = _mm256_srl_epi32(u8_lane8(qh + 8 * u), _mm_cvtsi32_si128(2 * k));
             lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(h, 4), k16));
             hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi32(h, 3), k16));
         }
@@ -253,16 +250,13 @@ void k_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, cons
 // acc = fma(d sc, t, acc)), as the AVX-512 k23_tile with 8 bytes widened at a time.
 template <int R, bool Three>
 void k23_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, const float* xs, float* y) {
-    auto widen8 = [](const uint8_t* b) {
-        return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
-    };
     k23_tile_loop<R, Three>(
         p0, row_bytes, n, x, xs, y, _mm256_setzero_ps(),
-        [widen8](const uint8_t* p, [[maybe_unused]] const float* xs16, float* sc, [[maybe_unused]] float& mins) {
+        [](const uint8_t* p, [[maybe_unused]] const float* xs16, float* sc, [[maybe_unused]] float& mins) {
             const __m256i k15 = _mm256_set1_epi32(15);
             if constexpr (Three) {
                 // q3_k_scale as the AVX-512 path decodes it, eight groups at a time.
-                const __m256i bytes = widen8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
+                const __m256i bytes = u8_lane8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
                 const __m256i k3 = _mm256_set1_epi32(3), k32 = _mm256_set1_epi32(32);
                 const __m256i top0 = _mm256_and_si256(
                     _mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)), k3);
@@ -279,7 +273,7 @@ void k23_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, co
                 const __m256 d = _mm256_set1_ps(half_at(p + 80)), dmin = _mm256_set1_ps(half_at(p + 82));
                 alignas(32) float terms[16];
                 for (int h = 0; h < 2; ++h) {
-                    const __m256i b = widen8(p + 8 * h);
+                    const __m256i b = u8_lane8(p + 8 * h);
                     _mm256_store_ps(sc + 8 * h, _mm256_mul_ps(d, to_f(_mm256_and_si256(b, k15))));
                     _mm256_store_ps(terms + 8 * h, _mm256_mul_ps(_mm256_mul_ps(dmin, to_f(_mm256_srli_epi32(b, 4))),
                                                                  _mm256_loadu_ps(xs16 + 8 * h)));
@@ -288,16 +282,16 @@ void k23_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, co
             }
         },
         [](const float* xg) { return xg; },
-        [widen8](__m256& acc, const uint8_t* q, [[maybe_unused]] const uint8_t* hmask, int j, [[maybe_unused]] int bit,
-                 const float* xg, float s) {
+        [](__m256& acc, const uint8_t* q, [[maybe_unused]] const uint8_t* hmask, int j, [[maybe_unused]] int bit,
+           const float* xg, float s) {
             const __m128i down = _mm_cvtsi32_si128(2 * j);
             const __m256i k3 = _mm256_set1_epi32(3);
             __m256i v[2];
             for (int h = 0; h < 2; ++h) {
-                v[h] = _mm256_and_si256(_mm256_srl_epi32(widen8(q + 8 * h), down), k3);
+                v[h] = _mm256_and_si256(_mm256_srl_epi32(u8_lane8(q + 8 * h), down), k3);
                 if constexpr (Three) {
                     const __m256i clear = _mm256_cmpeq_epi32(
-                        _mm256_and_si256(widen8(hmask + 8 * h), _mm256_set1_epi32(1 << bit)), _mm256_setzero_si256());
+                        _mm256_and_si256(u8_lane8(hmask + 8 * h), _mm256_set1_epi32(1 << bit)), _mm256_setzero_si256());
                     v[h] = _mm256_sub_epi32(v[h], _mm256_and_si256(clear, _mm256_set1_epi32(4)));
                 }
             }

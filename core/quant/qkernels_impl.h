@@ -363,6 +363,14 @@ struct Kernels {
         *m1 = dmin * static_cast<float>(mn1);
         *m2 = dmin * static_cast<float>(mn2);
     }
+    // The G sums of a one-row tile kernel and its minimum terms, zeroed.
+    template <int G>
+    static inline void clear_sums(vec (&acc)[G], float (&mins)[G]) {
+        for (int j = 0; j < G; ++j) {
+            acc[j] = V::zero();
+            mins[j] = 0.0f;
+        }
+    }
     // dot_k (Q4_K, Q5_K) of one row against G inputs (input j at x + j * n, its per-32 sums at
     // xs + j * xs_stride, its result into y[j * y_stride]): each input sees dot_k's arithmetic in
     // dot_k's order; a 64-value quad is unpacked and its scales taken once for the G inputs.
@@ -371,10 +379,7 @@ struct Kernels {
                                   float* y, int64_t y_stride) {
         vec acc[G];
         float mins[G];
-        for (int j = 0; j < G; ++j) {
-            acc[j] = V::zero();
-            mins[j] = 0.0f;
-        }
+        clear_sums(acc, mins);
         k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
             vec s1, s2;
             float m1, m2;
@@ -475,10 +480,7 @@ struct Kernels {
                                      float* y, int64_t y_stride) {
         vec acc[G];
         float mins[G];
-        for (int j = 0; j < G; ++j) {
-            acc[j] = V::zero();
-            mins[j] = 0.0f;
-        }
+        clear_sums(acc, mins);
         for (int64_t i = 0; i < n; i += 256, p += 84) {
             const float d = V::h2f(load_u16(p + 80)), dmin = V::h2f(load_u16(p + 82));
             for (int half = 0; half < 2; ++half) {
