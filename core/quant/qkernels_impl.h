@@ -42,6 +42,15 @@ inline void k_scale_min(int j, const uint8_t* s, int* scale, int* min) {
     }
 }
 
+// The G sums of a tile kernel (one per row or per input) and their minimum terms, zeroed.
+template <int G, class Vec>
+inline void clear_sums(Vec (&acc)[G], float (&mins)[G], Vec zero) {
+    for (int j = 0; j < G; ++j) {
+        acc[j] = zero;
+        mins[j] = 0.0f;
+    }
+}
+
 inline uint32_t load_u32(const uint8_t* p) {
     uint32_t v;
     std::memcpy(&v, p, sizeof v);  // little-endian files on little-endian CPUs
@@ -363,14 +372,6 @@ struct Kernels {
         *m1 = dmin * static_cast<float>(mn1);
         *m2 = dmin * static_cast<float>(mn2);
     }
-    // The G sums of a one-row tile kernel and its minimum terms, zeroed.
-    template <int G>
-    static inline void clear_sums(vec (&acc)[G], float (&mins)[G]) {
-        for (int j = 0; j < G; ++j) {
-            acc[j] = V::zero();
-            mins[j] = 0.0f;
-        }
-    }
     // dot_k (Q4_K, Q5_K) of one row against G inputs (input j at x + j * n, its per-32 sums at
     // xs + j * xs_stride, its result into y[j * y_stride]): each input sees dot_k's arithmetic in
     // dot_k's order; a 64-value quad is unpacked and its scales taken once for the G inputs.
@@ -379,7 +380,7 @@ struct Kernels {
                                   float* y, int64_t y_stride) {
         vec acc[G];
         float mins[G];
-        clear_sums(acc, mins);
+        clear_sums(acc, mins, V::zero());
         k_quads<five>(p, n, [&](int64_t i, int k, const uint8_t* scales, float d, float dmin, const q16* v) {
             vec s1, s2;
             float m1, m2;
@@ -434,33 +435,16 @@ struct Kernels {
                                        y_stride);
         });
     }
-    template <bool Five>
-    struct KTiles {  // Q4_K, Q5_K
+    // The one-row tile kernel of super-block format F, for matvec_batch_rows.
+    template <Format F>
+    struct RowTiles {
         template <int G>
         static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
                         int64_t y_stride) {
-            dot_k_tile<G, Five>(p, n, x, xs, xs_stride, y, y_stride);
-        }
-    };
-    struct Q2Tiles {
-        template <int G>
-        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
-                        int64_t y_stride) {
-            dot_q2_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
-        }
-    };
-    struct Q3Tiles {
-        template <int G>
-        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
-                        int64_t y_stride) {
-            dot_q3_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
-        }
-    };
-    struct Q6Tiles {
-        template <int G>
-        static void run(const uint8_t* p, int64_t n, const float* x, const float* xs, int64_t xs_stride, float* y,
-                        int64_t y_stride) {
-            dot_q6_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
+            if constexpr (F == kQ4_K || F == kQ5_K) dot_k_tile<G, F == kQ5_K>(p, n, x, xs, xs_stride, y, y_stride);
+            else if constexpr (F == kQ2_K) dot_q2_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
+            else if constexpr (F == kQ3_K) dot_q3_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
+            else dot_q6_k_tile<G>(p, n, x, xs, xs_stride, y, y_stride);
         }
     };
     // IQ4_NL (18 bytes): f16 d, 16 bytes of level indices; w = d * level.
@@ -480,7 +464,7 @@ struct Kernels {
                                      float* y, int64_t y_stride) {
         vec acc[G];
         float mins[G];
-        clear_sums(acc, mins);
+        clear_sums(acc, mins, V::zero());
         for (int64_t i = 0; i < n; i += 256, p += 84) {
             const float d = V::h2f(load_u16(p + 80)), dmin = V::h2f(load_u16(p + 82));
             for (int half = 0; half < 2; ++half) {
@@ -926,11 +910,11 @@ struct Kernels {
         t.matvec_batch[kQ4_1] = matvec_batch_d32<20, true, unpack_q4_1>;
         t.matvec_batch[kQ5_0] = matvec_batch_d32<22, false, unpack_q5_0>;
         t.matvec_batch[kQ5_1] = matvec_batch_d32<24, true, unpack_q5_1>;
-        t.matvec_batch[kQ4_K] = matvec_batch_rows<KTiles<false>>;
-        t.matvec_batch[kQ5_K] = matvec_batch_rows<KTiles<true>>;
-        t.matvec_batch[kQ6_K] = matvec_batch_rows<Q6Tiles>;
-        t.matvec_batch[kQ2_K] = matvec_batch_rows<Q2Tiles>;
-        t.matvec_batch[kQ3_K] = matvec_batch_rows<Q3Tiles>;
+        t.matvec_batch[kQ4_K] = matvec_batch_rows<RowTiles<kQ4_K>>;
+        t.matvec_batch[kQ5_K] = matvec_batch_rows<RowTiles<kQ5_K>>;
+        t.matvec_batch[kQ6_K] = matvec_batch_rows<RowTiles<kQ6_K>>;
+        t.matvec_batch[kQ2_K] = matvec_batch_rows<RowTiles<kQ2_K>>;
+        t.matvec_batch[kQ3_K] = matvec_batch_rows<RowTiles<kQ3_K>>;
         t.dequant[kF32] = dequant<deq_f32>;
         t.dequant[kF16] = dequant<deq_f16>;
         t.dequant[kBF16] = dequant<deq_bf16>;

@@ -114,10 +114,7 @@ inline void q4_k_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const
     Vec acc[R];
     float mins[R];
     alignas(32) float sc[R][8];
-    for (int r = 0; r < R; ++r) {
-        acc[r] = zero;
-        mins[r] = 0.0f;
-    }
+    clear_sums(acc, mins, zero);
     for (int64_t i = 0; i < n; i += 256, p0 += block_bytes) {
         alignas(16) float pairs[R][4];
         q4_k_super_step<R>(p0, row_bytes, xs + i / 32, sc, pairs);
@@ -147,10 +144,7 @@ inline void k23_tile_loop(const uint8_t* p0, size_t row_bytes, int64_t n, const 
     const float* xs16 = Three ? nullptr : xs + n / 32;
     Vec acc[R];
     float mins[R];
-    for (int r = 0; r < R; ++r) {
-        acc[r] = zero;
-        mins[r] = 0.0f;
-    }
+    clear_sums(acc, mins, zero);
     for (int64_t i = 0; i < n; i += 256, p0 += block_bytes) {
         alignas(64) float sc[R][16];
         for (int r = 0; r < R; ++r) {
