@@ -2,9 +2,11 @@
 #include "gui_test_util.h"
 
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
 #include <QProcess>
+#include <QThread>
 #include <QTimer>
 
 #include "app/gui/state/analysis_state.h"
@@ -147,6 +149,16 @@ ProcessResult runStudio(const QStringList& args, const QString& configHome, int 
 
 void settle() {
     for (int i = 0; i < 4; ++i) QApplication::processEvents(QEventLoop::AllEvents, 50);
+}
+
+bool settleUntil(const std::function<bool()>& done, int timeoutMs) {
+    QElapsedTimer clock;
+    clock.start();
+    while (!done() && clock.elapsed() < timeoutMs) {
+        settle();
+        QThread::msleep(5);  // the worker's turn, without spinning on an empty event queue
+    }
+    return done();
 }
 
 }  // namespace guitest

@@ -35,6 +35,9 @@ Outcome generateAndWait(studio::MainWindow& w, int maxTokens, int timeoutMs = 12
 Outcome editAndWait(studio::MainWindow& w, studio::ParameterPanel::Field field, double value, int timeoutMs = 60000);
 // Process events until the lazy views have redrawn.
 void settle();
+// Process events until done() holds or timeoutMs have passed (wall time, not a count of rounds:
+// a loaded machine delivers a worker's result later); returns done().
+bool settleUntil(const std::function<bool()>& done, int timeoutMs = 30000);
 
 // snapkv-studio run as a separate process (headless runs), with its settings under configHome.
 struct ProcessResult {

@@ -57,7 +57,7 @@ TEST_CASE("Every parameter re-selects without a new prefill and the views follow
         CHECK(state->selection()->window == 16);
         w->showView("head");
         settle();
-        for (int i = 0; i < 100 && state->attention()->window != 16; ++i) settle();
+        settleUntil([&] { return state->attention()->window == 16; });
         w->headView()->refreshNow();
         CHECK(w->headView()->heatmapRows() == 16);
         CHECK(w->headView()->heatmapKeys() == L);

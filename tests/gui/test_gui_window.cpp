@@ -120,9 +120,7 @@ TEST_CASE("Clicking focus in one view moves the others", "[gui]") {
     auto* state = w->state();
     state->setFocus(3, 5);
     // The head view's heatmap follows once the worker has read the new head's rows.
-    for (int i = 0; i < 200 && !(state->attention() && state->attention()->layer == 3 && state->attention()->head == 5);
-         ++i)
-        settle();
+    settleUntil([&] { return state->attention() && state->attention()->layer == 3 && state->attention()->head == 5; });
     REQUIRE(state->attention() != nullptr);
     CHECK(state->attention()->layer == 3);
     CHECK(state->attention()->head == 5);
