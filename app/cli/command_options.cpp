@@ -84,9 +84,11 @@ void add_common(CLI::App* c, Common& o) {
         ->capture_default_str()
         ->check(one_of({"float32", "float16", "bfloat16", "f32", "f16", "bf16"}));
     c->add_option("--weights", o.weights,
-                  "native: keep the file's weight format in memory (CPU); f32: dequantize every weight at load")
+                  "native: keep the file's weight format in memory (CPU); native-q8: the same, and decode's "
+                  "products quantize their input to 8 bits per block as llama.cpp does (faster, results differ "
+                  "slightly); f32: dequantize every weight at load")
         ->capture_default_str()
-        ->check(one_of({"native", "f32", "float32"}));
+        ->check(one_of({"native", "native-q8", "f32", "float32"}));
     add_cache_type(c, o.cache_type);
 }
 

@@ -145,8 +145,10 @@ void cmd_info(const Common& c, bool as_json) {
               << "tokenizer      " << i.tokenizer_kind << "\n"
               << "chat template  " << chat_template_text(i) << "\n"
               << "weights        " << format_bytes(i.weight_bytes) << " "
-              << (i.weights == "native" ? "in the file's formats (native)" : "as " + i.dtype) << " on " << i.device
-              << "\n";
+              << (i.weights == "f32"         ? "as " + i.dtype
+                  : i.weights == "native-q8" ? "in the file's formats, 8-bit inputs (native-q8)"
+                                             : "in the file's formats (native)")
+              << " on " << i.device << "\n";
 }
 
 void cmd_tokenize(const Common& c, const std::string& text, bool no_bos, bool as_json) {
@@ -197,7 +199,9 @@ void register_model_commands(CLI::App& app, const std::atomic<bool>* cancel) {
     cmd->add_option("--model,-m", o.model, "GGUF file or Hugging Face folder")->required();
     cmd->add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
     cmd->add_option("--dtype", o.dtype, "float32, float16 or bfloat16 (the last two on CUDA)")->capture_default_str();
-    cmd->add_option("--weights", o.weights, "native: the file's weight formats in memory; f32: dequantized at load")
+    cmd->add_option("--weights", o.weights,
+                    "native: the file's weight formats in memory; native-q8: the same with 8-bit inputs to "
+                    "decode's products; f32: dequantized at load")
         ->capture_default_str();
     add_cache_type(cmd, o.cache_type);
     cmd->add_option("--ids", o.ids, "Token ids, comma separated (used verbatim)");

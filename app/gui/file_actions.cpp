@@ -313,7 +313,7 @@ void FileActions::restoreSettings() {
     if (device == "cpu" || device.startsWith("cuda")) o.device = device.toStdString();
     if (QStringList{"float32", "float16", "bfloat16"}.contains(dtype)) o.dtype = dtype.toStdString();
     const QString weights = s.value("model/weights", "native").toString();
-    if (QStringList{"native", "f32", "float32"}.contains(weights)) o.weights = weights.toStdString();
+    if (QStringList{"native", "native-q8", "f32", "float32"}.contains(weights)) o.weights = weights.toStdString();
     m_w->promptPanel()->setLoadOptions(o);
 }
 

@@ -197,7 +197,8 @@ void MainWindow::onModelLoaded() {
     const auto& c = m.config;
     const QString weights = QString("weights %1 %2")
                                 .arg(QLocale().formattedDataSize(m.weight_bytes))
-                                .arg(m.weights == "native" ? "native" : QString::fromStdString(m.dtype));
+                                .arg(m.weights != "f32" ? QString::fromStdString(m.weights)
+                                                        : QString::fromStdString(m.dtype));
     m_prompt->setModelStatus(QString("%1 · %2 · %3 layers · %4 heads (%5 KV) · context %6 · %7 %8 · %9 · %10")
                                  .arg(QString::fromStdString(c.name), QString::fromStdString(c.arch))
                                  .arg(c.n_layer)

@@ -103,6 +103,7 @@ std::shared_ptr<const LlamaModel> LlamaModel::load(const ModelFile& file, const 
             TensorBytes bytes = file.tensor_bytes(name);
             if (kernel_supports(*bytes.type)) {
                 WeightMatrix w(std::move(bytes));
+                w.set_q8_activations(opts.q8_activations);
                 model->m_weight_bytes += w.bytes();
                 if (progress) progress(++done, total);
                 return w;

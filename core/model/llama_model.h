@@ -44,6 +44,10 @@ struct ModelOptions {
     // them with the core/quant kernels; false dequantizes every weight to float32 at load (the
     // only way on CUDA, where this is ignored).
     bool native_weights = true;
+    // With native weights: single-token products quantize their input to 8 bits (as llama.cpp's
+    // CPU products do) for the formats that have such products: faster decode, slightly
+    // different results. Off: float32 inputs, the reference arithmetic.
+    bool q8_activations = false;
     // How caches from new_cache() store keys and values (kv_type.h); f32 keeps the compute dtype.
     KvType cache_type = KvType::F32;
 };

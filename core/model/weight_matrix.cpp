@@ -26,8 +26,9 @@ void timed_dequantize(const BlockMatrix& m, int64_t row0, int64_t n, float* out)
     g_dequant_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
-BlockMatrix view(const TensorBytes& b) {
+BlockMatrix view(const TensorBytes& b, bool q8) {
     BlockMatrix m;
+    m.activations = q8 ? Activations::Q8 : Activations::F32;
     m.type = b.type;
     m.data = b.data;
     m.n_rows = b.n_rows;
@@ -100,7 +101,7 @@ void WeightMatrix::apply_raw(const WeightMatrix* const* ws, int count, const flo
         TORCH_CHECK(ws[i]->raw_ready() && ws[i]->cols() == cols,
                     "weights: apply_raw needs native or float32 CPU matrices of one width");
         all_native = all_native && ws[i]->native();
-        if (ws[i]->native()) ms[i] = view(ws[i]->m_bytes);
+        if (ws[i]->native()) ms[i] = view(ws[i]->m_bytes, ws[i]->m_q8);
     }
     if (all_native) {
         matvec_many(ms, ys, count, x);
@@ -128,7 +129,7 @@ void WeightMatrix::apply_raw_batch(const WeightMatrix* const* ws, int count, con
     BlockMatrix ms[8];
     for (int i = 0; i < count; ++i) {
         all_native = all_native && ws[i]->native() && ws[i]->cols() == cols;
-        if (ws[i]->native()) ms[i] = view(ws[i]->m_bytes);
+        if (ws[i]->native()) ms[i] = view(ws[i]->m_bytes, ws[i]->m_q8);
     }
     if (all_native && n > 1) {
         matvec_many_batch(ms, ys, count, x, n);
@@ -166,7 +167,7 @@ std::vector<at::Tensor> WeightMatrix::apply_many(const std::vector<const WeightM
         return out;
     }
     for (const WeightMatrix* w : ws) {
-        const BlockMatrix m = view(w->m_bytes);
+        const BlockMatrix m = view(w->m_bytes, false);  // dequantized: the flag plays no part
         const int64_t tile = std::max<int64_t>(1,
                                                std::min(m.n_rows, g_tile_values.load() / std::max<int64_t>(cols, 1)));
         float* buf = scratch(tile * cols);
@@ -192,7 +193,7 @@ at::Tensor WeightMatrix::gather_rows(const at::Tensor& ids) const {
     const at::Tensor idc = ids.to(at::kCPU, at::kLong).contiguous();
     const int64_t n = idc.numel();
     at::Tensor out = at::empty({n, m_cols}, at::TensorOptions().dtype(at::kFloat));
-    const BlockMatrix m = view(m_bytes);
+    const BlockMatrix m = view(m_bytes, m_q8);
     const int64_t* id = idc.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
         TORCH_CHECK(id[i] >= 0 && id[i] < m_rows, "weights: row ", id[i], " outside 0..", m_rows - 1);
@@ -208,13 +209,15 @@ WeightMatrix WeightMatrix::slice_rows(int64_t begin, int64_t n) const {
     TensorBytes b = m_bytes;
     b.data += static_cast<size_t>(begin) * b.row_bytes;
     b.n_rows = n;
-    return WeightMatrix(std::move(b));
+    WeightMatrix w(std::move(b));
+    w.m_q8 = m_q8;
+    return w;
 }
 
 at::Tensor WeightMatrix::to_float() const {
     if (m_dense.defined()) return m_dense.to(at::kCPU, at::kFloat);
     at::Tensor out = at::empty({m_rows, m_cols}, at::TensorOptions().dtype(at::kFloat));
-    dequantize(view(m_bytes), 0, m_rows, out.data_ptr<float>());
+    dequantize(view(m_bytes, false), 0, m_rows, out.data_ptr<float>());
     return out;
 }
 

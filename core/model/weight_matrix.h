@@ -29,6 +29,12 @@ public:
     // kernel (InputError otherwise, naming the type).
     explicit WeightMatrix(TensorBytes bytes);
 
+    // Native storage: whether single-token products quantize their input to 8 bits first
+    // (core/quant/qkernels.h, Activations::Q8: llama.cpp's CPU arithmetic, faster, results
+    // differ slightly), for the formats that have such products; the others keep float32.
+    void set_q8_activations(bool on) { m_q8 = on; }
+    bool q8_activations() const { return m_q8; }
+
     bool defined() const { return m_dense.defined() || m_bytes.data != nullptr; }
     bool native() const { return !m_dense.defined() && m_bytes.data != nullptr; }
     int64_t rows() const { return m_rows; }              // O
@@ -74,6 +80,7 @@ private:
     TensorBytes m_bytes;  // native storage: n_rows = O, row_len = I
     int64_t m_rows = 0;
     int64_t m_cols = 0;
+    bool m_q8 = false;
 };
 
 }  // namespace snapkv

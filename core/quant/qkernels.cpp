@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,6 +92,125 @@ struct BlockSums {
     }
     const float* sums() const { return have ? xs.data() : nullptr; }
 };
+
+// ---- 8-bit inputs (Activations::Q8) ----
+
+// Which quantized form a format's 8-bit product reads: per 256 values (K-quants) or per 32.
+enum class Q8Kind { None, PerK, Per32 };
+Q8Kind q8_kind(int format) {
+    switch (format) {
+    case kQ4_K:
+    case kQ6_K: return Q8Kind::PerK;
+    case kQ8_0:
+    case kQ4_0:
+    case kQ4_1:
+    case kQ5_0: return Q8Kind::Per32;
+    default: return Q8Kind::None;
+    }
+}
+
+// x [n] in blocks of `block` values: d[b] = max|x| / 127, q = round(x / d) in [-127, 127]; an
+// all-zero block gives d = 0 and q = 0, a block with inf or NaN gives d = NaN (so its products are
+// NaN, as float32 products would be).
+void quantize_q8(const float* x, int64_t n, int block, int8_t* q, float* d) {
+    for (int64_t b = 0; b < n / block; ++b) {
+        const float* xb = x + b * block;
+        int8_t* qb = q + b * block;
+        float amax = 0.0f;
+        bool finite = true;
+        for (int i = 0; i < block; ++i) {
+            const float a = std::fabs(xb[i]);
+            if (!(a <= std::numeric_limits<float>::max())) finite = false;
+            else amax = std::max(amax, a);
+        }
+        if (!finite || amax == 0.0f) {
+            d[b] = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+            std::fill(qb, qb + block, int8_t(0));
+            continue;
+        }
+        d[b] = amax / 127.0f;
+        const float id = 127.0f / amax;
+        // Round to nearest, ties to even (as nearbyint in the default mode, without a library
+        // call): adding and taking away 1.5 x 2^23 leaves no fraction bits for |v| < 2^22.
+        constexpr float kRound = 12582912.0f;
+        for (int i = 0; i < block; ++i) {
+            const float v = std::clamp(xb[i] * id, -127.0f, 127.0f);
+            qb[i] = static_cast<int8_t>(static_cast<int>((v + kRound) - kRound));
+        }
+    }
+}
+
+// The quantized forms of `inputs` inputs of n values each, computed when a format of the call
+// needs them. Buffers live per thread and are reused.
+struct Q8Inputs {
+    int64_t n = 0, inputs = 0;
+    bool have_k = false, have_32 = false;
+    std::vector<int8_t> qk, q32;
+    std::vector<float> dk, d32, m32;
+    std::vector<int16_t> bk;
+
+    static Q8Inputs& start(int64_t n, int64_t inputs) {
+        thread_local Q8Inputs in;
+        in.n = n;
+        in.inputs = inputs;
+        in.have_k = in.have_32 = false;
+        return in;
+    }
+    // For x [inputs, n] and a format of the call.
+    void prepare(int format, const float* x) {
+        const Q8Kind kind = q8_kind(format);
+        if (kind == Q8Kind::PerK && !have_k) {
+            qk.resize(static_cast<size_t>(inputs * n));
+            dk.resize(static_cast<size_t>(inputs * (n / 256)));
+            bk.resize(static_cast<size_t>(inputs * (n / 16)));
+            for (int64_t j = 0; j < inputs; ++j) {
+                int8_t* q = qk.data() + j * n;
+                quantize_q8(x + j * n, n, 256, q, dk.data() + j * (n / 256));
+                int16_t* sums = bk.data() + j * (n / 16);
+                for (int64_t b = 0; b < n / 16; ++b) {
+                    int s = 0;
+                    for (int i = 0; i < 16; ++i) s += q[16 * b + i];
+                    sums[b] = static_cast<int16_t>(s);
+                }
+            }
+            have_k = true;
+        } else if (kind == Q8Kind::Per32 && !have_32) {
+            q32.resize(static_cast<size_t>(inputs * n));
+            d32.resize(static_cast<size_t>(inputs * (n / 32)));
+            m32.resize(static_cast<size_t>(inputs * (n / 32)));
+            for (int64_t j = 0; j < inputs; ++j) {
+                int8_t* q = q32.data() + j * n;
+                float* d = d32.data() + j * (n / 32);
+                quantize_q8(x + j * n, n, 32, q, d);
+                for (int64_t b = 0; b < n / 32; ++b) {
+                    int s = 0;
+                    for (int i = 0; i < 32; ++i) s += q[32 * b + i];
+                    m32[static_cast<size_t>(j * (n / 32) + b)] = d[b] * static_cast<float>(s);
+                }
+            }
+            have_32 = true;
+        }
+    }
+    Q8Input input(int64_t j) const {
+        Q8Input in;
+        if (have_k) {
+            in.qk = qk.data() + j * n;
+            in.dk = dk.data() + j * (n / 256);
+            in.bk = bk.data() + j * (n / 16);
+        }
+        if (have_32) {
+            in.q32 = q32.data() + j * n;
+            in.d32 = d32.data() + j * (n / 32);
+            in.m32 = m32.data() + j * (n / 32);
+        }
+        return in;
+    }
+};
+
+// Whether matrix w runs an 8-bit product on table t.
+bool uses_q8(const BlockMatrix& w, const KernelTable& t) {
+    return w.activations == Activations::Q8 && t.q8_matvec[format_of(*w.type)] != nullptr;
+}
 
 const KernelTable& table_for(CpuPath path) {
     switch (path) {
@@ -181,6 +302,11 @@ int64_t row_chunk(int64_t n_rows, int64_t n_cols) {
 
 bool kernel_supports(const GgmlType& type) { return format_of(type) >= 0; }
 
+bool q8_supported(const GgmlType& type) {
+    const int f = format_of(type);
+    return f >= 0 && q8_kind(f) != Q8Kind::None;
+}
+
 BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_rows, int64_t n_cols) {
     if (!kernel_supports(type))
         throw InputError(std::string("weights: type ") + type.name +
@@ -201,6 +327,13 @@ BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_ro
 void matvec_on(CpuPath path, const BlockMatrix& w, const float* x, float* y, int64_t row0, int64_t row1) {
     const int f = format_of(*w.type);
     const KernelTable& table = table_for(path);
+    if (uses_q8(w, table)) {
+        Q8Inputs& q = Q8Inputs::start(w.n_cols, 1);
+        q.prepare(f, x);
+        table.q8_matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols,
+                           q.input(0), y);
+        return;
+    }
     BlockSums& in = BlockSums::start(x, w.n_cols);
     in.prepare(f);
     table.matvec[f](w.data + static_cast<size_t>(row0) * w.row_bytes, w.row_bytes, row1 - row0, w.n_cols, x, in.sums(),
@@ -223,13 +356,16 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
     const int64_t n_cols = ws[0].n_cols;
     int64_t total = 0;
     BlockSums& in = BlockSums::start(x, n_cols);
+    Q8Inputs& q8 = Q8Inputs::start(n_cols, 1);
     for (int i = 0; i < count; ++i) {
         if (ws[i].n_cols != n_cols)
             throw InputError("weights: matvec_many needs matrices of one width (" + std::to_string(n_cols) + " and " +
                              std::to_string(ws[i].n_cols) + ")");
         total += ws[i].n_rows;
-        in.prepare(format_of(*ws[i].type));
+        if (uses_q8(ws[i], table)) q8.prepare(format_of(*ws[i].type), x);
+        else in.prepare(format_of(*ws[i].type));
     }
+    const Q8Input q8_in = q8.input(0);
     // Rows of the matrices taken as one list: chunk [begin, end) may span several matrices.
     const int64_t min_rows = std::max<int64_t>(4, 8192 / std::max<int64_t>(n_cols, 1));
     for_guided(total, min_rows, /*spin=*/true, [&](int64_t begin, int64_t end) {
@@ -238,9 +374,10 @@ void matvec_many(const BlockMatrix* ws, float* const* ys, int count, const float
             const BlockMatrix& w = ws[i];
             const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
             const int f = format_of(*w.type);
-            if (lo < hi)
-                table.matvec[f](w.data + static_cast<size_t>(lo - base) * w.row_bytes, w.row_bytes, hi - lo, n_cols, x,
-                                in.sums(), ys[i] + (lo - base));
+            const uint8_t* rows = w.data + static_cast<size_t>(lo - base) * w.row_bytes;
+            if (lo < hi && uses_q8(w, table))
+                table.q8_matvec[f](rows, w.row_bytes, hi - lo, n_cols, q8_in, ys[i] + (lo - base));
+            else if (lo < hi) table.matvec[f](rows, w.row_bytes, hi - lo, n_cols, x, in.sums(), ys[i] + (lo - base));
             base += w.n_rows;
         }
     });
@@ -262,9 +399,13 @@ void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const
             throw InputError("weights: matvec_many_batch needs matrices of one width (" + std::to_string(n_cols) +
                              " and " + std::to_string(ws[i].n_cols) + ")");
         total += ws[i].n_rows;
-        sums = sums || needs_block_sums(format_of(*ws[i].type));
+        sums = sums || (!uses_q8(ws[i], table) && needs_block_sums(format_of(*ws[i].type)));
         max_row_bytes = std::max(max_row_bytes, ws[i].row_bytes);
     }
+    // Every input quantized once, as matvec_many's would be, for the matrices with 8-bit products.
+    Q8Inputs& q8 = Q8Inputs::start(n_cols, n);
+    for (int i = 0; i < count; ++i)
+        if (uses_q8(ws[i], table)) q8.prepare(format_of(*ws[i].type), x);
     // Every input's block sums, computed once as matvec_many's BlockSums would.
     const int64_t per = n_cols / 32 + n_cols / 16;
     thread_local std::vector<float> xs;
@@ -285,9 +426,16 @@ void matvec_many_batch(const BlockMatrix* ws, float* const* ys, int count, const
             const int64_t lo = std::max(begin, base), hi = std::min(end, base + w.n_rows);
             const MatvecFn fn = table.matvec[format_of(*w.type)];
             const MatvecBatchFn batch = table.matvec_batch[format_of(*w.type)];
+            const bool q8_rows = uses_q8(w, table);
             for (int64_t r0 = lo; r0 < hi; r0 += tile) {
                 const int64_t r1 = std::min(hi, r0 + tile);
                 const uint8_t* rows = w.data + static_cast<size_t>(r0 - base) * w.row_bytes;
+                if (q8_rows) {
+                    const Q8MatvecFn q8_fn = table.q8_matvec[format_of(*w.type)];
+                    for (int64_t j = 0; j < n; ++j)
+                        q8_fn(rows, w.row_bytes, r1 - r0, n_cols, q8.input(j), ys[i] + j * w.n_rows + (r0 - base));
+                    continue;
+                }
                 if (batch != nullptr) {
                     batch(rows, w.row_bytes, r1 - r0, n_cols, x, n, sums ? xs_data : nullptr, per, ys[i] + (r0 - base),
                           w.n_rows);

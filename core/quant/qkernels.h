@@ -18,6 +18,15 @@
 
 namespace snapkv {
 
+// What the single-token products (matvec, matvec_many, matvec_many_batch) do with their input.
+// F32 (the default): multiply it as it is, in float32 (every result the reference checks hold).
+// Q8: first quantize it to 8 bits per block, as llama.cpp's CPU products do (a scale max|x| / 127
+// per 256 values for the K-quants, per 32 for the 32-value formats), so that weights and input meet
+// in integer multiply-adds, exact per block: faster, and the results differ from F32's by the
+// input's rounding (about 0.4 % of a block's largest value per value). Formats without an 8-bit
+// product (q8_supported) keep F32 for their matrices. Results are the same on every CPU path.
+enum class Activations { F32 = 0, Q8 = 1 };
+
 // A view of R x C weights in a ggml type: row r occupies row_bytes bytes at data + r * row_bytes.
 struct BlockMatrix {
     const GgmlType* type = nullptr;
@@ -25,10 +34,14 @@ struct BlockMatrix {
     int64_t n_rows = 0;    // R
     int64_t n_cols = 0;    // C, a multiple of type->block_size
     size_t row_bytes = 0;  // (C / block_size) * block_bytes
+    Activations activations = Activations::F32;
 };
 
 // Whether the kernels handle this type (the readable ggml types listed above).
 bool kernel_supports(const GgmlType& type);
+// Whether the type has 8-bit-activation products (Activations::Q8): Q8_0, Q4_0, Q4_1, Q5_0, Q4_K
+// and Q6_K.
+bool q8_supported(const GgmlType& type);
 // A view over n_rows rows of n_cols values stored back to back. InputError when the type has no
 // kernel or n_cols is not a whole number of blocks.
 BlockMatrix block_matrix(const GgmlType& type, const uint8_t* data, int64_t n_rows, int64_t n_cols);

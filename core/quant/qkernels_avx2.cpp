@@ -11,6 +11,7 @@
 
 #include "core/quant/attn_kernels_impl.h"
 #include "core/quant/qkernels_impl.h"
+#include "core/quant/qkernels_q8_avx2.h"
 #include "core/quant/qkernels_x86_avx2.h"
 #include "core/quant/qkernels_x86_bytes.h"
 
@@ -340,6 +341,7 @@ KernelTable make_table() {
     t.matvec_batch[kQ4_1] = nullptr;
     t.matvec_batch[kQ8_0] = nullptr;
     AttnKernels<Avx2V>::fill(t);
+    fill_q8_avx2(t);
     return t;
 }
 

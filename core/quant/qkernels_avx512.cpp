@@ -256,6 +256,9 @@ KernelTable make_table() {
     t.matvec[kQ3_K] = matvec_tiles<8, k23_tile<8, true>, k23_tile<1, true>>;
     t.matvec[kQ2_K] = matvec_tiles<4, k23_tile<4, false>, k23_tile<1, false>>;
     AttnKernels<Avx512V>::fill(t);
+    // The 8-bit products use no AVX-512 instruction (no byte multiply-add without AVX-512 BW /
+    // VNNI, which the path does not require): the AVX2 ones.
+    for (int f = 0; f < kFormatCount; ++f) t.q8_matvec[f] = avx2_kernels().q8_matvec[f];
     return t;
 }
 

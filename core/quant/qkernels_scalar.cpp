@@ -6,6 +6,7 @@
 #include "core/io/dequant.h"
 #include "core/quant/attn_kernels_impl.h"
 #include "core/quant/qkernels_impl.h"
+#include "core/quant/qkernels_q8_impl.h"
 
 namespace snapkv::quant_detail {
 namespace {
@@ -151,6 +152,7 @@ const KernelTable& scalar_kernels() {
     static const KernelTable table = [] {
         KernelTable t = Kernels<ScalarV>::table();
         AttnKernels<ScalarV>::fill(t);
+        Q8Generic<ScalarV>::fill(t);
         return t;
     }();
     return table;

@@ -41,6 +41,25 @@ using MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, in
 // matvec's bit for bit. Null for the formats without one (the caller loops over matvec).
 using MatvecBatchFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float* x,
                                int64_t nx, const float* xs, int64_t xs_stride, float* y, int64_t y_stride);
+// An input quantized to 8 bits for the 8-bit-activation products (qkernels.h, Activations::Q8), in
+// two forms computed once per call: per 256 values (the K-quants': one scale per super-block, so
+// their sub-block sums stay integers) and per 32 values (the 32-value formats'). Each block's scale
+// d is max|x| / 127 and q = round(x / d) in [-127, 127] (never -128: the sign trick of the x86
+// kernels needs |q| <= 127).
+struct Q8Input {
+    const int8_t* qk = nullptr;   // [C] per-256 quantized values
+    const float* dk = nullptr;    // [C / 256] their scales
+    const int16_t* bk = nullptr;  // [C / 16] sums of qk over each 16 values
+    const int8_t* q32 = nullptr;  // [C] per-32 quantized values
+    const float* d32 = nullptr;   // [C / 32] their scales
+    const float* m32 = nullptr;   // [C / 32] d32 * (sum of q32 over the block): the minimum terms
+};
+// y[i] = row i . x with x quantized (the 8-bit products): the products of the integers are summed
+// exactly; the float steps and their order are each format's generic ones in qkernels_q8_impl.h,
+// which every path keeps (its results equal the scalar path's bit for bit).
+using Q8MatvecFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                            float* y);
+
 // out[i * n_cols + c] = W[i, c] as float32, for n_rows rows.
 using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float* out);
 
@@ -83,6 +102,7 @@ using AttnRowScratchFn = int64_t (*)(int64_t g, int64_t D);
 struct KernelTable {
     MatvecFn matvec[kFormatCount];
     MatvecBatchFn matvec_batch[kFormatCount];
+    Q8MatvecFn q8_matvec[kFormatCount];  // null: no 8-bit product for the format (float is used)
     DequantFn dequant[kFormatCount];
     AttnScoresFn attn_scores;
     AttnValuesFn attn_values;

@@ -36,11 +36,19 @@ at::ScalarType parse_dtype(const std::string& s) {
     throw InputError("dtype '" + s + "' is not known (float32, float16, bfloat16)");
 }
 
-// "native" keeps the file's weight format on the CPU; "f32" dequantizes at load.
-bool parse_weights(const std::string& s) {
-    if (s == "native") return true;
-    if (s == "f32" || s == "float32") return false;
-    throw InputError("weights '" + s + "' is not known (native, f32)");
+// "native" keeps the file's weight format on the CPU; "native-q8" too, with 8-bit inputs to the
+// single-token products; "f32" dequantizes at load.
+void parse_weights(const std::string& s, ModelOptions& mo) {
+    if (s == "native" || s == "native-q8") {
+        mo.native_weights = true;
+        mo.q8_activations = s == "native-q8";
+        return;
+    }
+    if (s == "f32" || s == "float32") {
+        mo.native_weights = false;
+        return;
+    }
+    throw InputError("weights '" + s + "' is not known (native, native-q8, f32)");
 }
 
 }  // namespace
@@ -71,7 +79,7 @@ MemoryEstimate Session::Impl::estimate(const RunShape& shape, std::optional<KvTy
     const int64_t elem = static_cast<int64_t>(c10::elementSize(model->options().dtype));
     ForwardPath path;
     path.cpu_float32 = model->options().device.is_cpu() && model->options().dtype == at::kFloat;
-    path.native_weights = info.weights == "native";
+    path.native_weights = info.weights != "f32";
     path.tile_values = WeightMatrix::tile_values();
     return snapkv::estimate_memory(model->config(), model->weight_bytes(), elem, run, path);
 }
@@ -111,7 +119,7 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     ModelOptions mo;
     mo.device = parse_device(opts.device);
     mo.dtype = parse_dtype(opts.dtype);
-    mo.native_weights = parse_weights(opts.weights);
+    parse_weights(opts.weights, mo);
     mo.cache_type = kv_type_from_name(opts.cache_type);
     if (progress) progress("reading " + path, 0, 1);
     auto file = ModelFile::open(path);
@@ -143,7 +151,7 @@ void Session::load_model(const std::string& path, const LoadOptions& opts, const
     for (const auto& named : m->file->vocab().chat_templates) i.chat_template_names.push_back(named.first);
     i.device = opts.device;
     i.dtype = opts.dtype;
-    i.weights = mo.native_weights && mo.device.is_cpu() ? "native" : "f32";
+    i.weights = !mo.native_weights || !mo.device.is_cpu() ? "f32" : mo.q8_activations ? "native-q8" : "native";
     i.cache_type = kv_type_name(mo.cache_type);
     i.weight_bytes = m->model->weight_bytes();
     for (const auto& t : m->file->tensors())

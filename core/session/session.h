@@ -34,6 +34,9 @@ struct LoadOptions {
     // "native": weight matrices stay in the file's format (quantized blocks, F16, BF16) on the
     // CPU, multiplied by kernels that dequantize in registers (activations stay float32);
     // "f32": every weight dequantized to float32 at load. CUDA always dequantizes at load.
+    // "native-q8": native, and single-token products (decode) quantize their input to 8 bits per
+    // block first, as llama.cpp's CPU products do: faster decode, results differ slightly (formats
+    // without such products, qkernels.h q8_supported, keep float32 inputs).
     std::string weights = "native";
     // How the KV cache stores keys and values: "f32" (exact, the default), "f16", "bf16" or "q8_0",
     // with llama.cpp's -ctk/-ctv meaning (core/kv/kv_type.h). Session::set_cache_type changes it.
@@ -56,7 +59,7 @@ struct ModelInfo {
     std::vector<std::string> chat_template_names;  // its named variants ("tool_use", ...)
     std::string device;
     std::string dtype;
-    std::string weights;       // "native" or "f32": how the weights are held (see LoadOptions)
+    std::string weights;       // "native", "native-q8" or "f32": how the weights are held (see LoadOptions)
     std::string cache_type;    // the KV cache's storage type for the next prefill (LoadOptions)
     int64_t weight_bytes = 0;  // weights in memory as held (native: the file's bytes, mapped)
     std::vector<TensorSummary> tensors;

@@ -73,7 +73,8 @@ TEST_CASE("snapkv info describes the model", "[cli]") {
     CHECK(t.out.find("8 query, 4 key/value") != std::string::npos);
 }
 
-TEST_CASE("snapkv --weights keeps the file's format or dequantizes to float32", "[cli]") {
+TEST_CASE("snapkv --weights keeps the file's format (with float32 or 8-bit inputs) or dequantizes to float32",
+          "[cli]") {
     const std::string model = q(data_path("stories260K-Q4_1.gguf"));
     Result native = run("info --model " + model + " --json");
     Result f32 = run("info --model " + model + " --weights f32 --json");
@@ -100,7 +101,19 @@ TEST_CASE("snapkv --weights keeps the file's format or dequantizes to float32", 
         CHECK(r.code != 0);
         CHECK(r.err.find("--weights") != std::string::npos);
         CHECK(r.err.find("'q8'") != std::string::npos);
-        CHECK(r.err.find("native, f32") != std::string::npos);
+        CHECK(r.err.find("native, native-q8, f32") != std::string::npos);
+    }
+    SECTION("native-q8 keeps the format and quantizes decode's inputs") {
+        Result j = run("info --model " + model + " --weights native-q8 --json");
+        REQUIRE(j.code == 0);
+        CHECK(json::parse(j.out)["weights"] == "native-q8");
+        CHECK(json::parse(j.out)["weight_bytes"].get<int64_t>() < 289632);
+        Result t = run("info --model " + model + " --weights native-q8");
+        CHECK(t.out.find("8-bit inputs (native-q8)") != std::string::npos);
+        Result g = run("generate --model " + model +
+                       " --prompt 'Once upon a time' --max-tokens 24 --greedy --json --weights native-q8");
+        REQUIRE(g.code == 0);
+        CHECK(json::parse(g.out)["ids"].size() == 24);
     }
 }
 

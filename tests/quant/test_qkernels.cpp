@@ -20,72 +20,21 @@
 #include "core/io/dequant.h"
 #include "core/quant/cpu_features.h"
 #include "core/quant/qkernels.h"
+#include "quant/random_blocks.h"
 
 using namespace snapkv;
+using namespace snapkv::test;
 
 namespace {
 
 const char* const kFormats[] = {"F32",  "F16",  "BF16", "Q8_0", "Q4_0", "Q4_1",   "Q5_0",  "Q5_1",
                                 "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
 
-// A finite half with magnitude in [2^-7, 2]: exponent field 8..16, random mantissa and sign.
-uint16_t random_half(std::mt19937& rng) {
-    const uint32_t sign = rng() & 1u, exp = 8u + rng() % 9u, mant = rng() & 0x3FFu;
-    return static_cast<uint16_t>((sign << 15) | (exp << 10) | mant);
-}
-
-void put16(uint8_t* p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v & 0xFF);
-    p[1] = static_cast<uint8_t>(v >> 8);
-}
-
-// n_rows x n_cols random values of a type: quant bits random, scales finite halves.
-std::vector<uint8_t> random_matrix(const GgmlType& t, int64_t n_rows, int64_t n_cols, std::mt19937& rng) {
-    const size_t row_bytes = static_cast<size_t>(n_cols / t.block_size) * t.block_bytes;
-    std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(n_rows));
-    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-    const std::string name = t.name;
-    const size_t n_blocks = bytes.size() / t.block_bytes;
-    for (size_t i = 0; i < n_blocks; ++i) {
-        uint8_t* p = bytes.data() + i * t.block_bytes;
-        if (name == "F32") {
-            std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-            const float f = u(rng);
-            std::memcpy(p, &f, 4);
-        } else if (name == "F16") {
-            put16(p, random_half(rng));
-        } else if (name == "BF16") {
-            const uint32_t sign = rng() & 1u, exp = 120u + rng() % 8u, mant = rng() & 0x7Fu;
-            put16(p, static_cast<uint16_t>((sign << 15) | (exp << 7) | mant));
-        } else if (name == "Q8_0" || name == "Q4_0" || name == "Q5_0" || name == "IQ4_NL" || name == "IQ4_XS") {
-            put16(p, random_half(rng));
-        } else if (name == "Q4_1" || name == "Q5_1" || name == "Q4_K" || name == "Q5_K") {
-            put16(p, random_half(rng));
-            put16(p + 2, random_half(rng));
-        } else if (name == "Q2_K") {
-            put16(p + 80, random_half(rng));
-            put16(p + 82, random_half(rng));
-        } else if (name == "Q3_K") {
-            put16(p + 108, random_half(rng));
-        } else if (name == "Q6_K") {
-            put16(p + 208, random_half(rng));
-        }
-    }
-    return bytes;
-}
-
 std::vector<float> reference_dequant(const GgmlType& t, const std::vector<uint8_t>& bytes, int64_t n_rows,
                                      int64_t n_cols) {
     std::vector<float> out(static_cast<size_t>(n_rows * n_cols));
     dequantize_rows(t, bytes.data(), out.data(), n_rows, n_cols);
     return out;
-}
-
-std::vector<float> random_x(int64_t n, std::mt19937& rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(n));
-    for (auto& v : x) v = u(rng);
-    return x;
 }
 
 // Checks y against float64 dots of the dequantized rows: |y - ref| <= 1e-5 * sum |w x| + 1e-30.
@@ -106,30 +55,12 @@ void check_products(const std::vector<float>& w, const std::vector<float>& x, co
     }
 }
 
-// Exact equality of two float buffers (bit patterns), reporting the first difference.
-void check_bits(const std::vector<float>& got, const std::vector<float>& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
-            FAIL("value " << i << ": got " << got[i] << ", want " << want[i]);
-    }
-}
-
 // Sizes to test: row lengths in blocks (plain types: values, odd ones included), row counts odd.
 std::vector<int64_t> widths(const GgmlType& t) {
     if (t.block_size == 1) return {1, 7, 37, 64, 97, 576};
     if (t.block_size == 32) return {32, 96, 160, 576};
     return {256, 768};
 }
-
-void report_missing_paths() {
-    for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512})
-        if (!cpu_path_supported(p)) WARN("this CPU cannot run the " << cpu_path_name(p) << " path: not tested here");
-}
-
-struct PathGuard {
-    ~PathGuard() { clear_cpu_path(); }
-};
 
 }  // namespace
 

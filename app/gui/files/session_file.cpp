@@ -90,7 +90,7 @@ std::optional<SessionFile> SessionFile::fromJson(const QJsonObject& o, const QSt
         if (!kDevice.match(QString::fromStdString(s.load.device)).hasMatch())
             model.fail("device", "is not a device; allowed: cpu, cuda, cuda:N");
         s.load.dtype = model.choice("dtype", "float32", {"float32", "float16", "bfloat16"}).toStdString();
-        s.load.weights = model.choice("weights", "native", {"native", "f32", "float32"}).toStdString();
+        s.load.weights = model.choice("weights", "native", {"native", "native-q8", "f32", "float32"}).toStdString();
         // A session saved before cache types existed ran with f32.
         QStringList cacheTypes;
         for (snapkv::KvType t : snapkv::all_kv_types()) cacheTypes << snapkv::kv_type_name(t);

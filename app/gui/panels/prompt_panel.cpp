@@ -41,10 +41,13 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     m_weights = new QComboBox;
     m_weights->setObjectName("weightsCombo");
     m_weights->addItem("native", "native");
+    m_weights->addItem("native, 8-bit inputs", "native-q8");
     m_weights->addItem("float32", "f32");
     m_weights->setToolTip(
         "native: keep the file's weight format in memory (quantized blocks, 16-bit), "
-        "dequantized on the fly; float32: dequantize every weight at load (CPU)");
+        "dequantized on the fly; native, 8-bit inputs: the same, and decode's products quantize their "
+        "input to 8 bits per block as llama.cpp does (faster, results differ slightly); float32: "
+        "dequantize every weight at load (CPU)");
     devRow->addWidget(m_device, 1);
     devRow->addWidget(m_dtype, 1);
     devRow->addWidget(m_weights, 1);

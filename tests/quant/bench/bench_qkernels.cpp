@@ -1,7 +1,9 @@
 // Speed of the weight kernels (core/quant): single-thread matrix-vector products and row
 // dequantization, per format and CPU path, in ns per weight. Two sizes: one whose bytes stay in
 // L2 (the kernel's arithmetic) and one streamed from memory (a real model's layers). Prints a
-// table; it asserts nothing. Usage: bench_qkernels [FORMAT ...] (default: every format).
+// table; it asserts nothing. The q8 columns: the same products with the input quantized to 8 bits
+// (Activations::Q8; the quantization of x included), for the formats that have them. Usage:
+// bench_qkernels [FORMAT ...] (default: every format).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
     if (argc > 1) formats.assign(argv + 1, argv + argc);
     std::mt19937 rng(1);
     const int64_t n_cols = 2048;
-    std::printf("%-7s %-7s %12s %12s %12s\n", "format", "path", "mv L2 ns/w", "mv mem ns/w", "deq ns/w");
+    std::printf("%-7s %-7s %12s %12s %12s %12s %12s\n", "format", "path", "mv L2 ns/w", "mv mem ns/w", "deq ns/w",
+                "q8 L2 ns/w", "q8 mem ns/w");
     for (const std::string& name : formats) {
         const GgmlType* t = ggml_type_by_name(name);
         if (t == nullptr || !kernel_supports(*t)) {
@@ -71,7 +74,17 @@ int main(int argc, char** argv) {
                                        [&] { matvec_on(path, large, x.data(), y.data(), 0, rows_big); });
             const double dq = best_ns(100, rows_small * n_cols,
                                       [&] { dequantize_on(path, small, deq.data(), 0, rows_small); });
-            std::printf("%-7s %-7s %12.4f %12.4f %12.4f\n", name.c_str(), cpu_path_name(path), l2, mem, dq);
+            std::printf("%-7s %-7s %12.4f %12.4f %12.4f", name.c_str(), cpu_path_name(path), l2, mem, dq);
+            if (q8_supported(*t)) {
+                BlockMatrix small8 = small, large8 = large;
+                small8.activations = large8.activations = Activations::Q8;
+                const double q8_l2 = best_ns(200, rows_small * n_cols,
+                                             [&] { matvec_on(path, small8, x.data(), y.data(), 0, rows_small); });
+                const double q8_mem = best_ns(3, rows_big * n_cols,
+                                              [&] { matvec_on(path, large8, x.data(), y.data(), 0, rows_big); });
+                std::printf(" %12.4f %12.4f", q8_l2, q8_mem);
+            }
+            std::printf("\n");
         }
     }
     return 0;

@@ -1,0 +1,194 @@
+// Private to core/quant: the 8-bit-activation products on AVX2 (qkernels_avx2.cpp includes this; the
+// AVX-512 path takes the same functions from the AVX2 table, as they use no AVX-512 instruction).
+// Bytes of weights meet bytes of the quantized input in vpmaddubsw (unsigned x signed pairs, which
+// stay below 2^15 here: |q| <= 127 and weights below 64, or signed weights by the sign trick
+// |w| x sign(q, w)), then vpmaddwd with ones or with the sub-block scales; each block's integer sums
+// are the generic ones of qkernels_q8_impl.h, and the float steps are its steps in its order, so
+// the results equal the scalar path's bit for bit.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "core/quant/qkernels_q8_impl.h"
+#include "core/quant/qkernels_x86_avx2.h"
+
+namespace snapkv::quant_detail {
+namespace {
+
+inline __m256i q8_load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// The 8 lanes of a summed in q8_lane_total's order.
+inline float q8_hsum(__m256 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 8 int32 lanes, lane k = sum over bytes 4k..4k+3 of u[i] * s[i] (u unsigned, s signed).
+inline __m256i q8_lanes_u(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+// The same for signed weights w (|w| <= 128) against q (|q| <= 127).
+inline __m256i q8_lanes_s(__m256i w, __m256i q) { return q8_lanes_u(_mm256_abs_epi8(w), _mm256_sign_epi8(q, w)); }
+
+// 16 nibble bytes at p as 32 values in value order: low nibbles, then high nibbles.
+inline __m256i q8_nibbles(const uint8_t* p) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+// Bit i of qh as 0x10 in byte i.
+inline __m256i q8_fifth_bits(uint32_t qh) {
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                                                2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// One block's 8 lane sums of value x input, as Q8Block32<Fmt>'s values give them.
+template <int Fmt>
+inline __m256i q8_block_lanes(const uint8_t* p, __m256i q) {
+    if constexpr (Fmt == kQ8_0) {
+        return q8_lanes_s(q8_load32(p + 2), q);
+    } else if constexpr (Fmt == kQ4_0) {
+        return q8_lanes_s(_mm256_sub_epi8(q8_nibbles(p + 2), _mm256_set1_epi8(8)), q);
+    } else if constexpr (Fmt == kQ4_1) {
+        return q8_lanes_u(q8_nibbles(p + 4), q);
+    } else {
+        static_assert(Fmt == kQ5_0);
+        const __m256i v = _mm256_or_si256(q8_nibbles(p + 6), q8_fifth_bits(load_u32(p + 2)));
+        return q8_lanes_s(_mm256_sub_epi8(v, _mm256_set1_epi8(16)), q);
+    }
+}
+
+// One row of a 32-value format. (Tiles of 2 or 4 rows sharing the input's loads were measured
+// slower on a Zen 4 EPYC, streamed: Q4_K 0.044 / 0.058 / 0.081 ns per weight for 1 / 2 / 4 rows,
+// Q8_0 0.059 / 0.126 / 0.115.)
+template <int Fmt>
+void q8_row_32(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+    using B = Q8Block32<Fmt>;
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t b = 0; b < nb; ++b, p += B::bytes) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + 1024), _MM_HINT_T0);
+        const __m256 dd = _mm256_set1_ps(half_at(p) * x.d32[b]);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(dd, to_f(q8_block_lanes<Fmt>(p, q8_load32(x.q32 + 32 * b)))));
+        if constexpr (B::has_min) mins = mins + half_at(p + 2) * x.m32[b];
+    }
+    *y = q8_hsum(acc) + mins;
+}
+
+// The sum of 8 int32 lanes of a and of b, exactly: {sum a, sum b}.
+inline void q8_two_totals(__m256i a, __m256i b, int32_t* ta, int32_t* tb) {
+    const __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    s = _mm_hadd_epi32(s, s);  // A B A B
+    *ta = _mm_cvtsi128_si32(s);
+    *tb = _mm_extract_epi32(s, 1);
+}
+
+// The int16 at position i (0..7) of each 128-bit lane of v, in all 8 int16 of that lane.
+inline __m256i q8_word_splat(__m256i v, int i) {
+    const __m256i ctrl = _mm256_set1_epi16(static_cast<int16_t>((2 * i) | ((2 * i + 1) << 8)));
+    return _mm256_shuffle_epi8(v, ctrl);
+}
+
+// One row of Q4_K.
+inline void q8_row_q4_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    float acc = 0.0f, mins = 0.0f;
+    for (int64_t b = 0; b < nb; ++b, p += 144) {
+        const int8_t* q = x.qk + 256 * b;
+        const __m256i bsum = q8_load32(x.bk + 16 * b);
+        const float dk = x.dk[b];
+        _mm_prefetch(reinterpret_cast<const char*>(p + 1024), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + 1088), _MM_HINT_T0);
+        // Scales 0..7 and minimums 0..7 as bytes (the layout of k_super_scales).
+        const uint32_t w0 = load_u32(p + 4), w1 = load_u32(p + 8), w2 = load_u32(p + 12);
+        const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+        const uint32_t sc_hi = (w2 & low4) | (((w0 >> 6) & low2) << 4);
+        const uint32_t mn_hi = ((w2 >> 4) & low4) | (((w1 >> 6) & low2) << 4);
+        const __m128i scm = _mm_setr_epi32(static_cast<int>(w0 & low6), static_cast<int>(sc_hi),
+                                           static_cast<int>(w1 & low6), static_cast<int>(mn_hi));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));  // scales as int16, both lanes
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));   // each minimum twice
+        __m256i a = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) {
+            const __m256i raw = q8_load32(p + 16 + 32 * j);
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            const __m256i s0 = _mm256_maddubs_epi16(lo, q8_load32(q + 64 * j));
+            const __m256i s1 = _mm256_maddubs_epi16(hi, q8_load32(q + 64 * j + 32));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(s0, q8_word_splat(sc, 2 * j)));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(s1, q8_word_splat(sc, 2 * j + 1)));
+        }
+        int32_t ta, tm;
+        q8_two_totals(a, _mm256_madd_epi16(bsum, mn), &ta, &tm);
+        acc = acc + (half_at(p) * dk) * static_cast<float>(ta);
+        mins = mins + (half_at(p + 2) * dk) * static_cast<float>(tm);
+    }
+    *y = acc - mins;
+}
+
+// One row of Q6_K.
+inline void q8_row_q6_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; ++b, p += 210) {
+        const int8_t* q = x.qk + 256 * b;
+        const __m256i bsum = q8_load32(x.bk + 16 * b);
+        const float dk = x.dk[b];
+        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+        // Scales as int16: 0..7 in the low lane, 8..15 in the high lane.
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+        __m256i a = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 5));
+        for (int h = 0; h < 2; ++h) {
+            // Chunk 4h + k takes scales 8h + 2k (its first 16 values) and 8h + 2k + 1: low lane, high lane.
+            const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
+            const __m256i la = q8_load32(p + 64 * h), lb = q8_load32(p + 64 * h + 32);
+            const __m256i hb = q8_load32(p + 128 + 32 * h);
+            const __m256i v[4] = {
+                _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)),
+                _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hb, m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
+            for (int k = 0; k < 4; ++k) {
+                const __m256i s = _mm256_maddubs_epi16(v[k], q8_load32(q + 128 * h + 32 * k));
+                // Words 2k (low lane) and 2k + 1 (high lane) of the lane-split scales.
+                const __m256i ctrl = _mm256_setr_epi8(
+                    4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
+                    4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
+                    4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
+                    4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3);
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(s, _mm256_shuffle_epi8(sh, ctrl)));
+            }
+        }
+        int32_t ta, unused;
+        q8_two_totals(a, a, &ta, &unused);
+        acc = acc + (half_at(p + 208) * dk) * static_cast<float>(ta);
+    }
+    *y = acc;
+}
+
+// Every row, one at a time.
+template <void (*Row)(const uint8_t*, int64_t, const Q8Input&, float*), int Values>
+void q8_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x, float* y) {
+    for (int64_t r = 0; r < n_rows; ++r) Row(w + static_cast<size_t>(r) * row_bytes, n_cols / Values, x, y + r);
+}
+
+inline void fill_q8_avx2(KernelTable& t) {
+    t.q8_matvec[kQ8_0] = q8_rows<q8_row_32<kQ8_0>, 32>;
+    t.q8_matvec[kQ4_0] = q8_rows<q8_row_32<kQ4_0>, 32>;
+    t.q8_matvec[kQ4_1] = q8_rows<q8_row_32<kQ4_1>, 32>;
+    t.q8_matvec[kQ5_0] = q8_rows<q8_row_32<kQ5_0>, 32>;
+    t.q8_matvec[kQ4_K] = q8_rows<q8_row_q4_k, 256>;
+    t.q8_matvec[kQ6_K] = q8_rows<q8_row_q6_k, 256>;
+}
+
+}  // namespace
+}  // namespace snapkv::quant_detail

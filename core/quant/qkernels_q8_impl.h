@@ -1,0 +1,173 @@
+// Private to core/quant: the 8-bit-activation products (Q8Input, qkernels_table.h) in their generic
+// form, the definition every path keeps. Each block's integer sum of weight x quantized input is
+// exact, so only the float steps below fix a result, and the x86 kernels (qkernels_q8_avx2.h) take
+// the same ones in the same order:
+// - 32-value formats (Q8_0, Q4_0, Q5_0 signed; Q4_1 unsigned with a minimum): block b's 32
+//   products are summed in 8 lanes of 4 consecutive values; lane k accumulates
+//   acc[k] = acc[k] + (d_b * d32_b) * float(lane sum), a multiply then an add (no fused
+//   multiply-add); the row's result is q8_lane_total(acc) (+ the minimum terms, summed in block order).
+// - K-quants (Q4_K, Q6_K): super-block b gives the integers A (scale x sum over each sub-block) and,
+//   for Q4_K, B (min x the input's sum over each sub-block); acc = acc + (d * dk_b) * float(A) and
+//   mins = mins + (dmin * dk_b) * float(B) in block order; the result is acc - mins.
+// The files are built with -ffp-contract=off, so no compiler fuses the multiplies and adds.
+#pragma once
+
+#include <cstdint>
+
+#include "core/quant/qkernels_impl.h"
+
+namespace snapkv::quant_detail {
+namespace {
+
+// The 8 lanes added as the x86 kernels' horizontal sum does: the upper four onto the lower four,
+// then lanes 2-3 onto 0-1, then lane 1 onto lane 0.
+inline float q8_lane_total(const float* a) {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+// The 32-value formats: bytes per block, whether values are signed (else 0..15 plus a minimum),
+// and their integer values in value order.
+template <int Fmt>
+struct Q8Block32;
+template <>
+struct Q8Block32<kQ8_0> {
+    static constexpr int bytes = 34;
+    static constexpr bool has_min = false;
+    static void values(const uint8_t* p, int* v) {
+        for (int i = 0; i < 32; ++i) v[i] = static_cast<int8_t>(p[2 + i]);
+    }
+};
+template <>
+struct Q8Block32<kQ4_0> {
+    static constexpr int bytes = 18;
+    static constexpr bool has_min = false;
+    static void values(const uint8_t* p, int* v) {
+        for (int i = 0; i < 16; ++i) {
+            v[i] = (p[2 + i] & 0x0F) - 8;
+            v[i + 16] = (p[2 + i] >> 4) - 8;
+        }
+    }
+};
+template <>
+struct Q8Block32<kQ4_1> {
+    static constexpr int bytes = 20;
+    static constexpr bool has_min = true;
+    static void values(const uint8_t* p, int* v) {
+        for (int i = 0; i < 16; ++i) {
+            v[i] = p[4 + i] & 0x0F;
+            v[i + 16] = p[4 + i] >> 4;
+        }
+    }
+};
+template <>
+struct Q8Block32<kQ5_0> {
+    static constexpr int bytes = 22;
+    static constexpr bool has_min = false;
+    static void values(const uint8_t* p, int* v) {
+        const uint32_t qh = load_u32(p + 2);
+        for (int i = 0; i < 16; ++i) {
+            v[i] = ((p[6 + i] & 0x0F) | (((qh >> i) & 1u) << 4)) - 16;
+            v[i + 16] = ((p[6 + i] >> 4) | (((qh >> (i + 16)) & 1u) << 4)) - 16;
+        }
+    }
+};
+
+template <class H>
+struct Q8Generic {
+    template <int Fmt>
+    static void matvec_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                          float* y) {
+        using B = Q8Block32<Fmt>;
+        const int64_t nb = n_cols / 32;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            float mins = 0.0f;
+            for (int64_t b = 0; b < nb; ++b, p += B::bytes) {
+                int v[32];
+                B::values(p, v);
+                const int8_t* q = x.q32 + 32 * b;
+                const float dd = H::h2f(load_u16(p)) * x.d32[b];
+                for (int k = 0; k < 8; ++k) {
+                    int s = 0;
+                    for (int i = 4 * k; i < 4 * k + 4; ++i) s += v[i] * q[i];
+                    acc[k] = acc[k] + dd * static_cast<float>(s);
+                }
+                if (B::has_min) mins = mins + H::h2f(load_u16(p + 2)) * x.m32[b];
+            }
+            y[r] = q8_lane_total(acc) + mins;
+        }
+    }
+
+    // Q4_K (144 bytes: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes).
+    static void matvec_q4_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                            float* y) {
+        const int64_t nb = n_cols / 256;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+            float acc = 0.0f, mins = 0.0f;
+            for (int64_t b = 0; b < nb; ++b, p += 144) {
+                const int8_t* q = x.qk + 256 * b;
+                const int16_t* bs = x.bk + 16 * b;
+                const uint8_t* qs = p + 16;
+                int32_t a = 0, m = 0;
+                for (int s = 0; s < 8; ++s) {
+                    int sc, mn;
+                    k_scale_min(s, p + 4, &sc, &mn);
+                    int32_t sum = 0;
+                    for (int l = 0; l < 32; ++l) {
+                        const int v = s % 2 == 0 ? (qs[32 * (s / 2) + l] & 0x0F) : (qs[32 * (s / 2) + l] >> 4);
+                        sum += v * q[32 * s + l];
+                    }
+                    a += sc * sum;
+                    m += mn * (bs[2 * s] + bs[2 * s + 1]);
+                }
+                acc = acc + (H::h2f(load_u16(p)) * x.dk[b]) * static_cast<float>(a);
+                mins = mins + (H::h2f(load_u16(p + 2)) * x.dk[b]) * static_cast<float>(m);
+            }
+            y[r] = acc - mins;
+        }
+    }
+
+    // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): value 128 h + 32 k + l of a
+    // super-block is ql's nibble (bytes 64 h + l, + 32 for k odd; high nibble for k >= 2) with bits
+    // 2k, 2k + 1 of qh[32 h + l] above it, minus 32; scale (value index) / 16.
+    static void matvec_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                            float* y) {
+        const int64_t nb = n_cols / 256;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+            float acc = 0.0f;
+            for (int64_t b = 0; b < nb; ++b, p += 210) {
+                const int8_t* q = x.qk + 256 * b;
+                const int16_t* bs = x.bk + 16 * b;
+                const auto* sc = reinterpret_cast<const int8_t*>(p + 192);
+                int32_t a = 0;
+                for (int h = 0; h < 2; ++h)
+                    for (int k = 0; k < 4; ++k)
+                        for (int l = 0; l < 32; ++l) {
+                            const int lo = p[64 * h + 32 * (k % 2) + l];
+                            const int v = ((k < 2 ? lo & 0x0F : lo >> 4) | (((p[128 + 32 * h + l] >> (2 * k)) & 3) << 4));
+                            const int idx = 128 * h + 32 * k + l;
+                            a += sc[idx / 16] * v * q[idx];
+                        }
+                for (int i = 0; i < 16; ++i) a -= 32 * sc[i] * bs[i];
+                acc = acc + (H::h2f(load_u16(p + 208)) * x.dk[b]) * static_cast<float>(a);
+            }
+            y[r] = acc;
+        }
+    }
+
+    static void fill(KernelTable& t) {
+        for (auto& f : t.q8_matvec) f = nullptr;
+        t.q8_matvec[kQ8_0] = matvec_32<kQ8_0>;
+        t.q8_matvec[kQ4_0] = matvec_32<kQ4_0>;
+        t.q8_matvec[kQ4_1] = matvec_32<kQ4_1>;
+        t.q8_matvec[kQ5_0] = matvec_32<kQ5_0>;
+        t.q8_matvec[kQ4_K] = matvec_q4_k;
+        t.q8_matvec[kQ6_K] = matvec_q6_k;
+    }
+};
+
+}  // namespace
+}  // namespace snapkv::quant_detail
