@@ -167,3 +167,21 @@ TEST_CASE("a session file keeps the KV cache type and refuses an unknown one", "
     REQUIRE(legacy);
     CHECK(legacy->load.cache_type == "f32");
 }
+
+TEST_CASE("The weights choice 'native, 8-bit inputs' loads the model with them and says so", "[gui]") {
+    auto w = makeWindow();
+    auto* combo = w->findChild<QComboBox*>("weightsCombo");
+    REQUIRE(combo);
+    const int i = combo->findData("native-q8");
+    REQUIRE(i >= 0);
+    combo->setCurrentIndex(i);
+    CHECK(w->promptPanel()->loadOptions().weights == "native-q8");
+    QSignalSpy loads(w->controller(), &studio::RunController::modelLoaded);
+    REQUIRE(runAndWait(*w).what == "finished");
+    CHECK(loads.count() == 1);
+    CHECK(w->state()->model().weights == "native-q8");
+    const auto* status = w->findChild<QLabel*>("modelStatusLabel");
+    REQUIRE(status);
+    INFO(status->text().toStdString());
+    CHECK(status->text().contains("native-q8"));
+}

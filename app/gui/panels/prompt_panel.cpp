@@ -61,6 +61,7 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     devRow->addWidget(m_cacheType, 1);
     form->addRow("Device", devRow);
     m_modelStatus = new QLabel;
+    m_modelStatus->setObjectName("modelStatusLabel");
     m_modelStatus->setWordWrap(true);
     m_modelStatus->setStyleSheet("color:#555");
     form->addRow("", m_modelStatus);
