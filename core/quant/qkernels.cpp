@@ -99,7 +99,10 @@ struct BlockSums {
 enum class Q8Kind { None, PerK, Per32 };
 Q8Kind q8_kind(int format) {
     switch (format) {
+    case kQ2_K:
+    case kQ3_K:
     case kQ4_K:
+    case kQ5_K:
     case kQ6_K: return Q8Kind::PerK;
     case kQ8_0:
     case kQ4_0:

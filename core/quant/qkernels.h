@@ -39,8 +39,8 @@ struct BlockMatrix {
 
 // Whether the kernels handle this type (the readable ggml types listed above).
 bool kernel_supports(const GgmlType& type);
-// Whether the type has 8-bit-activation products (Activations::Q8): Q8_0, Q4_0, Q4_1, Q5_0, Q4_K
-// and Q6_K.
+// Whether the type has 8-bit-activation products (Activations::Q8): Q8_0, Q4_0, Q4_1, Q5_0 and
+// the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K.
 bool q8_supported(const GgmlType& type);
 // A view over n_rows rows of n_cols values stored back to back. InputError when the type has no
 // kernel or n_cols is not a whole number of blocks.

@@ -97,16 +97,36 @@ inline __m256i q8_word_splat(__m256i v, int i) {
     return _mm256_shuffle_epi8(v, ctrl);
 }
 
-// One row of Q4_K.
-inline void q8_row_q4_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+// Of 16-value groups' int16 scales sh (the eight of a 128-value half in each 128-bit lane): scale
+// 2k in every word of the low lane and 2k + 1 in every word of the high lane, for a chunk of 32
+// values whose first 16 belong to group 2k and the rest to 2k + 1.
+inline __m256i q8_pair_scales(__m256i sh, int k) {
+    const __m256i ctrl = _mm256_setr_epi8(
+        4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1,
+        4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2,
+        4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3);
+    return _mm256_shuffle_epi8(sh, ctrl);
+}
+
+// Bit t (0..7) of every byte of v, moved to bit `to` (0..7) of the byte; the other bits clear.
+inline __m256i q8_move_bit(__m256i v, int t, int to) {
+    const __m256i moved = t >= to ? _mm256_srli_epi16(v, t - to) : _mm256_slli_epi16(v, to - t);
+    return _mm256_and_si256(moved, _mm256_set1_epi8(static_cast<char>(1 << to)));
+}
+
+// One row of Q4_K (Five: Q5_K, whose qh[32] follow the scales and give bit s of byte l to value
+// 32 s + l as its fifth bit).
+template <bool Five>
+void q8_row_q45_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+    constexpr int bytes = Five ? 176 : 144, qs = Five ? 48 : 16;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     float acc = 0.0f, mins = 0.0f;
-    for (int64_t b = 0; b < nb; ++b, p += 144) {
+    for (int64_t b = 0; b < nb; ++b, p += bytes) {
         const int8_t* q = x.qk + 256 * b;
         const __m256i bsum = q8_load32(x.bk + 16 * b);
         const float dk = x.dk[b];
-        _mm_prefetch(reinterpret_cast<const char*>(p + 1024), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + 1088), _MM_HINT_T0);
+        for (int l = 0; l < (Five ? 3 : 2); ++l)
+            _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
         // Scales 0..7 and minimums 0..7 as bytes (the layout of k_super_scales).
         const uint32_t w0 = load_u32(p + 4), w1 = load_u32(p + 8), w2 = load_u32(p + 12);
         const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
@@ -115,12 +135,17 @@ inline void q8_row_q4_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y
         const __m128i scm = _mm_setr_epi32(static_cast<int>(w0 & low6), static_cast<int>(sc_hi),
                                            static_cast<int>(w1 & low6), static_cast<int>(mn_hi));
         const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));  // scales as int16, both lanes
-        const __m256i mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));   // each minimum twice
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));    // each minimum twice
         __m256i a = _mm256_setzero_si256();
         for (int j = 0; j < 4; ++j) {
-            const __m256i raw = q8_load32(p + 16 + 32 * j);
-            const __m256i lo = _mm256_and_si256(raw, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            const __m256i raw = q8_load32(p + qs + 32 * j);
+            __m256i lo = _mm256_and_si256(raw, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            if constexpr (Five) {
+                const __m256i hb = q8_load32(p + 16);
+                lo = _mm256_or_si256(lo, q8_move_bit(hb, 2 * j, 4));
+                hi = _mm256_or_si256(hi, q8_move_bit(hb, 2 * j + 1, 4));
+            }
             const __m256i s0 = _mm256_maddubs_epi16(lo, q8_load32(q + 64 * j));
             const __m256i s1 = _mm256_maddubs_epi16(hi, q8_load32(q + 64 * j + 32));
             a = _mm256_add_epi32(a, _mm256_madd_epi16(s0, q8_word_splat(sc, 2 * j)));
@@ -159,13 +184,7 @@ inline void q8_row_q6_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y
                                 _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
             for (int k = 0; k < 4; ++k) {
                 const __m256i s = _mm256_maddubs_epi16(v[k], q8_load32(q + 128 * h + 32 * k));
-                // Words 2k (low lane) and 2k + 1 (high lane) of the lane-split scales.
-                const __m256i ctrl = _mm256_setr_epi8(
-                    4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
-                    4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
-                    4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
-                    4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3);
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(s, _mm256_shuffle_epi8(sh, ctrl)));
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, k)));
             }
         }
         int32_t ta, unused;
@@ -173,6 +192,61 @@ inline void q8_row_q6_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y
         acc = acc + (half_at(p + 208) * dk) * static_cast<float>(ta);
     }
     *y = acc;
+}
+
+// One row of Q2_K or Q3_K (Three): 32 quant bytes per 128-value half, chunk j of a half their bits
+// 2j, 2j + 1 (Q3_K: with bit 4 half + j of hmask as bit 2, the values then 0..7 for -4..3).
+template <bool Three>
+void q8_row_k23(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+    constexpr int bytes = Three ? 110 : 84, qs = Three ? 32 : 16;
+    const __m256i k3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    float acc = 0.0f, mins = 0.0f;
+    for (int64_t b = 0; b < nb; ++b, p += bytes) {
+        const int8_t* q = x.qk + 256 * b;
+        const __m256i bsum = q8_load32(x.bk + 16 * b);
+        const float dk = x.dk[b];
+        for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+        // The 16 group scales as int16, 0..7 in the low lane and 8..15 in the high lane.
+        __m256i sc16, mn16 = _mm256_setzero_si256();
+        if constexpr (Three) {
+            // q3_k_scale eight at a time in 32-bit lanes (as the float AVX2 kernel decodes them).
+            const __m256i raw = u8_lane8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
+            const __m256i k3w = _mm256_set1_epi32(3), k15 = _mm256_set1_epi32(15), k32 = _mm256_set1_epi32(32);
+            const __m256i top0 = _mm256_and_si256(
+                _mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)), k3w);
+            const __m256i top1 = _mm256_and_si256(
+                _mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)), k3w);
+            const __m256i s0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(raw, k15), _mm256_slli_epi32(top0, 4)),
+                                                k32);
+            const __m256i s1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(raw, 4), _mm256_slli_epi32(top1, 4)),
+                                                k32);
+            sc16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(s0, s1), 0xD8);
+        } else {
+            const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+            sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+            mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        }
+        // Q3_K: the values carry +4, taken away per group as 4 x scale x the input's group sum.
+        __m256i a = _mm256_setzero_si256();
+        if constexpr (Three) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 2));
+        const __m256i hm = Three ? q8_load32(p) : _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
+            const __m256i qv = q8_load32(p + qs + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                __m256i v = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), k3);
+                if constexpr (Three) v = _mm256_or_si256(v, q8_move_bit(hm, 4 * h + j, 2));
+                const __m256i s = _mm256_maddubs_epi16(v, q8_load32(q + 128 * h + 32 * j));
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, j)));
+            }
+        }
+        int32_t ta, tm;
+        q8_two_totals(a, _mm256_madd_epi16(bsum, mn16), &ta, &tm);
+        acc = acc + (half_at(p + (Three ? 108 : 80)) * dk) * static_cast<float>(ta);
+        if constexpr (!Three) mins = mins + (half_at(p + 82) * dk) * static_cast<float>(tm);
+    }
+    *y = acc - mins;
 }
 
 // Every row, one at a time.
@@ -186,7 +260,10 @@ inline void fill_q8_avx2(KernelTable& t) {
     t.q8_matvec[kQ4_0] = q8_rows<q8_row_32<kQ4_0>, 32>;
     t.q8_matvec[kQ4_1] = q8_rows<q8_row_32<kQ4_1>, 32>;
     t.q8_matvec[kQ5_0] = q8_rows<q8_row_32<kQ5_0>, 32>;
-    t.q8_matvec[kQ4_K] = q8_rows<q8_row_q4_k, 256>;
+    t.q8_matvec[kQ4_K] = q8_rows<q8_row_q45_k<false>, 256>;
+    t.q8_matvec[kQ5_K] = q8_rows<q8_row_q45_k<true>, 256>;
+    t.q8_matvec[kQ2_K] = q8_rows<q8_row_k23<false>, 256>;
+    t.q8_matvec[kQ3_K] = q8_rows<q8_row_k23<true>, 256>;
     t.q8_matvec[kQ6_K] = q8_rows<q8_row_q6_k, 256>;
 }
 

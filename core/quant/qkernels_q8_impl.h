@@ -6,8 +6,8 @@
 //   products are summed in 8 lanes of 4 consecutive values; lane k accumulates
 //   acc[k] = acc[k] + (d_b * d32_b) * float(lane sum), a multiply then an add (no fused
 //   multiply-add); the row's result is q8_lane_total(acc) (+ the minimum terms, summed in block order).
-// - K-quants (Q4_K, Q6_K): super-block b gives the integers A (scale x sum over each sub-block) and,
-//   for Q4_K, B (min x the input's sum over each sub-block); acc = acc + (d * dk_b) * float(A) and
+// - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): super-block b gives the integers A (scale x sum over
+//   each sub-block) and, for Q2_K / Q4_K / Q5_K, B (min x the input's sum over each sub-block); acc = acc + (d * dk_b) * float(A) and
 //   mins = mins + (dmin * dk_b) * float(B) in block order; the result is acc - mins.
 // The files are built with -ffp-contract=off, so no compiler fuses the multiplies and adds.
 #pragma once
@@ -21,9 +21,7 @@ namespace {
 
 // The 8 lanes added as the x86 kernels' horizontal sum does: the upper four onto the lower four,
 // then lanes 2-3 onto 0-1, then lane 1 onto lane 0.
-inline float q8_lane_total(const float* a) {
-    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
+inline float q8_lane_total(const float* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
 
 // The 32-value formats: bytes per block, whether values are signed (else 0..15 plus a minimum),
 // and their integer values in value order.
@@ -129,6 +127,78 @@ struct Q8Generic {
         }
     }
 
+    // Q5_K (176 bytes: f16 d, f16 dmin, 12 scale bytes, qh[32], 128 nibble bytes): Q4_K's values
+    // with bit s of qh[l] (s the sub-block) as their fifth bit.
+    static void matvec_q5_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                            float* y) {
+        const int64_t nb = n_cols / 256;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+            float acc = 0.0f, mins = 0.0f;
+            for (int64_t b = 0; b < nb; ++b, p += 176) {
+                const int8_t* q = x.qk + 256 * b;
+                const int16_t* bs = x.bk + 16 * b;
+                const uint8_t* qh = p + 16;
+                const uint8_t* qs = p + 48;
+                int32_t a = 0, m = 0;
+                for (int s = 0; s < 8; ++s) {
+                    int sc, mn;
+                    k_scale_min(s, p + 4, &sc, &mn);
+                    int32_t sum = 0;
+                    for (int l = 0; l < 32; ++l) {
+                        const int nib = s % 2 == 0 ? (qs[32 * (s / 2) + l] & 0x0F) : (qs[32 * (s / 2) + l] >> 4);
+                        sum += (nib | (((qh[l] >> s) & 1) << 4)) * q[32 * s + l];
+                    }
+                    a += sc * sum;
+                    m += mn * (bs[2 * s] + bs[2 * s + 1]);
+                }
+                acc = acc + (H::h2f(load_u16(p)) * x.dk[b]) * static_cast<float>(a);
+                mins = mins + (H::h2f(load_u16(p + 2)) * x.dk[b]) * static_cast<float>(m);
+            }
+            y[r] = acc - mins;
+        }
+    }
+
+    // Q2_K (84 bytes: 16 scale bytes (scale low nibble, min high nibble), qs[64], f16 d, f16 dmin)
+    // and Q3_K (110 bytes: hmask[32], qs[64], 12 scale bytes, f16 d): value 128 h + 32 j + l of a
+    // super-block has bits 2j, 2j + 1 of qs[32 h + l], and for Q3_K bit 4h + j of hmask[l] as its
+    // third (set: + 0, clear: - 4 after it); 16-value groups 8h + 2j + l / 16 with their scales.
+    template <bool Three>
+    static void matvec_k23(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                           float* y) {
+        const int64_t nb = n_cols / 256;
+        const size_t bytes = Three ? 110 : 84;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+            float acc = 0.0f, mins = 0.0f;
+            for (int64_t b = 0; b < nb; ++b, p += bytes) {
+                const int8_t* q = x.qk + 256 * b;
+                const int16_t* bs = x.bk + 16 * b;
+                const uint8_t* qs = Three ? p + 32 : p + 16;
+                int32_t a = 0, m = 0;
+                for (int g = 0; g < 16; ++g) {
+                    const int h = g / 8, j = (g % 8) / 2, l0 = 16 * (g % 2);
+                    int32_t sum = 0;
+                    for (int l = l0; l < l0 + 16; ++l) {
+                        int v = (qs[32 * h + l] >> (2 * j)) & 3;
+                        if (Three) v |= ((p[l] >> (4 * h + j)) & 1) << 2;  // 0..7: the value + 4
+                        sum += v * q[128 * h + 32 * j + l];
+                    }
+                    if (Three) {
+                        a += q3_k_scale(p + 96, g) * (sum - 4 * bs[g]);
+                    } else {
+                        a += (p[g] & 0x0F) * sum;
+                        m += (p[g] >> 4) * bs[g];
+                    }
+                }
+                const float d = H::h2f(load_u16(p + (Three ? 108 : 80)));
+                acc = acc + (d * x.dk[b]) * static_cast<float>(a);
+                if (!Three) mins = mins + (H::h2f(load_u16(p + 82)) * x.dk[b]) * static_cast<float>(m);
+            }
+            y[r] = acc - mins;
+        }
+    }
+
     // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): value 128 h + 32 k + l of a
     // super-block is ql's nibble (bytes 64 h + l, + 32 for k odd; high nibble for k >= 2) with bits
     // 2k, 2k + 1 of qh[32 h + l] above it, minus 32; scale (value index) / 16.
@@ -147,7 +217,8 @@ struct Q8Generic {
                     for (int k = 0; k < 4; ++k)
                         for (int l = 0; l < 32; ++l) {
                             const int lo = p[64 * h + 32 * (k % 2) + l];
-                            const int v = ((k < 2 ? lo & 0x0F : lo >> 4) | (((p[128 + 32 * h + l] >> (2 * k)) & 3) << 4));
+                            const int v = ((k < 2 ? lo & 0x0F : lo >> 4) |
+                                           (((p[128 + 32 * h + l] >> (2 * k)) & 3) << 4));
                             const int idx = 128 * h + 32 * k + l;
                             a += sc[idx / 16] * v * q[idx];
                         }
@@ -159,13 +230,15 @@ struct Q8Generic {
     }
 
     static void fill(KernelTable& t) {
-        for (auto& f : t.q8_matvec) f = nullptr;
         t.q8_matvec[kQ8_0] = matvec_32<kQ8_0>;
         t.q8_matvec[kQ4_0] = matvec_32<kQ4_0>;
         t.q8_matvec[kQ4_1] = matvec_32<kQ4_1>;
         t.q8_matvec[kQ5_0] = matvec_32<kQ5_0>;
         t.q8_matvec[kQ4_K] = matvec_q4_k;
         t.q8_matvec[kQ6_K] = matvec_q6_k;
+        t.q8_matvec[kQ5_K] = matvec_q5_k;
+        t.q8_matvec[kQ2_K] = matvec_k23<false>;
+        t.q8_matvec[kQ3_K] = matvec_k23<true>;
     }
 };
 

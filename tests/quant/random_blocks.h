@@ -61,14 +61,12 @@ inline std::vector<uint8_t> random_matrix(const GgmlType& t, int64_t n_rows, int
     return bytes;
 }
 
-
 inline std::vector<float> random_x(int64_t n, std::mt19937& rng) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<float> x(static_cast<size_t>(n));
     for (auto& v : x) v = u(rng);
     return x;
 }
-
 
 // Exact equality of two float buffers (bit patterns), reporting the first difference.
 inline void check_bits(const std::vector<float>& got, const std::vector<float>& want) {
@@ -78,7 +76,6 @@ inline void check_bits(const std::vector<float>& got, const std::vector<float>& 
             FAIL("value " << i << ": got " << got[i] << ", want " << want[i]);
     }
 }
-
 
 inline void report_missing_paths() {
     for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512})

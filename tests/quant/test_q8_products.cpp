@@ -23,7 +23,7 @@ using namespace snapkv::test;
 
 namespace {
 
-const char* const kQ8Formats[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K", "Q6_K"};
+const char* const kQ8Formats[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
 
 // x as the products see it: each block of `block` values rounded to scale * integer.
 std::vector<double> quantized_input(const std::vector<float>& x, int block) {
@@ -74,7 +74,7 @@ TEST_CASE("8-bit-input products match float64 with the quantized input, equal on
         const GgmlType& t = *ggml_type_by_name(name);
         REQUIRE(q8_supported(t));
         const std::vector<int64_t> widths = t.block_size == 256 ? std::vector<int64_t>{256, 768, 2048}
-                                                                 : std::vector<int64_t>{32, 96, 160, 576};
+                                                                : std::vector<int64_t>{32, 96, 160, 576};
         for (int64_t n_cols : widths) {
             for (int64_t n_rows : {1, 3, 4, 9}) {  // tiles of 4 and the rows after them
                 INFO(name << ", " << n_rows << " x " << n_cols);
@@ -118,21 +118,27 @@ TEST_CASE("8-bit-input products at the ends of their integer ranges are exact", 
         uint8_t fill;  // every byte of the blocks' value fields
     };
     for (const Case& c : {Case{"Q8_0", 0x80}, Case{"Q8_0", 0x7F}, Case{"Q6_K", 0xFF}, Case{"Q6_K", 0x00},
-                          Case{"Q4_K", 0xFF}, Case{"Q4_0", 0x00}, Case{"Q5_0", 0xFF}, Case{"Q4_1", 0xFF}}) {
+                          Case{"Q4_K", 0xFF}, Case{"Q5_K", 0xFF}, Case{"Q2_K", 0xFF}, Case{"Q3_K", 0xFF},
+                          Case{"Q3_K", 0x00}, Case{"Q4_0", 0x00}, Case{"Q5_0", 0xFF}, Case{"Q4_1", 0xFF}}) {
         const GgmlType& t = *ggml_type_by_name(c.name);
         const int64_t n_cols = t.block_size == 256 ? 512 : 128, n_rows = 5;
         std::vector<uint8_t> bytes(static_cast<size_t>(n_rows * n_cols / t.block_size) * t.block_bytes, c.fill);
-        // Scales: 1.0 (0x3C00) where the format has f16 ones; Q6_K's int8 scales stay at fill (-1 or 0)
-        // but for the first block's, -128.
+        // Scales: 1.0 (0x3C00) where the format has f16 ones; the 6- and 8-bit sub-block scales stay
+        // at the fill (largest or smallest), but Q6_K's first, -128.
         for (size_t b = 0; b < bytes.size() / t.block_bytes; ++b) {
             uint8_t* p = bytes.data() + b * t.block_bytes;
             const std::string name = c.name;
             if (name == "Q6_K") {
                 put16(p + 208, 0x3C00);
                 p[192] = 0x80;
+            } else if (name == "Q2_K") {
+                put16(p + 80, 0x3C00);
+                put16(p + 82, 0x3C00);
+            } else if (name == "Q3_K") {
+                put16(p + 108, 0x3C00);
             } else {
                 put16(p, 0x3C00);
-                if (name == "Q4_1" || name == "Q4_K") put16(p + 2, 0x3C00);
+                if (name == "Q4_1" || name == "Q4_K" || name == "Q5_K") put16(p + 2, 0x3C00);
             }
         }
         std::vector<float> x(static_cast<size_t>(n_cols));
