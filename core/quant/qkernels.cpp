@@ -103,11 +103,14 @@ Q8Kind q8_kind(int format) {
     case kQ3_K:
     case kQ4_K:
     case kQ5_K:
-    case kQ6_K: return Q8Kind::PerK;
+    case kQ6_K:
+    case kIQ4_XS: return Q8Kind::PerK;
     case kQ8_0:
     case kQ4_0:
     case kQ4_1:
-    case kQ5_0: return Q8Kind::Per32;
+    case kQ5_0:
+    case kQ5_1:
+    case kIQ4_NL: return Q8Kind::Per32;
     default: return Q8Kind::None;
     }
 }

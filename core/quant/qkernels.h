@@ -23,8 +23,8 @@ namespace snapkv {
 // Q8: first quantize it to 8 bits per block, as llama.cpp's CPU products do (a scale max|x| / 127
 // per 256 values for the K-quants, per 32 for the 32-value formats), so that weights and input meet
 // in integer multiply-adds, exact per block: faster, and the results differ from F32's by the
-// input's rounding (about 0.4 % of a block's largest value per value). Formats without an 8-bit
-// product (q8_supported) keep F32 for their matrices. Results are the same on every CPU path.
+// input's rounding (about 0.4 % of a block's largest value per value). F32, F16 and BF16 matrices
+// (no 8-bit product: q8_supported) keep F32 inputs. Results are the same on every CPU path.
 enum class Activations { F32 = 0, Q8 = 1 };
 
 // A view of R x C weights in a ggml type: row r occupies row_bytes bytes at data + r * row_bytes.
@@ -39,8 +39,8 @@ struct BlockMatrix {
 
 // Whether the kernels handle this type (the readable ggml types listed above).
 bool kernel_supports(const GgmlType& type);
-// Whether the type has 8-bit-activation products (Activations::Q8): Q8_0, Q4_0, Q4_1, Q5_0 and
-// the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K.
+// Whether the type has 8-bit-activation products (Activations::Q8): every block format (Q8_0,
+// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS); not F32, F16 or BF16.
 bool q8_supported(const GgmlType& type);
 // A view over n_rows rows of n_cols values stored back to back. InputError when the type has no
 // kernel or n_cols is not a whole number of blocks.

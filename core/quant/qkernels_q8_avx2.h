@@ -49,6 +49,12 @@ inline __m256i q8_fifth_bits(uint32_t qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
 
+// IQ4_NL's levels (kIq4Levels) of nibble values 0..15.
+inline __m256i q8_iq4_levels(__m256i nib) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
+    return _mm256_shuffle_epi8(table, nib);
+}
+
 // One block's 8 lane sums of value x input, as Q8Block32<Fmt>'s values give them.
 template <int Fmt>
 inline __m256i q8_block_lanes(const uint8_t* p, __m256i q) {
@@ -58,6 +64,10 @@ inline __m256i q8_block_lanes(const uint8_t* p, __m256i q) {
         return q8_lanes_s(_mm256_sub_epi8(q8_nibbles(p + 2), _mm256_set1_epi8(8)), q);
     } else if constexpr (Fmt == kQ4_1) {
         return q8_lanes_u(q8_nibbles(p + 4), q);
+    } else if constexpr (Fmt == kQ5_1) {
+        return q8_lanes_u(_mm256_or_si256(q8_nibbles(p + 8), q8_fifth_bits(load_u32(p + 4))), q);
+    } else if constexpr (Fmt == kIQ4_NL) {
+        return q8_lanes_s(q8_iq4_levels(q8_nibbles(p + 2)), q);
     } else {
         static_assert(Fmt == kQ5_0);
         const __m256i v = _mm256_or_si256(q8_nibbles(p + 6), q8_fifth_bits(load_u32(p + 2)));
@@ -249,6 +259,25 @@ void q8_row_k23(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
     *y = acc - mins;
 }
 
+// One row of IQ4_XS: per sub-block, IQ4_NL's 32 levels against the input, times its scale.
+inline void q8_row_iq4_xs(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; ++b, p += 136) {
+        const int8_t* q = x.qk + 256 * b;
+        for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+        __m256i a = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ++ib) {
+            const __m256i w = q8_iq4_levels(q8_nibbles(p + 8 + 16 * ib));
+            const __m256i s = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(q8_load32(q + 32 * ib), w));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(p, ib)))));
+        }
+        int32_t ta, unused;
+        q8_two_totals(a, a, &ta, &unused);
+        acc = acc + (half_at(p) * x.dk[b]) * static_cast<float>(ta);
+    }
+    *y = acc;
+}
+
 // Every row, one at a time.
 template <void (*Row)(const uint8_t*, int64_t, const Q8Input&, float*), int Values>
 void q8_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x, float* y) {
@@ -260,6 +289,9 @@ inline void fill_q8_avx2(KernelTable& t) {
     t.q8_matvec[kQ4_0] = q8_rows<q8_row_32<kQ4_0>, 32>;
     t.q8_matvec[kQ4_1] = q8_rows<q8_row_32<kQ4_1>, 32>;
     t.q8_matvec[kQ5_0] = q8_rows<q8_row_32<kQ5_0>, 32>;
+    t.q8_matvec[kQ5_1] = q8_rows<q8_row_32<kQ5_1>, 32>;
+    t.q8_matvec[kIQ4_NL] = q8_rows<q8_row_32<kIQ4_NL>, 32>;
+    t.q8_matvec[kIQ4_XS] = q8_rows<q8_row_iq4_xs, 256>;
     t.q8_matvec[kQ4_K] = q8_rows<q8_row_q45_k<false>, 256>;
     t.q8_matvec[kQ5_K] = q8_rows<q8_row_q45_k<true>, 256>;
     t.q8_matvec[kQ2_K] = q8_rows<q8_row_k23<false>, 256>;

@@ -2,11 +2,11 @@
 // form, the definition every path keeps. Each block's integer sum of weight x quantized input is
 // exact, so only the float steps below fix a result, and the x86 kernels (qkernels_q8_avx2.h) take
 // the same ones in the same order:
-// - 32-value formats (Q8_0, Q4_0, Q5_0 signed; Q4_1 unsigned with a minimum): block b's 32
+// - 32-value formats (Q8_0, Q4_0, Q5_0, IQ4_NL signed; Q4_1, Q5_1 unsigned with a minimum): block b's 32
 //   products are summed in 8 lanes of 4 consecutive values; lane k accumulates
 //   acc[k] = acc[k] + (d_b * d32_b) * float(lane sum), a multiply then an add (no fused
 //   multiply-add); the row's result is q8_lane_total(acc) (+ the minimum terms, summed in block order).
-// - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): super-block b gives the integers A (scale x sum over
+// - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS: super-block b gives the integers A (scale x sum over
 //   each sub-block) and, for Q2_K / Q4_K / Q5_K, B (min x the input's sum over each sub-block); acc = acc + (d * dk_b) * float(A) and
 //   mins = mins + (dmin * dk_b) * float(B) in block order; the result is acc - mins.
 // The files are built with -ffp-contract=off, so no compiler fuses the multiplies and adds.
@@ -66,6 +66,30 @@ struct Q8Block32<kQ5_0> {
         for (int i = 0; i < 16; ++i) {
             v[i] = ((p[6 + i] & 0x0F) | (((qh >> i) & 1u) << 4)) - 16;
             v[i + 16] = ((p[6 + i] >> 4) | (((qh >> (i + 16)) & 1u) << 4)) - 16;
+        }
+    }
+};
+
+template <>
+struct Q8Block32<kQ5_1> {
+    static constexpr int bytes = 24;
+    static constexpr bool has_min = true;
+    static void values(const uint8_t* p, int* v) {
+        const uint32_t qh = load_u32(p + 4);
+        for (int i = 0; i < 16; ++i) {
+            v[i] = (p[8 + i] & 0x0F) | (((qh >> i) & 1u) << 4);
+            v[i + 16] = (p[8 + i] >> 4) | (((qh >> (i + 16)) & 1u) << 4);
+        }
+    }
+};
+template <>
+struct Q8Block32<kIQ4_NL> {
+    static constexpr int bytes = 18;
+    static constexpr bool has_min = false;
+    static void values(const uint8_t* p, int* v) {
+        for (int i = 0; i < 16; ++i) {
+            v[i] = kIq4Levels[p[2 + i] & 0x0F];
+            v[i + 16] = kIq4Levels[p[2 + i] >> 4];
         }
     }
 };
@@ -229,6 +253,32 @@ struct Q8Generic {
         }
     }
 
+    // IQ4_XS (136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 128 nibble bytes): sub-block ib's
+    // 32 values are IQ4_NL's levels of its 16 bytes (low nibbles, then high), its scale
+    // iq4_xs_scale(ib).
+    static void matvec_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                              float* y) {
+        const int64_t nb = n_cols / 256;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+            float acc = 0.0f;
+            for (int64_t b = 0; b < nb; ++b, p += 136) {
+                const int8_t* q = x.qk + 256 * b;
+                int32_t a = 0;
+                for (int ib = 0; ib < 8; ++ib) {
+                    int32_t sum = 0;
+                    for (int i = 0; i < 16; ++i) {
+                        const uint8_t byte = p[8 + 16 * ib + i];
+                        sum += kIq4Levels[byte & 0x0F] * q[32 * ib + i] + kIq4Levels[byte >> 4] * q[32 * ib + 16 + i];
+                    }
+                    a += iq4_xs_scale(p, ib) * sum;
+                }
+                acc = acc + (H::h2f(load_u16(p)) * x.dk[b]) * static_cast<float>(a);
+            }
+            y[r] = acc;
+        }
+    }
+
     static void fill(KernelTable& t) {
         t.q8_matvec[kQ8_0] = matvec_32<kQ8_0>;
         t.q8_matvec[kQ4_0] = matvec_32<kQ4_0>;
@@ -239,6 +289,9 @@ struct Q8Generic {
         t.q8_matvec[kQ5_K] = matvec_q5_k;
         t.q8_matvec[kQ2_K] = matvec_k23<false>;
         t.q8_matvec[kQ3_K] = matvec_k23<true>;
+        t.q8_matvec[kQ5_1] = matvec_32<kQ5_1>;
+        t.q8_matvec[kIQ4_NL] = matvec_32<kIQ4_NL>;
+        t.q8_matvec[kIQ4_XS] = matvec_iq4_xs;
     }
 };
 

@@ -2,8 +2,8 @@
 // against a float64 dot product of the dequantized weights with the input quantized here by the
 // documented scheme (a scale max|x| / 127 per 256 values for the K-quants, per 32 for the others,
 // q = round(x / scale)), equal to the scalar path's results bit for bit, threaded and batched
-// results equal to the single-threaded ones, formats without an 8-bit product falling back to the
-// float32 one, and the extremes of the integer ranges (weights -128 or 63 against |q| = 127).
+// results equal to the single-threaded ones, F16 (no 8-bit product) keeping the float32 one, and
+// the extremes of the integer ranges (weights -128, -127 or 63 against |q| = 127).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -23,7 +23,8 @@ using namespace snapkv::test;
 
 namespace {
 
-const char* const kQ8Formats[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
+const char* const kQ8Formats[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q2_K",
+                                  "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
 
 // x as the products see it: each block of `block` values rounded to scale * integer.
 std::vector<double> quantized_input(const std::vector<float>& x, int block) {
@@ -119,7 +120,8 @@ TEST_CASE("8-bit-input products at the ends of their integer ranges are exact", 
     };
     for (const Case& c : {Case{"Q8_0", 0x80}, Case{"Q8_0", 0x7F}, Case{"Q6_K", 0xFF}, Case{"Q6_K", 0x00},
                           Case{"Q4_K", 0xFF}, Case{"Q5_K", 0xFF}, Case{"Q2_K", 0xFF}, Case{"Q3_K", 0xFF},
-                          Case{"Q3_K", 0x00}, Case{"Q4_0", 0x00}, Case{"Q5_0", 0xFF}, Case{"Q4_1", 0xFF}}) {
+                          Case{"Q3_K", 0x00}, Case{"Q4_0", 0x00}, Case{"Q5_0", 0xFF}, Case{"Q4_1", 0xFF},
+                          Case{"Q5_1", 0xFF}, Case{"IQ4_NL", 0x00}, Case{"IQ4_XS", 0x00}, Case{"IQ4_XS", 0xFF}}) {
         const GgmlType& t = *ggml_type_by_name(c.name);
         const int64_t n_cols = t.block_size == 256 ? 512 : 128, n_rows = 5;
         std::vector<uint8_t> bytes(static_cast<size_t>(n_rows * n_cols / t.block_size) * t.block_bytes, c.fill);
@@ -138,7 +140,7 @@ TEST_CASE("8-bit-input products at the ends of their integer ranges are exact", 
                 put16(p + 108, 0x3C00);
             } else {
                 put16(p, 0x3C00);
-                if (name == "Q4_1" || name == "Q4_K" || name == "Q5_K") put16(p + 2, 0x3C00);
+                if (name == "Q4_1" || name == "Q5_1" || name == "Q4_K" || name == "Q5_K") put16(p + 2, 0x3C00);
             }
         }
         std::vector<float> x(static_cast<size_t>(n_cols));
@@ -168,8 +170,8 @@ TEST_CASE("8-bit-input products: threads, batches, mixed formats and non-finite 
             for (const char* name : kQ8Formats) {
                 INFO(threads << " threads, path " << cpu_path_name(path) << ", " << name);
                 const GgmlType& t = *ggml_type_by_name(name);
-                // A second matrix without 8-bit products (Q5_1): it keeps the float32 product.
-                const GgmlType& tb = *ggml_type_by_name("Q5_1");
+                // A second matrix without 8-bit products (F16): it keeps the float32 product.
+                const GgmlType& tb = *ggml_type_by_name("F16");
                 const int64_t n_cols = 768, rows_a = 301, rows_b = 45, n = 3;
                 const auto a = random_matrix(t, rows_a, n_cols, rng);
                 const auto b = random_matrix(tb, rows_b, n_cols, rng);
