@@ -17,6 +17,11 @@
 namespace snapkv::quant_detail {
 namespace {
 
+// Each row asks for its bytes this far ahead of the block it multiplies. A 1B-shape Q4_K_M decode
+// on a Zen 4 EPYC (2 threads, interleaved runs): 256 bytes 37.2 tok/s on average over 10 runs,
+// 1024 34.5 over 7; 128, 512, 2048, 4096 and 8192 in between.
+constexpr int kQ8Ahead = 256;
+
 inline __m256i q8_load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // The 8 lanes of a summed in q8_lane_total's order.
@@ -84,7 +89,7 @@ void q8_row_32(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
     for (int64_t b = 0; b < nb; ++b, p += B::bytes) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + 1024), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead), _MM_HINT_T0);
         const __m256 dd = _mm256_set1_ps(half_at(p) * x.d32[b]);
         acc = _mm256_add_ps(acc, _mm256_mul_ps(dd, to_f(q8_block_lanes<Fmt>(p, q8_load32(x.q32 + 32 * b)))));
         if constexpr (B::has_min) mins = mins + half_at(p + 2) * x.m32[b];
@@ -136,7 +141,7 @@ void q8_row_q45_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
         const __m256i bsum = q8_load32(x.bk + 16 * b);
         const float dk = x.dk[b];
         for (int l = 0; l < (Five ? 3 : 2); ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
         // Scales 0..7 and minimums 0..7 as bytes (the layout of k_super_scales).
         const uint32_t w0 = load_u32(p + 4), w1 = load_u32(p + 8), w2 = load_u32(p + 12);
         const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
@@ -177,7 +182,7 @@ inline void q8_row_q6_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y
         const int8_t* q = x.qk + 256 * b;
         const __m256i bsum = q8_load32(x.bk + 16 * b);
         const float dk = x.dk[b];
-        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
         // Scales as int16: 0..7 in the low lane, 8..15 in the high lane.
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
         __m256i a = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 5));
@@ -216,7 +221,7 @@ void q8_row_k23(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
         const int8_t* q = x.qk + 256 * b;
         const __m256i bsum = q8_load32(x.bk + 16 * b);
         const float dk = x.dk[b];
-        for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+        for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
         // The 16 group scales as int16, 0..7 in the low lane and 8..15 in the high lane.
         __m256i sc16, mn16 = _mm256_setzero_si256();
         if constexpr (Three) {
@@ -264,7 +269,7 @@ inline void q8_row_iq4_xs(const uint8_t* p, int64_t nb, const Q8Input& x, float*
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; ++b, p += 136) {
         const int8_t* q = x.qk + 256 * b;
-        for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 1024 + 64 * l), _MM_HINT_T0);
+        for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
         __m256i a = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ++ib) {
             const __m256i w = q8_iq4_levels(q8_nibbles(p + 8 + 16 * ib));
