@@ -122,7 +122,8 @@ void bench_roofline(Session& s, const std::vector<int64_t>& lengths, int64_t dec
               << " GB/s (" << b.threads << " threads, 1 GiB)\n"
               << "model          " << std::setprecision(3) << cost.matrix_weights / 1e6
               << " M matrix weights; a decode step reads " << format_bytes(static_cast<int64_t>(cost.decode_bytes))
-              << " of weights + the KV cache (" << i.cache_type << ")\n\n";
+              << " of weights + the KV cache (" << i.cache_type << "); weights " << i.weights
+              << (i.weights == "native-q8" ? " (decode's products take 8-bit inputs)" : "") << "\n\n";
     std::cout << std::left << std::setw(26) << "phase" << std::right << std::setw(8) << "tokens" << std::setw(11)
               << "ms" << std::setw(16) << "reached" << std::setw(16) << "bound" << std::setw(9) << "share\n";
     nlohmann::json jrows = nlohmann::json::array();
@@ -183,6 +184,7 @@ void bench_roofline(Session& s, const std::vector<int64_t>& lengths, int64_t dec
                               {"matrix_weights", cost.matrix_weights},
                               {"decode_weight_bytes", cost.decode_bytes},
                               {"cache_type", i.cache_type},
+                              {"weights", i.weights},
                               {"rows", jrows}};
     if (!json_out.empty()) write_json(j, json_out);
     // The app's About box shows the last figures; a place that cannot be written costs a note only.

@@ -288,6 +288,12 @@ TEST_CASE("The About box shows the last roofline figures, or how to get them", "
     CHECK(html.contains("prefill attention"));
     CHECK(html.contains("<b>42%</b>"));
     CHECK(html.contains("<b>39%</b>"));
+    CHECK_FALSE(html.contains("8-bit inputs"));
+    REQUIRE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(R"({"measured_at": "2026-12-05 09:50", "model": "/m/1b.gguf", "kernel_path": "avx2", "threads": 2,
+        "weights": "native-q8", "rows": []})");
+    f.close();
+    CHECK(studio::rooflineSummaryHtml(path).contains("Weights native-q8: decode's products took 8-bit inputs."));
     REQUIRE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
     f.write("{not json");
     f.close();

@@ -31,6 +31,8 @@ QString rooflineSummaryHtml(const QString& path) {
                        .arg(o["fma_peak_gflops"].toDouble(), 0, 'f', 1)
                        .arg(o["fma_path"].toString())
                        .arg(o["read_bandwidth_gbs"].toDouble(), 0, 'f', 1);
+    // Figures written before the weights were recorded were taken with native ones.
+    if (o["weights"].toString() == "native-q8") html += " Weights native-q8: decode's products took 8-bit inputs.";
     html += "<table cellspacing=4>";
     for (const QJsonValue& v : o["rows"].toArray()) {
         const QJsonObject r = v.toObject();
