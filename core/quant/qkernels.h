@@ -1,9 +1,9 @@
 // Products and conversions over weight matrices kept in their stored ggml format (every type
 // core/io/dequant.h can read: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, IQ4_XS): a matrix-vector product that dequantizes blocks in
-// registers and accumulates in float32 (activations are never quantized), spread over output rows
-// on the kernel thread pool, and a row dequantizer to float32 for the multi-token (BLAS) path
-// whose output is bit-identical to core/io/dequant.h. Each runs on the CPU path of
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS): a matrix-vector product that dequantizes blocks in registers and
+// accumulates in float32 (the input stays float32 unless a matrix asks for 8-bit inputs:
+// Activations below), spread over output rows on the kernel thread pool, and a row dequantizer to
+// float32 for the multi-token (BLAS) path whose output is bit-identical to core/io/dequant.h. Each runs on the CPU path of
 // cpu_features.h (AVX-512, AVX2 or scalar). No LibTorch, no file I/O, no ownership of the bytes.
 //
 // Dimensions: R = rows (outputs), C = columns (inputs) of a matrix.
