@@ -22,6 +22,12 @@ namespace {
 // 1024 34.5 over 7; 128, 512, 2048, 4096 and 8192 in between.
 constexpr int kQ8Ahead = 256;
 
+// Prefetches the L cache lines kQ8Ahead bytes past p.
+template <int L>
+inline void q8_prefetch(const uint8_t* p) {
+    for (int l = 0; l < L; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
+}
+
 inline __m256i q8_load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // The 8 lanes of a summed in q8_lane_total's order.
@@ -89,7 +95,7 @@ void q8_row_32(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
     for (int64_t b = 0; b < nb; ++b, p += B::bytes) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead), _MM_HINT_T0);
+        q8_prefetch<1>(p);
         const __m256 dd = _mm256_set1_ps(half_at(p) * x.d32[b]);
         acc = _mm256_add_ps(acc, _mm256_mul_ps(dd, to_f(q8_block_lanes<Fmt>(p, q8_load32(x.q32 + 32 * b)))));
         if constexpr (B::has_min) mins = mins + half_at(p + 2) * x.m32[b];
@@ -129,179 +135,166 @@ inline __m256i q8_move_bit(__m256i v, int t, int to) {
     return _mm256_and_si256(moved, _mm256_set1_epi8(static_cast<char>(1 << to)));
 }
 
-// One row of Q4_K (Five: Q5_K, whose qh[32] follow the scales and give bit s of byte l to value
-// 32 s + l as its fifth bit).
+// Q4_K (Five: Q5_K, whose qh[32] follow the scales and give bit s of byte l to value 32 s + l as
+// its fifth bit): super-block b's integers (Q8Generic::ints_q45_k).
 template <bool Five>
-void q8_row_q45_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
-    constexpr int bytes = Five ? 176 : 144, qs = Five ? 48 : 16;
+Q8Ints q8_ints_q45_k(const uint8_t* p, const Q8Input& x, int64_t b) {
+    const int8_t* q = x.qk + 256 * b;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    float acc = 0.0f, mins = 0.0f;
-    for (int64_t b = 0; b < nb; ++b, p += bytes) {
-        const int8_t* q = x.qk + 256 * b;
-        const __m256i bsum = q8_load32(x.bk + 16 * b);
-        const float dk = x.dk[b];
-        for (int l = 0; l < (Five ? 3 : 2); ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
-        // Scales 0..7 and minimums 0..7 as bytes (the layout of k_super_scales).
-        const uint32_t w0 = load_u32(p + 4), w1 = load_u32(p + 8), w2 = load_u32(p + 12);
-        const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
-        const uint32_t sc_hi = (w2 & low4) | (((w0 >> 6) & low2) << 4);
-        const uint32_t mn_hi = ((w2 >> 4) & low4) | (((w1 >> 6) & low2) << 4);
-        const __m128i scm = _mm_setr_epi32(static_cast<int>(w0 & low6), static_cast<int>(sc_hi),
-                                           static_cast<int>(w1 & low6), static_cast<int>(mn_hi));
-        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));  // scales as int16, both lanes
-        const __m256i mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));    // each minimum twice
-        __m256i a = _mm256_setzero_si256();
-        for (int j = 0; j < 4; ++j) {
-            const __m256i raw = q8_load32(p + qs + 32 * j);
-            __m256i lo = _mm256_and_si256(raw, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            if constexpr (Five) {
-                const __m256i hb = q8_load32(p + 16);
-                lo = _mm256_or_si256(lo, q8_move_bit(hb, 2 * j, 4));
-                hi = _mm256_or_si256(hi, q8_move_bit(hb, 2 * j + 1, 4));
-            }
-            const __m256i s0 = _mm256_maddubs_epi16(lo, q8_load32(q + 64 * j));
-            const __m256i s1 = _mm256_maddubs_epi16(hi, q8_load32(q + 64 * j + 32));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(s0, q8_word_splat(sc, 2 * j)));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(s1, q8_word_splat(sc, 2 * j + 1)));
+    q8_prefetch<Five ? 3 : 2>(p);
+    // Scales 0..7 and minimums 0..7 as bytes (the layout of k_super_scales).
+    const uint32_t w0 = load_u32(p + 4), w1 = load_u32(p + 8), w2 = load_u32(p + 12);
+    const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+    const uint32_t sc_hi = (w2 & low4) | (((w0 >> 6) & low2) << 4);
+    const uint32_t mn_hi = ((w2 >> 4) & low4) | (((w1 >> 6) & low2) << 4);
+    const __m128i scm = _mm_setr_epi32(static_cast<int>(w0 & low6), static_cast<int>(sc_hi),
+                                       static_cast<int>(w1 & low6), static_cast<int>(mn_hi));
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));  // scales as int16, both lanes
+    const __m256i mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));    // each minimum twice
+    __m256i a = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+        const __m256i raw = q8_load32(p + (Five ? 48 : 16) + 32 * j);
+        __m256i lo = _mm256_and_si256(raw, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        if constexpr (Five) {
+            const __m256i hb = q8_load32(p + 16);
+            lo = _mm256_or_si256(lo, q8_move_bit(hb, 2 * j, 4));
+            hi = _mm256_or_si256(hi, q8_move_bit(hb, 2 * j + 1, 4));
         }
-        int32_t ta, tm;
-        q8_two_totals(a, _mm256_madd_epi16(bsum, mn), &ta, &tm);
-        acc = acc + (half_at(p) * dk) * static_cast<float>(ta);
-        mins = mins + (half_at(p + 2) * dk) * static_cast<float>(tm);
+        const __m256i s0 = _mm256_maddubs_epi16(lo, q8_load32(q + 64 * j));
+        const __m256i s1 = _mm256_maddubs_epi16(hi, q8_load32(q + 64 * j + 32));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(s0, q8_word_splat(sc, 2 * j)));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(s1, q8_word_splat(sc, 2 * j + 1)));
     }
-    *y = acc - mins;
+    Q8Ints t;
+    q8_two_totals(a, _mm256_madd_epi16(q8_load32(x.bk + 16 * b), mn), &t.a, &t.m);
+    return t;
 }
 
-// One row of Q6_K.
-inline void q8_row_q6_k(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
+// Q6_K: super-block b's integers (Q8Generic::ints_q6_k).
+inline Q8Ints q8_ints_q6_k(const uint8_t* p, const Q8Input& x, int64_t b) {
+    const int8_t* q = x.qk + 256 * b;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    float acc = 0.0f;
-    for (int64_t b = 0; b < nb; ++b, p += 210) {
-        const int8_t* q = x.qk + 256 * b;
-        const __m256i bsum = q8_load32(x.bk + 16 * b);
-        const float dk = x.dk[b];
-        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
-        // Scales as int16: 0..7 in the low lane, 8..15 in the high lane.
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
-        __m256i a = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 5));
-        for (int h = 0; h < 2; ++h) {
-            // Chunk 4h + k takes scales 8h + 2k (its first 16 values) and 8h + 2k + 1: low lane, high lane.
-            const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
-            const __m256i la = q8_load32(p + 64 * h), lb = q8_load32(p + 64 * h + 32);
-            const __m256i hb = q8_load32(p + 128 + 32 * h);
-            const __m256i v[4] = {
-                _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)),
-                _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hb, m30)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
-            for (int k = 0; k < 4; ++k) {
-                const __m256i s = _mm256_maddubs_epi16(v[k], q8_load32(q + 128 * h + 32 * k));
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, k)));
-            }
+    q8_prefetch<4>(p);
+    // Scales as int16: 0..7 in the low lane, 8..15 in the high lane; the values carry +32, taken
+    // away as 32 x scale x the input's group sum.
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+    __m256i a = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(q8_load32(x.bk + 16 * b), sc16), 5));
+    for (int h = 0; h < 2; ++h) {
+        // Chunk 4h + k takes scales 8h + 2k (its first 16 values) and 8h + 2k + 1.
+        const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
+        const __m256i la = q8_load32(p + 64 * h), lb = q8_load32(p + 64 * h + 32);
+        const __m256i hb = q8_load32(p + 128 + 32 * h);
+        const __m256i v[4] = {
+            _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)),
+            _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hb, m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
+        for (int k = 0; k < 4; ++k) {
+            const __m256i s = _mm256_maddubs_epi16(v[k], q8_load32(q + 128 * h + 32 * k));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, k)));
         }
-        int32_t ta, unused;
-        q8_two_totals(a, a, &ta, &unused);
-        acc = acc + (half_at(p + 208) * dk) * static_cast<float>(ta);
     }
-    *y = acc;
+    Q8Ints t;
+    q8_two_totals(a, a, &t.a, &t.m);
+    t.m = 0;
+    return t;
 }
 
-// One row of Q2_K or Q3_K (Three): 32 quant bytes per 128-value half, chunk j of a half their bits
-// 2j, 2j + 1 (Q3_K: with bit 4 half + j of hmask as bit 2, the values then 0..7 for -4..3).
+// Q2_K or Q3_K (Three): 32 quant bytes per 128-value half, chunk j of a half their bits 2j, 2j + 1
+// (Q3_K: with bit 4 half + j of hmask as bit 2, the values then 0..7 for -4..3); super-block b's
+// integers (Q8Generic::ints_k23).
 template <bool Three>
-void q8_row_k23(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
-    constexpr int bytes = Three ? 110 : 84, qs = Three ? 32 : 16;
+Q8Ints q8_ints_k23(const uint8_t* p, const Q8Input& x, int64_t b) {
+    const int8_t* q = x.qk + 256 * b;
+    const __m256i bsum = q8_load32(x.bk + 16 * b);
     const __m256i k3 = _mm256_set1_epi8(3);
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    float acc = 0.0f, mins = 0.0f;
-    for (int64_t b = 0; b < nb; ++b, p += bytes) {
-        const int8_t* q = x.qk + 256 * b;
-        const __m256i bsum = q8_load32(x.bk + 16 * b);
-        const float dk = x.dk[b];
-        for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
-        // The 16 group scales as int16, 0..7 in the low lane and 8..15 in the high lane.
-        __m256i sc16, mn16 = _mm256_setzero_si256();
-        if constexpr (Three) {
-            // q3_k_scale eight at a time in 32-bit lanes (as the float AVX2 kernel decodes them).
-            const __m256i raw = u8_lane8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
-            const __m256i k3w = _mm256_set1_epi32(3), k15 = _mm256_set1_epi32(15), k32 = _mm256_set1_epi32(32);
-            const __m256i top0 = _mm256_and_si256(
-                _mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)), k3w);
-            const __m256i top1 = _mm256_and_si256(
-                _mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)), k3w);
-            const __m256i s0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(raw, k15), _mm256_slli_epi32(top0, 4)),
-                                                k32);
-            const __m256i s1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(raw, 4), _mm256_slli_epi32(top1, 4)),
-                                                k32);
-            sc16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(s0, s1), 0xD8);
-        } else {
-            const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-            sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
-            mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
-        }
-        // Q3_K: the values carry +4, taken away per group as 4 x scale x the input's group sum.
-        __m256i a = _mm256_setzero_si256();
-        if constexpr (Three) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 2));
-        const __m256i hm = Three ? q8_load32(p) : _mm256_setzero_si256();
-        for (int h = 0; h < 2; ++h) {
-            const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
-            const __m256i qv = q8_load32(p + qs + 32 * h);
-            for (int j = 0; j < 4; ++j) {
-                __m256i v = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), k3);
-                if constexpr (Three) v = _mm256_or_si256(v, q8_move_bit(hm, 4 * h + j, 2));
-                const __m256i s = _mm256_maddubs_epi16(v, q8_load32(q + 128 * h + 32 * j));
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, j)));
-            }
-        }
-        int32_t ta, tm;
-        q8_two_totals(a, _mm256_madd_epi16(bsum, mn16), &ta, &tm);
-        acc = acc + (half_at(p + (Three ? 108 : 80)) * dk) * static_cast<float>(ta);
-        if constexpr (!Three) mins = mins + (half_at(p + 82) * dk) * static_cast<float>(tm);
+    q8_prefetch<2>(p);
+    // The 16 group scales as int16, 0..7 in the low lane and 8..15 in the high lane.
+    __m256i sc16, mn16 = _mm256_setzero_si256();
+    if constexpr (Three) {
+        // q3_k_scale eight at a time in 32-bit lanes (as the float AVX2 kernel decodes them).
+        const __m256i raw = u8_lane8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
+        const __m256i k3w = _mm256_set1_epi32(3), k15 = _mm256_set1_epi32(15), k32 = _mm256_set1_epi32(32);
+        const __m256i top0 = _mm256_and_si256(_mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)),
+                                              k3w);
+        const __m256i top1 = _mm256_and_si256(_mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)),
+                                              k3w);
+        const __m256i s0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(raw, k15), _mm256_slli_epi32(top0, 4)),
+                                            k32);
+        const __m256i s1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(raw, 4), _mm256_slli_epi32(top1, 4)),
+                                            k32);
+        sc16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(s0, s1), 0xD8);
+    } else {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+        mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
     }
-    *y = acc - mins;
+    // Q3_K: the values carry +4, taken away per group as 4 x scale x the input's group sum.
+    __m256i a = _mm256_setzero_si256();
+    if constexpr (Three) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 2));
+    const __m256i hm = Three ? q8_load32(p) : _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+        const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
+        const __m256i qv = q8_load32(p + (Three ? 32 : 16) + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+            __m256i v = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), k3);
+            if constexpr (Three) v = _mm256_or_si256(v, q8_move_bit(hm, 4 * h + j, 2));
+            const __m256i s = _mm256_maddubs_epi16(v, q8_load32(q + 128 * h + 32 * j));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, j)));
+        }
+    }
+    Q8Ints t;
+    q8_two_totals(a, _mm256_madd_epi16(bsum, mn16), &t.a, &t.m);
+    return t;
 }
 
-// One row of IQ4_XS: per sub-block, IQ4_NL's 32 levels against the input, times its scale.
-inline void q8_row_iq4_xs(const uint8_t* p, int64_t nb, const Q8Input& x, float* y) {
-    float acc = 0.0f;
-    for (int64_t b = 0; b < nb; ++b, p += 136) {
-        const int8_t* q = x.qk + 256 * b;
-        for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Ahead + 64 * l), _MM_HINT_T0);
-        __m256i a = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ++ib) {
-            const __m256i w = q8_iq4_levels(q8_nibbles(p + 8 + 16 * ib));
-            const __m256i s = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(q8_load32(q + 32 * ib), w));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(p, ib)))));
-        }
-        int32_t ta, unused;
-        q8_two_totals(a, a, &ta, &unused);
-        acc = acc + (half_at(p) * x.dk[b]) * static_cast<float>(ta);
+// IQ4_XS: per sub-block, IQ4_NL's 32 levels against the input, times its scale; super-block b's
+// integers (Q8Generic::ints_iq4_xs).
+inline Q8Ints q8_ints_iq4_xs(const uint8_t* p, const Q8Input& x, int64_t b) {
+    const int8_t* q = x.qk + 256 * b;
+    q8_prefetch<3>(p);
+    __m256i a = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ++ib) {
+        const __m256i w = q8_iq4_levels(q8_nibbles(p + 8 + 16 * ib));
+        const __m256i s = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(q8_load32(q + 32 * ib), w));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(p, ib)))));
     }
-    *y = acc;
+    Q8Ints t;
+    q8_two_totals(a, a, &t.a, &t.m);
+    t.m = 0;
+    return t;
 }
 
-// Every row, one at a time.
-template <void (*Row)(const uint8_t*, int64_t, const Q8Input&, float*), int Values>
-void q8_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x, float* y) {
-    for (int64_t r = 0; r < n_rows; ++r) Row(w + static_cast<size_t>(r) * row_bytes, n_cols / Values, x, y + r);
+// Every row of a 32-value format, one at a time.
+template <int Fmt>
+void q8_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x, float* y) {
+    for (int64_t r = 0; r < n_rows; ++r) q8_row_32<Fmt>(w + static_cast<size_t>(r) * row_bytes, n_cols / 32, x, y + r);
+}
+
+// Every row of a super-block format, in the generic float steps (q8_k_rows).
+template <int Fmt, Q8Ints (*Ints)(const uint8_t*, const Q8Input&, int64_t)>
+void q8_rows_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x, float* y) {
+    q8_k_rows<Fmt>(
+        w, row_bytes, n_rows, n_cols, x, y, [](uint16_t h) { return _cvtsh_ss(h); }, Ints);
 }
 
 inline void fill_q8_avx2(KernelTable& t) {
-    t.q8_matvec[kQ8_0] = q8_rows<q8_row_32<kQ8_0>, 32>;
-    t.q8_matvec[kQ4_0] = q8_rows<q8_row_32<kQ4_0>, 32>;
-    t.q8_matvec[kQ4_1] = q8_rows<q8_row_32<kQ4_1>, 32>;
-    t.q8_matvec[kQ5_0] = q8_rows<q8_row_32<kQ5_0>, 32>;
-    t.q8_matvec[kQ5_1] = q8_rows<q8_row_32<kQ5_1>, 32>;
-    t.q8_matvec[kIQ4_NL] = q8_rows<q8_row_32<kIQ4_NL>, 32>;
-    t.q8_matvec[kIQ4_XS] = q8_rows<q8_row_iq4_xs, 256>;
-    t.q8_matvec[kQ4_K] = q8_rows<q8_row_q45_k<false>, 256>;
-    t.q8_matvec[kQ5_K] = q8_rows<q8_row_q45_k<true>, 256>;
-    t.q8_matvec[kQ2_K] = q8_rows<q8_row_k23<false>, 256>;
-    t.q8_matvec[kQ3_K] = q8_rows<q8_row_k23<true>, 256>;
-    t.q8_matvec[kQ6_K] = q8_rows<q8_row_q6_k, 256>;
+    t.q8_matvec[kQ8_0] = q8_rows_32<kQ8_0>;
+    t.q8_matvec[kQ4_0] = q8_rows_32<kQ4_0>;
+    t.q8_matvec[kQ4_1] = q8_rows_32<kQ4_1>;
+    t.q8_matvec[kQ5_0] = q8_rows_32<kQ5_0>;
+    t.q8_matvec[kQ5_1] = q8_rows_32<kQ5_1>;
+    t.q8_matvec[kIQ4_NL] = q8_rows_32<kIQ4_NL>;
+    t.q8_matvec[kQ2_K] = q8_rows_k<kQ2_K, q8_ints_k23<false>>;
+    t.q8_matvec[kQ3_K] = q8_rows_k<kQ3_K, q8_ints_k23<true>>;
+    t.q8_matvec[kQ4_K] = q8_rows_k<kQ4_K, q8_ints_q45_k<false>>;
+    t.q8_matvec[kQ5_K] = q8_rows_k<kQ5_K, q8_ints_q45_k<true>>;
+    t.q8_matvec[kQ6_K] = q8_rows_k<kQ6_K, q8_ints_q6_k>;
+    t.q8_matvec[kIQ4_XS] = q8_rows_k<kIQ4_XS, q8_ints_iq4_xs>;
 }
 
 }  // namespace

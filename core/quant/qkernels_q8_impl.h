@@ -94,6 +94,62 @@ struct Q8Block32<kIQ4_NL> {
     }
 };
 
+// The super-block formats: bytes per super-block, where its f16 d sits and, for those with
+// minimums, its f16 dmin (-1: none).
+template <int Fmt>
+struct Q8Super;
+template <>
+struct Q8Super<kQ2_K> {
+    static constexpr int bytes = 84, d_at = 80, dmin_at = 82;
+};
+template <>
+struct Q8Super<kQ3_K> {
+    static constexpr int bytes = 110, d_at = 108, dmin_at = -1;
+};
+template <>
+struct Q8Super<kQ4_K> {
+    static constexpr int bytes = 144, d_at = 0, dmin_at = 2;
+};
+template <>
+struct Q8Super<kQ5_K> {
+    static constexpr int bytes = 176, d_at = 0, dmin_at = 2;
+};
+template <>
+struct Q8Super<kQ6_K> {
+    static constexpr int bytes = 210, d_at = 208, dmin_at = -1;
+};
+template <>
+struct Q8Super<kIQ4_XS> {
+    static constexpr int bytes = 136, d_at = 0, dmin_at = -1;
+};
+
+// A super-block's integers against the quantized input: a = sum over sub-blocks of scale x
+// (values . input), m = sum of min x the input's sum (formats with minimums).
+struct Q8Ints {
+    int32_t a = 0, m = 0;
+};
+
+// The float steps of every path's super-block products: ints(p, x, b) gives super-block b's
+// integers (each path computes them its own way; they are exact), then acc and mins as the file's
+// header says, in block order.
+template <int Fmt, class HalfToFloat, class Ints>
+inline void q8_k_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x, float* y,
+                      HalfToFloat h2f, Ints ints) {
+    using S = Q8Super<Fmt>;
+    const int64_t nb = n_cols / 256;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
+        float acc = 0.0f, mins = 0.0f;
+        for (int64_t b = 0; b < nb; ++b, p += S::bytes) {
+            const Q8Ints t = ints(p, x, b);
+            acc = acc + (h2f(load_u16(p + S::d_at)) * x.dk[b]) * static_cast<float>(t.a);
+            if constexpr (S::dmin_at >= 0)
+                mins = mins + (h2f(load_u16(p + S::dmin_at)) * x.dk[b]) * static_cast<float>(t.m);
+        }
+        y[r] = acc - mins;  // acc - 0 = acc for the formats without minimums
+    }
+}
+
 template <class H>
 struct Q8Generic {
     template <int Fmt>
@@ -121,66 +177,28 @@ struct Q8Generic {
         }
     }
 
-    // Q4_K (144 bytes: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes).
-    static void matvec_q4_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
-                            float* y) {
-        const int64_t nb = n_cols / 256;
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
-            float acc = 0.0f, mins = 0.0f;
-            for (int64_t b = 0; b < nb; ++b, p += 144) {
-                const int8_t* q = x.qk + 256 * b;
-                const int16_t* bs = x.bk + 16 * b;
-                const uint8_t* qs = p + 16;
-                int32_t a = 0, m = 0;
-                for (int s = 0; s < 8; ++s) {
-                    int sc, mn;
-                    k_scale_min(s, p + 4, &sc, &mn);
-                    int32_t sum = 0;
-                    for (int l = 0; l < 32; ++l) {
-                        const int v = s % 2 == 0 ? (qs[32 * (s / 2) + l] & 0x0F) : (qs[32 * (s / 2) + l] >> 4);
-                        sum += v * q[32 * s + l];
-                    }
-                    a += sc * sum;
-                    m += mn * (bs[2 * s] + bs[2 * s + 1]);
-                }
-                acc = acc + (H::h2f(load_u16(p)) * x.dk[b]) * static_cast<float>(a);
-                mins = mins + (H::h2f(load_u16(p + 2)) * x.dk[b]) * static_cast<float>(m);
+    // Q4_K (144 bytes: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes; Five: Q5_K, 176 bytes,
+    // qh[32] after the scales giving bit s of qh[l] to value 32 s + l as its fifth bit): sub-block s
+    // of 32 values takes nibbles of qs[32 (s / 2) + l] (low for even s) and k_scale_min(s).
+    template <bool Five>
+    static Q8Ints ints_q45_k(const uint8_t* p, const Q8Input& x, int64_t b) {
+        const int8_t* q = x.qk + 256 * b;
+        const int16_t* bs = x.bk + 16 * b;
+        const uint8_t* qs = p + (Five ? 48 : 16);
+        Q8Ints t;
+        for (int s = 0; s < 8; ++s) {
+            int sc, mn;
+            k_scale_min(s, p + 4, &sc, &mn);
+            int32_t sum = 0;
+            for (int l = 0; l < 32; ++l) {
+                int v = s % 2 == 0 ? (qs[32 * (s / 2) + l] & 0x0F) : (qs[32 * (s / 2) + l] >> 4);
+                if (Five) v |= ((p[16 + l] >> s) & 1) << 4;
+                sum += v * q[32 * s + l];
             }
-            y[r] = acc - mins;
+            t.a += sc * sum;
+            t.m += mn * (bs[2 * s] + bs[2 * s + 1]);
         }
-    }
-
-    // Q5_K (176 bytes: f16 d, f16 dmin, 12 scale bytes, qh[32], 128 nibble bytes): Q4_K's values
-    // with bit s of qh[l] (s the sub-block) as their fifth bit.
-    static void matvec_q5_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
-                            float* y) {
-        const int64_t nb = n_cols / 256;
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
-            float acc = 0.0f, mins = 0.0f;
-            for (int64_t b = 0; b < nb; ++b, p += 176) {
-                const int8_t* q = x.qk + 256 * b;
-                const int16_t* bs = x.bk + 16 * b;
-                const uint8_t* qh = p + 16;
-                const uint8_t* qs = p + 48;
-                int32_t a = 0, m = 0;
-                for (int s = 0; s < 8; ++s) {
-                    int sc, mn;
-                    k_scale_min(s, p + 4, &sc, &mn);
-                    int32_t sum = 0;
-                    for (int l = 0; l < 32; ++l) {
-                        const int nib = s % 2 == 0 ? (qs[32 * (s / 2) + l] & 0x0F) : (qs[32 * (s / 2) + l] >> 4);
-                        sum += (nib | (((qh[l] >> s) & 1) << 4)) * q[32 * s + l];
-                    }
-                    a += sc * sum;
-                    m += mn * (bs[2 * s] + bs[2 * s + 1]);
-                }
-                acc = acc + (H::h2f(load_u16(p)) * x.dk[b]) * static_cast<float>(a);
-                mins = mins + (H::h2f(load_u16(p + 2)) * x.dk[b]) * static_cast<float>(m);
-            }
-            y[r] = acc - mins;
-        }
+        return t;
     }
 
     // Q2_K (84 bytes: 16 scale bytes (scale low nibble, min high nibble), qs[64], f16 d, f16 dmin)
@@ -188,95 +206,70 @@ struct Q8Generic {
     // super-block has bits 2j, 2j + 1 of qs[32 h + l], and for Q3_K bit 4h + j of hmask[l] as its
     // third (set: + 0, clear: - 4 after it); 16-value groups 8h + 2j + l / 16 with their scales.
     template <bool Three>
-    static void matvec_k23(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
-                           float* y) {
-        const int64_t nb = n_cols / 256;
-        const size_t bytes = Three ? 110 : 84;
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
-            float acc = 0.0f, mins = 0.0f;
-            for (int64_t b = 0; b < nb; ++b, p += bytes) {
-                const int8_t* q = x.qk + 256 * b;
-                const int16_t* bs = x.bk + 16 * b;
-                const uint8_t* qs = Three ? p + 32 : p + 16;
-                int32_t a = 0, m = 0;
-                for (int g = 0; g < 16; ++g) {
-                    const int h = g / 8, j = (g % 8) / 2, l0 = 16 * (g % 2);
-                    int32_t sum = 0;
-                    for (int l = l0; l < l0 + 16; ++l) {
-                        int v = (qs[32 * h + l] >> (2 * j)) & 3;
-                        if (Three) v |= ((p[l] >> (4 * h + j)) & 1) << 2;  // 0..7: the value + 4
-                        sum += v * q[128 * h + 32 * j + l];
-                    }
-                    if (Three) {
-                        a += q3_k_scale(p + 96, g) * (sum - 4 * bs[g]);
-                    } else {
-                        a += (p[g] & 0x0F) * sum;
-                        m += (p[g] >> 4) * bs[g];
-                    }
-                }
-                const float d = H::h2f(load_u16(p + (Three ? 108 : 80)));
-                acc = acc + (d * x.dk[b]) * static_cast<float>(a);
-                if (!Three) mins = mins + (H::h2f(load_u16(p + 82)) * x.dk[b]) * static_cast<float>(m);
+    static Q8Ints ints_k23(const uint8_t* p, const Q8Input& x, int64_t b) {
+        const int8_t* q = x.qk + 256 * b;
+        const int16_t* bs = x.bk + 16 * b;
+        const uint8_t* qs = Three ? p + 32 : p + 16;
+        Q8Ints t;
+        for (int g = 0; g < 16; ++g) {
+            const int h = g / 8, j = (g % 8) / 2, l0 = 16 * (g % 2);
+            int32_t sum = 0;
+            for (int l = l0; l < l0 + 16; ++l) {
+                int v = (qs[32 * h + l] >> (2 * j)) & 3;
+                if (Three) v |= ((p[l] >> (4 * h + j)) & 1) << 2;  // 0..7: the value + 4
+                sum += v * q[128 * h + 32 * j + l];
             }
-            y[r] = acc - mins;
+            if (Three) {
+                t.a += q3_k_scale(p + 96, g) * (sum - 4 * bs[g]);
+            } else {
+                t.a += (p[g] & 0x0F) * sum;
+                t.m += (p[g] >> 4) * bs[g];
+            }
         }
+        return t;
     }
 
     // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): value 128 h + 32 k + l of a
     // super-block is ql's nibble (bytes 64 h + l, + 32 for k odd; high nibble for k >= 2) with bits
     // 2k, 2k + 1 of qh[32 h + l] above it, minus 32; scale (value index) / 16.
-    static void matvec_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
-                            float* y) {
-        const int64_t nb = n_cols / 256;
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
-            float acc = 0.0f;
-            for (int64_t b = 0; b < nb; ++b, p += 210) {
-                const int8_t* q = x.qk + 256 * b;
-                const int16_t* bs = x.bk + 16 * b;
-                const auto* sc = reinterpret_cast<const int8_t*>(p + 192);
-                int32_t a = 0;
-                for (int h = 0; h < 2; ++h)
-                    for (int k = 0; k < 4; ++k)
-                        for (int l = 0; l < 32; ++l) {
-                            const int lo = p[64 * h + 32 * (k % 2) + l];
-                            const int v = ((k < 2 ? lo & 0x0F : lo >> 4) |
-                                           (((p[128 + 32 * h + l] >> (2 * k)) & 3) << 4));
-                            const int idx = 128 * h + 32 * k + l;
-                            a += sc[idx / 16] * v * q[idx];
-                        }
-                for (int i = 0; i < 16; ++i) a -= 32 * sc[i] * bs[i];
-                acc = acc + (H::h2f(load_u16(p + 208)) * x.dk[b]) * static_cast<float>(a);
-            }
-            y[r] = acc;
-        }
+    static Q8Ints ints_q6_k(const uint8_t* p, const Q8Input& x, int64_t b) {
+        const int8_t* q = x.qk + 256 * b;
+        const int16_t* bs = x.bk + 16 * b;
+        const auto* sc = reinterpret_cast<const int8_t*>(p + 192);
+        Q8Ints t;
+        for (int h = 0; h < 2; ++h)
+            for (int k = 0; k < 4; ++k)
+                for (int l = 0; l < 32; ++l) {
+                    const int lo = p[64 * h + 32 * (k % 2) + l];
+                    const int v = ((k < 2 ? lo & 0x0F : lo >> 4) | (((p[128 + 32 * h + l] >> (2 * k)) & 3) << 4));
+                    const int idx = 128 * h + 32 * k + l;
+                    t.a += sc[idx / 16] * v * q[idx];
+                }
+        for (int i = 0; i < 16; ++i) t.a -= 32 * sc[i] * bs[i];
+        return t;
     }
 
     // IQ4_XS (136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 128 nibble bytes): sub-block ib's
     // 32 values are IQ4_NL's levels of its 16 bytes (low nibbles, then high), its scale
     // iq4_xs_scale(ib).
-    static void matvec_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
-                              float* y) {
-        const int64_t nb = n_cols / 256;
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const uint8_t* p = w + static_cast<size_t>(r) * row_bytes;
-            float acc = 0.0f;
-            for (int64_t b = 0; b < nb; ++b, p += 136) {
-                const int8_t* q = x.qk + 256 * b;
-                int32_t a = 0;
-                for (int ib = 0; ib < 8; ++ib) {
-                    int32_t sum = 0;
-                    for (int i = 0; i < 16; ++i) {
-                        const uint8_t byte = p[8 + 16 * ib + i];
-                        sum += kIq4Levels[byte & 0x0F] * q[32 * ib + i] + kIq4Levels[byte >> 4] * q[32 * ib + 16 + i];
-                    }
-                    a += iq4_xs_scale(p, ib) * sum;
-                }
-                acc = acc + (H::h2f(load_u16(p)) * x.dk[b]) * static_cast<float>(a);
+    static Q8Ints ints_iq4_xs(const uint8_t* p, const Q8Input& x, int64_t b) {
+        const int8_t* q = x.qk + 256 * b;
+        Q8Ints t;
+        for (int ib = 0; ib < 8; ++ib) {
+            int32_t sum = 0;
+            for (int i = 0; i < 16; ++i) {
+                const uint8_t byte = p[8 + 16 * ib + i];
+                sum += kIq4Levels[byte & 0x0F] * q[32 * ib + i] + kIq4Levels[byte >> 4] * q[32 * ib + 16 + i];
             }
-            y[r] = acc;
+            t.a += iq4_xs_scale(p, ib) * sum;
         }
+        return t;
+    }
+
+    template <int Fmt, Q8Ints (*Ints)(const uint8_t*, const Q8Input&, int64_t)>
+    static void matvec_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const Q8Input& x,
+                         float* y) {
+        q8_k_rows<Fmt>(w, row_bytes, n_rows, n_cols, x, y, H::h2f, Ints);
     }
 
     static void fill(KernelTable& t) {
@@ -284,14 +277,14 @@ struct Q8Generic {
         t.q8_matvec[kQ4_0] = matvec_32<kQ4_0>;
         t.q8_matvec[kQ4_1] = matvec_32<kQ4_1>;
         t.q8_matvec[kQ5_0] = matvec_32<kQ5_0>;
-        t.q8_matvec[kQ4_K] = matvec_q4_k;
-        t.q8_matvec[kQ6_K] = matvec_q6_k;
-        t.q8_matvec[kQ5_K] = matvec_q5_k;
-        t.q8_matvec[kQ2_K] = matvec_k23<false>;
-        t.q8_matvec[kQ3_K] = matvec_k23<true>;
         t.q8_matvec[kQ5_1] = matvec_32<kQ5_1>;
         t.q8_matvec[kIQ4_NL] = matvec_32<kIQ4_NL>;
-        t.q8_matvec[kIQ4_XS] = matvec_iq4_xs;
+        t.q8_matvec[kQ2_K] = matvec_k<kQ2_K, ints_k23<false>>;
+        t.q8_matvec[kQ3_K] = matvec_k<kQ3_K, ints_k23<true>>;
+        t.q8_matvec[kQ4_K] = matvec_k<kQ4_K, ints_q45_k<false>>;
+        t.q8_matvec[kQ5_K] = matvec_k<kQ5_K, ints_q45_k<true>>;
+        t.q8_matvec[kQ6_K] = matvec_k<kQ6_K, ints_q6_k>;
+        t.q8_matvec[kIQ4_XS] = matvec_k<kIQ4_XS, ints_iq4_xs>;
     }
 };
 

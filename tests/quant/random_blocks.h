@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -74,6 +75,25 @@ inline void check_bits(const std::vector<float>& got, const std::vector<float>& 
     for (size_t i = 0; i < got.size(); ++i) {
         if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
             FAIL("value " << i << ": got " << got[i] << ", want " << want[i]);
+    }
+}
+
+// Checks y against float64 dots of the dequantized rows w with x (float32, or the quantized input
+// as float64): |y - ref| <= 1e-5 * sum |w x| + 1e-30.
+template <class X>
+inline void check_products(const std::vector<float>& w, const std::vector<X>& x, const std::vector<float>& y,
+                           int64_t n_rows, int64_t n_cols) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t c = 0; c < n_cols; ++c) {
+            const double p = static_cast<double>(w[static_cast<size_t>(r * n_cols + c)]) * x[static_cast<size_t>(c)];
+            ref += p;
+            mag += std::fabs(p);
+        }
+        const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r)]) - ref);
+        if (!(err <= 1e-5 * mag + 1e-30))
+            FAIL("row " << r << ": got " << y[static_cast<size_t>(r)] << ", float64 reference " << ref << " (error "
+                        << err << ", sum |w x| " << mag << ")");
     }
 }
 

@@ -49,23 +49,6 @@ BlockMatrix q8_matrix(const GgmlType& t, const std::vector<uint8_t>& bytes, int6
     return m;
 }
 
-// |y - ref| <= 1e-5 * sum |w xq| against float64 dots of the dequantized rows with xq.
-void check_q8_products(const std::vector<float>& w, const std::vector<double>& xq, const std::vector<float>& y,
-                       int64_t n_rows, int64_t n_cols) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        double ref = 0.0, mag = 0.0;
-        for (int64_t c = 0; c < n_cols; ++c) {
-            const double p = static_cast<double>(w[static_cast<size_t>(r * n_cols + c)]) * xq[static_cast<size_t>(c)];
-            ref += p;
-            mag += std::fabs(p);
-        }
-        const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r)]) - ref);
-        if (!(err <= 1e-5 * mag + 1e-30))
-            FAIL("row " << r << ": got " << y[static_cast<size_t>(r)] << ", float64 reference " << ref << " (error "
-                        << err << ", sum |w x| " << mag << ")");
-    }
-}
-
 }  // namespace
 
 TEST_CASE("8-bit-input products match float64 with the quantized input, equal on every path", "[quant]") {
@@ -88,7 +71,7 @@ TEST_CASE("8-bit-input products match float64 with the quantized input, equal on
                 const BlockMatrix m = q8_matrix(t, bytes, n_rows, n_cols);
                 std::vector<float> scalar(static_cast<size_t>(n_rows));
                 matvec_on(CpuPath::Scalar, m, x.data(), scalar.data(), 0, n_rows);
-                check_q8_products(w, xq, scalar, n_rows, n_cols);
+                check_products(w, xq, scalar, n_rows, n_cols);
                 for (CpuPath path : supported_cpu_paths()) {
                     INFO("path " << cpu_path_name(path));
                     std::vector<float> y(static_cast<size_t>(n_rows), std::nanf(""));
@@ -153,7 +136,7 @@ TEST_CASE("8-bit-input products at the ends of their integer ranges are exact", 
             INFO(c.name << " filled with " << int(c.fill) << ", path " << cpu_path_name(path));
             std::vector<float> y(static_cast<size_t>(n_rows));
             matvec_on(path, m, x.data(), y.data(), 0, n_rows);
-            check_q8_products(w, xq, y, n_rows, n_cols);
+            check_products(w, xq, y, n_rows, n_cols);
         }
     }
 }

@@ -37,24 +37,6 @@ std::vector<float> reference_dequant(const GgmlType& t, const std::vector<uint8_
     return out;
 }
 
-// Checks y against float64 dots of the dequantized rows: |y - ref| <= 1e-5 * sum |w x| + 1e-30.
-void check_products(const std::vector<float>& w, const std::vector<float>& x, const std::vector<float>& y,
-                    int64_t n_rows, int64_t n_cols) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        double ref = 0.0, mag = 0.0;
-        for (int64_t c = 0; c < n_cols; ++c) {
-            const double p = static_cast<double>(w[static_cast<size_t>(r * n_cols + c)]) * x[static_cast<size_t>(c)];
-            ref += p;
-            mag += std::fabs(p);
-        }
-        const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r)]) - ref);
-        if (!(err <= 1e-5 * mag + 1e-30)) {
-            FAIL("row " << r << ": got " << y[static_cast<size_t>(r)] << ", float64 reference " << ref << " (error "
-                        << err << ", sum |w x| " << mag << ")");
-        }
-    }
-}
-
 // Sizes to test: row lengths in blocks (plain types: values, odd ones included), row counts odd.
 std::vector<int64_t> widths(const GgmlType& t) {
     if (t.block_size == 1) return {1, 7, 37, 64, 97, 576};
