@@ -48,7 +48,8 @@ QString nameOption(const QCommandLineParser& p, const QString& name, const QStri
 
 bool AppOptions::overridesSettings() const {
     return headless() || !session.isEmpty() || budget || window || kernel || decodeBudget || decodeInterval ||
-           !pooling.isEmpty() || !policy.isEmpty() || !gqa.isEmpty() || !tieBreak.isEmpty() || maxTokensSet;
+           !pooling.isEmpty() || !policy.isEmpty() || !gqa.isEmpty() || !tieBreak.isEmpty() || !weights.isEmpty() ||
+           maxTokensSet;
 }
 
 QString applicationDescription() {
@@ -82,6 +83,10 @@ QList<QCommandLineOption> applicationOptions() {
          "query-head (official SnapKV: one per query head).",
          "mode"},
         {"tie-break", "Which of equal scores top-k keeps: later (default, as torch.topk did) or earlier.", "order"},
+        {"weights",
+         "How the model's weights are held: native (the file's formats, default), native-q8 (the same, decode's "
+         "products quantize their input to 8 bits as llama.cpp does: faster, results differ slightly) or f32.",
+         "mode"},
         {"walkthrough",
          QString("Open the guided walkthrough at step N (1-%1) after the run.").arg(walkthroughSteps().size()), "n"},
         {"bench-retune", "Time N budget changes after the run and print the timings.", "n"},
@@ -180,6 +185,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.policy = nameOption(p, "policy", policySpellings, &o.error);
     o.gqa = nameOption(p, "gqa", {"query-head", "kv-head"}, &o.error);
     o.tieBreak = nameOption(p, "tie-break", {"later", "earlier"}, &o.error);
+    o.weights = nameOption(p, "weights", {"native", "native-q8", "f32", "float32"}, &o.error);
     // The selection options given, over the defaults, through core's one parameter check. Only a
     // problem among the options given is reported here (the saved settings they land on are
     // checked again when applied): an even --kernel, a --budget not above the --window.

@@ -34,6 +34,7 @@ struct AppOptions {
     QString policy;
     QString gqa;              // query-head | kv-head
     QString tieBreak;         // earlier | later
+    QString weights;          // native | native-q8 | f32: how the model's weights are held (LoadOptions)
     int walkthroughStep = 0;  // 1-based: open the walkthrough at this step after the run
     int benchRetune = 0;      // hidden: time N budget changes after the run and print the timings
     bool maxTokensSet = false;

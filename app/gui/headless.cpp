@@ -75,6 +75,11 @@ bool configureWindow(MainWindow& w, const AppOptions& o, QString* error) {
     if (!o.policy.isEmpty()) p.sel.policy = snapkv::parse_policy(o.policy.toStdString());
     if (!o.gqa.isEmpty()) p.sel.gqa = snapkv::parse_gqa_mode(o.gqa.toStdString());
     if (!o.tieBreak.isEmpty()) p.sel.tie_break = snapkv::parse_tie_break(o.tieBreak.toStdString());
+    if (!o.weights.isEmpty()) {
+        snapkv::LoadOptions load = w.promptPanel()->loadOptions();
+        load.weights = o.weights.toStdString();
+        w.promptPanel()->setLoadOptions(load);
+    }
     if (const QString problem = p.check(); !problem.isEmpty()) {
         // E.g. a --window larger than the saved budget: say which values clash.
         *error = "the parameters do not fit together: " + problem;

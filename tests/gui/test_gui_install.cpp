@@ -46,6 +46,13 @@ TEST_CASE("A file given on the command line opens as the model or the session", 
         const AppOptions o = parseOptions({"snapkv-studio", "--document", "d.txt", "s.snapkv.json"});
         CHECK(o.error.contains("session"));
     }
+    SECTION("--weights takes native, native-q8 or f32 and refuses others, naming them") {
+        CHECK(parseOptions({"snapkv-studio", "--weights", "native-q8"}).weights == "native-q8");
+        CHECK(parseOptions({"snapkv-studio", "--weights", "native-q8"}).overridesSettings());
+        const AppOptions bad = parseOptions({"snapkv-studio", "--weights", "q4"});
+        CHECK(bad.error.contains("--weights"));
+        CHECK(bad.error.contains("native-q8"));
+    }
     SECTION("--get-model is read") {
         CHECK(parseOptions({"snapkv-studio", "--get-model"}).getModel);
         CHECK_FALSE(parseOptions({"snapkv-studio"}).getModel);
