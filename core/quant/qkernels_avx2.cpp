@@ -341,7 +341,7 @@ KernelTable make_table() {
     t.matvec_batch[kQ4_1] = nullptr;
     t.matvec_batch[kQ8_0] = nullptr;
     AttnKernels<Avx2V>::fill(t);
-    fill_q8_avx2(t);
+    fill_q8(t);
     return t;
 }
 

@@ -256,9 +256,15 @@ KernelTable make_table() {
     t.matvec[kQ3_K] = matvec_tiles<8, k23_tile<8, true>, k23_tile<1, true>>;
     t.matvec[kQ2_K] = matvec_tiles<4, k23_tile<4, false>, k23_tile<1, false>>;
     AttnKernels<Avx512V>::fill(t);
-    // The 8-bit products use no AVX-512 instruction (no byte multiply-add without AVX-512 BW /
-    // VNNI, which the path does not require): the AVX2 ones.
-    for (int f = 0; f < kFormatCount; ++f) t.q8_matvec[f] = avx2_kernels().q8_matvec[f];
+    // The 8-bit products: with AVX-512 VNNI, BW and VL (which the path does not require) their own
+    // build with fused multiply-adds (1B-shape Q2_K decode on a Zen 4 EPYC: see README), else the
+    // AVX2 ones. Both give the same bits.
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        fill_q8_vnni(t);
+    else
+        for (int f = 0; f < kFormatCount; ++f) t.q8_matvec[f] = avx2_kernels().q8_matvec[f];
     return t;
 }
 

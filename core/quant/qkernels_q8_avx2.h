@@ -38,9 +38,30 @@ inline float q8_hsum(__m256 a) {
     return _mm_cvtss_f32(s);
 }
 
+// Built with AVX-512 VNNI, BW and VL (qkernels_q8_vnni.cpp), the same steps take fused
+// instructions on 256-bit vectors: vpdpbusd for a byte product's lane sums, vpdpwssd for a scaled
+// sum's multiply-add, vpmovm2b for a bit mask as bytes. The integers are the same.
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+#define SNAPKV_Q8_VNNI 1
+#else
+#define SNAPKV_Q8_VNNI 0
+#endif
+
 // 8 int32 lanes, lane k = sum over bytes 4k..4k+3 of u[i] * s[i] (u unsigned, s signed).
 inline __m256i q8_lanes_u(__m256i u, __m256i s) {
+#if SNAPKV_Q8_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+// a + the pairwise sums of the int16 products s * scales (vpmaddwd then vpaddd).
+inline __m256i q8_add_scaled(__m256i a, __m256i s, __m256i scales) {
+#if SNAPKV_Q8_VNNI
+    return _mm256_dpwssd_epi32(a, s, scales);
+#else
+    return _mm256_add_epi32(a, _mm256_madd_epi16(s, scales));
+#endif
 }
 // The same for signed weights w (|w| <= 128) against q (|q| <= 127).
 inline __m256i q8_lanes_s(__m256i w, __m256i q) { return q8_lanes_u(_mm256_abs_epi8(w), _mm256_sign_epi8(q, w)); }
@@ -53,6 +74,9 @@ inline __m256i q8_nibbles(const uint8_t* p) {
 }
 // Bit i of qh as 0x10 in byte i.
 inline __m256i q8_fifth_bits(uint32_t qh) {
+#if SNAPKV_Q8_VNNI
+    return _mm256_and_si256(_mm256_movm_epi8(static_cast<__mmask32>(qh)), _mm256_set1_epi8(0x10));
+#endif
     const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
                                                _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
                                                                 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
@@ -151,7 +175,9 @@ Q8Ints q8_ints_q45_k(const uint8_t* p, const Q8Input& x, int64_t b) {
                                        static_cast<int>(w1 & low6), static_cast<int>(mn_hi));
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));  // scales as int16, both lanes
     const __m256i mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));    // each minimum twice
-    __m256i a = _mm256_setzero_si256();
+    // Two sums (integer: their order changes nothing), so that fused multiply-adds do not wait on
+    // each other.
+    __m256i a = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
         const __m256i raw = q8_load32(p + (Five ? 48 : 16) + 32 * j);
         __m256i lo = _mm256_and_si256(raw, m4);
@@ -163,11 +189,11 @@ Q8Ints q8_ints_q45_k(const uint8_t* p, const Q8Input& x, int64_t b) {
         }
         const __m256i s0 = _mm256_maddubs_epi16(lo, q8_load32(q + 64 * j));
         const __m256i s1 = _mm256_maddubs_epi16(hi, q8_load32(q + 64 * j + 32));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(s0, q8_word_splat(sc, 2 * j)));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(s1, q8_word_splat(sc, 2 * j + 1)));
+        a = q8_add_scaled(a, s0, q8_word_splat(sc, 2 * j));
+        a1 = q8_add_scaled(a1, s1, q8_word_splat(sc, 2 * j + 1));
     }
     Q8Ints t;
-    q8_two_totals(a, _mm256_madd_epi16(q8_load32(x.bk + 16 * b), mn), &t.a, &t.m);
+    q8_two_totals(_mm256_add_epi32(a, a1), _mm256_madd_epi16(q8_load32(x.bk + 16 * b), mn), &t.a, &t.m);
     return t;
 }
 
@@ -181,6 +207,7 @@ inline Q8Ints q8_ints_q6_k(const uint8_t* p, const Q8Input& x, int64_t b) {
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
     __m256i a = _mm256_sub_epi32(_mm256_setzero_si256(),
                                  _mm256_slli_epi32(_mm256_madd_epi16(q8_load32(x.bk + 16 * b), sc16), 5));
+    __m256i a1 = _mm256_setzero_si256();  // a second sum, as in q8_ints_q45_k
     for (int h = 0; h < 2; ++h) {
         // Chunk 4h + k takes scales 8h + 2k (its first 16 values) and 8h + 2k + 1.
         const __m256i sh = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
@@ -194,10 +221,11 @@ inline Q8Ints q8_ints_q6_k(const uint8_t* p, const Q8Input& x, int64_t b) {
                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
         for (int k = 0; k < 4; ++k) {
             const __m256i s = _mm256_maddubs_epi16(v[k], q8_load32(q + 128 * h + 32 * k));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, k)));
+            (k % 2 == 0 ? a : a1) = q8_add_scaled(k % 2 == 0 ? a : a1, s, q8_pair_scales(sh, k));
         }
     }
     Q8Ints t;
+    a = _mm256_add_epi32(a, a1);
     q8_two_totals(a, a, &t.a, &t.m);
     t.m = 0;
     return t;
@@ -233,8 +261,9 @@ Q8Ints q8_ints_k23(const uint8_t* p, const Q8Input& x, int64_t b) {
         sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
         mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
     }
-    // Q3_K: the values carry +4, taken away per group as 4 x scale x the input's group sum.
-    __m256i a = _mm256_setzero_si256();
+    // Q3_K: the values carry +4, taken away per group as 4 x scale x the input's group sum. Two
+    // sums, as in q8_ints_q45_k.
+    __m256i a = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
     if constexpr (Three) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_madd_epi16(bsum, sc16), 2));
     const __m256i hm = Three ? q8_load32(p) : _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
@@ -244,11 +273,11 @@ Q8Ints q8_ints_k23(const uint8_t* p, const Q8Input& x, int64_t b) {
             __m256i v = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), k3);
             if constexpr (Three) v = _mm256_or_si256(v, q8_move_bit(hm, 4 * h + j, 2));
             const __m256i s = _mm256_maddubs_epi16(v, q8_load32(q + 128 * h + 32 * j));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(s, q8_pair_scales(sh, j)));
+            (j % 2 == 0 ? a : a1) = q8_add_scaled(j % 2 == 0 ? a : a1, s, q8_pair_scales(sh, j));
         }
     }
     Q8Ints t;
-    q8_two_totals(a, _mm256_madd_epi16(bsum, mn16), &t.a, &t.m);
+    q8_two_totals(_mm256_add_epi32(a, a1), _mm256_madd_epi16(bsum, mn16), &t.a, &t.m);
     return t;
 }
 
@@ -257,13 +286,15 @@ Q8Ints q8_ints_k23(const uint8_t* p, const Q8Input& x, int64_t b) {
 inline Q8Ints q8_ints_iq4_xs(const uint8_t* p, const Q8Input& x, int64_t b) {
     const int8_t* q = x.qk + 256 * b;
     q8_prefetch<3>(p);
-    __m256i a = _mm256_setzero_si256();
+    __m256i a = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();  // two sums, as in q8_ints_q45_k
     for (int ib = 0; ib < 8; ++ib) {
         const __m256i w = q8_iq4_levels(q8_nibbles(p + 8 + 16 * ib));
         const __m256i s = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(q8_load32(q + 32 * ib), w));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(s, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(p, ib)))));
+        const __m256i scale = _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(p, ib)));
+        (ib % 2 == 0 ? a : a1) = q8_add_scaled(ib % 2 == 0 ? a : a1, s, scale);
     }
     Q8Ints t;
+    a = _mm256_add_epi32(a, a1);
     q8_two_totals(a, a, &t.a, &t.m);
     t.m = 0;
     return t;
@@ -282,7 +313,7 @@ void q8_rows_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_col
         w, row_bytes, n_rows, n_cols, x, y, [](uint16_t h) { return _cvtsh_ss(h); }, Ints);
 }
 
-inline void fill_q8_avx2(KernelTable& t) {
+inline void fill_q8(KernelTable& t) {
     t.q8_matvec[kQ8_0] = q8_rows_32<kQ8_0>;
     t.q8_matvec[kQ4_0] = q8_rows_32<kQ4_0>;
     t.q8_matvec[kQ4_1] = q8_rows_32<kQ4_1>;

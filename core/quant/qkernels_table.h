@@ -120,6 +120,8 @@ const KernelTable& scalar_kernels();
 #if defined(SNAPKV_QUANT_X86)
 const KernelTable& avx2_kernels();
 const KernelTable& avx512_kernels();
+// The 8-bit-input products built for AVX-512 VNNI + BW + VL (qkernels_q8_vnni.cpp), into t.
+void fill_q8_vnni(KernelTable& t);
 #endif
 
 }  // namespace snapkv::quant_detail
