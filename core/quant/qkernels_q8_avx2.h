@@ -1,5 +1,6 @@
-// Private to core/quant: the 8-bit-activation products on AVX2 (qkernels_avx2.cpp includes this; the
-// AVX-512 path takes the same functions from the AVX2 table, as they use no AVX-512 instruction).
+// Private to core/quant: the 8-bit-activation products on 256-bit vectors. qkernels_avx2.cpp builds
+// them for AVX2; qkernels_q8_vnni.cpp for AVX-512 VNNI + BW + VL (fused steps, SNAPKV_Q8_VNNI),
+// which the AVX-512 path takes where the CPU has them, else the AVX2 build.
 // Bytes of weights meet bytes of the quantized input in vpmaddubsw (unsigned x signed pairs, which
 // stay below 2^15 here: |q| <= 127 and weights below 64, or signed weights by the sign trick
 // |w| x sign(q, w)), then vpmaddwd with ones or with the sub-block scales; each block's integer sums
