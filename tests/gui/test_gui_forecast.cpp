@@ -168,7 +168,7 @@ TEST_CASE("a session file keeps the KV cache type and refuses an unknown one", "
     CHECK(legacy->load.cache_type == "f32");
 }
 
-TEST_CASE("The weights choice 'native, 8-bit inputs' loads the model with them and says so", "[gui]") {
+TEST_CASE("The weights choice native-q8 loads the model with 8-bit inputs and says so", "[gui]") {
     auto w = makeWindow();
     auto* combo = w->findChild<QComboBox*>("weightsCombo");
     REQUIRE(combo);

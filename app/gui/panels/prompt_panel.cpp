@@ -41,11 +41,12 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     m_weights = new QComboBox;
     m_weights->setObjectName("weightsCombo");
     m_weights->addItem("native", "native");
-    m_weights->addItem("native, 8-bit inputs", "native-q8");
+    // Short labels: the row holds three combos, and a longer item widened the panel and the window.
+    m_weights->addItem("native-q8", "native-q8");
     m_weights->addItem("float32", "f32");
     m_weights->setToolTip(
         "native: keep the file's weight format in memory (quantized blocks, 16-bit), "
-        "dequantized on the fly; native, 8-bit inputs: the same, and decode's products quantize their "
+        "dequantized on the fly; native-q8: the same, and decode's products quantize their "
         "input to 8 bits per block as llama.cpp does (faster, results differ slightly); float32: "
         "dequantize every weight at load (CPU)");
     devRow->addWidget(m_device, 1);
