@@ -160,6 +160,15 @@ inline __m256i q8_move_bit(__m256i v, int t, int to) {
     return _mm256_and_si256(moved, _mm256_set1_epi8(static_cast<char>(1 << to)));
 }
 
+// The integers of a super-block without minimum terms whose products were summed in a and a1.
+inline Q8Ints q8_ints_of(__m256i a, __m256i a1) {
+    Q8Ints t;
+    const __m256i sum = _mm256_add_epi32(a, a1);
+    q8_two_totals(sum, sum, &t.a, &t.m);
+    t.m = 0;
+    return t;
+}
+
 // Q4_K (Five: Q5_K, whose qh[32] follow the scales and give bit s of byte l to value 32 s + l as
 // its fifth bit): super-block b's integers (Q8Generic::ints_q45_k).
 template <bool Five>
@@ -225,11 +234,7 @@ inline Q8Ints q8_ints_q6_k(const uint8_t* p, const Q8Input& x, int64_t b) {
             (k % 2 == 0 ? a : a1) = q8_add_scaled(k % 2 == 0 ? a : a1, s, q8_pair_scales(sh, k));
         }
     }
-    Q8Ints t;
-    a = _mm256_add_epi32(a, a1);
-    q8_two_totals(a, a, &t.a, &t.m);
-    t.m = 0;
-    return t;
+    return q8_ints_of(a, a1);
 }
 
 // Q2_K or Q3_K (Three): 32 quant bytes per 128-value half, chunk j of a half their bits 2j, 2j + 1
@@ -294,11 +299,7 @@ inline Q8Ints q8_ints_iq4_xs(const uint8_t* p, const Q8Input& x, int64_t b) {
         const __m256i scale = _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(p, ib)));
         (ib % 2 == 0 ? a : a1) = q8_add_scaled(ib % 2 == 0 ? a : a1, s, scale);
     }
-    Q8Ints t;
-    a = _mm256_add_epi32(a, a1);
-    q8_two_totals(a, a, &t.a, &t.m);
-    t.m = 0;
-    return t;
+    return q8_ints_of(a, a1);
 }
 
 // Every row of a 32-value format, one at a time.
