@@ -11,6 +11,7 @@
 
 #include "core/common/errors.h"
 #include "core/ops/gpu_gather.h"
+#include "core/quant/qkernels.h"
 
 namespace snapkv {
 
@@ -68,16 +69,13 @@ inline void dequant_q8_0_row(const int8_t* q, const at::Half* d, int64_t D, floa
 }
 
 // One row of D floats quantized in place into q (int8) and d (one f16 scale per 32), as
-// quantize_q8_0 above; the single-token decode path's version of it (no LibTorch calls).
+// quantize_q8_0 above; the single-token decode path's version of it (no LibTorch calls): core/quant's
+// 8-bit blocks, their scales rounded to f16.
 inline void quantize_q8_0_row(const float* x, int64_t D, int8_t* q, at::Half* d) {
     for (int64_t b = 0; b < D / kQ8_0Block; ++b) {
-        const float* xb = x + b * kQ8_0Block;
-        float amax = 0.0f;
-        for (int64_t j = 0; j < kQ8_0Block; ++j) amax = std::max(amax, std::fabs(xb[j]));
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        d[b] = at::Half(amax / 127.0f);
-        for (int64_t j = 0; j < kQ8_0Block; ++j)
-            q[b * kQ8_0Block + j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+        float scale = 0.0f;
+        quantize_q8_blocks(x + b * kQ8_0Block, kQ8_0Block, kQ8_0Block, q + b * kQ8_0Block, &scale);
+        d[b] = at::Half(scale);
     }
 }
 

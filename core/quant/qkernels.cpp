@@ -115,37 +115,6 @@ Q8Kind q8_kind(int format) {
     }
 }
 
-// x [n] in blocks of `block` values: d[b] = max|x| / 127, q = round(x / d) in [-127, 127]; an
-// all-zero block gives d = 0 and q = 0, a block with inf or NaN gives d = NaN (so its products are
-// NaN, as float32 products would be).
-void quantize_q8(const float* x, int64_t n, int block, int8_t* q, float* d) {
-    for (int64_t b = 0; b < n / block; ++b) {
-        const float* xb = x + b * block;
-        int8_t* qb = q + b * block;
-        float amax = 0.0f;
-        bool finite = true;
-        for (int i = 0; i < block; ++i) {
-            const float a = std::fabs(xb[i]);
-            if (!(a <= std::numeric_limits<float>::max())) finite = false;
-            else amax = std::max(amax, a);
-        }
-        if (!finite || amax == 0.0f) {
-            d[b] = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-            std::fill(qb, qb + block, int8_t(0));
-            continue;
-        }
-        d[b] = amax / 127.0f;
-        const float id = 127.0f / amax;
-        // Round to nearest, ties to even (as nearbyint in the default mode, without a library
-        // call): adding and taking away 1.5 x 2^23 leaves no fraction bits for |v| < 2^22.
-        constexpr float kRound = 12582912.0f;
-        for (int i = 0; i < block; ++i) {
-            const float v = std::clamp(xb[i] * id, -127.0f, 127.0f);
-            qb[i] = static_cast<int8_t>(static_cast<int>((v + kRound) - kRound));
-        }
-    }
-}
-
 // The quantized forms of `inputs` inputs of n values each, computed when a format of the call
 // needs them. Buffers live per thread and are reused.
 struct Q8Inputs {
@@ -171,7 +140,7 @@ struct Q8Inputs {
             bk.resize(static_cast<size_t>(inputs * (n / 16)));
             for (int64_t j = 0; j < inputs; ++j) {
                 int8_t* q = qk.data() + j * n;
-                quantize_q8(x + j * n, n, 256, q, dk.data() + j * (n / 256));
+                quantize_q8_blocks(x + j * n, n, 256, q, dk.data() + j * (n / 256));
                 int16_t* sums = bk.data() + j * (n / 16);
                 for (int64_t b = 0; b < n / 16; ++b) {
                     int s = 0;
@@ -187,7 +156,7 @@ struct Q8Inputs {
             for (int64_t j = 0; j < inputs; ++j) {
                 int8_t* q = q32.data() + j * n;
                 float* d = d32.data() + j * (n / 32);
-                quantize_q8(x + j * n, n, 32, q, d);
+                quantize_q8_blocks(x + j * n, n, 32, q, d);
                 for (int64_t b = 0; b < n / 32; ++b) {
                     int s = 0;
                     for (int i = 0; i < 32; ++i) s += q[32 * b + i];
@@ -307,6 +276,34 @@ int64_t row_chunk(int64_t n_rows, int64_t n_cols) {
 }  // namespace
 
 bool kernel_supports(const GgmlType& type) { return format_of(type) >= 0; }
+
+void quantize_q8_blocks(const float* x, int64_t n, int block, int8_t* q, float* d) {
+    for (int64_t b = 0; b < n / block; ++b) {
+        const float* xb = x + b * block;
+        int8_t* qb = q + b * block;
+        float amax = 0.0f;
+        bool finite = true;
+        for (int i = 0; i < block; ++i) {
+            const float a = std::fabs(xb[i]);
+            if (!(a <= std::numeric_limits<float>::max())) finite = false;
+            else amax = std::max(amax, a);
+        }
+        if (!finite || amax == 0.0f) {
+            d[b] = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+            std::fill(qb, qb + block, int8_t(0));
+            continue;
+        }
+        d[b] = amax / 127.0f;
+        const float id = 127.0f / amax;
+        // Round to nearest, ties to even (as nearbyint in the default mode, without a library
+        // call): adding and taking away 1.5 x 2^23 leaves no fraction bits for |v| < 2^22.
+        constexpr float kRound = 12582912.0f;
+        for (int i = 0; i < block; ++i) {
+            const float v = std::clamp(xb[i] * id, -127.0f, 127.0f);
+            qb[i] = static_cast<int8_t>(static_cast<int>((v + kRound) - kRound));
+        }
+    }
+}
 
 bool q8_supported(const GgmlType& type) {
     const int f = format_of(type);

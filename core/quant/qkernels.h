@@ -3,8 +3,8 @@
 // Q5_K, Q6_K, IQ4_NL, IQ4_XS): a matrix-vector product that dequantizes blocks in registers and
 // accumulates in float32 (the input stays float32 unless a matrix asks for 8-bit inputs:
 // Activations below), spread over output rows on the kernel thread pool, and a row dequantizer to
-// float32 for the multi-token (BLAS) path whose output is bit-identical to core/io/dequant.h. Each runs on the CPU path of
-// cpu_features.h (AVX-512, AVX2 or scalar). No LibTorch, no file I/O, no ownership of the bytes.
+// float32 for the multi-token (BLAS) path whose output is bit-identical to core/io/dequant.h. Each
+// runs on the CPU path of cpu_features.h (AVX-512, AVX2 or scalar). No LibTorch, no file I/O, no ownership of the bytes.
 //
 // Dimensions: R = rows (outputs), C = columns (inputs) of a matrix.
 #pragma once
@@ -26,6 +26,13 @@ namespace snapkv {
 // input's rounding (about 0.4 % of a block's largest value per value). F32, F16 and BF16 matrices
 // (no 8-bit product: q8_supported) keep F32 inputs. Results are the same on every CPU path.
 enum class Activations { F32 = 0, Q8 = 1 };
+
+// x [n] (n a multiple of block) as 8-bit blocks of `block` values: d[b] = max|x| / 127 and q =
+// x * (127 / max|x|) rounded to nearest even, in [-127, 127] (ggml's quantize_row_q8_0 with a float
+// scale); an all-zero block gives d = 0 and q = 0, a block holding inf or NaN d = NaN and q = 0 (so
+// its products are NaN, as float32 ones would be). The inputs of Activations::Q8; the KV cache's
+// q8_0 rows (which keep d as f16).
+void quantize_q8_blocks(const float* x, int64_t n, int block, int8_t* q, float* d);
 
 // A view of R x C weights in a ggml type: row r occupies row_bytes bytes at data + r * row_bytes.
 struct BlockMatrix {
