@@ -193,7 +193,7 @@ at::Tensor WeightMatrix::gather_rows(const at::Tensor& ids) const {
     const at::Tensor idc = ids.to(at::kCPU, at::kLong).contiguous();
     const int64_t n = idc.numel();
     at::Tensor out = at::empty({n, m_cols}, at::TensorOptions().dtype(at::kFloat));
-    const BlockMatrix m = view(m_bytes, m_q8);
+    const BlockMatrix m = view(m_bytes, false);  // dequantized: the flag plays no part
     const int64_t* id = idc.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
         TORCH_CHECK(id[i] >= 0 && id[i] < m_rows, "weights: row ", id[i], " outside 0..", m_rows - 1);

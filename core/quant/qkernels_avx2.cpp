@@ -257,17 +257,9 @@ void k23_tile(const uint8_t* p0, size_t row_bytes, int64_t n, const float* x, co
             const __m256i k15 = _mm256_set1_epi32(15);
             if constexpr (Three) {
                 // q3_k_scale as the AVX-512 path decodes it, eight groups at a time.
-                const __m256i bytes = u8_lane8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
-                const __m256i k3 = _mm256_set1_epi32(3), k32 = _mm256_set1_epi32(32);
-                const __m256i top0 = _mm256_and_si256(
-                    _mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)), k3);
-                const __m256i top1 = _mm256_and_si256(
-                    _mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)), k3);
+                __m256i s0, s1;
+                q3_k_scales8(p + 96, &s0, &s1);
                 const __m256 d = _mm256_set1_ps(half_at(p + 108));
-                const __m256i s0 = _mm256_sub_epi32(
-                    _mm256_or_si256(_mm256_and_si256(bytes, k15), _mm256_slli_epi32(top0, 4)), k32);
-                const __m256i s1 = _mm256_sub_epi32(
-                    _mm256_or_si256(_mm256_srli_epi32(bytes, 4), _mm256_slli_epi32(top1, 4)), k32);
                 _mm256_store_ps(sc, _mm256_mul_ps(d, to_f(s0)));
                 _mm256_store_ps(sc + 8, _mm256_mul_ps(d, to_f(s1)));
             } else {

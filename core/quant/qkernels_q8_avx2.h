@@ -77,12 +77,13 @@ inline __m256i q8_nibbles(const uint8_t* p) {
 inline __m256i q8_fifth_bits(uint32_t qh) {
 #if SNAPKV_Q8_VNNI
     return _mm256_and_si256(_mm256_movm_epi8(static_cast<__mmask32>(qh)), _mm256_set1_epi8(0x10));
-#endif
+#else
     const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
                                                _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
                                                                 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+#endif
 }
 
 // IQ4_NL's levels (kIq4Levels) of nibble values 0..15.
@@ -250,17 +251,8 @@ Q8Ints q8_ints_k23(const uint8_t* p, const Q8Input& x, int64_t b) {
     // The 16 group scales as int16, 0..7 in the low lane and 8..15 in the high lane.
     __m256i sc16, mn16 = _mm256_setzero_si256();
     if constexpr (Three) {
-        // q3_k_scale eight at a time in 32-bit lanes (as the float AVX2 kernel decodes them).
-        const __m256i raw = u8_lane8(p + 96), top = _mm256_set1_epi32(static_cast<int>(load_u32(p + 104)));
-        const __m256i k3w = _mm256_set1_epi32(3), k15 = _mm256_set1_epi32(15), k32 = _mm256_set1_epi32(32);
-        const __m256i top0 = _mm256_and_si256(_mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)),
-                                              k3w);
-        const __m256i top1 = _mm256_and_si256(_mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)),
-                                              k3w);
-        const __m256i s0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(raw, k15), _mm256_slli_epi32(top0, 4)),
-                                            k32);
-        const __m256i s1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(raw, 4), _mm256_slli_epi32(top1, 4)),
-                                            k32);
+        __m256i s0, s1;
+        q3_k_scales8(p + 96, &s0, &s1);
         sc16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(s0, s1), 0xD8);
     } else {
         const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));

@@ -2,13 +2,14 @@
 // form, the definition every path keeps. Each block's integer sum of weight x quantized input is
 // exact, so only the float steps below fix a result, and the x86 kernels (qkernels_q8_avx2.h) take
 // the same ones in the same order:
-// - 32-value formats (Q8_0, Q4_0, Q5_0, IQ4_NL signed; Q4_1, Q5_1 unsigned with a minimum): block b's 32
-//   products are summed in 8 lanes of 4 consecutive values; lane k accumulates
+// - 32-value formats (Q8_0, Q4_0, Q5_0, IQ4_NL signed; Q4_1, Q5_1 unsigned with a minimum): block
+//   b's 32 products are summed in 8 lanes of 4 consecutive values; lane k accumulates
 //   acc[k] = acc[k] + (d_b * d32_b) * float(lane sum), a multiply then an add (no fused
-//   multiply-add); the row's result is q8_lane_total(acc) (+ the minimum terms, summed in block order).
-// - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS: super-block b gives the integers A (scale x sum over
-//   each sub-block) and, for Q2_K / Q4_K / Q5_K, B (min x the input's sum over each sub-block); acc = acc + (d * dk_b) * float(A) and
-//   mins = mins + (dmin * dk_b) * float(B) in block order; the result is acc - mins.
+//   multiply-add); the row's result is q8_lane_total(acc) (+ the minimum terms, in block order).
+// - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS: super-block b gives the integers A (scale x
+//   sum over each sub-block) and, for Q2_K / Q4_K / Q5_K, B (min x the input's sum over each
+//   sub-block); acc = acc + (d * dk_b) * float(A) and mins = mins + (dmin * dk_b) * float(B) in
+//   block order; the result is acc - mins.
 // The files are built with -ffp-contract=off, so no compiler fuses the multiplies and adds.
 #pragma once
 

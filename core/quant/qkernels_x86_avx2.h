@@ -48,6 +48,16 @@ inline void k_super_scales(const uint8_t* scales, float d, float dmin, float* sc
     _mm256_storeu_ps(sc, _mm256_mul_ps(_mm256_set1_ps(d), to_f(_mm256_cvtepu8_epi32(bytes))));
     _mm256_storeu_ps(mn, _mm256_mul_ps(_mm256_set1_ps(dmin), to_f(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)))));
 }
+// q3_k_scale of groups 0..7 (lo) and 8..15 (hi) of a Q3_K super-block's 12 scale bytes s, in
+// 32-bit lanes (low nibbles of bytes 0..7 or their high nibbles, two bits of bytes 8..11 above).
+inline void q3_k_scales8(const uint8_t* s, __m256i* lo, __m256i* hi) {
+    const __m256i bytes = u8_lane8(s), top = _mm256_set1_epi32(static_cast<int>(load_u32(s + 8)));
+    const __m256i k3 = _mm256_set1_epi32(3), k15 = _mm256_set1_epi32(15), k32 = _mm256_set1_epi32(32);
+    const __m256i top0 = _mm256_and_si256(_mm256_srlv_epi32(top, _mm256_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26)), k3);
+    const __m256i top1 = _mm256_and_si256(_mm256_srlv_epi32(top, _mm256_setr_epi32(4, 12, 20, 28, 6, 14, 22, 30)), k3);
+    *lo = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(bytes, k15), _mm256_slli_epi32(top0, 4)), k32);
+    *hi = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(bytes, 4), _mm256_slli_epi32(top1, 4)), k32);
+}
 // Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], f16 d): one 128-value half h unpacked 32
 // bytes at a time (the generic kernel takes 16) into out[128], q - 32 in value order, for the
 // tiles to sign-extend straight from memory.
