@@ -667,8 +667,7 @@ void prefill_attention(const KernelTable& tab, const PrefillAttention& args, boo
     auto sums = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i % a.Hc, b = i / a.Hc;
-            tab.attn_h2o(a, h, b * kAttnKeyBlock, bq, kt.kt + h * kt.head_floats,
-                         prefill_scratch(tab, a.g * bq, a.D));
+            tab.attn_h2o(a, h, b * kAttnKeyBlock, bq, kt.kt + h * kt.head_floats, prefill_scratch(tab, a.g * bq, a.D));
         }
     };
     if (threads) for_chunks(a.Hc * key_blocks, 1, /*spin=*/false, sums);
