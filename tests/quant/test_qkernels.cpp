@@ -249,11 +249,13 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
     struct Shape {
         int64_t Hc, g, S, D, capacity;
     };
-    // stories260K-like (D 8), SmolLM2-like (D 64) with a long cache, odd sizes, and the many rows
+    // stories260K-like (D 8), SmolLM2-like (D 64) with a long cache, odd sizes, the many rows
     // per cache head of LayerScorer's window rows (an 8B-like head, G 4 x 7 rows, over several
-    // key blocks and a partial one).
-    for (const Shape& sh : {Shape{4, 2, 37, 8, 64}, Shape{3, 3, 700, 64, 1024}, Shape{2, 1, 5, 17, 9},
-                            Shape{2, 28, 300, 128, 320}, Shape{1, 7, 129, 20, 130}}) {
+    // key blocks and a partial one), a Gemma 3 global layer (4 query heads, D 256) and D 80 (value
+    // column blocks of 4 vectors and a narrower rest).
+    for (const Shape& sh :
+         {Shape{4, 2, 37, 8, 64}, Shape{3, 3, 700, 64, 1024}, Shape{2, 1, 5, 17, 9}, Shape{2, 28, 300, 128, 320},
+          Shape{1, 7, 129, 20, 130}, Shape{1, 4, 300, 256, 300}, Shape{2, 4, 100, 80, 128}}) {
         const int64_t Hc = sh.Hc, g = sh.g, S = sh.S, D = sh.D, stride = sh.capacity * D;
         std::vector<float> q(static_cast<size_t>(Hc * g * D)), k(static_cast<size_t>(Hc * stride)),
             v(static_cast<size_t>(Hc * stride)), p(static_cast<size_t>(Hc * g * S));
@@ -292,6 +294,20 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 if (!(std::fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-30))
                     FAIL("value " << i << ": got " << got[i] << ", float64 " << want[i]);
         };
+        // The x86 kernels' value sums, one fused multiply-add per visible slot in slot order (how
+        // their column blocks and query-head groups are cut changes no bit); the columns past the
+        // last whole vector take a scalar tail.
+        std::vector<float> fma_chain(q.size(), 0.0f);
+        for (int64_t h = 0; h < Hc; ++h)
+            for (int64_t j = 0; j < g; ++j)
+                for (int64_t d = 0; d < D; ++d) {
+                    float acc = 0.0f;
+                    for (int64_t s = 0; s < S; ++s) {
+                        const float w = p[(h * g + j) * S + s];
+                        if (w != 0.0f) acc = std::fma(w, v[h * stride + s * D + d], acc);
+                    }
+                    fma_chain[(h * g + j) * D + d] = acc;
+                }
         for (CpuPath path : supported_cpu_paths()) {
             INFO("path " << cpu_path_name(path) << ", Hc " << Hc << " g " << g << " S " << S << " D " << D);
             std::vector<float> scores(p.size()), out(q.size(), 99.0f);
@@ -308,6 +324,15 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
             }
             attention_values_on(path, p.data(), v.data(), stride, Hc, g, S, D, out.data());
             check(out, want_o, mag_o);
+            if (path != CpuPath::Scalar) {
+                const int64_t whole = D / (path == CpuPath::Avx512 ? 16 : 8) * (path == CpuPath::Avx512 ? 16 : 8);
+                int64_t differ = 0;
+                for (int64_t r = 0; r < Hc * g; ++r)
+                    for (int64_t d = 0; d < whole; ++d)
+                        differ += std::memcmp(&out[static_cast<size_t>(r * D + d)],
+                                              &fma_chain[static_cast<size_t>(r * D + d)], sizeof(float)) != 0;
+                CHECK(differ == 0);
+            }
             std::vector<float> scores_one(p.size());
             attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores_one.data());
             set_cpu_path(path);
