@@ -302,6 +302,16 @@ const float* LayerKv::value_data() const {
     TORCH_CHECK(cpu_float(), "kv: value_data needs an f32 CPU cache");
     return values().data_ptr<float>();
 }
+const void* LayerKv::key_rows() const {
+    TORCH_CHECK(cpu_readable() && m_type != KvType::Q8_0, "kv: key_rows needs an f32, f16 or bf16 CPU cache");
+    return m_k.data_ptr();
+}
+const void* LayerKv::value_rows() const {
+    require_values();
+    TORCH_CHECK(cpu_readable() && m_type != KvType::Q8_0 && m_values == Values::Held,
+                "kv: value_rows needs the values of an f32, f16 or bf16 CPU cache");
+    return m_v.data_ptr();
+}
 const int64_t* LayerKv::position_data() const { return m_pos.data_ptr<int64_t>(); }
 int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }
 

@@ -61,6 +61,10 @@ public:
                     int64_t pos);
     const float* key_data() const;
     const float* value_data() const;
+    // The storage [Hc, capacity, D] as stored, for kernels that read f16 / bf16 rows in place
+    // (cpu_readable() and type() f32, f16 or bf16).
+    const void* key_rows() const;
+    const void* value_rows() const;
     // Slots [s0, s0 + n) of every head as float32 rows, [Hc, n, D] contiguous at out (cpu_readable()):
     // the stored values (dequantized, rotated back); for an f32 cache a copy. rotated: leave the rows
     // as stored, in the basis of key_rotation() / value_rotation() (what llama.cpp's attention reads).

@@ -44,19 +44,23 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
         if (s0 == S) s0 = 0;  // nothing visible (cannot happen after an append): let the mask say so
     }
     const int64_t n = S - s0;
-    // An f32 cache is read in place; any other storage type is decoded to float32 rows first
-    // (slots [s0, S) of every head, n * D floats apart), the stored values as llama.cpp reads them.
-    // Rows a q8_0 cache stores rotated (kv_rotation) stay rotated, and so does the attention, as in
-    // llama.cpp: the query is rotated like the keys and the output rotated back like the values (one
-    // row per head instead of every slot's; the transform is orthonormal, so only float rounding
-    // differs from rotating the rows back).
-    const float* keys = nullptr;
-    const float* vals = nullptr;
+    // An f32, f16 or bf16 cache is read in place (the kernels widen 16-bit rows exactly as they
+    // read them: the bits of a float32 copy, at half the bytes); a q8_0 cache is decoded to float32
+    // rows first (slots [s0, S) of every head, n * D floats apart), the stored values as llama.cpp
+    // reads them. Rows a q8_0 cache stores rotated (kv_rotation) stay rotated, and so does the
+    // attention, as in llama.cpp: the query is rotated like the keys and the output rotated back
+    // like the values (one row per head instead of every slot's; the transform is orthonormal, so
+    // only float rounding differs from rotating the rows back).
+    const void* keys = nullptr;
+    const void* vals = nullptr;
+    RowFormat rows = RowFormat::F32;
     int64_t stride = head_stride;
     const int64_t k_rot = kv.key_rotation(), v_rot = kv.value_rotation();
-    if (kv.cpu_float()) {
-        keys = kv.key_data() + s0 * D;
-        vals = kv.value_data() + s0 * D;
+    if (kv.cpu_readable() && kv.type() != KvType::Q8_0 && k_rot == 0 && v_rot == 0) {
+        rows = kv.type() == KvType::F16 ? RowFormat::F16 : kv.type() == KvType::BF16 ? RowFormat::BF16 : RowFormat::F32;
+        const size_t skip = static_cast<size_t>(s0 * D) * (rows == RowFormat::F32 ? 4 : 2);
+        keys = static_cast<const uint8_t*>(kv.key_rows()) + skip;
+        vals = static_cast<const uint8_t*>(kv.value_rows()) + skip;
     } else {
         thread_local std::vector<float> kbuf, vbuf, qbuf;
         const auto need = static_cast<size_t>(Hc * n * D);
@@ -73,11 +77,11 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
             q = qbuf.data();
         }
     }
-    attention_scores(q, keys, stride, Hc, g, n, D, probs);
+    attention_scores(q, keys, rows, stride, Hc, g, n, D, probs);
     decode_ops::scale_mask_rows(probs, Hc, g, n, kv.position_data() + s0, cap, 1, q_pos, m_config.attn_scale,
                                 m_config.attn_softcap, window);
     softmax_rows(probs, Hc * g, n);
-    attention_values(probs, vals, stride, Hc, g, n, D, out);
+    attention_values(probs, vals, rows, stride, Hc, g, n, D, out);
     if (v_rot > 0 && !kv.cpu_float()) kv_rotate_rows(out, H, D, v_rot);
     if (s0 > 0) {
         // Rows of n probabilities -> rows of S with zeros for the skipped slots, last row first

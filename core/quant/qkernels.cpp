@@ -461,21 +461,35 @@ void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out) {
     });
 }
 
-void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g,
-                         int64_t S, int64_t D, float* scores) {
-    const AttnScoresFn fn = table_for(path).attn_scores;
-    for (int64_t h = 0; h < Hc; ++h) fn(q + h * g * D, k + h * k_head_stride, g, S, D, 0, S, scores + h * g * S);
+namespace {
+
+// Cache head h's rows: h * head_stride elements of the format past rows.
+const void* head_rows(const void* rows, RowFormat f, int64_t head_stride, int64_t h) {
+    const size_t elem = f == RowFormat::F32 ? 4 : 2;
+    return static_cast<const uint8_t*>(rows) + static_cast<size_t>(h * head_stride) * elem;
 }
 
-void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g,
-                         int64_t S, int64_t D, float* out) {
+}  // namespace
+
+void attention_scores_on(CpuPath path, const float* q, const void* k, RowFormat k_format, int64_t k_head_stride,
+                         int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores) {
+    const AttnScoresFn fn = table_for(path).attn_scores;
+    for (int64_t h = 0; h < Hc; ++h)
+        fn(q + h * g * D, head_rows(k, k_format, k_head_stride, h), static_cast<int>(k_format), g, S, D, 0, S,
+           scores + h * g * S);
+}
+
+void attention_values_on(CpuPath path, const float* p, const void* v, RowFormat v_format, int64_t v_head_stride,
+                         int64_t Hc, int64_t g, int64_t S, int64_t D, float* out) {
     const AttnValuesFn fn = table_for(path).attn_values;
     std::fill(out, out + Hc * g * D, 0.0f);
-    for (int64_t h = 0; h < Hc; ++h) fn(p + h * g * S, v + h * v_head_stride, g, S, D, 0, S, out + h * g * D);
+    for (int64_t h = 0; h < Hc; ++h)
+        fn(p + h * g * S, head_rows(v, v_format, v_head_stride, h), static_cast<int>(v_format), g, S, D, 0, S,
+           out + h * g * D);
 }
 
-void attention_scores(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
-                      int64_t D, float* scores) {
+void attention_scores(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc, int64_t g,
+                      int64_t S, int64_t D, float* scores) {
     const AttnScoresFn fn = table_for(active_cpu_path()).attn_scores;
     // Work items are (head, slot range) pairs, numbered head-major. Long ranges (up to 1024 slots,
     // about four items a thread) keep each thread's reads one long stream: ranges of 64 slots left
@@ -487,7 +501,8 @@ void attention_scores(const float* q, const float* k, int64_t k_head_stride, int
     for_chunks(items, small_work(Hc * g * S * D) ? items : 1, /*spin=*/true, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i / per_head, s0 = (i % per_head) * chunk;
-            fn(q + h * g * D, k + h * k_head_stride, g, S, D, s0, std::min(S, s0 + chunk), scores + h * g * S);
+            fn(q + h * g * D, head_rows(k, k_format, k_head_stride, h), static_cast<int>(k_format), g, S, D, s0,
+               std::min(S, s0 + chunk), scores + h * g * S);
         }
     });
 }
@@ -531,8 +546,8 @@ void attention_score_rows(const float* q, const void* k, RowFormat k_format, int
     });
 }
 
-void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
-                      int64_t D, float* out) {
+void attention_values(const float* p, const void* v, RowFormat v_format, int64_t v_head_stride, int64_t Hc, int64_t g,
+                      int64_t S, int64_t D, float* out) {
     const AttnValuesFn fn = table_for(active_cpu_path()).attn_values;
     // Fixed slot ranges, each summed into its own partial output, then added in range order:
     // the result does not depend on which thread took which range.
@@ -550,7 +565,8 @@ void attention_values(const float* p, const float* v, int64_t v_head_stride, int
         for (int64_t h = 0; h < Hc; ++h)
             for (int64_t r = begin; r < end; ++r) {
                 const int64_t s0 = r * chunk, s1 = std::min(S, s0 + chunk);
-                fn(p + h * g * S, v + h * v_head_stride, g, S, D, s0, s1, part + r * out_n + h * g * D);
+                fn(p + h * g * S, head_rows(v, v_format, v_head_stride, h), static_cast<int>(v_format), g, S, D, s0, s1,
+                   part + r * out_n + h * g * D);
             }
     });
     std::copy(part, part + out_n, out);

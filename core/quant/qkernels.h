@@ -79,16 +79,27 @@ void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0,
 // attention), spread over the kernel threads by slot ranges:
 // scores[h, j, s] = q[h, j, :] . k[h, s, :] and out[h, j, :] = sum_s p[h, j, s] * v[h, s, :].
 // q [Hc, g, D], scores / p [Hc, g, S], out [Hc, g, D] contiguous; cache head h's row s is at
-// k + h * k_head_stride + s * D (likewise v). Slots with p = 0 are skipped (masked).
-void attention_scores(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
-                      int64_t D, float* scores);
-void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
-                      int64_t D, float* out);
+// k + h * k_head_stride + s * D (likewise v), in elements of the rows' format: float32, or a 16-bit
+// KV cache's own f16 / bf16 rows, widened exactly as they are read (the same results as on their
+// float32 copy). Slots with p = 0 are skipped (masked).
+enum class RowFormat { F32 = 0, F16 = 1, BF16 = 2 };
+void attention_scores(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc, int64_t g,
+                      int64_t S, int64_t D, float* scores);
+void attention_values(const float* p, const void* v, RowFormat v_format, int64_t v_head_stride, int64_t Hc, int64_t g,
+                      int64_t S, int64_t D, float* out);
+inline void attention_scores(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
+                             int64_t D, float* scores) {
+    attention_scores(q, k, RowFormat::F32, k_head_stride, Hc, g, S, D, scores);
+}
+inline void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
+                             int64_t D, float* out) {
+    attention_values(p, v, RowFormat::F32, v_head_stride, Hc, g, S, D, out);
+}
 // Single-threaded forms on an explicit path (tests).
-void attention_scores_on(CpuPath path, const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g,
-                         int64_t S, int64_t D, float* scores);
-void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g,
-                         int64_t S, int64_t D, float* out);
+void attention_scores_on(CpuPath path, const float* q, const void* k, RowFormat k_format, int64_t k_head_stride,
+                         int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores);
+void attention_values_on(CpuPath path, const float* p, const void* v, RowFormat v_format, int64_t v_head_stride,
+                         int64_t Hc, int64_t g, int64_t S, int64_t D, float* out);
 
 // Raw scores of many query rows per cache head (LayerScorer's window rows; attention_scores serves
 // decode's few): scores[h, j, s] = q[h, j, :] . k[h, s, :] for Hc cache heads of g rows each over
@@ -96,7 +107,6 @@ void attention_values_on(CpuPath path, const float* p, const float* v, int64_t v
 // items are (head, key blocks) pairs over the kernel threads. q [Hc, g, D] and scores [Hc, g, S]
 // contiguous float32; cache head h's row s at k + (h * k_head_stride + s * D) elements of
 // k_format (16-bit keys, a 16-bit KV cache's own rows, are widened exactly as they are read).
-enum class RowFormat { F32 = 0, F16 = 1, BF16 = 2 };
 void attention_score_rows(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc,
                           int64_t g, int64_t S, int64_t D, float* scores);
 // Single-threaded on an explicit path (tests).

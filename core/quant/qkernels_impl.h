@@ -733,36 +733,60 @@ struct Kernels {
 
     // ---- single-query attention (see qkernels_table.h) ----
 
-    static inline float dot_f(const float* a, const float* b, int64_t n) {
+    // Vector i.. and value i of a cache's rows in row format F (0 float32, 1 f16, 2 bf16; the
+    // 16-bit ones widened exactly, so every format computes on the same floats).
+    template <int F>
+    static inline vec row_vec(const void* base, int64_t i) {
+        const auto* b = static_cast<const uint8_t*>(base);
+        if constexpr (F == 0) return V::load(static_cast<const float*>(base) + i);
+        else if constexpr (F == 1) return V::from_f16(b + 2 * i);
+        else return V::from_bf16(b + 2 * i);
+    }
+    template <int F>
+    static inline float row_at(const void* base, int64_t i) {
+        const auto* b = static_cast<const uint8_t*>(base);
+        if constexpr (F == 0) return static_cast<const float*>(base)[i];
+        else if constexpr (F == 1) return f16_at(b + 2 * i);
+        else return bf16_at(b + 2 * i);
+    }
+    // a . (row values k0 .. k0 + n of base).
+    template <int F>
+    static inline float dot_row(const float* a, const void* base, int64_t k0, int64_t n) {
         vec a0 = V::zero(), a1 = V::zero();
         int64_t i = 0;
         for (; i + 2 * N <= n; i += 2 * N) {
-            a0 = V::fmadd(V::load(a + i), V::load(b + i), a0);
-            a1 = V::fmadd(V::load(a + i + N), V::load(b + i + N), a1);
+            a0 = V::fmadd(V::load(a + i), row_vec<F>(base, k0 + i), a0);
+            a1 = V::fmadd(V::load(a + i + N), row_vec<F>(base, k0 + i + N), a1);
         }
-        for (; i + N <= n; i += N) a0 = V::fmadd(V::load(a + i), V::load(b + i), a0);
+        for (; i + N <= n; i += N) a0 = V::fmadd(V::load(a + i), row_vec<F>(base, k0 + i), a0);
         float s = V::hsum(V::add(a0, a1));
-        for (; i < n; ++i) s += a[i] * b[i];
+        for (; i < n; ++i) s += a[i] * row_at<F>(base, k0 + i);
         return s;
     }
-    static void attn_scores(const float* q, const float* k, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
-                            float* scores) {
+    template <int F>
+    static void attn_scores_f(const float* q, const void* k, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                              float* scores) {
         for (int64_t s = s0; s < s1; ++s)
-            for (int64_t j = 0; j < g; ++j) scores[j * S + s] = dot_f(q + j * D, k + s * D, D);
+            for (int64_t j = 0; j < g; ++j) scores[j * S + s] = dot_row<F>(q + j * D, k, s * D, D);
+    }
+    static void attn_scores(const float* q, const void* k, int k_format, int64_t g, int64_t S, int64_t D, int64_t s0,
+                            int64_t s1, float* scores) {
+        if (k_format == 1) attn_scores_f<1>(q, k, g, S, D, s0, s1, scores);
+        else if (k_format == 2) attn_scores_f<2>(q, k, g, S, D, s0, s1, scores);
+        else attn_scores_f<0>(q, k, g, S, D, s0, s1, scores);
     }
     // out[j][d0, d0 + NV*N) for NJ queries (p and out at the first of them) over slots [s0, s1):
     // the accumulators stay in registers across the slots; each value gets the same fused
     // multiply-adds in the same slot order as one at a time through memory would.
-    template <int NV, int NJ>
-    static inline void values_block(const float* p, const float* v, int64_t S, int64_t D, int64_t s0, int64_t s1,
+    template <int F, int NV, int NJ>
+    static inline void values_block(const float* p, const void* v, int64_t S, int64_t D, int64_t s0, int64_t s1,
                                     int64_t d0, float* out) {
         vec acc[NJ][NV];
         for (int j = 0; j < NJ; ++j)
             for (int k = 0; k < NV; ++k) acc[j][k] = V::load(out + j * D + d0 + k * N);
         for (int64_t s = s0; s < s1; ++s) {
-            const float* row = v + s * D + d0;
             vec r[NV];
-            for (int k = 0; k < NV; ++k) r[k] = V::load(row + k * N);
+            for (int k = 0; k < NV; ++k) r[k] = row_vec<F>(v, s * D + d0 + k * N);
             for (int j = 0; j < NJ; ++j) {
                 const float w = p[j * S + s];
                 if (w == 0.0f) continue;  // masked slots
@@ -774,45 +798,50 @@ struct Kernels {
             for (int k = 0; k < NV; ++k) V::store(out + j * D + d0 + k * N, acc[j][k]);
     }
     // Column blocks of NV vectors from d while they fit, then the rest in narrower ones.
-    template <int NV, int NJ>
-    static inline void values_cols(const float* p, const float* v, int64_t S, int64_t D, int64_t t0, int64_t t1,
+    template <int F, int NV, int NJ>
+    static inline void values_cols(const float* p, const void* v, int64_t S, int64_t D, int64_t t0, int64_t t1,
                                    int64_t d, float* out) {
-        for (; d + NV * N <= D; d += NV * N) values_block<NV, NJ>(p, v, S, D, t0, t1, d, out);
-        if constexpr (NV > 1) values_cols<NV - 1, NJ>(p, v, S, D, t0, t1, d, out);
+        for (; d + NV * N <= D; d += NV * N) values_block<F, NV, NJ>(p, v, S, D, t0, t1, d, out);
+        if constexpr (NV > 1) values_cols<F, NV - 1, NJ>(p, v, S, D, t0, t1, d, out);
     }
     // Slots in tiles of 32 (their rows stay in L1 while each column block passes over them); column
     // blocks of four vectors (up to 12 accumulators and 4 row vectors: AVX2's 16 registers), so
     // that a head_dim-64 row is read in one (AVX-512) or two (AVX2) passes: with two vectors, four
     // passes on AVX2 left a SmolLM2 decode's value pass at ~20 GB/s where its key pass read ~28.
-    template <int NJ>
-    static inline void values_rows(const float* p, const float* v, int64_t S, int64_t D, int64_t s0, int64_t s1,
+    template <int F, int NJ>
+    static inline void values_rows(const float* p, const void* v, int64_t S, int64_t D, int64_t s0, int64_t s1,
                                    float* out) {
         for (int64_t t0 = s0; t0 < s1; t0 += 32) {
             const int64_t t1 = t0 + 32 < s1 ? t0 + 32 : s1;
-            values_cols<4, NJ>(p, v, S, D, t0, t1, 0, out);
+            values_cols<F, 4, NJ>(p, v, S, D, t0, t1, 0, out);
         }
         const int64_t d = D / N * N;
         if (d == D) return;
-        for (int64_t s = s0; s < s1; ++s) {
-            const float* row = v + s * D;
+        for (int64_t s = s0; s < s1; ++s)
             for (int j = 0; j < NJ; ++j) {
                 const float w = p[j * S + s];
                 if (w == 0.0f) continue;
                 float* o = out + j * D;
-                for (int64_t i = d; i < D; ++i) o[i] += w * row[i];
+                for (int64_t i = d; i < D; ++i) o[i] += w * row_at<F>(v, s * D + i);
             }
-        }
     }
-    static void attn_values(const float* p, const float* v, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
-                            float* out) {
+    template <int F>
+    static void attn_values_f(const float* p, const void* v, int64_t g, int64_t S, int64_t D, int64_t s0, int64_t s1,
+                              float* out) {
         // Four query heads at a time where the registers hold their 16 accumulators (AVX-512):
         // the values are read once for them instead of twice (three, then one).
         int64_t j = 0;
         if (N >= 16 && g % 4 == 0)
-            for (; j + 4 <= g; j += 4) values_rows<4>(p + j * S, v, S, D, s0, s1, out + j * D);
-        for (; j + 3 <= g; j += 3) values_rows<3>(p + j * S, v, S, D, s0, s1, out + j * D);
-        if (g - j == 2) values_rows<2>(p + j * S, v, S, D, s0, s1, out + j * D);
-        if (g - j == 1) values_rows<1>(p + j * S, v, S, D, s0, s1, out + j * D);
+            for (; j + 4 <= g; j += 4) values_rows<F, 4>(p + j * S, v, S, D, s0, s1, out + j * D);
+        for (; j + 3 <= g; j += 3) values_rows<F, 3>(p + j * S, v, S, D, s0, s1, out + j * D);
+        if (g - j == 2) values_rows<F, 2>(p + j * S, v, S, D, s0, s1, out + j * D);
+        if (g - j == 1) values_rows<F, 1>(p + j * S, v, S, D, s0, s1, out + j * D);
+    }
+    static void attn_values(const float* p, const void* v, int v_format, int64_t g, int64_t S, int64_t D, int64_t s0,
+                            int64_t s1, float* out) {
+        if (v_format == 1) attn_values_f<1>(p, v, g, S, D, s0, s1, out);
+        else if (v_format == 2) attn_values_f<2>(p, v, g, S, D, s0, s1, out);
+        else attn_values_f<0>(p, v, g, S, D, s0, s1, out);
     }
 
     // ---- exp, softmax, SwiGLU (single-token steps) ----

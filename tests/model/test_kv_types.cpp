@@ -182,6 +182,21 @@ TEST_CASE("kv types: stored values are rounded once, on write, by every write pa
         CHECK(same(rows, expected_stored(k, t, k_rot, /*stored_basis=*/true)));
         bulk.read_values_f32(0, T, rows.data_ptr<float>(), /*rotated=*/true);
         CHECK(same(rows, expected_stored(v, t, v_rot, /*stored_basis=*/true)));
+        // The rows decode's kernels read in place (f32, f16, bf16): the storage itself, [H,
+        // capacity, D] of the type; a q8_0 cache has none (its rows are decoded first).
+        if (t == KvType::Q8_0) {
+            CHECK_THROWS(bulk.key_rows());
+            CHECK_THROWS(bulk.value_rows());
+        } else {
+            const auto st = at::TensorOptions().dtype(t == KvType::F16    ? at::kHalf
+                                                      : t == KvType::BF16 ? at::kBFloat16
+                                                                          : at::kFloat);
+            const int64_t cap = bulk.capacity();
+            const at::Tensor kr = at::from_blob(const_cast<void*>(bulk.key_rows()), {H, cap, D}, st);
+            const at::Tensor vr = at::from_blob(const_cast<void*>(bulk.value_rows()), {H, cap, D}, st);
+            CHECK(same(kr.narrow(1, 0, T).to(at::kFloat), bulk.keys()));
+            CHECK(same(vr.narrow(1, 0, T).to(at::kFloat), bulk.values()));
+        }
         // Real bytes: K and V rows of the type, per used slot.
         CHECK(bulk.bytes() == H * T * 2 * kv_row_bytes(t, D));
         CHECK(bulk.row_bytes() == kv_row_bytes(t, D));

@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/common/errors.h"
@@ -264,18 +265,25 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
         for (size_t i = 0; i < p.size(); i += 3) p[i] = 0.0f;  // masked slots
         // Keys on a grid of 1/64 so that f16 and bf16 hold them exactly: the 16-bit forms of the
         // many-row kernel must then give the float32 form's scores.
-        for (auto& x : k) x = std::round(x * 64.0f) / 64.0f;
-        std::vector<uint16_t> k_f16(k.size()), k_bf16(k.size());
-        for (size_t i = 0; i < k.size(); ++i) {
-            k_f16[i] = exact_f16_bits(k[i]);
-            uint32_t bits = 0;
-            std::memcpy(&bits, &k[i], 4);
-            k_bf16[i] = static_cast<uint16_t>(bits >> 16);
-        }
+        // Values likewise: the decode kernels read a 16-bit cache's rows in place and must give the
+        // bits of their float32 copy.
+        for (auto* buf : {&k, &v})
+            for (auto& x : *buf) x = std::round(x * 64.0f) / 64.0f;
+        std::vector<uint16_t> k_f16(k.size()), k_bf16(k.size()), v_f16(v.size()), v_bf16(v.size());
         bool exact = true;
-        for (size_t i = 0; i < k.size(); ++i)
-            exact = exact && half_to_float(k_f16[i]) == k[i] && bf16_to_float(k_bf16[i]) == k[i];
+        for (auto [src, f16, bf16] : {std::tuple{&k, &k_f16, &k_bf16}, std::tuple{&v, &v_f16, &v_bf16}})
+            for (size_t i = 0; i < src->size(); ++i) {
+                const float x = (*src)[i];
+                (*f16)[i] = exact_f16_bits(x);
+                uint32_t bits = 0;
+                std::memcpy(&bits, &x, 4);
+                (*bf16)[i] = static_cast<uint16_t>(bits >> 16);
+                exact = exact && half_to_float((*f16)[i]) == x && bf16_to_float((*bf16)[i]) == x;
+            }
         REQUIRE(exact);
+        auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+            return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+        };
         std::vector<double> want_s(p.size()), want_o(q.size()), mag_s(p.size()), mag_o(q.size());
         for (int64_t h = 0; h < Hc; ++h)
             for (int64_t j = 0; j < g; ++j)
@@ -311,8 +319,20 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
         for (CpuPath path : supported_cpu_paths()) {
             INFO("path " << cpu_path_name(path) << ", Hc " << Hc << " g " << g << " S " << S << " D " << D);
             std::vector<float> scores(p.size()), out(q.size(), 99.0f);
-            attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+            attention_scores_on(path, q.data(), k.data(), RowFormat::F32, stride, Hc, g, S, D, scores.data());
             check(scores, want_s, mag_s);
+            for (RowFormat f : {RowFormat::F16, RowFormat::BF16}) {
+                INFO("16-bit rows " << static_cast<int>(f));
+                std::vector<float> s16(p.size()), o16(q.size());
+                attention_scores_on(path, q.data(), f == RowFormat::F16 ? k_f16.data() : k_bf16.data(), f, stride, Hc,
+                                    g, S, D, s16.data());
+                CHECK(same_bits(s16, scores));
+                std::vector<float> o32(q.size());
+                attention_values_on(path, p.data(), v.data(), RowFormat::F32, stride, Hc, g, S, D, o32.data());
+                attention_values_on(path, p.data(), f == RowFormat::F16 ? v_f16.data() : v_bf16.data(), f, stride, Hc,
+                                    g, S, D, o16.data());
+                CHECK(same_bits(o16, o32));
+            }
             for (RowFormat f : {RowFormat::F32, RowFormat::F16, RowFormat::BF16}) {
                 INFO("key format " << static_cast<int>(f));
                 std::fill(scores.begin(), scores.end(), 0.0f);
@@ -322,7 +342,7 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 attention_score_rows_on(path, q.data(), kp, f, stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
             }
-            attention_values_on(path, p.data(), v.data(), stride, Hc, g, S, D, out.data());
+            attention_values_on(path, p.data(), v.data(), RowFormat::F32, stride, Hc, g, S, D, out.data());
             check(out, want_o, mag_o);
             if (path != CpuPath::Scalar) {
                 const int64_t whole = D / (path == CpuPath::Avx512 ? 16 : 8) * (path == CpuPath::Avx512 ? 16 : 8);
@@ -334,7 +354,7 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 CHECK(differ == 0);
             }
             std::vector<float> scores_one(p.size());
-            attention_scores_on(path, q.data(), k.data(), stride, Hc, g, S, D, scores_one.data());
+            attention_scores_on(path, q.data(), k.data(), RowFormat::F32, stride, Hc, g, S, D, scores_one.data());
             set_cpu_path(path);
             std::vector<float> out_one;  // the threaded sums with one thread
             for (int threads : {1, 2, 3}) {
@@ -354,6 +374,11 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 check(out, want_o, mag_o);
                 if (out_one.empty()) out_one = out;
                 CHECK(std::memcmp(out.data(), out_one.data(), out.size() * sizeof(float)) == 0);
+                std::vector<float> s16(p.size()), o16(q.size());
+                attention_scores(q.data(), k_bf16.data(), RowFormat::BF16, stride, Hc, g, S, D, s16.data());
+                CHECK(same_bits(s16, scores_one));
+                attention_values(p.data(), v_f16.data(), RowFormat::F16, stride, Hc, g, S, D, o16.data());
+                CHECK(same_bits(o16, out_one));
             }
         }
     }
