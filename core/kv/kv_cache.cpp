@@ -303,14 +303,23 @@ const float* LayerKv::value_data() const {
     return values().data_ptr<float>();
 }
 const void* LayerKv::key_rows() const {
-    TORCH_CHECK(cpu_readable() && m_type != KvType::Q8_0, "kv: key_rows needs an f32, f16 or bf16 CPU cache");
+    TORCH_CHECK(cpu_readable(), "kv: key_rows needs a CPU cache");
     return m_k.data_ptr();
 }
 const void* LayerKv::value_rows() const {
     require_values();
-    TORCH_CHECK(cpu_readable() && m_type != KvType::Q8_0 && m_values == Values::Held,
-                "kv: value_rows needs the values of an f32, f16 or bf16 CPU cache");
+    TORCH_CHECK(cpu_readable() && m_values == Values::Held, "kv: value_rows needs the values of a CPU cache");
     return m_v.data_ptr();
+}
+const uint16_t* LayerKv::key_scales() const {
+    TORCH_CHECK(cpu_readable() && m_type == KvType::Q8_0, "kv: key_scales needs a q8_0 CPU cache");
+    return reinterpret_cast<const uint16_t*>(m_ks.data_ptr<at::Half>());
+}
+const uint16_t* LayerKv::value_scales() const {
+    require_values();
+    TORCH_CHECK(cpu_readable() && m_type == KvType::Q8_0 && m_values == Values::Held,
+                "kv: value_scales needs the values of a q8_0 CPU cache");
+    return reinterpret_cast<const uint16_t*>(m_vs.data_ptr<at::Half>());
 }
 const int64_t* LayerKv::position_data() const { return m_pos.data_ptr<int64_t>(); }
 int64_t LayerKv::capacity() const { return m_k.defined() ? m_k.size(1) : 0; }

@@ -61,10 +61,13 @@ public:
                     int64_t pos);
     const float* key_data() const;
     const float* value_data() const;
-    // The storage [Hc, capacity, D] as stored, for kernels that read f16 / bf16 rows in place
-    // (cpu_readable() and type() f32, f16 or bf16).
+    // The storage [Hc, capacity, D] as stored (q8_0: the int8 quants, rotated as stored; their f16
+    // scales [Hc, capacity, D / 32] from key_scales / value_scales), for kernels that read rows in
+    // place (cpu_readable()).
     const void* key_rows() const;
     const void* value_rows() const;
+    const uint16_t* key_scales() const;
+    const uint16_t* value_scales() const;
     // Slots [s0, s0 + n) of every head as float32 rows, [Hc, n, D] contiguous at out (cpu_readable()):
     // the stored values (dequantized, rotated back); for an f32 cache a copy. rotated: leave the rows
     // as stored, in the basis of key_rotation() / value_rotation() (what llama.cpp's attention reads).

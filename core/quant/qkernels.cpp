@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -463,11 +464,24 @@ void dequantize(const BlockMatrix& w, int64_t row0, int64_t n, float* out) {
 
 namespace {
 
-// Cache head h's rows: h * head_stride elements of the format past rows.
-const void* head_rows(const void* rows, RowFormat f, int64_t head_stride, int64_t h) {
-    const size_t elem = f == RowFormat::F32 ? 4 : 2;
-    return static_cast<const uint8_t*>(rows) + static_cast<size_t>(h * head_stride) * elem;
-}
+// Cache head h's rows: h * head_stride elements of the format past rows (q8_0: quants and scales
+// both, in a Q8Rows of its own).
+struct HeadRows {
+    HeadRows(const void* rows, RowFormat f, int64_t head_stride, int64_t h) {
+        if (f == RowFormat::Q8_0) {
+            const auto* r = static_cast<const Q8Rows*>(rows);
+            q8 = {r->q + h * head_stride, r->d + h * head_stride / 32};
+            p = &q8;
+            return;
+        }
+        const size_t elem = f == RowFormat::F32 ? 4 : 2;
+        p = static_cast<const uint8_t*>(rows) + static_cast<size_t>(h * head_stride) * elem;
+    }
+    HeadRows(const HeadRows&) = delete;
+    HeadRows& operator=(const HeadRows&) = delete;
+    Q8Rows q8{};
+    const void* p = nullptr;
+};
 
 }  // namespace
 
@@ -475,7 +489,7 @@ void attention_scores_on(CpuPath path, const float* q, const void* k, RowFormat 
                          int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores) {
     const AttnScoresFn fn = table_for(path).attn_scores;
     for (int64_t h = 0; h < Hc; ++h)
-        fn(q + h * g * D, head_rows(k, k_format, k_head_stride, h), static_cast<int>(k_format), g, S, D, 0, S,
+        fn(q + h * g * D, HeadRows(k, k_format, k_head_stride, h).p, static_cast<int>(k_format), g, S, D, 0, S,
            scores + h * g * S);
 }
 
@@ -484,7 +498,7 @@ void attention_values_on(CpuPath path, const float* p, const void* v, RowFormat 
     const AttnValuesFn fn = table_for(path).attn_values;
     std::fill(out, out + Hc * g * D, 0.0f);
     for (int64_t h = 0; h < Hc; ++h)
-        fn(p + h * g * S, head_rows(v, v_format, v_head_stride, h), static_cast<int>(v_format), g, S, D, 0, S,
+        fn(p + h * g * S, HeadRows(v, v_format, v_head_stride, h).p, static_cast<int>(v_format), g, S, D, 0, S,
            out + h * g * D);
 }
 
@@ -501,7 +515,7 @@ void attention_scores(const float* q, const void* k, RowFormat k_format, int64_t
     for_chunks(items, small_work(Hc * g * S * D) ? items : 1, /*spin=*/true, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i / per_head, s0 = (i % per_head) * chunk;
-            fn(q + h * g * D, head_rows(k, k_format, k_head_stride, h), static_cast<int>(k_format), g, S, D, s0,
+            fn(q + h * g * D, HeadRows(k, k_format, k_head_stride, h).p, static_cast<int>(k_format), g, S, D, s0,
                std::min(S, s0 + chunk), scores + h * g * S);
         }
     });
@@ -532,12 +546,14 @@ void score_rows_items(const KernelTable& tab, const float* q, const void* k, Row
 
 void attention_score_rows_on(CpuPath path, const float* q, const void* k, RowFormat k_format, int64_t k_head_stride,
                              int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores) {
+    if (k_format == RowFormat::Q8_0) throw std::invalid_argument("attention_score_rows: no q8_0 rows (decode's only)");
     const int64_t n_blocks = (S + kAttnKeyBlock - 1) / kAttnKeyBlock;
     score_rows_items(table_for(path), q, k, k_format, k_head_stride, g, S, D, scores, n_blocks, 0, Hc * n_blocks);
 }
 
 void attention_score_rows(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc,
                           int64_t g, int64_t S, int64_t D, float* scores) {
+    if (k_format == RowFormat::Q8_0) throw std::invalid_argument("attention_score_rows: no q8_0 rows (decode's only)");
     const KernelTable& tab = table_for(active_cpu_path());
     const int64_t n_blocks = (S + kAttnKeyBlock - 1) / kAttnKeyBlock;
     const int64_t items = Hc * n_blocks;
@@ -565,8 +581,8 @@ void attention_values(const float* p, const void* v, RowFormat v_format, int64_t
         for (int64_t h = 0; h < Hc; ++h)
             for (int64_t r = begin; r < end; ++r) {
                 const int64_t s0 = r * chunk, s1 = std::min(S, s0 + chunk);
-                fn(p + h * g * S, head_rows(v, v_format, v_head_stride, h), static_cast<int>(v_format), g, S, D, s0, s1,
-                   part + r * out_n + h * g * D);
+                fn(p + h * g * S, HeadRows(v, v_format, v_head_stride, h).p, static_cast<int>(v_format), g, S, D, s0,
+                   s1, part + r * out_n + h * g * D);
             }
     });
     std::copy(part, part + out_n, out);

@@ -79,10 +79,16 @@ void dequantize_on(CpuPath path, const BlockMatrix& w, float* out, int64_t row0,
 // attention), spread over the kernel threads by slot ranges:
 // scores[h, j, s] = q[h, j, :] . k[h, s, :] and out[h, j, :] = sum_s p[h, j, s] * v[h, s, :].
 // q [Hc, g, D], scores / p [Hc, g, S], out [Hc, g, D] contiguous; cache head h's row s is at
-// k + h * k_head_stride + s * D (likewise v), in elements of the rows' format: float32, or a 16-bit
-// KV cache's own f16 / bf16 rows, widened exactly as they are read (the same results as on their
-// float32 copy). Slots with p = 0 are skipped (masked).
-enum class RowFormat { F32 = 0, F16 = 1, BF16 = 2 };
+// k + h * k_head_stride + s * D (likewise v), in elements of the rows' format: float32, a 16-bit KV
+// cache's own f16 / bf16 rows, widened exactly as they are read, or (RowFormat::Q8_0, these two
+// functions only) a q8_0 cache's: k points at a Q8Rows, the value at element i of a head's quants
+// being q[i] x its block's scale d[i / 32] in float32. The same results as on the rows' float32
+// copy. Slots with p = 0 are skipped (masked).
+enum class RowFormat { F32 = 0, F16 = 1, BF16 = 2, Q8_0 = 3 };
+struct Q8Rows {
+    const int8_t* q;    // [Hc, capacity, D] quants
+    const uint16_t* d;  // [Hc, capacity, D / 32] f16 scales
+};
 void attention_scores(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc, int64_t g,
                       int64_t S, int64_t D, float* scores);
 void attention_values(const float* p, const void* v, RowFormat v_format, int64_t v_head_stride, int64_t Hc, int64_t g,
@@ -106,7 +112,8 @@ void attention_values_on(CpuPath path, const float* p, const void* v, RowFormat 
 // S slots. Each key block is transposed once per item and scored in the prefill's register tiles;
 // items are (head, key blocks) pairs over the kernel threads. q [Hc, g, D] and scores [Hc, g, S]
 // contiguous float32; cache head h's row s at k + (h * k_head_stride + s * D) elements of
-// k_format (16-bit keys, a 16-bit KV cache's own rows, are widened exactly as they are read).
+// k_format, F32, F16 or BF16 (16-bit keys, a 16-bit KV cache's own rows, are widened exactly as
+// they are read).
 void attention_score_rows(const float* q, const void* k, RowFormat k_format, int64_t k_head_stride, int64_t Hc,
                           int64_t g, int64_t S, int64_t D, float* scores);
 // Single-threaded on an explicit path (tests).

@@ -59,6 +59,9 @@ struct Avx2V : SseBytes {
     }
     static float h2f(uint16_t h) { return _cvtsh_ss(h); }
     static vec from_f16(const uint8_t* p) { return _mm256_cvtph_ps(SseBytes::load16(p)); }
+    static vec from_i8(const int8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    }
     static vec from_bf16(const uint8_t* p) {
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(SseBytes::load16(p)), 16));
     }

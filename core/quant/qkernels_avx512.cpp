@@ -62,6 +62,9 @@ struct Avx512V : SseBytes {
     static vec from_f16(const uint8_t* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    static vec from_i8(const int8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
     static vec from_bf16(const uint8_t* p) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));

@@ -6,7 +6,8 @@
 // V provides: N (float lanes; a divisor of 16), vec, zero, set1, load, load_unaligned, store,
 // add, sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN),
 // round (to nearest even), pow2i(n) (2^n for integral n in [-126, 127]), below(x, b, t, f) / above
-// (t where x < b / x > b, else f), hsum, hmax, from_f16 / from_bf16 (N stored values to floats),
+// (t where x < b / x > b, else f), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
+// floats),
 // h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
 // (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
 // (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
@@ -733,21 +734,31 @@ struct Kernels {
 
     // ---- single-query attention (see qkernels_table.h) ----
 
-    // Vector i.. and value i of a cache's rows in row format F (0 float32, 1 f16, 2 bf16; the
-    // 16-bit ones widened exactly, so every format computes on the same floats).
+    // Vector i.. and value i of a cache's rows in row format F (0 float32, 1 f16, 2 bf16, 3 q8_0
+    // through a Q8Rows; 16-bit values widened exactly, q8_0 ones as int8 x f16 scale in float32,
+    // one rounding, as the cache's own decoder gives them), so every format computes on the floats
+    // of its float32 copy. A q8_0 vector lies inside one 32-value block (N divides 32).
     template <int F>
     static inline vec row_vec(const void* base, int64_t i) {
         const auto* b = static_cast<const uint8_t*>(base);
         if constexpr (F == 0) return V::load(static_cast<const float*>(base) + i);
         else if constexpr (F == 1) return V::from_f16(b + 2 * i);
-        else return V::from_bf16(b + 2 * i);
+        else if constexpr (F == 2) return V::from_bf16(b + 2 * i);
+        else {
+            const auto* r = static_cast<const Q8Rows*>(base);
+            return V::mul(V::from_i8(r->q + i), V::set1(V::h2f(r->d[i / 32])));
+        }
     }
     template <int F>
     static inline float row_at(const void* base, int64_t i) {
         const auto* b = static_cast<const uint8_t*>(base);
         if constexpr (F == 0) return static_cast<const float*>(base)[i];
         else if constexpr (F == 1) return f16_at(b + 2 * i);
-        else return bf16_at(b + 2 * i);
+        else if constexpr (F == 2) return bf16_at(b + 2 * i);
+        else {
+            const auto* r = static_cast<const Q8Rows*>(base);
+            return static_cast<float>(r->q[i]) * V::h2f(r->d[i / 32]);
+        }
     }
     // a . (row values k0 .. k0 + n of base).
     template <int F>
@@ -773,6 +784,7 @@ struct Kernels {
                             int64_t s1, float* scores) {
         if (k_format == 1) attn_scores_f<1>(q, k, g, S, D, s0, s1, scores);
         else if (k_format == 2) attn_scores_f<2>(q, k, g, S, D, s0, s1, scores);
+        else if (k_format == 3) attn_scores_f<3>(q, k, g, S, D, s0, s1, scores);
         else attn_scores_f<0>(q, k, g, S, D, s0, s1, scores);
     }
     // out[j][d0, d0 + NV*N) for NJ queries (p and out at the first of them) over slots [s0, s1):
@@ -841,6 +853,7 @@ struct Kernels {
                             int64_t s1, float* out) {
         if (v_format == 1) attn_values_f<1>(p, v, g, S, D, s0, s1, out);
         else if (v_format == 2) attn_values_f<2>(p, v, g, S, D, s0, s1, out);
+        else if (v_format == 3) attn_values_f<3>(p, v, g, S, D, s0, s1, out);
         else attn_values_f<0>(p, v, g, S, D, s0, s1, out);
     }
 

@@ -96,6 +96,11 @@ struct ScalarV {
         for (int i = 0; i < N; ++i) r.v[i] = bf16_to_float(load_u16(p + 2 * i));
         return r;
     }
+    static vec from_i8(const int8_t* p) {
+        vec r;
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<float>(p[i]);
+        return r;
+    }
 
     // 16 bytes as one value, and the byte operations on it.
     struct q16 {

@@ -65,7 +65,8 @@ using DequantFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
 
 // Single-query attention over cache slots [s0, s1) of one cache head, for the g queries of its
 // group: scores[j * S + s] = q[j] . k[s] (k rows D values apart), and out[j] += sum_s
-// p[j * S + s] * v[s] (D values per row). Rows in format 0 float32, 1 f16, 2 bf16 (RowFormat).
+// p[j * S + s] * v[s] (D values per row). Rows in format 0 float32, 1 f16, 2 bf16 or 3 q8_0 (k / v
+// then point at a Q8Rows) (RowFormat).
 using AttnScoresFn = void (*)(const float* q, const void* k, int k_format, int64_t g, int64_t S, int64_t D, int64_t s0,
                               int64_t s1, float* scores);
 using AttnValuesFn = void (*)(const float* p, const void* v, int v_format, int64_t g, int64_t S, int64_t D, int64_t s0,

@@ -9,6 +9,7 @@
 #include "common/test_util.h"
 #include "common/tiny_models.h"
 #include "core/common/errors.h"
+#include "core/io/dequant.h"
 #include "core/io/model_file.h"
 #include "core/kv/kv_cache.h"
 #include "core/model/llama_model.h"
@@ -182,16 +183,27 @@ TEST_CASE("kv types: stored values are rounded once, on write, by every write pa
         CHECK(same(rows, expected_stored(k, t, k_rot, /*stored_basis=*/true)));
         bulk.read_values_f32(0, T, rows.data_ptr<float>(), /*rotated=*/true);
         CHECK(same(rows, expected_stored(v, t, v_rot, /*stored_basis=*/true)));
-        // The rows decode's kernels read in place (f32, f16, bf16): the storage itself, [H,
-        // capacity, D] of the type; a q8_0 cache has none (its rows are decoded first).
+        // The rows decode's kernels read in place: the storage itself, [H, capacity, D] of the type;
+        // for q8_0 the quants and their f16 scales, q x scale the rows as stored (rotated).
+        const int64_t cap = bulk.capacity();
         if (t == KvType::Q8_0) {
-            CHECK_THROWS(bulk.key_rows());
-            CHECK_THROWS(bulk.value_rows());
+            for (bool keys : {true, false}) {
+                const auto* q = static_cast<const int8_t*>(keys ? bulk.key_rows() : bulk.value_rows());
+                const uint16_t* d = keys ? bulk.key_scales() : bulk.value_scales();
+                at::Tensor got = at::empty({H, T, D});
+                for (int64_t h = 0; h < H; ++h)
+                    for (int64_t s = 0; s < T; ++s)
+                        for (int64_t i = 0; i < D; ++i) {
+                            const int64_t e = (h * cap + s) * D + i;
+                            got[h][s][i] = static_cast<float>(q[e]) * half_to_float(d[e / kQ8_0Block]);
+                        }
+                CHECK(same(got, expected_stored(keys ? k : v, t, keys ? k_rot : v_rot, /*stored_basis=*/true)));
+            }
         } else {
+            CHECK_THROWS(bulk.key_scales());
             const auto st = at::TensorOptions().dtype(t == KvType::F16    ? at::kHalf
                                                       : t == KvType::BF16 ? at::kBFloat16
                                                                           : at::kFloat);
-            const int64_t cap = bulk.capacity();
             const at::Tensor kr = at::from_blob(const_cast<void*>(bulk.key_rows()), {H, cap, D}, st);
             const at::Tensor vr = at::from_blob(const_cast<void*>(bulk.value_rows()), {H, cap, D}, st);
             CHECK(same(kr.narrow(1, 0, T).to(at::kFloat), bulk.keys()));

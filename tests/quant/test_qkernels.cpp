@@ -284,6 +284,25 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
         auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
             return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
         };
+        // A q8_0 cache's rows (head sizes that are whole 32-value blocks): int8 quants and f16
+        // scales, and the float32 rows its decoder gives, q x scale.
+        const bool q8_fits = D % 32 == 0;
+        std::vector<int8_t> kq, vq;
+        std::vector<uint16_t> kd, vd;
+        std::vector<float> k8, v8;
+        if (q8_fits) {
+            std::uniform_int_distribution<int> qi(-127, 127);
+            for (auto [quants, scales, floats] : {std::tuple{&kq, &kd, &k8}, std::tuple{&vq, &vd, &v8}}) {
+                quants->resize(k.size());
+                scales->resize(k.size() / 32);
+                floats->resize(k.size());
+                for (auto& x : *quants) x = static_cast<int8_t>(qi(rng));
+                for (auto& x : *scales) x = exact_f16_bits(std::ldexp(std::round(u(rng) * 1024.0f), -14));
+                for (size_t i = 0; i < k.size(); ++i)
+                    (*floats)[i] = static_cast<float>((*quants)[i]) * half_to_float((*scales)[i / 32]);
+            }
+        }
+        const Q8Rows k_q8{kq.data(), kd.data()}, v_q8{vq.data(), vd.data()};
         std::vector<double> want_s(p.size()), want_o(q.size()), mag_s(p.size()), mag_o(q.size());
         for (int64_t h = 0; h < Hc; ++h)
             for (int64_t j = 0; j < g; ++j)
@@ -333,6 +352,18 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                                     g, S, D, o16.data());
                 CHECK(same_bits(o16, o32));
             }
+            if (q8_fits) {
+                INFO("q8_0 rows");
+                std::vector<float> s32(p.size()), s8(p.size()), o32(q.size()), o8(q.size());
+                attention_scores_on(path, q.data(), k8.data(), RowFormat::F32, stride, Hc, g, S, D, s32.data());
+                attention_scores_on(path, q.data(), &k_q8, RowFormat::Q8_0, stride, Hc, g, S, D, s8.data());
+                CHECK(same_bits(s8, s32));
+                attention_values_on(path, p.data(), v8.data(), RowFormat::F32, stride, Hc, g, S, D, o32.data());
+                attention_values_on(path, p.data(), &v_q8, RowFormat::Q8_0, stride, Hc, g, S, D, o8.data());
+                CHECK(same_bits(o8, o32));
+                CHECK_THROWS(
+                    attention_score_rows_on(path, q.data(), &k_q8, RowFormat::Q8_0, stride, Hc, g, S, D, s8.data()));
+            }
             for (RowFormat f : {RowFormat::F32, RowFormat::F16, RowFormat::BF16}) {
                 INFO("key format " << static_cast<int>(f));
                 std::fill(scores.begin(), scores.end(), 0.0f);
@@ -379,6 +410,15 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 CHECK(same_bits(s16, scores_one));
                 attention_values(p.data(), v_f16.data(), RowFormat::F16, stride, Hc, g, S, D, o16.data());
                 CHECK(same_bits(o16, out_one));
+                if (q8_fits) {  // threaded: the same bits as one call on this path
+                    std::vector<float> s32(p.size()), s8(p.size()), o32(q.size()), o8(q.size());
+                    attention_scores_on(path, q.data(), k8.data(), RowFormat::F32, stride, Hc, g, S, D, s32.data());
+                    attention_scores(q.data(), &k_q8, RowFormat::Q8_0, stride, Hc, g, S, D, s8.data());
+                    CHECK(same_bits(s8, s32));
+                    attention_values(p.data(), v8.data(), RowFormat::F32, stride, Hc, g, S, D, o32.data());
+                    attention_values(p.data(), &v_q8, RowFormat::Q8_0, stride, Hc, g, S, D, o8.data());
+                    CHECK(same_bits(o8, o32));
+                }
             }
         }
     }
