@@ -9,7 +9,8 @@
 # --decode 128; llama-bench: -p 0 -n 128 -d DEPTH). With MODE=prefill in the environment, DEPTH is
 # the prompt length instead and the prefill is timed (snapkv: --lengths DEPTH --decode 0;
 # llama-bench: -p DEPTH -n 0). SNAPKV_BIN overrides build/app/cli/snapkv (as in bench.sh);
-# SNAPKV_WEIGHTS=native-q8 times snapkv with 8-bit inputs to decode's products (default: native).
+# SNAPKV_WEIGHTS=native-q8 times snapkv with 8-bit inputs to decode's products (default: native);
+# SNAPKV_CACHE_TYPE=f16 (or bf16, q8_0) its KV cache type (default f32; llama-bench's is f16).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
   sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
@@ -18,6 +19,7 @@ fi
 llama=$1 model=$2 depth=$3 reps=${4:-5} threads=${5:-2}
 snapkv=${SNAPKV_BIN:-"$(dirname "$0")/../build/app/cli/snapkv"}
 weights=${SNAPKV_WEIGHTS:-native}
+cache_type=${SNAPKV_CACHE_TYPE:-f32}
 for f in "$llama" "$snapkv"; do
   [[ -x $f ]] || { echo "bench_llamacpp: $f is not an executable" >&2; exit 2; }
 done
@@ -28,12 +30,12 @@ mode=${MODE:-decode}
 ours_all=() theirs_all=()
 for ((r = 1; r <= reps; ++r)); do
   if [[ $mode == decode ]]; then
-    ours=$(SNAPKV_THREADS=$threads "$snapkv" bench --model "$model" --weights "$weights" --lengths "$depth" --decode 128 2>&1 |
+    ours=$(SNAPKV_THREADS=$threads "$snapkv" bench --model "$model" --weights "$weights" --cache-type "$cache_type" --lengths "$depth" --decode 128 2>&1 |
            awk '$1 == "decode" { print $NF }')
     theirs=$("$llama" -m "$model" -t "$threads" -p 0 -n 128 -d "$depth" 2>/dev/null |
              awk -F'|' '/tg128/ { split($(NF-1), a, " "); print a[1] }')
   else
-    ours=$(SNAPKV_THREADS=$threads "$snapkv" bench --model "$model" --weights "$weights" --lengths "$depth" --decode 0 2>&1 |
+    ours=$(SNAPKV_THREADS=$threads "$snapkv" bench --model "$model" --weights "$weights" --cache-type "$cache_type" --lengths "$depth" --decode 0 2>&1 |
            awk '$1 == "prefill" { print $NF }')
     theirs=$("$llama" -m "$model" -t "$threads" -p "$depth" -n 0 -r 1 2>/dev/null |
              awk -F'|' -v t="pp$depth" '$0 ~ t { split($(NF-1), a, " "); print a[1] }')
