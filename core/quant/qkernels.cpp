@@ -627,9 +627,8 @@ float* prefill_scratch(const KernelTable& tab, int64_t rows, int64_t D) {
 // into vectors from 36 KB (at D 64) of contiguous memory, instead of transposing it again for every
 // item.
 struct TransposedKeys {
-    float* kt = nullptr;
-    int64_t head_floats = 0;  // S / B * D * LD
-    std::vector<float> own;   // the storage of a call too large for the kept buffer
+    std::unique_ptr<float[]> kt;  // every float is written below: no zero fill first
+    int64_t head_floats = 0;      // S / B * D * LD
 };
 
 TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
@@ -637,19 +636,12 @@ TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
     TransposedKeys t;
     const int64_t n_blocks = (a.S + B - 1) / B;
     t.head_floats = n_blocks * a.D * LD;
-    // Up to 16 MB kept between calls (each layer of a prefill asks for the same size): no fresh
-    // pages to fault in and clear per layer. Every column a kernel reads is written below.
-    constexpr size_t kKeep = size_t{4} << 20;
-    const auto need = static_cast<size_t>(a.Hc * t.head_floats);
-    thread_local std::vector<float> kept;
-    std::vector<float>& buf = need <= kKeep ? kept : t.own;
-    if (buf.size() < need) buf.resize(need);
-    t.kt = buf.data();
+    t.kt.reset(new float[static_cast<size_t>(a.Hc * t.head_floats)]);
     auto body = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i / n_blocks, b = i % n_blocks, s0 = b * B, s1 = std::min(a.S, s0 + B);
             const float* kh = a.k + h * a.kv_head_stride;
-            float* dst = t.kt + h * t.head_floats + b * a.D * LD;
+            float* dst = t.kt.get() + h * t.head_floats + b * a.D * LD;
             // Eight slots at a time: their eight rows' cache lines serve 16 columns d in a row,
             // and each column's eight values are written side by side.
             for (int64_t s = s0; s < s1; s += 8) {
@@ -674,7 +666,7 @@ void run_prefill_item(const KernelTable& tab, const PrefillAttention& a, const T
     const int64_t h = item % a.Hc, b = n_blocks - 1 - item / a.Hc;
     const int64_t t0 = b * bq, t1 = std::min(a.T, t0 + bq);
     const auto [s0, s1] = prefill_slots(a, h, t0, t1);
-    tab.attn_block(a, h, t0, t1, s0, s1, kt.kt + h * kt.head_floats, prefill_scratch(tab, a.g * (t1 - t0), a.D));
+    tab.attn_block(a, h, t0, t1, s0, s1, kt.kt.get() + h * kt.head_floats, prefill_scratch(tab, a.g * (t1 - t0), a.D));
 }
 
 // The whole prefill attention on one path, on the kernel threads or the caller alone.
@@ -699,7 +691,8 @@ void prefill_attention(const KernelTable& tab, const PrefillAttention& args, boo
     auto sums = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i % a.Hc, b = i / a.Hc;
-            tab.attn_h2o(a, h, b * kAttnKeyBlock, bq, kt.kt + h * kt.head_floats, prefill_scratch(tab, a.g * bq, a.D));
+            tab.attn_h2o(a, h, b * kAttnKeyBlock, bq, kt.kt.get() + h * kt.head_floats,
+                         prefill_scratch(tab, a.g * bq, a.D));
         }
     };
     if (threads) for_chunks(a.Hc * key_blocks, 1, /*spin=*/false, sums);

@@ -780,12 +780,19 @@ struct Kernels {
         for (int64_t s = s0; s < s1; ++s)
             for (int64_t j = 0; j < g; ++j) scores[j * S + s] = dot_row<F>(q + j * D, k, s * D, D);
     }
+    // fn(std::integral_constant<int, F>()) for the row format number f (RowFormat's).
+    template <class Fn>
+    static inline void by_row_format(int f, Fn fn) {
+        switch (f) {
+        case 1: fn(std::integral_constant<int, 1>()); return;
+        case 2: fn(std::integral_constant<int, 2>()); return;
+        case 3: fn(std::integral_constant<int, 3>()); return;
+        default: fn(std::integral_constant<int, 0>()); return;
+        }
+    }
     static void attn_scores(const float* q, const void* k, int k_format, int64_t g, int64_t S, int64_t D, int64_t s0,
                             int64_t s1, float* scores) {
-        if (k_format == 1) attn_scores_f<1>(q, k, g, S, D, s0, s1, scores);
-        else if (k_format == 2) attn_scores_f<2>(q, k, g, S, D, s0, s1, scores);
-        else if (k_format == 3) attn_scores_f<3>(q, k, g, S, D, s0, s1, scores);
-        else attn_scores_f<0>(q, k, g, S, D, s0, s1, scores);
+        by_row_format(k_format, [&](auto f) { attn_scores_f<decltype(f)::value>(q, k, g, S, D, s0, s1, scores); });
     }
     // out[j][d0, d0 + NV*N) for NJ queries (p and out at the first of them) over slots [s0, s1):
     // the accumulators stay in registers across the slots; each value gets the same fused
@@ -851,10 +858,7 @@ struct Kernels {
     }
     static void attn_values(const float* p, const void* v, int v_format, int64_t g, int64_t S, int64_t D, int64_t s0,
                             int64_t s1, float* out) {
-        if (v_format == 1) attn_values_f<1>(p, v, g, S, D, s0, s1, out);
-        else if (v_format == 2) attn_values_f<2>(p, v, g, S, D, s0, s1, out);
-        else if (v_format == 3) attn_values_f<3>(p, v, g, S, D, s0, s1, out);
-        else attn_values_f<0>(p, v, g, S, D, s0, s1, out);
+        by_row_format(v_format, [&](auto f) { attn_values_f<decltype(f)::value>(p, v, g, S, D, s0, s1, out); });
     }
 
     // ---- exp, softmax, SwiGLU (single-token steps) ----
