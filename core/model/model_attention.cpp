@@ -50,52 +50,38 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
     // (kv_rotation) stay rotated, and so does the attention, as in llama.cpp: the query is rotated
     // like the keys and the output rotated back like the values (one row per head instead of every
     // slot's; the transform is orthonormal, so only float rounding differs from rotating the rows
-    // back). A cache the CPU cannot read in place (none on this path today) is decoded to float32
-    // rows first (slots [s0, S) of every head, n * D floats apart).
+    // back).
+    TORCH_CHECK(kv.cpu_readable(), "attention: the single-token CPU step needs a contiguous CPU cache");
+    const KvType t = kv.type();
+    const RowFormat rows = t == KvType::F16    ? RowFormat::F16
+                           : t == KvType::BF16 ? RowFormat::BF16
+                           : t == KvType::Q8_0 ? RowFormat::Q8_0
+                                               : RowFormat::F32;
     const void* keys = nullptr;
     const void* vals = nullptr;
     Q8Rows kq{}, vq{};
-    RowFormat rows = RowFormat::F32;
-    int64_t stride = head_stride;
-    const int64_t k_rot = kv.key_rotation(), v_rot = kv.value_rotation();
-    if (kv.cpu_readable()) {
-        const KvType t = kv.type();
-        rows = t == KvType::F16    ? RowFormat::F16
-               : t == KvType::BF16 ? RowFormat::BF16
-               : t == KvType::Q8_0 ? RowFormat::Q8_0
-                                   : RowFormat::F32;
-        if (rows == RowFormat::Q8_0) {
-            kq = {static_cast<const int8_t*>(kv.key_rows()) + s0 * D, kv.key_scales() + s0 * D / kQ8_0Block};
-            vq = {static_cast<const int8_t*>(kv.value_rows()) + s0 * D, kv.value_scales() + s0 * D / kQ8_0Block};
-            keys = &kq;
-            vals = &vq;
-        } else {
-            const size_t skip = static_cast<size_t>(s0 * D) * (rows == RowFormat::F32 ? 4 : 2);
-            keys = static_cast<const uint8_t*>(kv.key_rows()) + skip;
-            vals = static_cast<const uint8_t*>(kv.value_rows()) + skip;
-        }
+    if (rows == RowFormat::Q8_0) {
+        kq = {static_cast<const int8_t*>(kv.key_rows()) + s0 * D, kv.key_scales() + s0 * D / kQ8_0Block};
+        vq = {static_cast<const int8_t*>(kv.value_rows()) + s0 * D, kv.value_scales() + s0 * D / kQ8_0Block};
+        keys = &kq;
+        vals = &vq;
     } else {
-        thread_local std::vector<float> kbuf, vbuf;
-        const auto need = static_cast<size_t>(Hc * n * D);
-        if (kbuf.size() < need) kbuf.resize(need);
-        if (vbuf.size() < need) vbuf.resize(need);
-        kv.read_keys_f32(s0, n, kbuf.data(), /*rotated=*/true);
-        kv.read_values_f32(s0, n, vbuf.data(), /*rotated=*/true);
-        keys = kbuf.data();
-        vals = vbuf.data();
-        stride = n * D;
+        const size_t skip = static_cast<size_t>(s0 * D) * (rows == RowFormat::F32 ? 4 : 2);
+        keys = static_cast<const uint8_t*>(kv.key_rows()) + skip;
+        vals = static_cast<const uint8_t*>(kv.value_rows()) + skip;
     }
+    const int64_t k_rot = kv.key_rotation(), v_rot = kv.value_rotation();
     thread_local std::vector<float> qbuf;
     if (k_rot > 0) {
         qbuf.assign(q, q + H * D);
         kv_rotate_rows(qbuf.data(), H, D, k_rot);
         q = qbuf.data();
     }
-    attention_scores(q, keys, rows, stride, Hc, g, n, D, probs);
+    attention_scores(q, keys, rows, head_stride, Hc, g, n, D, probs);
     decode_ops::scale_mask_rows(probs, Hc, g, n, kv.position_data() + s0, cap, 1, q_pos, m_config.attn_scale,
                                 m_config.attn_softcap, window);
     softmax_rows(probs, Hc * g, n);
-    attention_values(probs, vals, rows, stride, Hc, g, n, D, out);
+    attention_values(probs, vals, rows, head_stride, Hc, g, n, D, out);
     if (v_rot > 0) kv_rotate_rows(out, H, D, v_rot);
     if (s0 > 0) {
         // Rows of n probabilities -> rows of S with zeros for the skipped slots, last row first

@@ -4,7 +4,8 @@
 // accumulates in float32 (the input stays float32 unless a matrix asks for 8-bit inputs:
 // Activations below), spread over output rows on the kernel thread pool, and a row dequantizer to
 // float32 for the multi-token (BLAS) path whose output is bit-identical to core/io/dequant.h. Each
-// runs on the CPU path of cpu_features.h (AVX-512, AVX2 or scalar). No LibTorch, no file I/O, no ownership of the bytes.
+// runs on the CPU path of cpu_features.h (AVX-512, AVX2 or scalar). No LibTorch, no file I/O, no
+// ownership of the bytes.
 //
 // Dimensions: R = rows (outputs), C = columns (inputs) of a matrix.
 #pragma once
@@ -93,14 +94,6 @@ void attention_scores(const float* q, const void* k, RowFormat k_format, int64_t
                       int64_t S, int64_t D, float* scores);
 void attention_values(const float* p, const void* v, RowFormat v_format, int64_t v_head_stride, int64_t Hc, int64_t g,
                       int64_t S, int64_t D, float* out);
-inline void attention_scores(const float* q, const float* k, int64_t k_head_stride, int64_t Hc, int64_t g, int64_t S,
-                             int64_t D, float* scores) {
-    attention_scores(q, k, RowFormat::F32, k_head_stride, Hc, g, S, D, scores);
-}
-inline void attention_values(const float* p, const float* v, int64_t v_head_stride, int64_t Hc, int64_t g, int64_t S,
-                             int64_t D, float* out) {
-    attention_values(p, v, RowFormat::F32, v_head_stride, Hc, g, S, D, out);
-}
 // Single-threaded forms on an explicit path (tests).
 void attention_scores_on(CpuPath path, const float* q, const void* k, RowFormat k_format, int64_t k_head_stride,
                          int64_t Hc, int64_t g, int64_t S, int64_t D, float* scores);

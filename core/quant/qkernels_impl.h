@@ -7,8 +7,7 @@
 // add, sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN),
 // round (to nearest even), pow2i(n) (2^n for integral n in [-126, 127]), below(x, b, t, f) / above
 // (t where x < b / x > b, else f), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
-// floats),
-// h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
+// floats), h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
 // (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
 // (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
 // lut16(v, table) (table[v] for bytes below 16) and to_f32 (the 16 values as signed int8 to

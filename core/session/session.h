@@ -32,9 +32,8 @@ struct LoadOptions {
     std::string device = "cpu";     // "cpu" | "cuda" | "cuda:N"
     std::string dtype = "float32";  // "float32" | "float16" | "bfloat16" (the last two: CUDA)
     // "native": weight matrices stay in the file's format (quantized blocks, F16, BF16) on the
-    // CPU, multiplied by kernels that dequantize in registers (activations stay float32; but see
-    // native-q8);
-    // "f32": every weight dequantized to float32 at load. CUDA always dequantizes at load.
+    // CPU, multiplied by kernels that dequantize in registers (activations stay float32, but see
+    // native-q8); "f32": every weight dequantized to float32 at load. CUDA always dequantizes at load.
     // "native-q8": native, and single-token products (decode) quantize their input to 8 bits per
     // block first, as llama.cpp's CPU products do: faster decode, results differ slightly (formats
     // without such products, qkernels.h q8_supported, keep float32 inputs).

@@ -393,7 +393,7 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 set_kernel_threads(threads);
                 std::fill(scores.begin(), scores.end(), 0.0f);
                 std::fill(out.begin(), out.end(), 99.0f);
-                attention_scores(q.data(), k.data(), stride, Hc, g, S, D, scores.data());
+                attention_scores(q.data(), k.data(), RowFormat::F32, stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
                 // Each score is one dot product, whichever thread and slot range computed it; the
                 // value sums are per fixed slot range, added in range order, on any threads.
@@ -401,7 +401,7 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
                 std::fill(scores.begin(), scores.end(), 0.0f);
                 attention_score_rows(q.data(), k_f16.data(), RowFormat::F16, stride, Hc, g, S, D, scores.data());
                 check(scores, want_s, mag_s);
-                attention_values(p.data(), v.data(), stride, Hc, g, S, D, out.data());
+                attention_values(p.data(), v.data(), RowFormat::F32, stride, Hc, g, S, D, out.data());
                 check(out, want_o, mag_o);
                 if (out_one.empty()) out_one = out;
                 CHECK(std::memcmp(out.data(), out_one.data(), out.size() * sizeof(float)) == 0);
