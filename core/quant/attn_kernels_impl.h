@@ -10,7 +10,9 @@
 // block, rescaled), so results agree up to float32 summation order.
 //
 // Dimensions: g = query heads per cache head, tq = query tokens in the block, R = g * tq rows
-// (row r = j * tq + t: group head j, token t), D = head_dim, BK = slots per key block.
+// (in block(), row r = t * g + j: token t, group head j; a register tile's rows then span the
+// fewest tokens, and so the fewest slots some of its rows mask), D = head_dim, BK = slots per key
+// block.
 #pragma once
 
 #include <cmath>
@@ -37,12 +39,25 @@ struct AttnKernels {
     static void fill(KernelTable& t) {
         t.attn_block = block;
         t.attn_scratch = scratch_floats;
+        t.attn_transpose = transpose_block;  // the x86 paths replace it (qkernels_x86_avx2.h)
         t.attn_h2o = h2o_block;
         t.attn_row_scores = row_scores;
         t.attn_row_scratch = row_scores_scratch;
     }
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
     static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 4 * rows; }
+
+    // AttnTransposeFn, one value at a time: eight slots at a time, their eight rows' cache lines
+    // serve 16 columns d in a row and each column's eight values are written side by side.
+    static void transpose_block(const float* k, int64_t n, int64_t D, float* dst) {
+        for (int64_t s = 0; s < n; s += 8) {
+            const int64_t m = n - s < 8 ? n - s : 8;
+            for (int64_t d = 0; d < D; ++d)
+                for (int64_t j = 0; j < m; ++j) dst[d * KLD + s + j] = k[(s + j) * D + d];
+        }
+        for (int64_t d = 0; d < D; ++d)
+            for (int64_t j = n; j < KLD; ++j) dst[d * KLD + j] = 0.0f;
+    }
 
     // s[r, c0 .. c0 + W N) = (q[r] . kt[:, c]) * scale for R rows: q [R, D] (rows D apart), kt
     // [D, ld]; mx[r] takes the lane-wise maximum of the row's scaled scores. Each score is its own
@@ -176,7 +191,7 @@ struct AttnKernels {
         for (int64_t j = 0; j < g; ++j)
             for (int64_t t = 0; t < tq; ++t) {
                 const float* src = a.q + (h * g + j) * a.q_head_stride + (t0 + t) * a.q_tok_stride;
-                float* dst = qb + (j * tq + t) * D;
+                float* dst = qb + (t * g + j) * D;
                 for (int64_t d = 0; d < D; ++d) dst[d] = src[d];
             }
         for (int64_t i = 0; i < R * D; ++i) ob[i] = 0.0f;
@@ -221,7 +236,7 @@ struct AttnKernels {
                 if (!tile_max) {
                     if (a.softcap > 0.0f)
                         for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
-                    if (need_mask) mask_row(a, ph + b0, nb, qpos[r % tq], s);
+                    if (need_mask) mask_row(a, ph + b0, nb, qpos[r / g], s);
                     for (int j = nb; j < cols; ++j) s[j] = ninf;
                     vec vm = V::set1(ninf);
                     for (int c = 0; c < cols; c += N) vm = V::max(vm, V::load(s + c));
@@ -256,7 +271,7 @@ struct AttnKernels {
             auto visible_end = [&](int64_t r, int n) {
                 if (!need_mask || !a.kpos_ascending) return nb;
                 int end = 0;
-                for (int i = 0; i < n; ++i) end = first_above(ph + b0, end, nb, qpos[(r + i) % tq]);
+                for (int i = 0; i < n; ++i) end = first_above(ph + b0, end, nb, qpos[(r + i) / g]);
                 return end;
             };
             // Values: the +0 probabilities of slots [end, nb) add +-0 to each output lane, which
@@ -287,12 +302,12 @@ struct AttnKernels {
         if (a.row_max != nullptr)
             for (int64_t j = 0; j < g; ++j)
                 for (int64_t t = 0; t < tq; ++t) {
-                    a.row_max[(h * g + j) * a.T + t0 + t] = m[j * tq + t];
-                    a.row_sum[(h * g + j) * a.T + t0 + t] = l[j * tq + t];
+                    a.row_max[(h * g + j) * a.T + t0 + t] = m[t * g + j];
+                    a.row_sum[(h * g + j) * a.T + t0 + t] = l[t * g + j];
                 }
         for (int64_t j = 0; j < g; ++j)
             for (int64_t t = 0; t < tq; ++t) {
-                const int64_t row = j * tq + t;
+                const int64_t row = t * g + j;
                 const float sum = l[row];
                 const float* src = ob + row * D;
                 float* dst = a.out + (h * g + j) * a.out_head_stride + (t0 + t) * a.out_tok_stride;

@@ -631,7 +631,7 @@ struct TransposedKeys {
     int64_t head_floats = 0;      // S / B * D * LD
 };
 
-TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
+TransposedKeys transpose_keys(const KernelTable& tab, const PrefillAttention& a, bool threads) {
     constexpr int64_t B = kAttnKeyBlock, LD = kAttnKeyLd;
     TransposedKeys t;
     const int64_t n_blocks = (a.S + B - 1) / B;
@@ -640,17 +640,8 @@ TransposedKeys transpose_keys(const PrefillAttention& a, bool threads) {
     auto body = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const int64_t h = i / n_blocks, b = i % n_blocks, s0 = b * B, s1 = std::min(a.S, s0 + B);
-            const float* kh = a.k + h * a.kv_head_stride;
-            float* dst = t.kt.get() + h * t.head_floats + b * a.D * LD;
-            // Eight slots at a time: their eight rows' cache lines serve 16 columns d in a row,
-            // and each column's eight values are written side by side.
-            for (int64_t s = s0; s < s1; s += 8) {
-                const int64_t n = std::min<int64_t>(8, s1 - s);
-                for (int64_t d = 0; d < a.D; ++d)
-                    for (int64_t j = 0; j < n; ++j) dst[d * LD + (s - s0) + j] = kh[(s + j) * a.D + d];
-            }
-            for (int64_t d = 0; d < a.D; ++d)  // zeros past the last slot and in the padding columns
-                std::fill(dst + d * LD + (s1 - s0), dst + (d + 1) * LD, 0.0f);
+            tab.attn_transpose(a.k + h * a.kv_head_stride + s0 * a.D, s1 - s0, a.D,
+                               t.kt.get() + h * t.head_floats + b * a.D * LD);
         }
     };
     // A few hundred thousand floats take the caller less time than waking the workers; above that
@@ -678,7 +669,7 @@ void prefill_attention(const KernelTable& tab, const PrefillAttention& args, boo
         a.row_max = rows.data();
         a.row_sum = rows.data() + a.Hc * a.g * a.T;
     }
-    const TransposedKeys kt = transpose_keys(a, threads);
+    const TransposedKeys kt = transpose_keys(tab, a, threads);
     const int64_t bq = prefill_query_block(a.g), n_blocks = (a.T + bq - 1) / bq, items = a.Hc * n_blocks;
     auto attend = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) run_prefill_item(tab, a, kt, i, n_blocks, bq);
@@ -704,6 +695,12 @@ void prefill_attention(const KernelTable& tab, const PrefillAttention& args, boo
 void attention_prefill(const PrefillAttention& a) { prefill_attention(table_for(active_cpu_path()), a, true); }
 
 void attention_prefill_on(CpuPath path, const PrefillAttention& a) { prefill_attention(table_for(path), a, false); }
+
+std::pair<int64_t, int64_t> transpose_key_block_on(CpuPath path, const float* k, int64_t n, int64_t D, float* dst) {
+    if (n < 0 || n > kAttnKeyBlock || D < 1) throw InputError("transpose_key_block_on: n must be in [0, 128], D >= 1");
+    table_for(path).attn_transpose(k, n, D, dst);
+    return {kAttnKeyLd, kAttnKeyBlock};
+}
 
 void kernel_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;

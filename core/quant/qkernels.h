@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 
 #include "core/io/dequant.h"
 #include "core/quant/cpu_features.h"
@@ -146,6 +147,10 @@ struct PrefillAttention {
 };
 // Spread over the kernel threads in (cache head, query block) items.
 void attention_prefill(const PrefillAttention& a);
+// The key layout attention_prefill scores from, one key block on an explicit path (tests): n
+// rows of D floats (k, rows D apart) into dst [D, ld], row s of k in column s and +0 in columns
+// [n, ld). Returns {ld, the most rows a block holds} ({144, 128}); InputError for n above that.
+std::pair<int64_t, int64_t> transpose_key_block_on(CpuPath path, const float* k, int64_t n, int64_t D, float* dst);
 // Single-threaded on an explicit path (tests).
 void attention_prefill_on(CpuPath path, const PrefillAttention& a);
 

@@ -336,6 +336,7 @@ KernelTable make_table() {
     t.matvec_batch[kQ4_1] = nullptr;
     t.matvec_batch[kQ8_0] = nullptr;
     AttnKernels<Avx2V>::fill(t);
+    t.attn_transpose = transpose_keys_x86;
     fill_q8(t);
     return t;
 }

@@ -259,6 +259,7 @@ KernelTable make_table() {
     t.matvec[kQ3_K] = matvec_tiles<8, k23_tile<8, true>, k23_tile<1, true>>;
     t.matvec[kQ2_K] = matvec_tiles<4, k23_tile<4, false>, k23_tile<1, false>>;
     AttnKernels<Avx512V>::fill(t);
+    t.attn_transpose = transpose_keys_x86;
     // The 8-bit products: with AVX-512 VNNI, BW and VL (which the path does not require) their own
     // build with fused multiply-adds (1B-shape Q2_K decode on a Zen 4 EPYC: see README), else the
     // AVX2 ones. Both give the same bits.

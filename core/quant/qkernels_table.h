@@ -89,6 +89,9 @@ constexpr int64_t kAttnKeyLd = kAttnKeyBlock + 16;
 using AttnBlockFn = void (*)(const PrefillAttention& a, int64_t h, int64_t t0, int64_t t1, int64_t s0, int64_t s1,
                              const float* kt, float* scratch);
 using AttnScratchFn = int64_t (*)(int64_t rows, int64_t D);
+// One key block for attn_block: n <= kAttnKeyBlock rows of D floats (k, rows D apart) transposed
+// into dst [D, kAttnKeyLd] (row s of k in column s), zeros in columns [n, kAttnKeyLd). Moves only.
+using AttnTransposeFn = void (*)(const float* k, int64_t n, int64_t D, float* dst);
 // H2O's second pass (attn_kernels_impl.h): the key block at slot b0 of cache head h against every
 // query of the call in blocks of bq tokens, into a.h2o; scratch holds attn_scratch(g * bq, D).
 using AttnH2oFn = void (*)(const PrefillAttention& a, int64_t h, int64_t b0, int64_t bq, const float* kt,
@@ -112,6 +115,7 @@ struct KernelTable {
     SiluMulFn gelu_tanh_mul;
     AttnBlockFn attn_block;
     AttnScratchFn attn_scratch;
+    AttnTransposeFn attn_transpose;
     AttnH2oFn attn_h2o;
     AttnRowScoresFn attn_row_scores;
     AttnRowScratchFn attn_row_scratch;

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/common/errors.h"
 #include "core/quant/cpu_features.h"
 #include "core/quant/qkernels.h"
 #include "tests/quant/prefill_args.h"
@@ -81,6 +82,7 @@ TEST_CASE("Prefill attention matches the float64 formula on every path, threads,
         {1, 2, 300, 0, 64, 100, 0.0f, false, false},         // a window that skips whole key blocks
         {2, 3, 60, 200, 64, 100, 0.0f, false, false, true},  // a window edge inside a compressed cache
         {1, 3, 150, 90, 32, 0, 0.0f, false, false, true},    // a compressed cache, causal mask only
+        {2, 2, 75, 10, 20, 0, 0.0f, false, false},           // D 20: key columns past whole 8 x 8 tiles
     };
     const int threads_before = kernel_threads();
     const CpuPath path_before = active_cpu_path();
@@ -274,4 +276,34 @@ TEST_CASE("Prefill attention gives the same bits with and without the ordered-po
         }
     }
     set_kernel_threads(threads_before);
+}
+
+// The prefill's key blocks as every path lays them out (the x86 paths in 8 x 8 register tiles,
+// then one value at a time): each float of the block, the +0 padding included, into a buffer
+// filled with NaN first, for row counts and head dims on and off the tiles' edges.
+TEST_CASE("Prefill attention's transposed key blocks hold every key and +0 padding on every path", "[quant]") {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> probe(4096);  // one row of padding (D 1), far longer than any layout's row
+    const auto [ld, most] = transpose_key_block_on(CpuPath::Scalar, nullptr, 0, 1, probe.data());
+    REQUIRE(ld >= most);
+    REQUIRE(ld <= 4096);
+    for (int64_t D : {8, 20, 64, 256})
+        for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{100}, most}) {
+            std::vector<float> k(static_cast<size_t>(std::max<int64_t>(n, 1) * D));
+            for (auto& x : k) x = nd(rng);
+            for (CpuPath path : supported_cpu_paths()) {
+                INFO("path " << cpu_path_name(path) << ", D " << D << ", n " << n);
+                std::vector<float> dst(static_cast<size_t>(D * ld), std::numeric_limits<float>::quiet_NaN());
+                transpose_key_block_on(path, k.data(), n, D, dst.data());
+                int64_t wrong = 0;
+                for (int64_t d = 0; d < D; ++d)
+                    for (int64_t s = 0; s < ld; ++s) {
+                        const float want = s < n ? k[static_cast<size_t>(s * D + d)] : 0.0f;
+                        wrong += std::memcmp(&dst[static_cast<size_t>(d * ld + s)], &want, sizeof(float)) != 0;
+                    }
+                CHECK(wrong == 0);
+            }
+        }
+    CHECK_THROWS_AS(transpose_key_block_on(CpuPath::Scalar, nullptr, most + 1, 8, nullptr), InputError);
 }
