@@ -156,8 +156,9 @@ TEST_CASE("kv types: stored values are rounded once, on write, by every write pa
     for (KvType t : all_kv_types()) {
         INFO(kv_type_name(t) << ", head_dim " << D);
         const int64_t k_rot = kv_rotation(t, D, false), v_rot = kv_rotation(t, D, true);
-        // Prefill's write (LibTorch ops) and decode's (one token at a time, plain loops) agree
-        // bit for bit with the rounding as llama.cpp describes it.
+        // Prefill's write (many rows at once: threaded row loops on the CPU, LibTorch ops on CUDA)
+        // and decode's (one token at a time) agree bit for bit with the rounding as llama.cpp
+        // describes it.
         LayerKv bulk(H, D, 2, opts, true, t);
         bulk.append(k, v, positions(T));
         LayerKv steps(H, D, 1, opts, true, t);
