@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/quant/qkernels.h"
 
@@ -93,15 +94,32 @@ void scale_mask_rows(float* sp, int64_t Hc, int64_t g, int64_t S, const int64_t*
                      int64_t q_pos, double scale, double softcap, int64_t window) {
     const float fscale = static_cast<float>(scale), fsoftcap = static_cast<float>(softcap);
     const float neg_inf = -std::numeric_limits<float>::infinity();
+    // Which slots a head's query sees, found once for its g rows; the rows' loops then have no
+    // position loads or branches (they vectorize), and a head that sees every slot (a plain
+    // decode without a window) only scales.
+    thread_local std::vector<uint8_t> seen;
+    seen.resize(static_cast<size_t>(S));
     for (int64_t h = 0; h < Hc; ++h) {
         const int64_t* ph = pp + h * hs;
+        uint8_t all = 1;
+        for (int64_t s = 0; s < S; ++s) {
+            const int64_t p = ph[s * ss];
+            const uint8_t v = !(p > q_pos || (window > 0 && p <= q_pos - window));
+            seen[static_cast<size_t>(s)] = v;
+            all &= v;
+        }
+        const uint8_t* vis = seen.data();
         for (int64_t j = 0; j < g; ++j) {
             float* row = sp + (h * g + j) * S;
-            for (int64_t s = 0; s < S; ++s) {
-                float v = row[s] * fscale;
-                if (softcap > 0.0) v = std::tanh(v / fsoftcap) * fsoftcap;
-                const int64_t p = ph[s * ss];
-                row[s] = (p > q_pos || (window > 0 && p <= q_pos - window)) ? neg_inf : v;
+            if (softcap > 0.0) {
+                for (int64_t s = 0; s < S; ++s) {
+                    const float v = std::tanh(row[s] * fscale / fsoftcap) * fsoftcap;
+                    row[s] = vis[s] ? v : neg_inf;
+                }
+            } else if (all) {
+                for (int64_t s = 0; s < S; ++s) row[s] *= fscale;
+            } else {
+                for (int64_t s = 0; s < S; ++s) row[s] = vis[s] ? row[s] * fscale : neg_inf;
             }
         }
     }
