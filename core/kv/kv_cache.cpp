@@ -229,7 +229,7 @@ void LayerKv::write_rows(int64_t s, const at::Tensor& k, const at::Tensor& v) {
         });
         return;
     }
-    if (m_type == KvType::Q8_0) {  // CUDA
+    if (m_type == KvType::Q8_0) {  // CUDA, and CPU caches the kernels cannot read
         auto [kq, kd] = quantize_q8_0(k, m_k_rot);
         auto [vq, vd] = quantize_q8_0(v, m_v_rot);
         m_k.narrow(1, s, t).copy_(kq);

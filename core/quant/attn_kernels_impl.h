@@ -39,7 +39,7 @@ struct AttnKernels {
     static void fill(KernelTable& t) {
         t.attn_block = block;
         t.attn_scratch = scratch_floats;
-        t.attn_transpose = transpose_block;  // the x86 paths replace it (qkernels_x86_avx2.h)
+        t.attn_transpose = transpose_block;
         t.attn_h2o = h2o_block;
         t.attn_row_scores = row_scores;
         t.attn_row_scratch = row_scores_scratch;
@@ -47,10 +47,22 @@ struct AttnKernels {
     // Floats of scratch block() and h2o_block() need for `rows` query rows (g heads x tokens).
     static int64_t scratch_floats(int64_t rows, int64_t D) { return 2 * rows * D + 2 * rows * BK + 4 * rows; }
 
-    // AttnTransposeFn, one value at a time: eight slots at a time, their eight rows' cache lines
-    // serve 16 columns d in a row and each column's eight values are written side by side.
+    // AttnTransposeFn (and row_scores' float32 keys): whole 8 x 8 tiles by V::transpose8 where the
+    // path has one, the rest eight slots at a time, one value at a time (their eight rows' cache
+    // lines serve 16 columns d in a row and each column's eight values are written side by side).
+    template <class T, class = void>
+    struct HasTranspose8 : std::false_type {};
+    template <class T>
+    struct HasTranspose8<T, std::void_t<decltype(&T::transpose8)>> : std::true_type {};
     static void transpose_block(const float* k, int64_t n, int64_t D, float* dst) {
-        for (int64_t s = 0; s < n; s += 8) {
+        int64_t s = 0;
+        if constexpr (HasTranspose8<V>::value)
+            for (const int64_t D8 = D / 8 * 8; s + 8 <= n; s += 8) {
+                for (int64_t d = 0; d < D8; d += 8) V::transpose8(k + s * D + d, D, dst + d * KLD + s, KLD);
+                for (int64_t d = D8; d < D; ++d)
+                    for (int64_t j = 0; j < 8; ++j) dst[d * KLD + s + j] = k[(s + j) * D + d];
+            }
+        for (; s < n; s += 8) {
             const int64_t m = n - s < 8 ? n - s : 8;
             for (int64_t d = 0; d < D; ++d)
                 for (int64_t j = 0; j < m; ++j) dst[d * KLD + s + j] = k[(s + j) * D + d];
@@ -349,16 +361,19 @@ struct AttnKernels {
         float* kt = scratch;        // [D, LD]
         float* sb = kt + D * LD;    // [g, LD]
         float* wide = sb + g * LD;  // [D] one 16-bit row as float32
-        const auto* bytes = static_cast<const uint8_t*>(k);
-        for (int j = 0; j < nb; ++j) {
-            const float* src = wide;
-            if (k_format == 0) src = static_cast<const float*>(k) + (b0 + j) * D;
-            else if (k_format == 1) K::deq_f16(bytes + (b0 + j) * D * 2, D, wide);
-            else K::deq_bf16(bytes + (b0 + j) * D * 2, D, wide);
-            for (int64_t d = 0; d < D; ++d) kt[d * LD + j] = src[d];
+        static_assert(LD == KLD, "row_scores transposes keys as attn_block's blocks");
+        if (k_format == 0) {
+            transpose_block(static_cast<const float*>(k) + b0 * D, nb, D, kt);
+        } else {  // 16-bit rows widened one at a time
+            const auto* bytes = static_cast<const uint8_t*>(k);
+            for (int j = 0; j < nb; ++j) {
+                if (k_format == 1) K::deq_f16(bytes + (b0 + j) * D * 2, D, wide);
+                else K::deq_bf16(bytes + (b0 + j) * D * 2, D, wide);
+                for (int64_t d = 0; d < D; ++d) kt[d * LD + j] = wide[d];
+            }
+            for (int64_t d = 0; d < D; ++d)
+                for (int j = nb; j < ncols; ++j) kt[d * LD + j] = 0.0f;
         }
-        for (int64_t d = 0; d < D; ++d)
-            for (int j = nb; j < ncols; ++j) kt[d * LD + j] = 0.0f;
         for (int c0 = 0; c0 < ncols; c0 += CW * N) {
             int64_t r = 0;
             for (; r + RB <= g; r += RB) raw_tile<RB>(q + r * D, kt, D, c0, sb + r * LD);

@@ -62,6 +62,9 @@ struct Avx2V : SseBytes {
     static vec from_i8(const int8_t* p) {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
+    static void transpose8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+        transpose8x8(src, src_ld, dst, dst_ld);
+    }
     static vec from_bf16(const uint8_t* p) {
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(SseBytes::load16(p)), 16));
     }
@@ -336,7 +339,6 @@ KernelTable make_table() {
     t.matvec_batch[kQ4_1] = nullptr;
     t.matvec_batch[kQ8_0] = nullptr;
     AttnKernels<Avx2V>::fill(t);
-    t.attn_transpose = transpose_keys_x86;
     fill_q8(t);
     return t;
 }

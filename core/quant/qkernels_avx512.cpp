@@ -65,6 +65,9 @@ struct Avx512V : SseBytes {
     static vec from_i8(const int8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     }
+    static void transpose8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+        transpose8x8(src, src_ld, dst, dst_ld);
+    }
     static vec from_bf16(const uint8_t* p) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -259,7 +262,6 @@ KernelTable make_table() {
     t.matvec[kQ3_K] = matvec_tiles<8, k23_tile<8, true>, k23_tile<1, true>>;
     t.matvec[kQ2_K] = matvec_tiles<4, k23_tile<4, false>, k23_tile<1, false>>;
     AttnKernels<Avx512V>::fill(t);
-    t.attn_transpose = transpose_keys_x86;
     // The 8-bit products: with AVX-512 VNNI, BW and VL (which the path does not require) their own
     // build with fused multiply-adds (1B-shape Q2_K decode on a Zen 4 EPYC: see README), else the
     // AVX2 ones. Both give the same bits.

@@ -11,7 +11,9 @@
 // (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
 // (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
 // lut16(v, table) (table[v] for bytes below 16) and to_f32 (the 16 values as signed int8 to
-// 16 / N float vectors).
+// 16 / N float vectors). Optionally transpose8(src, src_ld, dst, dst_ld): dst row c, columns
+// 0..7 = src rows 0..7, column c (an 8 x 8 block of floats; without it blocks move a value at a
+// time).
 //
 // Block layouts as in core/io/dequant.cpp (from ggml-common.h). The products factor each block's
 // scale out of its sum: d * sum(q * x) (+ min * sum(x) with the per-32 or per-16 sums xs of x),

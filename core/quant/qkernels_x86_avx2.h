@@ -223,38 +223,25 @@ void matvec_tiles(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_
     for (; r < n_rows; ++r) One(w + static_cast<size_t>(r) * row_bytes, row_bytes, n_cols, x, xs, y + r);
 }
 
-// AttnTransposeFn of both x86 paths: whole 8 x 8 tiles (eight slots' rows, eight columns d)
-// transposed in registers by unpacks, shuffles and lane swaps, the rest one value at a time.
-// Moves only, so the same floats as the generic transpose_block.
-inline void transpose_keys_x86(const float* k, int64_t n, int64_t D, float* dst) {
-    constexpr int64_t LD = kAttnKeyLd;
-    const int64_t n8 = n / 8 * 8, D8 = D / 8 * 8;
-    for (int64_t s = 0; s < n8; s += 8) {
-        const float* rows = k + s * D;
-        for (int64_t d = 0; d < D8; d += 8) {
-            __m256 a[8], t[8], u[8];
-            for (int j = 0; j < 8; ++j) a[j] = _mm256_loadu_ps(rows + j * D + d);
-            for (int j = 0; j < 8; j += 2) {  // rows j, j + 1: columns 0 1 | 4 5 and 2 3 | 6 7
-                t[j] = _mm256_unpacklo_ps(a[j], a[j + 1]);
-                t[j + 1] = _mm256_unpackhi_ps(a[j], a[j + 1]);
-            }
-            for (int h = 0; h < 8; h += 4) {  // rows h .. h + 3: column c in u[h + c] (c < 4), c + 4 above
-                u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-                u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-                u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-                u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-            }
-            for (int c = 0; c < 4; ++c) {
-                _mm256_storeu_ps(dst + (d + c) * LD + s, _mm256_permute2f128_ps(u[c], u[c + 4], 0x20));
-                _mm256_storeu_ps(dst + (d + c + 4) * LD + s, _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
-            }
-        }
-        for (int64_t d = D8; d < D; ++d)
-            for (int64_t j = 0; j < 8; ++j) dst[d * LD + s + j] = rows[j * D + d];
+// The traits' transpose8 on both x86 paths (AttnKernels::transpose_block's tiles): dst row c,
+// columns 0..7 = src rows 0..7, column c (rows src_ld and dst_ld floats apart), by unpacks,
+// shuffles and lane swaps in registers.
+inline void transpose8x8(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+    __m256 a[8], t[8], u[8];
+    for (int j = 0; j < 8; ++j) a[j] = _mm256_loadu_ps(src + j * src_ld);
+    for (int j = 0; j < 8; j += 2) {  // rows j, j + 1: columns 0 1 | 4 5 and 2 3 | 6 7
+        t[j] = _mm256_unpacklo_ps(a[j], a[j + 1]);
+        t[j + 1] = _mm256_unpackhi_ps(a[j], a[j + 1]);
     }
-    for (int64_t d = 0; d < D; ++d) {
-        for (int64_t j = n8; j < n; ++j) dst[d * LD + j] = k[j * D + d];
-        for (int64_t j = n; j < LD; ++j) dst[d * LD + j] = 0.0f;
+    for (int h = 0; h < 8; h += 4) {  // rows h .. h + 3: column c in u[h + c] (c < 4), c + 4 above
+        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+        _mm256_storeu_ps(dst + c * dst_ld, _mm256_permute2f128_ps(u[c], u[c + 4], 0x20));
+        _mm256_storeu_ps(dst + (c + 4) * dst_ld, _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
     }
 }
 
