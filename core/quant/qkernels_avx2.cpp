@@ -35,11 +35,12 @@ struct Avx2V : SseBytes {
     static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
     static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
     static vec round(vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-    static vec pow2i(vec n) {
-        return _mm256_castsi256_ps(
-            _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+    // 2^n as n + 2^23 + 127's low mantissa bits (n + 127, exact) shifted into the exponent field.
+    static vec ldexp(vec p, vec n) {
+        const __m256i e = _mm256_castps_si256(_mm256_add_ps(n, _mm256_set1_ps(8388735.0f)));
+        return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
     }
-    static vec below(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_LT_OQ)); }
+    static vec zero_below(vec x, vec b, vec y) { return _mm256_and_ps(_mm256_cmp_ps(x, b, _CMP_NLT_UQ), y); }
     static vec above(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_GT_OQ)); }
     static float hmax(vec a) {
         __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));

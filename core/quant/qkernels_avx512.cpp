@@ -31,13 +31,9 @@ struct Avx512V : SseBytes {
     static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
     static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
     static vec round(vec a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-    static vec pow2i(vec n) {
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
-    }
-    static vec below(vec x, vec b, vec t, vec f) {
-        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_LT_OQ), f, t);
-    }
+    // vscalefps: p 2^n rounded once, which for a whole n in [-126, 127] is p * 2^n's rounding.
+    static vec ldexp(vec p, vec n) { return _mm512_scalef_ps(p, n); }
+    static vec zero_below(vec x, vec b, vec y) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, b, _CMP_NLT_UQ), y); }
     static vec above(vec x, vec b, vec t, vec f) {
         return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_GT_OQ), f, t);
     }

@@ -5,8 +5,9 @@
 //
 // V provides: N (float lanes; a divisor of 16), vec, zero, set1, load, load_unaligned, store,
 // add, sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN),
-// round (to nearest even), pow2i(n) (2^n for integral n in [-126, 127]), below(x, b, t, f) / above
-// (t where x < b / x > b, else f), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
+// round (to nearest even), ldexp(p, n) (p * 2^n rounded once, for integral n in [-126, 127]; any
+// value in other lanes), zero_below(x, b, y) (+0 where x < b, else y; y where x is NaN), above(x,
+// b, t, f) (t where x > b, else f), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
 // floats), h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
 // (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
 // (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
@@ -868,12 +869,13 @@ struct Kernels {
     // in r). 0 below -87.34 (no subnormal results), +inf above 88.38, NaN stays NaN.
     static inline vec exp_v(vec x) { return exp_clamped<true>(x); }
     // exp_v for x <= 0 (a softmax's x - max; -inf and NaN too), the same bits with fewer
-    // operations: the clamps it leaves out (x above 88.38, n above 127) never act there.
+    // operations: the clamps it leaves out (x above 88.38, n above 127; x below -87.34, whose
+    // lanes the final select replaces by 0 whatever the polynomial made of them) never act there.
     static inline vec exp_nonpos_v(vec x) { return exp_clamped<false>(x); }
     template <bool Upper>
     static inline vec exp_clamped(vec x) {
         const vec lo = V::set1(-87.33654f), hi = V::set1(88.37626f);
-        const vec xc = Upper ? V::min(hi, V::max(lo, x)) : V::max(lo, x);
+        const vec xc = Upper ? V::min(hi, V::max(lo, x)) : x;
         vec n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
         if (Upper) n = V::min(V::set1(127.0f), n);
         vec r = V::fmadd(n, V::set1(-0.693359375f), xc);
@@ -885,7 +887,7 @@ struct Kernels {
         p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
         p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
         p = V::fmadd(V::mul(p, r), r, V::add(r, V::set1(1.0f)));
-        const vec y = V::below(x, lo, V::zero(), V::mul(p, V::pow2i(n)));
+        const vec y = V::zero_below(x, lo, V::ldexp(p, n));
         return Upper ? V::above(x, hi, V::set1(__builtin_inff()), y) : y;
     }
     // The count < N values at p, the other lanes pad.

@@ -61,19 +61,21 @@ struct ScalarV {
         for (int i = 0; i < N; ++i) a.v[i] = std::nearbyint(a.v[i]);
         return a;
     }
-    static vec pow2i(vec n) {
+    static vec ldexp(vec p, vec n) {
         for (int i = 0; i < N; ++i) {
-            // A NaN n (exp of NaN) must not reach the int conversion (undefined); its lane's
-            // result is NaN anyway, through the polynomial.
-            const int32_t e = n.v[i] == n.v[i] ? static_cast<int32_t>(n.v[i]) : 0;
+            // Lanes whose n is out of range (NaN, or exp_nonpos_v's x below its bound, whose
+            // result is replaced) must not reach the int conversion (undefined).
+            const int32_t e = n.v[i] >= -126.0f && n.v[i] <= 127.0f ? static_cast<int32_t>(n.v[i]) : 0;
             const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
-            std::memcpy(&n.v[i], &bits, sizeof bits);
+            float s;
+            std::memcpy(&s, &bits, sizeof bits);
+            p.v[i] *= s;
         }
-        return n;
+        return p;
     }
-    static vec below(vec x, vec b, vec t, vec f) {
-        for (int i = 0; i < N; ++i) f.v[i] = x.v[i] < b.v[i] ? t.v[i] : f.v[i];
-        return f;
+    static vec zero_below(vec x, vec b, vec y) {
+        for (int i = 0; i < N; ++i) y.v[i] = x.v[i] < b.v[i] ? 0.0f : y.v[i];
+        return y;
     }
     static vec above(vec x, vec b, vec t, vec f) {
         for (int i = 0; i < N; ++i) f.v[i] = x.v[i] > b.v[i] ? t.v[i] : f.v[i];

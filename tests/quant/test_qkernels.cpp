@@ -425,7 +425,9 @@ TEST_CASE("Single-query attention and many-row score kernels match float64 on ev
     set_kernel_threads(threads_before);
 }
 
-TEST_CASE("Softmax, SwiGLU and GeGLU helpers match float64 on every path, odd lengths and -inf included", "[quant]") {
+TEST_CASE(
+    "Softmax, SwiGLU and GeGLU helpers match float64 on every path, odd lengths, the exp cutoff, -inf and NaN included",
+    "[quant]") {
     report_missing_paths();
     std::mt19937 rng(17);
     std::uniform_real_distribution<float> u(-30.0f, 30.0f);
@@ -438,6 +440,17 @@ TEST_CASE("Softmax, SwiGLU and GeGLU helpers match float64 on every path, odd le
             for (auto& v : x) v = u(rng);
             for (size_t i = 1; i < x.size(); i += 4)
                 if (i % static_cast<size_t>(n) != 0) x[i] = ninf;  // masked slots (each row keeps its first)
+            if (n >= 16) {
+                // The last row falls from 0 to -120: exp's cutoff (0 below -87.33654, where the
+                // polynomial's own result is discarded), its neighbours and results near the smallest normal.
+                float* ramp = x.data() + (rows - 1) * n;
+                for (int64_t i = 0; i < n; ++i) ramp[i] = -120.0f * static_cast<float>(i) / static_cast<float>(n - 1);
+                ramp[1] = -87.33654f;
+                ramp[2] = std::nextafter(-87.33654f, 0.0f);
+                ramp[3] = std::nextafter(-87.33654f, ninf);
+                ramp[4] = -87.0f;
+                ramp[5] = -0.0f;
+            }
             std::vector<float> got = x;
             softmax_rows_on(path, got.data(), rows, n);
             for (int64_t r = 0; r < rows; ++r) {
@@ -483,6 +496,16 @@ TEST_CASE("Softmax, SwiGLU and GeGLU helpers match float64 on every path, odd le
                 const double tol = 4e-7 + 1.2e-7 * std::fabs(2.0 * inner);
                 if (!(std::fabs(out[static_cast<size_t>(i)] - want) <= tol * std::fabs(want) + 1e-37))
                     FAIL("gelu value " << i << ": got " << out[static_cast<size_t>(i)] << ", float64 " << want);
+            }
+            // A NaN score keeps its NaN through exp (whatever the row maximum made of it), so the
+            // row's sum and every probability are NaN: nothing hides a broken score.
+            for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+                std::vector<float> row(static_cast<size_t>(n), -1.0f);
+                row[static_cast<size_t>(at)] = std::numeric_limits<float>::quiet_NaN();
+                softmax_rows_on(path, row.data(), 1, n);
+                for (int64_t i = 0; i < n; ++i)
+                    if (!std::isnan(row[static_cast<size_t>(i)]))
+                        FAIL("NaN at " << at << ": value " << i << " is " << row[static_cast<size_t>(i)]);
             }
         }
     }
