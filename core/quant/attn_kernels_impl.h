@@ -239,41 +239,45 @@ struct AttnKernels {
             const bool tile_max = !need_mask && !(a.softcap > 0.0f) && ncols_tiles == nb;
             const float* kb = kt + (b0 / BK) * D * KLD;  // [D, KLD], 36 KB at D 64
             const float* vb = vh + b0 * D;
-            // Row r's block: exp(s - new max) in place, its sum into l, the output's rescale. Only
-            // the first cols columns are scored (the rest are later slots every row of its group
-            // masks); their probabilities are stored as the +0 the full pass would give.
-            auto softmax_row = [&](int64_t r, int cols) {
-                float* s = sb + r * BK;
-                float mx = bm[r];
-                if (!tile_max) {
-                    if (a.softcap > 0.0f)
-                        for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
-                    if (need_mask) mask_row(a, ph + b0, nb, qpos[r / g], s);
-                    for (int j = nb; j < cols; ++j) s[j] = ninf;
-                    vec vm = V::set1(ninf);
-                    for (int c = 0; c < cols; c += N) vm = V::max(vm, V::load(s + c));
-                    // The -inf columns up to ncols_tiles it no longer reads, in one step: max
-                    // takes its second operand where either is NaN, so a NaN lane becomes -inf.
-                    if (cols < ncols_tiles) vm = V::max(vm, V::set1(ninf));
-                    mx = V::hmax(vm);
+            // Rows [r0, r0 + n)'s block, row by row: exp(s - new max) in place, its sum into l,
+            // the output's rescale. Only the first cols columns are scored (the rest are later
+            // slots every row of its group masks); their probabilities are stored as the +0 the
+            // full pass would give. One call per row group rather than per row: the per-call set-up
+            // (the closure's loads, exp's constants) was ~1.5 % of a 512-token call on AVX2.
+            auto softmax_rows = [&](int64_t r0, int n, int cols) {
+                for (int64_t r = r0; r < r0 + n; ++r) {
+                    float* s = sb + r * BK;
+                    float mx = bm[r];
+                    if (!tile_max) {
+                        if (a.softcap > 0.0f)
+                            for (int j = 0; j < nb; ++j) s[j] = a.softcap * std::tanh(s[j] / a.softcap);
+                        if (need_mask) mask_row(a, ph + b0, nb, qpos[r / g], s);
+                        for (int j = nb; j < cols; ++j) s[j] = ninf;
+                        vec vm = V::set1(ninf);
+                        for (int c = 0; c < cols; c += N) vm = V::max(vm, V::load(s + c));
+                        // The -inf columns up to ncols_tiles it no longer reads, in one step: max
+                        // takes its second operand where either is NaN, so a NaN lane becomes -inf.
+                        if (cols < ncols_tiles) vm = V::max(vm, V::set1(ninf));
+                        mx = V::hmax(vm);
+                    }
+                    for (int c = cols; c < ncols; c += N) V::store(s + c, V::zero());
+                    const float mnew = mx > m[r] ? mx : m[r];
+                    alpha[r] = 1.0f;
+                    if (mnew == ninf) {  // nothing visible yet: the block adds zeros
+                        for (int c = 0; c < cols; c += N) V::store(s + c, V::zero());
+                        continue;
+                    }
+                    alpha[r] = m[r] == ninf ? 0.0f : m[r] == mnew ? 1.0f : std::exp(m[r] - mnew);  // exp(0) is 1
+                    const vec sub = V::set1(mnew);
+                    vec acc = V::zero();
+                    for (int c = 0; c < cols; c += N) {
+                        const vec e = K::exp_nonpos_v(V::sub(V::load(s + c), sub));
+                        acc = V::add(acc, e);
+                        V::store(s + c, e);
+                    }
+                    l[r] = l[r] * alpha[r] + V::hsum(acc);
+                    m[r] = mnew;
                 }
-                for (int c = cols; c < ncols; c += N) V::store(s + c, V::zero());
-                const float mnew = mx > m[r] ? mx : m[r];
-                alpha[r] = 1.0f;
-                if (mnew == ninf) {  // nothing visible yet: the block adds zeros
-                    for (int c = 0; c < cols; c += N) V::store(s + c, V::zero());
-                    return;
-                }
-                alpha[r] = m[r] == ninf ? 0.0f : m[r] == mnew ? 1.0f : std::exp(m[r] - mnew);  // exp(0) is 1
-                const vec sub = V::set1(mnew);
-                vec acc = V::zero();
-                for (int c = 0; c < cols; c += N) {
-                    const vec e = K::exp_nonpos_v(V::sub(V::load(s + c), sub));
-                    acc = V::add(acc, e);
-                    V::store(s + c, e);
-                }
-                l[r] = l[r] * alpha[r] + V::hsum(acc);
-                m[r] = mnew;
             };
             // Slots [end, nb) of this block are later than every query of rows [r, r + n): with
             // ascending positions, the largest first_above over the rows' positions. Their scores
@@ -297,7 +301,7 @@ struct AttnKernels {
                 const int end = visible_end(r, n);
                 const int cols = (end + N - 1) / N * N;
                 score_rows<n>(qb + r * D, kb, KLD, D, cols, vscale, sb + r * BK, bm + r);
-                for (int i = 0; i < n; ++i) softmax_row(r + i, cols);
+                softmax_rows(r, n, cols);
                 value_rows<n>(sb + r * BK, vb, D, end, alpha + r, ob + r * D);
                 if (end == nb) return;
                 if (v_finite < 0)
