@@ -133,18 +133,8 @@ void kv_rotate_rows(float* x, int64_t rows, int64_t D, int64_t n) {
     // ggml-cpu ops.cpp ggml_compute_forward_fwht (a mul_mat by llama.cpp's Hadamard matrix with
     // GGML_HINT_SRC0_IS_HADAMARD): scale by 1 / sqrtf(n), then butterflies (u + v, u - v) of span
     // 1, 2, 4, ... n / 2, in this order; its SIMD passes compute u - v as fma(v, -1, u), the same.
-    const float scale = 1.0f / std::sqrt(static_cast<float>(n));
-    for (int64_t b = 0; b < rows * (D / n); ++b) {
-        float* p = x + b * n;
-        for (int64_t j = 0; j < n; ++j) p[j] *= scale;
-        for (int64_t len = 1; len < n; len *= 2)
-            for (int64_t i = 0; i < n; i += 2 * len)
-                for (int64_t j = i; j < i + len; ++j) {
-                    const float u = p[j], v = p[j + len];
-                    p[j] = u + v;
-                    p[j + len] = u - v;
-                }
-    }
+    // core/quant's kernels do exactly these operations, whole vectors at a time.
+    fwht_blocks(x, rows * (D / n), n);
 }
 
 LayerKv::LayerKv(int64_t n_heads, int64_t head_dim, int64_t capacity, at::TensorOptions opts, bool values, KvType type)

@@ -707,6 +707,22 @@ void kernel_parallel_for(int64_t n, int64_t grain, const std::function<void(int6
     for_chunks(n, std::max<int64_t>(1, grain), /*spin=*/false, body);
 }
 
+namespace {
+void check_fwht(int64_t blocks, int64_t n) {
+    if (n < 2 || (n & (n - 1)) != 0 || blocks < 0)
+        throw InputError("fwht_blocks: n must be a power of two >= 2 (got " + std::to_string(n) + "), blocks >= 0");
+}
+}  // namespace
+
+void fwht_blocks(float* x, int64_t blocks, int64_t n) {
+    check_fwht(blocks, n);
+    table_for(active_cpu_path()).fwht(x, blocks, n);
+}
+void fwht_blocks_on(CpuPath path, float* x, int64_t blocks, int64_t n) {
+    check_fwht(blocks, n);
+    table_for(path).fwht(x, blocks, n);
+}
+
 void softmax_rows(float* x, int64_t rows, int64_t n) { table_for(active_cpu_path()).softmax_rows(x, rows, n); }
 void softmax_rows_on(CpuPath path, float* x, int64_t rows, int64_t n) { table_for(path).softmax_rows(x, rows, n); }
 void silu_mul(float* gate, const float* up, int64_t n) { table_for(active_cpu_path()).silu_mul(gate, up, n); }

@@ -167,6 +167,13 @@ void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
 
+// In place on `blocks` blocks of n floats (n a power of two >= 2): scale by 1 / sqrt(n), then
+// butterflies (u + v, u - v) of span 1, 2, ..., n / 2, in that order (ggml's fwht, the rotation of
+// a q8_0 cache: core/kv's kv_rotate_rows). The same bits on every path. Throws InputError for
+// another n.
+void fwht_blocks(float* x, int64_t blocks, int64_t n);
+void fwht_blocks_on(CpuPath path, float* x, int64_t blocks, int64_t n);
+
 // body(begin, end) over [0, n) in chunks of `grain` taken from a shared counter by the kernel
 // threads (on the caller alone when n <= grain). body must not throw. For the row-wise steps of
 // a prefill, which then share the threads of the kernels above instead of waking LibTorch's.

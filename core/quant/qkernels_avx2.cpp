@@ -42,6 +42,18 @@ struct Avx2V : SseBytes {
     }
     static vec zero_below(vec x, vec b, vec y) { return _mm256_and_ps(_mm256_cmp_ps(x, b, _CMP_NLT_UQ), y); }
     static vec above(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_GT_OQ)); }
+    static vec bfly(vec a, int len) {
+        if (len == 1) {
+            const vec b = _mm256_permute_ps(a, 0xB1);
+            return _mm256_blend_ps(_mm256_add_ps(a, b), _mm256_sub_ps(b, a), 0xAA);
+        }
+        if (len == 2) {
+            const vec b = _mm256_permute_ps(a, 0x4E);
+            return _mm256_blend_ps(_mm256_add_ps(a, b), _mm256_sub_ps(b, a), 0xCC);
+        }
+        const vec b = _mm256_permute2f128_ps(a, a, 1);
+        return _mm256_blend_ps(_mm256_add_ps(a, b), _mm256_sub_ps(b, a), 0xF0);
+    }
     static float hmax(vec a) {
         __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
         s = _mm_max_ps(s, _mm_movehl_ps(s, s));

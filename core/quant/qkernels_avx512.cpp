@@ -37,6 +37,15 @@ struct Avx512V : SseBytes {
     static vec above(vec x, vec b, vec t, vec f) {
         return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_GT_OQ), f, t);
     }
+    static vec bfly(vec a, int len) {
+        // The partner lanes: pairs, pairs of pairs, then 128- and 256-bit quarters swapped.
+        const vec b = len == 1   ? _mm512_permute_ps(a, 0xB1)
+                      : len == 2 ? _mm512_permute_ps(a, 0x4E)
+                      : len == 4 ? _mm512_shuffle_f32x4(a, a, 0xB1)
+                                 : _mm512_shuffle_f32x4(a, a, 0x4E);
+        const __mmask16 odd = len == 1 ? 0xAAAA : len == 2 ? 0xCCCC : len == 4 ? 0xF0F0 : 0xFF00;
+        return _mm512_mask_blend_ps(odd, _mm512_add_ps(a, b), _mm512_sub_ps(b, a));
+    }
     static float hmax(vec a) {
         const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a),
                                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));

@@ -7,7 +7,8 @@
 // add, sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN),
 // round (to nearest even), ldexp(p, n) (p * 2^n rounded once, for integral n in [-126, 127]; any
 // value in other lanes), zero_below(x, b, y) (+0 where x < b, else y; y where x is NaN), above(x,
-// b, t, f) (t where x > b, else f), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
+// b, t, f) (t where x > b, else f), bfly(a, len) (len a power of two below N: lane i gets a[i] +
+// a[i ^ len] where bit len of i is clear, else a[i ^ len] - a[i]), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
 // floats), h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
 // (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
 // (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
@@ -949,6 +950,40 @@ struct Kernels {
         });
     }
 
+    // FwhtFn. Every output is u + v or u - v of the same two floats as the scalar loop's (in-vector
+    // spans through V::bfly, whose odd half computes u - v as (partner) - (own lane)), so every path
+    // gives its bits. Blocks narrower than a vector, or not a whole number of them, take the loop.
+    static void fwht(float* x, int64_t blocks, int64_t n) {
+        const float scale = 1.0f / __builtin_sqrtf(static_cast<float>(n));
+        for (int64_t b = 0; b < blocks; ++b) {
+            float* p = x + b * n;
+            if (n < N || n % N != 0) {
+                for (int64_t j = 0; j < n; ++j) p[j] *= scale;
+                for (int64_t len = 1; len < n; len *= 2)
+                    for (int64_t i = 0; i < n; i += 2 * len)
+                        for (int64_t j = i; j < i + len; ++j) {
+                            const float u = p[j], v = p[j + len];
+                            p[j] = u + v;
+                            p[j + len] = u - v;
+                        }
+                continue;
+            }
+            const vec vs = V::set1(scale);
+            for (int64_t j = 0; j < n; j += N) {
+                vec a = V::mul(V::load(p + j), vs);
+                for (int len = 1; len < N; len *= 2) a = V::bfly(a, len);
+                V::store(p + j, a);
+            }
+            for (int64_t len = N; len < n; len *= 2)
+                for (int64_t i = 0; i < n; i += 2 * len)
+                    for (int64_t j = i; j < i + len; j += N) {
+                        const vec u = V::load(p + j), v = V::load(p + j + len);
+                        V::store(p + j, V::add(u, v));
+                        V::store(p + j + len, V::sub(u, v));
+                    }
+        }
+    }
+
     static KernelTable table() {
         KernelTable t{};
         t.matvec[kF32] = matvec<dot_f32>;
@@ -996,6 +1031,7 @@ struct Kernels {
         t.softmax_rows = softmax_rows;
         t.silu_mul = silu_mul;
         t.gelu_tanh_mul = gelu_tanh_mul;
+        t.fwht = fwht;
         return t;
     }
 };

@@ -81,6 +81,11 @@ struct ScalarV {
         for (int i = 0; i < N; ++i) f.v[i] = x.v[i] > b.v[i] ? t.v[i] : f.v[i];
         return f;
     }
+    static vec bfly(vec a, int len) {
+        vec r;
+        for (int i = 0; i < N; ++i) r.v[i] = (i & len) ? a.v[i ^ len] - a.v[i] : a.v[i] + a.v[i ^ len];
+        return r;
+    }
     static float hmax(vec a) {
         float m = a.v[0];
         for (int i = 1; i < N; ++i) m = a.v[i] > m ? a.v[i] : m;

@@ -77,6 +77,10 @@ using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
 // In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU), or gelu_tanh(gate[i]) * up[i]
 // (GeGLU).
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
+// In place on `blocks` blocks of n floats (n a power of two >= 2): the fast Walsh-Hadamard transform
+// of a rotated q8_0 cache (core/kv's kv_rotate_rows), scale by 1 / sqrt(n), then butterflies (u + v,
+// u - v) of span 1, 2, ..., n / 2.
+using FwhtFn = void (*)(float* x, int64_t blocks, int64_t n);
 
 // Prefill attention (attn_kernels_impl.h): queries [t0, t1) of the g heads of cache head h over
 // slots [s0, s1) (s0 a multiple of kAttnKeyBlock), into a.out; kt: the head's keys transposed per
@@ -113,6 +117,7 @@ struct KernelTable {
     SoftmaxFn softmax_rows;
     SiluMulFn silu_mul;
     SiluMulFn gelu_tanh_mul;
+    FwhtFn fwht;
     AttnBlockFn attn_block;
     AttnScratchFn attn_scratch;
     AttnTransposeFn attn_transpose;

@@ -510,3 +510,52 @@ TEST_CASE(
         }
     }
 }
+
+TEST_CASE("The Walsh-Hadamard transform of every path equals ggml's butterflies bit for bit", "[quant]") {
+    report_missing_paths();
+    std::mt19937 rng(23);
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    const float inf = std::numeric_limits<float>::infinity();
+    for (CpuPath path : supported_cpu_paths())
+        for (int64_t n : {2, 4, 8, 16, 32, 64, 128, 256, 512}) {
+            INFO("path " << cpu_path_name(path) << ", n " << n);
+            const int64_t blocks = 5;
+            std::vector<float> x(static_cast<size_t>(blocks * n));
+            for (auto& v : x) v = nd(rng);
+            // Values whose sums and differences round, overflow or keep a sign: any reordering
+            // or regrouping of the butterflies changes some of these bits.
+            x[0] = 3e38f;
+            x[1] = 3e38f;
+            x[static_cast<size_t>(n)] = -0.0f;
+            if (n >= 4) {
+                x[2] = 1e-40f;  // subnormal
+                x[3] = 16777217.0f;
+            }
+            x[static_cast<size_t>(2 * n + 1)] = inf;
+            x[static_cast<size_t>(3 * n) + static_cast<size_t>(n / 2)] = std::numeric_limits<float>::quiet_NaN();
+            std::vector<float> want = x;
+            const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+            for (int64_t b = 0; b < blocks; ++b) {  // ggml_compute_forward_fwht's order
+                float* p = want.data() + b * n;
+                for (int64_t j = 0; j < n; ++j) p[j] *= scale;
+                for (int64_t len = 1; len < n; len *= 2)
+                    for (int64_t i = 0; i < n; i += 2 * len)
+                        for (int64_t j = i; j < i + len; ++j) {
+                            const float u = p[j], v = p[j + len];
+                            p[j] = u + v;
+                            p[j + len] = u - v;
+                        }
+            }
+            std::vector<float> got = x;
+            fwht_blocks_on(path, got.data(), blocks, n);
+            for (size_t i = 0; i < got.size(); ++i) {
+                uint32_t a, b;
+                std::memcpy(&a, &got[i], 4);
+                std::memcpy(&b, &want[i], 4);
+                const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+                if (a != b && !both_nan) FAIL("value " << i << ": got " << got[i] << ", want " << want[i]);
+            }
+        }
+    std::vector<float> x(12, 1.0f);
+    for (int64_t bad : {0, 1, 3, 12, -4}) CHECK_THROWS_AS(fwht_blocks(x.data(), 1, bad), InputError);
+}
