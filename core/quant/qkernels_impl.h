@@ -3,19 +3,18 @@
 // flags. Everything here has internal linkage so that each translation unit keeps the copy built
 // for its own instruction set (a shared inline copy could be one compiled for AVX-512).
 //
-// V provides: N (float lanes; a divisor of 16), vec, zero, set1, load, load_unaligned, store,
-// add, sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN),
-// round (to nearest even), ldexp(p, n) (p * 2^n rounded once, for integral n in [-126, 127]; any
-// value in other lanes), zero_below(x, b, y) (+0 where x < b, else y; y where x is NaN), above(x,
-// b, t, f) (t where x > b, else f), bfly(a, len) (len a power of two below N: lane i gets a[i] +
-// a[i ^ len] where bit len of i is clear, else a[i ^ len] - a[i]), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to
-// floats), h2f (one half to float); and q16, 16 bytes held as one value, with load16, lo4 / hi4
-// (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s)
-// (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m),
-// lut16(v, table) (table[v] for bytes below 16) and to_f32 (the 16 values as signed int8 to
-// 16 / N float vectors). Optionally transpose8(src, src_ld, dst, dst_ld): dst row c, columns
-// 0..7 = src rows 0..7, column c (an 8 x 8 block of floats; without it blocks move a value at a
-// time).
+// V provides: N (float lanes; a divisor of 16), vec, zero, set1, load, load_unaligned, store, add,
+// sub, mul, div, fmadd(a, b, c) = a * b + c, max(a, b) / min(a, b) (b when either is NaN), round
+// (to nearest even), ldexp(p, n) (p * 2^n rounded once, for integral n in [-126, 127]; any value in
+// other lanes), zero_below(x, b, y) (+0 where x < b, else y; y where x is NaN), above(x, b, t, f)
+// (t where x > b, else f), bfly(a, len) (len a power of two below N: lane i gets a[i] + a[i ^ len]
+// where bit len of i is clear, else a[i ^ len] - a[i]), hsum, hmax, from_f16 / from_bf16 / from_i8
+// (N stored values to floats), h2f (one half to float); and q16, 16 bytes held as one value, with
+// load16, lo4 / hi4 (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below
+// 16), shl(v, s) (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of
+// m), lut16(v, table) (table[v] for bytes below 16) and to_f32 (the 16 values as signed int8 to 16
+// / N float vectors). Optionally transpose8(src, src_ld, dst, dst_ld): dst row c, columns 0..7 =
+// src rows 0..7, column c (an 8 x 8 block of floats; without it blocks move a value at a time).
 //
 // Block layouts as in core/io/dequant.cpp (from ggml-common.h). The products factor each block's
 // scale out of its sum: d * sum(q * x) (+ min * sum(x) with the per-32 or per-16 sums xs of x),
