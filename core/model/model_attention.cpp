@@ -21,8 +21,9 @@ namespace snapkv {
 void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, int64_t layer, float* probs,
                             float* out) const {
     // q [H, D]; probs [Hc, g, S]; out [H, D]. The core/quant kernels read each cache head's rows in
-    // place (heads capacity * D apart) instead of BLAS packing them; scale, soft-cap and mask in
-    // one pass; core/quant's softmax.
+    // place (heads capacity * D apart) instead of BLAS packing them; scale, mask and softmax in
+    // core/quant's one kernel, rows over the kernel threads (with a soft-cap, decode_ops' pass and
+    // core/quant's softmax on the caller).
     const int64_t H = m_config.n_head, D = m_config.head_dim;
     const int64_t Hc = kv.n_heads(), g = H / Hc, S = kv.size(), cap = kv.capacity(), head_stride = cap * D;
     const int64_t window = m_config.layers[static_cast<size_t>(layer)].sliding_window;
@@ -78,9 +79,14 @@ void LlamaModel::attend_one(const float* q, const LayerKv& kv, int64_t q_pos, in
         q = qbuf.data();
     }
     attention_scores(q, keys, rows, head_stride, Hc, g, n, D, probs);
-    decode_ops::scale_mask_rows(probs, Hc, g, n, kv.position_data() + s0, cap, 1, q_pos, m_config.attn_scale,
-                                m_config.attn_softcap, window);
-    softmax_rows(probs, Hc * g, n);
+    if (m_config.attn_softcap > 0.0) {
+        decode_ops::scale_mask_rows(probs, Hc, g, n, kv.position_data() + s0, cap, 1, q_pos, m_config.attn_scale,
+                                    m_config.attn_softcap, window);
+        softmax_rows(probs, Hc * g, n);
+    } else {
+        attention_softmax(probs, Hc, g, n, kv.position_data() + s0, cap, q_pos, static_cast<float>(m_config.attn_scale),
+                          window);
+    }
     attention_values(probs, vals, rows, head_stride, Hc, g, n, D, out);
     if (v_rot > 0) kv_rotate_rows(out, H, D, v_rot);
     if (s0 > 0) {

@@ -708,6 +708,32 @@ void kernel_parallel_for(int64_t n, int64_t grain, const std::function<void(int6
 }
 
 namespace {
+// The visible positions of attention_softmax: above lo and not above hi.
+std::pair<int64_t, int64_t> visible_range(int64_t q_pos, int64_t window) {
+    return {window > 0 ? q_pos - window : std::numeric_limits<int64_t>::min(), q_pos};
+}
+}  // namespace
+
+void attention_softmax(float* scores, int64_t Hc, int64_t g, int64_t S, const int64_t* pos, int64_t pos_head_stride,
+                       int64_t q_pos, float scale, int64_t window) {
+    const AttnSoftmaxFn fn = table_for(active_cpu_path()).attn_softmax;
+    const auto [lo, hi] = visible_range(q_pos, window);
+    // Takes of whole cache heads (their rows share one pass over the positions, which a long
+    // cache's step finds in memory, not in cache) and at least 4096 scores: at SmolLM2's 9 rows of
+    // 4K slots, masking and softmax on the caller alone were ~6 % of a step while the other kernel
+    // threads waited.
+    const int64_t per_head = Hc > 1 ? g : 1;
+    const int64_t grain = per_head * std::max<int64_t>(1, 4096 / std::max<int64_t>(per_head * S, 1));
+    for_chunks(Hc * g, grain, /*spin=*/true,
+               [&](int64_t r0, int64_t r1) { fn(scores, r0, r1, g, S, pos, pos_head_stride, hi, lo, scale); });
+}
+void attention_softmax_on(CpuPath path, float* scores, int64_t Hc, int64_t g, int64_t S, const int64_t* pos,
+                          int64_t pos_head_stride, int64_t q_pos, float scale, int64_t window) {
+    const auto [lo, hi] = visible_range(q_pos, window);
+    table_for(path).attn_softmax(scores, 0, Hc * g, g, S, pos, pos_head_stride, hi, lo, scale);
+}
+
+namespace {
 void check_fwht(int64_t blocks, int64_t n) {
     if (n < 2 || (n & (n - 1)) != 0 || blocks < 0)
         throw InputError("fwht_blocks: n must be a power of two >= 2 (got " + std::to_string(n) + "), blocks >= 0");

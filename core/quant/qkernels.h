@@ -167,6 +167,16 @@ void silu_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul_on(CpuPath path, float* gate, const float* up, int64_t n);
 
+// The single-token attention's probabilities, in place: scores [Hc, g, S] (query head h * g + j's
+// row over cache head h's S slots, whose positions are pos[h * pos_head_stride + s]) become
+// softmax over s of score * scale, or of -inf where the position is above q_pos or, with window
+// > 0, at or below q_pos - window. Rows are shared by the kernel threads; each row is
+// decode_ops::scale_mask_rows (without soft-cap) then softmax_rows, bit for bit.
+void attention_softmax(float* scores, int64_t Hc, int64_t g, int64_t S, const int64_t* pos, int64_t pos_head_stride,
+                       int64_t q_pos, float scale, int64_t window);
+void attention_softmax_on(CpuPath path, float* scores, int64_t Hc, int64_t g, int64_t S, const int64_t* pos,
+                          int64_t pos_head_stride, int64_t q_pos, float scale, int64_t window);
+
 // In place on `blocks` blocks of n floats (n a power of two >= 2): scale by 1 / sqrt(n), then
 // butterflies (u + v, u - v) of span 1, 2, ..., n / 2, in that order (ggml's fwht, the rotation of
 // a q8_0 cache: core/kv's kv_rotate_rows). The same bits on every path. Throws InputError for

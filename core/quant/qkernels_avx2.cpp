@@ -42,6 +42,19 @@ struct Avx2V : SseBytes {
     }
     static vec zero_below(vec x, vec b, vec y) { return _mm256_and_ps(_mm256_cmp_ps(x, b, _CMP_NLT_UQ), y); }
     static vec above(vec x, vec b, vec t, vec f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(x, b, _CMP_GT_OQ)); }
+    using shown_mask = __m256;
+    static shown_mask shown_positions(const int64_t* p, int64_t hi, int64_t lo) {
+        const __m256i h = _mm256_set1_epi64x(hi), l = _mm256_set1_epi64x(lo);
+        const __m256i p0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        const __m256i p1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4));
+        // Not above hi and above lo; then each 64-bit lane's mask to a 32-bit one.
+        const __m256i s0 = _mm256_andnot_si256(_mm256_cmpgt_epi64(p0, h), _mm256_cmpgt_epi64(p0, l));
+        const __m256i s1 = _mm256_andnot_si256(_mm256_cmpgt_epi64(p1, h), _mm256_cmpgt_epi64(p1, l));
+        const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        return _mm256_castsi256_ps(
+            _mm256_blend_epi32(_mm256_permutevar8x32_epi32(s0, even), _mm256_permutevar8x32_epi32(s1, even), 0xF0));
+    }
+    static vec shown_or_ninf(shown_mask m, vec s) { return _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), s, m); }
     static vec bfly(vec a, int len) {
         if (len == 1) {
             const vec b = _mm256_permute_ps(a, 0xB1);

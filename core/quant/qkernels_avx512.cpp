@@ -37,6 +37,17 @@ struct Avx512V : SseBytes {
     static vec above(vec x, vec b, vec t, vec f) {
         return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, b, _CMP_GT_OQ), f, t);
     }
+    using shown_mask = __mmask16;
+    static shown_mask shown_positions(const int64_t* p, int64_t hi, int64_t lo) {
+        const __m512i h = _mm512_set1_epi64(hi), l = _mm512_set1_epi64(lo);
+        const __m512i p0 = _mm512_loadu_si512(p), p1 = _mm512_loadu_si512(p + 8);
+        const __mmask8 s0 = _mm512_cmple_epi64_mask(p0, h) & _mm512_cmpgt_epi64_mask(p0, l);
+        const __mmask8 s1 = _mm512_cmple_epi64_mask(p1, h) & _mm512_cmpgt_epi64_mask(p1, l);
+        return static_cast<__mmask16>(s0 | (static_cast<unsigned>(s1) << 8));
+    }
+    static vec shown_or_ninf(shown_mask m, vec s) {
+        return _mm512_mask_blend_ps(m, _mm512_set1_ps(-__builtin_inff()), s);
+    }
     static vec bfly(vec a, int len) {
         // The partner lanes: pairs, pairs of pairs, then 128- and 256-bit quarters swapped.
         const vec b = len == 1   ? _mm512_permute_ps(a, 0xB1)

@@ -8,7 +8,9 @@
 // (to nearest even), ldexp(p, n) (p * 2^n rounded once, for integral n in [-126, 127]; any value in
 // other lanes), zero_below(x, b, y) (+0 where x < b, else y; y where x is NaN), above(x, b, t, f)
 // (t where x > b, else f), bfly(a, len) (len a power of two below N: lane i gets a[i] + a[i ^ len]
-// where bit len of i is clear, else a[i ^ len] - a[i]), hsum, hmax, from_f16 / from_bf16 / from_i8
+// where bit len of i is clear, else a[i ^ len] - a[i]), shown_mask, shown_positions(p, hi, lo)
+// (which lanes' int64 p[i] are above lo and not above hi), shown_or_ninf(mask, s) (s there, else
+// -inf), hsum, hmax, from_f16 / from_bf16 / from_i8
 // (N stored values to floats), h2f (one half to float); and q16, 16 bytes held as one value, with
 // load16, lo4 / hi4 (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below
 // 16), shl(v, s) (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of
@@ -909,6 +911,20 @@ struct Kernels {
         }
     }
     // Each of rows rows of n values becomes exp(x - max) / sum (-inf gives 0), in place.
+    // The n values at x become exp(x - mx) / sum (-inf gives 0): a softmax row after its maximum.
+    static inline void softmax_finish(float* x, int64_t n, float mx) {
+        constexpr float ninf = -__builtin_inff();
+        const vec vm = V::set1(mx);
+        vec acc = V::zero();
+        map_inplace(x, n, ninf, [&](vec v, int64_t) {
+            const vec e = exp_nonpos_v(V::sub(v, vm));
+            acc = V::add(acc, e);
+            return e;
+        });
+        const vec inv = V::set1(1.0f / V::hsum(acc));
+        map_inplace(x, n, 0.0f, [&](vec v, int64_t) { return V::mul(v, inv); });
+    }
+    // Each of rows rows of n values becomes exp(x - max) / sum (-inf gives 0), in place.
     static void softmax_rows(float* x, int64_t rows, int64_t n) {
         constexpr float ninf = -__builtin_inff();
         for (int64_t r = 0; r < rows; ++r, x += n) {
@@ -917,17 +933,49 @@ struct Kernels {
             for (; i + N <= n; i += N) m = V::max(m, V::load(x + i));
             float mx = V::hmax(m);
             for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-            const vec vm = V::set1(mx);
-            vec acc = V::zero();
-            map_inplace(x, n, ninf, [&](vec v, int64_t) {
-                const vec e = exp_nonpos_v(V::sub(v, vm));
-                acc = V::add(acc, e);
-                return e;
-            });
-            const vec inv = V::set1(1.0f / V::hsum(acc));
-            map_inplace(x, n, 0.0f, [&](vec v, int64_t) { return V::mul(v, inv); });
+            softmax_finish(x, n, mx);
         }
     }
+    // AttnSoftmaxFn: scale and mask in one pass that also takes each row's maximum in softmax_rows'
+    // order (whole vectors, then the tail one at a time), so the values and the maximum are those of
+    // a masking pass followed by softmax_rows. The rows of one cache head share the positions'
+    // masks: up to four rows per pass over them.
+    static void attn_softmax(float* scores, int64_t r0, int64_t r1, int64_t g, int64_t S, const int64_t* pos,
+                             int64_t pos_head_stride, int64_t hi, int64_t lo, float scale) {
+        constexpr float ninf = -__builtin_inff();
+        const vec vs = V::set1(scale);
+        for (int64_t a = r0; a < r1;) {
+            const int64_t h = a / g;
+            int64_t b = a + 4 < r1 ? a + 4 : r1;  // rows [a, b): one head, at most four
+            if (b > (h + 1) * g) b = (h + 1) * g;
+            const int k = static_cast<int>(b - a);
+            const int64_t* p = pos + h * pos_head_stride;
+            vec m[4];
+            for (int j = 0; j < k; ++j) m[j] = V::set1(ninf);
+            int64_t i = 0;
+            for (; i + N <= S; i += N) {
+                const typename V::shown_mask shown = V::shown_positions(p + i, hi, lo);
+                for (int j = 0; j < k; ++j) {
+                    float* x = scores + (a + j) * S + i;
+                    const vec v = V::shown_or_ninf(shown, V::mul(V::load(x), vs));
+                    V::store(x, v);
+                    m[j] = V::max(m[j], v);
+                }
+            }
+            for (int j = 0; j < k; ++j) {
+                float* x = scores + (a + j) * S;
+                float mx = V::hmax(m[j]);
+                for (int64_t t = i; t < S; ++t) {
+                    const float v = p[t] > hi || p[t] <= lo ? ninf : x[t] * scale;
+                    x[t] = v;
+                    mx = v > mx ? v : mx;
+                }
+                softmax_finish(x, S, mx);
+            }
+            a = b;
+        }
+    }
+
     // gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU), in place.
     static void silu_mul(float* gate, const float* up, int64_t n) {
         const vec one = V::set1(1.0f);
@@ -1028,6 +1076,7 @@ struct Kernels {
         t.attn_scores = attn_scores;
         t.attn_values = attn_values;
         t.softmax_rows = softmax_rows;
+        t.attn_softmax = attn_softmax;
         t.silu_mul = silu_mul;
         t.gelu_tanh_mul = gelu_tanh_mul;
         t.fwht = fwht;

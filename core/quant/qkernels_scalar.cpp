@@ -81,6 +81,19 @@ struct ScalarV {
         for (int i = 0; i < N; ++i) f.v[i] = x.v[i] > b.v[i] ? t.v[i] : f.v[i];
         return f;
     }
+    struct shown_mask {
+        bool v[N];
+    };
+    static shown_mask shown_positions(const int64_t* p, int64_t hi, int64_t lo) {
+        shown_mask m;
+        for (int i = 0; i < N; ++i) m.v[i] = !(p[i] > hi || p[i] <= lo);
+        return m;
+    }
+    static vec shown_or_ninf(shown_mask m, vec s) {
+        for (int i = 0; i < N; ++i)
+            if (!m.v[i]) s.v[i] = -__builtin_inff();
+        return s;
+    }
     static vec bfly(vec a, int len) {
         vec r;
         for (int i = 0; i < N; ++i) r.v[i] = (i & len) ? a.v[i ^ len] - a.v[i] : a.v[i] + a.v[i ^ len];

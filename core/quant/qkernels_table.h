@@ -77,6 +77,11 @@ using SoftmaxFn = void (*)(float* x, int64_t rows, int64_t n);
 // In place: gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU), or gelu_tanh(gate[i]) * up[i]
 // (GeGLU).
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
+// In place on rows [r0, r1) of scores [rows, S] (row r reads cache head r / g, whose slot s has
+// position pos[(r / g) * pos_head_stride + s]): each score times scale, -inf where its position is
+// above hi or at or below lo, then the row's softmax as SoftmaxFn's.
+using AttnSoftmaxFn = void (*)(float* scores, int64_t r0, int64_t r1, int64_t g, int64_t S, const int64_t* pos,
+                               int64_t pos_head_stride, int64_t hi, int64_t lo, float scale);
 // In place on `blocks` blocks of n floats (n a power of two >= 2): the fast Walsh-Hadamard transform
 // of a rotated q8_0 cache (core/kv's kv_rotate_rows), scale by 1 / sqrt(n), then butterflies (u + v,
 // u - v) of span 1, 2, ..., n / 2.
@@ -115,6 +120,7 @@ struct KernelTable {
     AttnScoresFn attn_scores;
     AttnValuesFn attn_values;
     SoftmaxFn softmax_rows;
+    AttnSoftmaxFn attn_softmax;
     SiluMulFn silu_mul;
     SiluMulFn gelu_tanh_mul;
     FwhtFn fwht;
