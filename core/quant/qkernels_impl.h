@@ -997,25 +997,23 @@ struct Kernels {
         });
     }
 
-    // FwhtFn. Every output is u + v or u - v of the same two floats as the scalar loop's (in-vector
-    // spans through V::bfly, whose odd half computes u - v as (partner) - (own lane)), so every path
-    // gives its bits. Blocks narrower than a vector, or not a whole number of them, take the loop.
+    // FwhtFn. Every output is u + v or u - v of the same two floats as ggml's loop (in-vector spans
+    // through V::bfly, whose odd half computes u - v as (partner) - (own lane)), so every path gives
+    // its bits. A block narrower than a vector (n < N; n, a power of two, is otherwise a multiple of
+    // N) goes through a zero-padded vector: spans below n never pair its lanes with the padding.
     static void fwht(float* x, int64_t blocks, int64_t n) {
-        const float scale = 1.0f / __builtin_sqrtf(static_cast<float>(n));
+        const vec vs = V::set1(1.0f / __builtin_sqrtf(static_cast<float>(n)));
         for (int64_t b = 0; b < blocks; ++b) {
             float* p = x + b * n;
-            if (n < N || n % N != 0) {
-                for (int64_t j = 0; j < n; ++j) p[j] *= scale;
-                for (int64_t len = 1; len < n; len *= 2)
-                    for (int64_t i = 0; i < n; i += 2 * len)
-                        for (int64_t j = i; j < i + len; ++j) {
-                            const float u = p[j], v = p[j + len];
-                            p[j] = u + v;
-                            p[j + len] = u - v;
-                        }
+            if (n < N) {
+                float tmp[N] = {};
+                for (int64_t j = 0; j < n; ++j) tmp[j] = p[j];
+                vec a = V::mul(V::load(tmp), vs);
+                for (int len = 1; len < n; len *= 2) a = V::bfly(a, len);
+                V::store(tmp, a);
+                for (int64_t j = 0; j < n; ++j) p[j] = tmp[j];
                 continue;
             }
-            const vec vs = V::set1(scale);
             for (int64_t j = 0; j < n; j += N) {
                 vec a = V::mul(V::load(p + j), vs);
                 for (int len = 1; len < N; len *= 2) a = V::bfly(a, len);

@@ -13,11 +13,13 @@
 #include "core/io/model_file.h"
 #include "core/kv/kv_cache.h"
 #include "core/model/llama_model.h"
+#include "quant/fwht_reference.h"
 
 // After LibTorch: its glog CHECK macro must not shadow Catch's.
 #include <catch2/catch.hpp>
 
 using namespace snapkv;
+using snapkv::test::ggml_fwht_blocks;
 using snapkv::test::random_ids;
 
 namespace {
@@ -51,23 +53,8 @@ std::vector<float> q8_0_roundtrip(const float* x, int64_t d) {
     return out;
 }
 
-// llama.cpp's rotation of a quantized cache's rows (src/llama-kv-cache.cpp attn_rot_k/attn_rot_v;
-// ggml-cpu ggml_compute_forward_fwht), written out here from that code: each block of n values
-// scaled by 1 / sqrtf(n), then butterflies (u + v, u - v) of span 1, 2, ... n / 2.
-void hadamard_blocks(float* x, int64_t d, int64_t n) {
-    for (int64_t b = 0; b < d; b += n) {
-        float* p = x + b;
-        const float scale = 1.0f / std::sqrt(float(n));
-        for (int64_t j = 0; j < n; ++j) p[j] *= scale;
-        for (int64_t len = 1; len < n; len *= 2)
-            for (int64_t i = 0; i < n; i += 2 * len)
-                for (int64_t j = i; j < i + len; ++j) {
-                    const float u = p[j], v = p[j + len];
-                    p[j] = u + v;
-                    p[j + len] = u - v;
-                }
-    }
-}
+// llama.cpp's rotation of a quantized cache's rows: ggml's transform on each block of n of d values.
+void hadamard_blocks(float* x, int64_t d, int64_t n) { ggml_fwht_blocks(x, d / n, n); }
 
 // What the cache holds for rows x [..., D] of type t. rot: llama.cpp's rotation block (0: none);
 // stored_basis: the rows as stored (rotated), else rotated back (what keys() returns).

@@ -21,6 +21,7 @@
 #include "core/io/dequant.h"
 #include "core/quant/cpu_features.h"
 #include "core/quant/qkernels.h"
+#include "quant/fwht_reference.h"
 #include "quant/random_blocks.h"
 
 using namespace snapkv;
@@ -534,18 +535,7 @@ TEST_CASE("The Walsh-Hadamard transform of every path equals ggml's butterflies 
             x[static_cast<size_t>(2 * n + 1)] = inf;
             x[static_cast<size_t>(3 * n) + static_cast<size_t>(n / 2)] = std::numeric_limits<float>::quiet_NaN();
             std::vector<float> want = x;
-            const float scale = 1.0f / std::sqrt(static_cast<float>(n));
-            for (int64_t b = 0; b < blocks; ++b) {  // ggml_compute_forward_fwht's order
-                float* p = want.data() + b * n;
-                for (int64_t j = 0; j < n; ++j) p[j] *= scale;
-                for (int64_t len = 1; len < n; len *= 2)
-                    for (int64_t i = 0; i < n; i += 2 * len)
-                        for (int64_t j = i; j < i + len; ++j) {
-                            const float u = p[j], v = p[j + len];
-                            p[j] = u + v;
-                            p[j + len] = u - v;
-                        }
-            }
+            ggml_fwht_blocks(want.data(), blocks, n);
             std::vector<float> got = x;
             fwht_blocks_on(path, got.data(), blocks, n);
             for (size_t i = 0; i < got.size(); ++i) {
