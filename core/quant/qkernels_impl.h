@@ -10,13 +10,13 @@
 // (t where x > b, else f), bfly(a, len) (len a power of two below N: lane i gets a[i] + a[i ^ len]
 // where bit len of i is clear, else a[i ^ len] - a[i]), shown_mask, shown_positions(p, hi, lo)
 // (which lanes' int64 p[i] are above lo and not above hi), shown_or_ninf(mask, s) (s there, else
-// -inf), hsum, hmax, from_f16 / from_bf16 / from_i8
-// (N stored values to floats), h2f (one half to float); and q16, 16 bytes held as one value, with
-// load16, lo4 / hi4 (low / high nibbles), bits(v, s, mask) = (v >> s) & mask, shl4 (of values below
-// 16), shl(v, s) (of values below 2^(8 - s)), or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of
-// m), lut16(v, table) (table[v] for bytes below 16) and to_f32 (the 16 values as signed int8 to 16
-// / N float vectors). Optionally transpose8(src, src_ld, dst, dst_ld): dst row c, columns 0..7 =
-// src rows 0..7, column c (an 8 x 8 block of floats; without it blocks move a value at a time).
+// -inf), hsum, hmax, from_f16 / from_bf16 / from_i8 (N stored values to floats), h2f (one half to
+// float); and q16, 16 bytes held as one value, with load16, lo4 / hi4 (low / high nibbles), bits(v,
+// s, mask) = (v >> s) & mask, shl4 (of values below 16), shl(v, s) (of values below 2^(8 - s)),
+// or_, sub8(v, k) = v - k, bits16(m) (byte j = bit j of m), lut16(v, table) (table[v] for bytes
+// below 16) and to_f32 (the 16 values as signed int8 to 16 / N float vectors). Optionally
+// transpose8(src, src_ld, dst, dst_ld): dst row c, columns 0..7 = src rows 0..7, column c (an 8 x 8
+// block of floats; without it blocks move a value at a time).
 //
 // Block layouts as in core/io/dequant.cpp (from ggml-common.h). The products factor each block's
 // scale out of its sum: d * sum(q * x) (+ min * sum(x) with the per-32 or per-16 sums xs of x),
@@ -910,7 +910,6 @@ struct Kernels {
             for (int k = 0; i + k < n; ++k) x[i + k] = tmp[k];
         }
     }
-    // Each of rows rows of n values becomes exp(x - max) / sum (-inf gives 0), in place.
     // The n values at x become exp(x - mx) / sum (-inf gives 0): a softmax row after its maximum.
     static inline void softmax_finish(float* x, int64_t n, float mx) {
         constexpr float ninf = -__builtin_inff();
